@@ -1,0 +1,368 @@
+#!/usr/bin/env bash
+# A real local Kubernetes control plane for tests and the demo: etcd, kube-apiserver (RBAC,
+# client-certificate CA, service-account issuer and keys, audit log) and kube-controller-manager
+# (garbage collector, namespace, service account and role aggregation controllers), all on
+# 127.0.0.1 with free ports, state and logs in one directory.
+#
+#   hack/cluster.sh up DIR                 start (idempotent: a healthy plane is left alone)
+#   hack/cluster.sh down DIR [--purge]     stop everything; --purge also removes DIR
+#   hack/cluster.sh stop|start|restart DIR etcd|apiserver|controller-manager
+#   hack/cluster.sh status DIR             exit 0 when all three run and the API is ready
+#   hack/cluster.sh env DIR                print the export line
+#
+# DIR gets: kubeconfig (admin, contexts admin/alice/bob), admin|alice|bob.kubeconfig,
+# env (K8S_SERVER, K8S_CA, KUBECONFIG, ...), pki/, etcd/, *.log, audit.log.
+# Users: admin (group system:masters), alice and bob (group developers), all client certificates.
+set -euo pipefail
+
+HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+COMPONENTS=(etcd apiserver controller-manager)
+START_TIMEOUT=${CLUSTER_START_TIMEOUT:-120}
+
+die() { echo "cluster: $*" >&2; exit 1; }
+note() { echo "cluster: $*" >&2; }
+
+bin_dir() {
+    if [ -z "${K8S_BIN:-}" ]; then
+        K8S_BIN=$("$HACK/k8s-build.sh")
+    fi
+    echo "$K8S_BIN"
+}
+
+# --- processes ---------------------------------------------------------------------------------
+
+binary_of() {
+    case "$1" in
+    etcd) echo etcd ;;
+    apiserver) echo kube-apiserver ;;
+    controller-manager) echo kube-controller-manager ;;
+    *) die "unknown component $1 (etcd, apiserver, controller-manager)" ;;
+    esac
+}
+
+# Prints the pid of a running component, or nothing. Checks the binary, so a recycled pid
+# never gets signalled.
+pid_of() {
+    local f="$D/$1.pid" pid
+    [ -f "$f" ] || return 0
+    pid=$(cat "$f")
+    [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 0
+    if tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "/$(binary_of "$1") "; then
+        echo "$pid"
+    fi
+}
+
+stop_component() {
+    local pid
+    pid=$(pid_of "$1")
+    rm -f "$D/$1.pid"
+    [ -n "$pid" ] || return 0
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for _ in $(seq 1 150); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+}
+
+# Picks N free TCP ports on 127.0.0.1 (held together while choosing, so they differ).
+free_ports() {
+    python3 - "$1" <<'EOF'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+EOF
+}
+
+port_free() {
+    python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$1" \
+        2>/dev/null
+}
+
+choose_ports() {
+    if [ -f "$D/ports.env" ]; then
+        # shellcheck disable=SC1091
+        . "$D/ports.env"
+        local ok=1 p
+        for p in "$ETCD_PORT" "$ETCD_PEER_PORT" "$API_PORT"; do
+            port_free "$p" || ok=0
+        done
+        [ "$ok" = 1 ] && return 0
+    fi
+    read -r ETCD_PORT ETCD_PEER_PORT API_PORT <<<"$(free_ports 3)"
+    printf 'ETCD_PORT=%s\nETCD_PEER_PORT=%s\nAPI_PORT=%s\n' \
+        "$ETCD_PORT" "$ETCD_PEER_PORT" "$API_PORT" >"$D/ports.env"
+}
+
+load_ports() {
+    [ -f "$D/ports.env" ] || die "$D has no control plane (run: hack/cluster.sh up $D)"
+    # shellcheck disable=SC1091
+    . "$D/ports.env"
+}
+
+# --- PKI and kubeconfigs -----------------------------------------------------------------------
+
+sign() { # name subject extensions
+    local p="$D/pki"
+    openssl req -new -newkey rsa:2048 -nodes -subj "$2" -keyout "$p/$1.key" -out "$p/$1.csr" \
+        2>/dev/null
+    openssl x509 -req -in "$p/$1.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial \
+        -days 30 -out "$p/$1.crt" -extfile <(printf '%s\n' "$3") 2>/dev/null
+    rm -f "$p/$1.csr"
+}
+
+make_pki() {
+    local p="$D/pki"
+    [ -f "$p/.complete" ] && return 0
+    rm -rf "$p"
+    mkdir -p "$p"
+    chmod 700 "$p"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=hostdevd-test-ca" \
+        -keyout "$p/ca.key" -out "$p/ca.crt" 2>/dev/null
+    sign apiserver "/CN=kube-apiserver" "subjectAltName=IP:127.0.0.1,IP:10.0.2.2,IP:10.0.0.1,\
+DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc
+extendedKeyUsage=serverAuth
+keyUsage=digitalSignature,keyEncipherment"
+    local client="extendedKeyUsage=clientAuth
+keyUsage=digitalSignature,keyEncipherment"
+    sign admin "/CN=admin/O=system:masters" "$client"
+    sign controller-manager "/CN=system:kube-controller-manager/O=system:masters" "$client"
+    sign alice "/CN=alice/O=developers" "$client"
+    sign bob "/CN=bob/O=developers" "$client"
+    openssl genrsa -out "$p/sa.key" 2048 2>/dev/null
+    openssl rsa -in "$p/sa.key" -pubout -out "$p/sa.pub" 2>/dev/null
+    touch "$p/.complete"
+}
+
+b64() { base64 -w0 <"$1"; }
+
+user_entry() { # user
+    printf -- '- name: %s\n  user:\n    client-certificate-data: %s\n    client-key-data: %s\n' \
+        "$1" "$(b64 "$D/pki/$1.crt")" "$(b64 "$D/pki/$1.key")"
+}
+
+context_entry() { # user
+    printf -- '- name: %s\n  context:\n    cluster: hostdevd-local\n    user: %s\n' "$1" "$1"
+}
+
+kubeconfig() { # current-context user...
+    local current=$1 u
+    shift
+    printf 'apiVersion: v1\nkind: Config\nclusters:\n- name: hostdevd-local\n  cluster:\n'
+    printf '    server: https://127.0.0.1:%s\n    certificate-authority-data: %s\n' \
+        "$API_PORT" "$(b64 "$D/pki/ca.crt")"
+    printf 'users:\n'
+    for u in "$@"; do user_entry "$u"; done
+    printf 'contexts:\n'
+    for u in "$@"; do context_entry "$u"; done
+    printf 'current-context: %s\n' "$current"
+}
+
+write_kubeconfigs() {
+    local u
+    (
+        umask 077
+        kubeconfig admin admin alice bob >"$D/kubeconfig"
+        for u in admin alice bob controller-manager; do
+            kubeconfig "$u" "$u" >"$D/$u.kubeconfig"
+        done
+        cat >"$D/env" <<EOF
+KUBECONFIG=$D/kubeconfig
+K8S_SERVER=https://127.0.0.1:$API_PORT
+K8S_CA=$D/pki/ca.crt
+K8S_ADMIN_CERT=$D/pki/admin.crt
+K8S_ADMIN_KEY=$D/pki/admin.key
+K8S_BIN=$(bin_dir)
+ETCD_ENDPOINT=http://127.0.0.1:$ETCD_PORT
+EOF
+    )
+}
+
+write_audit_policy() {
+    cat >"$D/audit-policy.yaml" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+EOF
+}
+
+# --- components --------------------------------------------------------------------------------
+
+wait_for() { # description command...
+    local what=$1 deadline=$((SECONDS + START_TIMEOUT))
+    shift
+    until "$@" >/dev/null 2>&1; do
+        if [ $SECONDS -ge $deadline ]; then
+            note "$what did not become ready within ${START_TIMEOUT}s; last log lines:"
+            return 1
+        fi
+        sleep 0.3
+    done
+}
+
+etcd_healthy() { curl -fsS "http://127.0.0.1:$ETCD_PORT/health" | grep -q '"health":"true"'; }
+
+api_ready() {
+    curl -fsS --cacert "$D/pki/ca.crt" --cert "$D/pki/admin.crt" --key "$D/pki/admin.key" \
+        "https://127.0.0.1:$API_PORT/readyz" | grep -q '^ok$'
+}
+
+kcm_working() {
+    # The service account controller creates "default" in every namespace.
+    "$(bin_dir)/kubectl" --kubeconfig "$D/admin.kubeconfig" -n default get serviceaccount default
+}
+
+launch() { # component args...
+    local c=$1 bin
+    shift
+    bin="$(bin_dir)/$(binary_of "$c")"
+    "$bin" "$@" >>"$D/$c.log" 2>&1 </dev/null &
+    echo $! >"$D/$c.pid"
+}
+
+start_etcd() {
+    mkdir -p "$D/etcd"
+    chmod 700 "$D/etcd"
+    launch etcd --name hostdevd-test --data-dir "$D/etcd" \
+        --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
+        --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+        --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+        --initial-cluster "hostdevd-test=http://127.0.0.1:$ETCD_PEER_PORT" \
+        --unsafe-no-fsync=true --log-level=warn
+    wait_for etcd etcd_healthy || { tail -20 "$D/etcd.log" >&2; return 1; }
+}
+
+start_apiserver() {
+    local p="$D/pki"
+    launch apiserver --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+        --bind-address 127.0.0.1 --secure-port "$API_PORT" --advertise-address 127.0.0.1 \
+        --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" \
+        --client-ca-file "$p/ca.crt" --authorization-mode RBAC \
+        --service-account-issuer "https://127.0.0.1:$API_PORT" \
+        --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
+        --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true \
+        --endpoint-reconciler-type none --profiling=false \
+        --audit-policy-file "$D/audit-policy.yaml" --audit-log-path "$D/audit.log" \
+        --audit-log-maxsize 200 --audit-log-maxbackup 1 --v=1
+    wait_for kube-apiserver api_ready || { tail -20 "$D/apiserver.log" >&2; return 1; }
+}
+
+start_controller_manager() {
+    launch controller-manager --kubeconfig "$D/controller-manager.kubeconfig" \
+        --controllers garbagecollector,namespace,serviceaccount,clusterrole-aggregation \
+        --secure-port 0 --leader-elect=false --use-service-account-credentials=false \
+        --concurrent-gc-syncs 5 --v=1
+    wait_for kube-controller-manager kcm_working ||
+        { tail -20 "$D/controller-manager.log" >&2; return 1; }
+}
+
+start_component() {
+    local pid
+    pid=$(pid_of "$1")
+    [ -z "$pid" ] || return 0
+    case "$1" in
+    etcd) start_etcd ;;
+    apiserver) start_apiserver ;;
+    controller-manager) start_controller_manager ;;
+    esac
+}
+
+all_running() {
+    local c
+    for c in "${COMPONENTS[@]}"; do
+        [ -n "$(pid_of "$c")" ] || return 1
+    done
+    api_ready
+}
+
+print_usage() {
+    cat <<EOF
+Local control plane is up: Kubernetes $("$(bin_dir)/kube-apiserver" --version | awk '{print $2}'), \
+etcd v$(cat "$(bin_dir)/etcd.version" | sed 's/^v//'), API at https://127.0.0.1:$API_PORT
+  export KUBECONFIG=$D/kubeconfig        # admin; also contexts alice and bob (group developers)
+  export PATH=$(bin_dir):\$PATH           # kubectl of the same version
+  kubectl get --raw /readyz
+Logs: $D/{etcd,apiserver,controller-manager,audit}.log
+Stop: hack/cluster.sh down $D
+EOF
+}
+
+# --- commands ----------------------------------------------------------------------------------
+
+cmd_up() {
+    mkdir -p "$D"
+    exec 9>"$D/.lock"
+    flock 9
+    bin_dir >/dev/null
+    if [ -f "$D/ports.env" ]; then
+        load_ports
+        if all_running; then
+            write_kubeconfigs
+            print_usage
+            return 0
+        fi
+        note "restarting a partly running control plane in $D"
+        cmd_down_locked
+    fi
+    choose_ports
+    make_pki
+    write_kubeconfigs
+    write_audit_policy
+    start_etcd && start_apiserver && start_controller_manager || {
+        cmd_down_locked
+        die "could not start the control plane; logs in $D"
+    }
+    print_usage
+}
+
+cmd_down_locked() {
+    local i
+    for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+        stop_component "${COMPONENTS[$i]}"
+    done
+}
+
+cmd_down() {
+    [ -d "$D" ] || return 0
+    exec 9>"$D/.lock"
+    flock 9
+    cmd_down_locked
+    if [ "${1:-}" = --purge ]; then
+        rm -rf "$D"
+    fi
+}
+
+cmd_component() { # stop|start|restart component
+    binary_of "$2" >/dev/null
+    load_ports
+    case "$1" in
+    stop) stop_component "$2" ;;
+    start) start_component "$2" ;;
+    restart) stop_component "$2" && start_component "$2" ;;
+    esac
+}
+
+main() {
+    [ $# -ge 2 ] || die "usage: hack/cluster.sh up|down|stop|start|restart|status|env DIR [COMPONENT]"
+    local cmd=$1
+    D=$(realpath -m "$2")
+    shift 2
+    case "$cmd" in
+    up) cmd_up ;;
+    down) cmd_down "$@" ;;
+    stop | start | restart) [ $# -eq 1 ] || die "$cmd needs a component"; cmd_component "$cmd" "$1" ;;
+    status) load_ports; all_running ;;
+    env) load_ports; echo "export KUBECONFIG=$D/kubeconfig" ;;
+    *) die "unknown command $cmd" ;;
+    esac
+}
+
+main "$@"

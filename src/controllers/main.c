@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/main.c - the hostdevd command: parses the subcommand and runs it.
+ *
+ * Roles (`agent`, `controller`) arrive with their issues; today the binary answers `version`
+ * and `name`, which prints the object name hostdevd gives a device, so a user can write the
+ * matching claim. Logs errors once, here.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "kube/names.h"
+
+#ifndef HOSTDEVD_VERSION
+#define HOSTDEVD_VERSION "0.0.0-dev"
+#endif
+
+static void usage(FILE *f)
+{
+    fputs("Usage: hostdevd COMMAND [ARGS]\n"
+          "\n"
+          "Commands:\n"
+          "  version                               print the version\n"
+          "  name pci NODE ADDRESS                 PCIDevice/PCIDeviceClaim name of a device\n"
+          "  name usb NODE VENDOR PRODUCT PORTPATH USBDevice/USBDeviceClaim name of a device\n"
+          "  help                                  this text\n",
+          f);
+}
+
+static int print_name(int r, const char *name)
+{
+    if (r == -EINVAL) {
+        log_error("Malformed device identity",
+                  KV_STR("hint", "node must be a DNS subdomain, address like 0000:00:1f.6, "
+                                 "ids 4 lower-case hex digits, port path like 2-1.4"));
+        return 2;
+    }
+    if (r < 0) {
+        log_error("Cannot make object name", KV_ERRNO(r));
+        return 1;
+    }
+    puts(name);
+    return 0;
+}
+
+static int cmd_name(int argc, char **argv)
+{
+    char name[KUBE_NAME_MAX + 1];
+    if (argc == 4 && strcmp(argv[1], "pci") == 0)
+        return print_name(kube_names_pcidevice(argv[2], argv[3], name, sizeof(name)), name);
+    if (argc == 6 && strcmp(argv[1], "usb") == 0)
+        return print_name(
+                kube_names_usbdevice(argv[2], argv[3], argv[4], argv[5], name, sizeof(name)),
+                name);
+    usage(stderr);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        puts("hostdevd " HOSTDEVD_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "name") == 0)
+        return cmd_name(argc - 1, argv + 1);
+    log_error("Unknown command", KV_STR("command", cmd));
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kube/names.c - names and formats of the devices.harvesterhci.io API. See names.h. Pure.
+ */
+#include "kube/names.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "base/buf.h"
+
+static bool is_lower_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+static bool is_alnum(char c)
+{
+    return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
+}
+
+static bool is_hex(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+/* Counts the hex digits at the start of `s`. */
+static size_t hex_run(const char *s)
+{
+    size_t n = 0;
+    while (is_hex(s[n]))
+        n++;
+    return n;
+}
+
+static size_t digit_run(const char *s)
+{
+    size_t n = 0;
+    while (s[n] >= '0' && s[n] <= '9')
+        n++;
+    return n;
+}
+
+/* One DNS label of `len` bytes: alphanumerics and '-', alphanumeric at both ends. */
+static bool is_dns_label(const char *s, size_t len)
+{
+    if (len == 0 || len > 63 || !is_lower_alnum(s[0]) || !is_lower_alnum(s[len - 1]))
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!is_lower_alnum(s[i]) && s[i] != '-')
+            return false;
+    return true;
+}
+
+static bool is_dns_subdomain_n(const char *s, size_t len)
+{
+    if (len == 0 || len > KUBE_NAME_MAX)
+        return false;
+    const char *end = s + len;
+    while (s < end) {
+        const char *dot = memchr(s, '.', (size_t)(end - s));
+        size_t n = dot ? (size_t)(dot - s) : (size_t)(end - s);
+        if (!is_dns_label(s, n))
+            return false;
+        s += n + (dot ? 1 : 0);
+        if (dot && s == end)
+            return false;
+    }
+    return true;
+}
+
+bool kube_names_is_dns_subdomain(const char *s)
+{
+    return is_dns_subdomain_n(s, strlen(s));
+}
+
+bool kube_names_is_pci_address(const char *s)
+{
+    size_t domain = hex_run(s);
+    if (domain < 4 || domain > 8 || s[domain] != ':')
+        return false;
+    s += domain + 1;
+    if (hex_run(s) != 2 || s[2] != ':')
+        return false;
+    s += 3;
+    if (hex_run(s) != 2 || s[0] > '1' || s[2] != '.')
+        return false;
+    return s[3] >= '0' && s[3] <= '7' && s[4] == '\0';
+}
+
+bool kube_names_is_hex4(const char *s)
+{
+    return hex_run(s) == 4 && s[4] == '\0';
+}
+
+bool kube_names_is_usb_port_path(const char *s)
+{
+    size_t n = digit_run(s);
+    if (n == 0 || s[n] != '-')
+        return false;
+    s += n + 1;
+    for (;;) {
+        n = digit_run(s);
+        if (n == 0)
+            return false;
+        s += n;
+        if (*s == '\0')
+            return true;
+        if (*s != '.')
+            return false;
+        s++;
+    }
+}
+
+static bool is_qualified_name_part(const char *s)
+{
+    size_t len = strlen(s);
+    if (len == 0 || len > 63 || !is_alnum(s[0]) || !is_alnum(s[len - 1]))
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+            return false;
+    return true;
+}
+
+static bool ends_with(const char *s, size_t len, const char *suffix)
+{
+    size_t n = strlen(suffix);
+    return len >= n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+bool kube_names_is_extended_resource_name(const char *s)
+{
+    const char *slash = strchr(s, '/');
+    if (!slash)
+        return false;
+    size_t dlen = (size_t)(slash - s);
+    if (!is_dns_subdomain_n(s, dlen))
+        return false;
+    /* kubernetes.io and *.kubernetes.io are reserved for native resources. */
+    if ((dlen == strlen("kubernetes.io") && memcmp(s, "kubernetes.io", dlen) == 0) ||
+        ends_with(s, dlen, ".kubernetes.io"))
+        return false;
+    return is_qualified_name_part(slash + 1);
+}
+
+/* Copies `s` into `out` without the characters in `drop`, with '.' turned into `dot`. */
+static int add_filtered(struct buf *out, const char *s, const char *drop, char dot)
+{
+    int r = 0;
+    for (; r == 0 && *s; s++) {
+        if (strchr(drop, *s))
+            continue;
+        char c = (*s == '.' && dot) ? dot : *s;
+        r = buf_add(out, &c, 1);
+    }
+    return r;
+}
+
+/* Moves a finished name from `b` into `ret`; -ENAMETOOLONG when it does not fit. */
+static int finish_name(struct buf *b, int r, char *ret, size_t size)
+{
+    if (r == -E2BIG || (r == 0 && b->len >= size)) {
+        buf_free(b);
+        return -ENAMETOOLONG;
+    }
+    if (r < 0) {
+        buf_free(b);
+        return r;
+    }
+    memcpy(ret, buf_str(b), b->len + 1);
+    buf_free(b);
+    return 0;
+}
+
+int kube_names_pcidevice(const char *node, const char *address, char *ret, size_t size)
+{
+    if (!kube_names_is_dns_subdomain(node) || !kube_names_is_pci_address(address))
+        return -EINVAL;
+    struct buf b;
+    buf_init(&b, KUBE_NAME_MAX);
+    int r = buf_printf(&b, "%s-", node);
+    if (r == 0)
+        r = add_filtered(&b, address, ":.", 0);
+    return finish_name(&b, r, ret, size);
+}
+
+int kube_names_usbdevice(const char *node, const char *vid, const char *pid, const char *port_path,
+                         char *ret, size_t size)
+{
+    if (!kube_names_is_dns_subdomain(node) || !kube_names_is_hex4(vid) ||
+        !kube_names_is_hex4(pid) || !kube_names_is_usb_port_path(port_path))
+        return -EINVAL;
+    struct buf b;
+    buf_init(&b, KUBE_NAME_MAX);
+    int r = buf_printf(&b, "%s-%s-%s-", node, vid, pid);
+    if (r == 0)
+        r = add_filtered(&b, port_path, "", '-');
+    return finish_name(&b, r, ret, size);
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kube/names.h - object names and the formats of the devices.harvesterhci.io API.
+ *
+ * The same rules as the CRD schemas in crds/ (patterns and CEL), so the agent never writes an
+ * object the API server would reject: PCI addresses, 4-hex ids, node names (DNS subdomains),
+ * extended resource names, and the names of PCIDevice/USBDevice objects. Pure: no I/O.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Longest object name the API server accepts (DNS subdomain). */
+#define KUBE_NAME_MAX 253
+
+/* RFC 1123 subdomain: lower-case alphanumerics, '-' and '.', at most 253 characters. */
+bool kube_names_is_dns_subdomain(const char *s);
+
+/* A PCI address as sysfs writes it: "0000:00:1f.6" (domain of 4-8 hex digits, lower case). */
+bool kube_names_is_pci_address(const char *s);
+
+/* Exactly four lower-case hex digits ("8086"). */
+bool kube_names_is_hex4(const char *s);
+
+/* A USB port path as sysfs names the device: "2-1.4" (bus, then ports separated by '.'). */
+bool kube_names_is_usb_port_path(const char *s);
+
+/*
+ * An extended resource name as kubelet and the scheduler accept it: "<domain>/<name>", the
+ * domain a DNS subdomain outside kubernetes.io, the name at most 63 characters of
+ * [A-Za-z0-9_.-] that starts and ends with an alphanumeric ("intel.com/I219LM").
+ */
+bool kube_names_is_extended_resource_name(const char *s);
+
+/*
+ * The PCIDevice (and PCIDeviceClaim) name for a device: "<node>-<address without ':' and '.'>",
+ * e.g. node "titan", address "0000:00:1f.6" -> "titan-0000001f6". Writes it to `ret` (of `size`
+ * bytes). Returns 0, -EINVAL when the node or address is malformed, -ENAMETOOLONG when the name
+ * would be longer than KUBE_NAME_MAX or than `size` allows.
+ */
+int kube_names_pcidevice(const char *node, const char *address, char *ret, size_t size);
+
+/*
+ * The USBDevice (and USBDeviceClaim) name: "<node>-<vid>-<pid>-<port path, '.' -> '-'>",
+ * e.g. "titan", "0951", "1666", "2-1.4" -> "titan-0951-1666-2-1-4". The port path is stable
+ * across re-plug and reboot, unlike /dev/bus/usb/BBB/DDD. Returns as kube_names_pcidevice().
+ */
+int kube_names_usbdevice(const char *node, const char *vid, const char *pid, const char *port_path,
+                         char *ret, size_t size);
