@@ -71,24 +71,19 @@ k8s: deps
 	@hack/k8s-build.sh >/dev/null
 
 # The test build is separate (build/asan) so `make` and `make test` never share objects.
-test: deps
-	@$(MAKE) --no-print-directory build/asan/unit-tests build/asan/hostdevd bin/hostdevd
-	@$(MAKE) --no-print-directory test-unit
-	@$(MAKE) --no-print-directory test-integration
-	@hack/test-summary.sh
+TEST_BINS := build/asan/unit-tests build/asan/hostdevd bin/hostdevd
 
-test-unit: build/asan/unit-tests
-	@mkdir -p build/results
-	@echo "=== unit tests (CUnit, ASan+UBSan)"
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		build/asan/unit-tests | tee build/results/unit.log
+test: deps k8s
+	@$(MAKE) --no-print-directory $(TEST_BINS)
+	@hack/run-tests.sh all
 
-test-integration: k8s bin/hostdevd
-	@mkdir -p build/results
-	@echo "=== integration tests (real etcd + kube-apiserver + kube-controller-manager)"
-	@for t in test/integration/test_*.sh; do \
-		bash "$$t" 2>&1 | tee "build/results/$$(basename "$$t" .sh).log"; \
-	done
+test-unit: deps
+	@$(MAKE) --no-print-directory $(TEST_BINS)
+	@hack/run-tests.sh unit
+
+test-integration: deps k8s
+	@$(MAKE) --no-print-directory $(TEST_BINS)
+	@hack/run-tests.sh integration
 
 demo: deps k8s bin/hostdevd
 	@hack/demo.sh

@@ -223,7 +223,7 @@ launch() { # component args...
     local c=$1 bin
     shift
     bin="$(bin_dir)/$(binary_of "$c")"
-    "$bin" "$@" >>"$D/$c.log" 2>&1 </dev/null &
+    "$bin" "$@" >>"$D/$c.log" 2>&1 </dev/null 9>&- &
     echo $! >"$D/$c.pid"
 }
 

@@ -15,7 +15,7 @@
 
 #include "base/buf.h"
 
-#define LINE_CAP (64 * 1024)
+#define LINE_CAP ((size_t)64 * 1024)
 
 static atomic_int verbosity;
 static atomic_int log_fd = 2;
@@ -92,8 +92,8 @@ int log_format(struct buf *out, enum log_severity sev, long long usec, int tid, 
     struct tm tm;
     gmtime_r(&secs, &tm);
     int r = buf_printf(out, "%c%02d%02d %02d:%02d:%02d.%06lld %7d %s:%d] ", letters[sev],
-                       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                       usec % 1000000, tid, base_name(file), line);
+                       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, usec % 1000000,
+                       tid, base_name(file), line);
     if (r == 0)
         r = add_quoted(out, msg);
     for (const struct log_kv *kv = kvs; r == 0 && kv && kv->type != LOG_KV_END; kv++)

@@ -2,7 +2,8 @@
 /*
  * base/log.h - klog-compatible structured text logging to stderr.
  *
- *   I1121 14:19:19.051804   13312 vfio.c:88] "Bound device to vfio-pci" device="0000:3b:00.1" iommuGroup=42
+ *   I1121 14:19:19.051804   13312 vfio.c:88] "Bound device to vfio-pci" device="0000:3b:00.1"
+ *       iommuGroup=42     (one line)
  *
  * Messages are constant strings; details go in key=value pairs with lowerCamelCase keys:
  *   log_info("Bound device to vfio-pci", KV_STR("device", addr), KV_INT("iommuGroup", group));
@@ -27,12 +28,16 @@ struct log_kv {
     long long i;
 };
 
-#define KV_STR(k, v)   ((struct log_kv){.key = (k), .type = LOG_KV_STR, .s = (v)})
-#define KV_INT(k, v)   ((struct log_kv){.key = (k), .type = LOG_KV_INT, .i = (long long)(v)})
+#define KV_STR(k, v) ((struct log_kv){.key = (k), .type = LOG_KV_STR, .s = (v)})
+#define KV_INT(k, v) ((struct log_kv){.key = (k), .type = LOG_KV_INT, .i = (long long)(v)})
 /* `err` is a negative errno, logged as err="No such file or directory". */
-#define KV_ERRNO(err)  ((struct log_kv){.key = "err", .type = LOG_KV_ERRNO, .i = (long long)(err)})
+#define KV_ERRNO(err) ((struct log_kv){.key = "err", .type = LOG_KV_ERRNO, .i = (long long)(err)})
 
+#ifdef __CPPCHECK__ /* cppcheck 2.10 does not know __VA_OPT__ */
+#define LOG_KVS(...) ((const struct log_kv[]){__VA_ARGS__})
+#else
 #define LOG_KVS(...) ((const struct log_kv[]){__VA_ARGS__ __VA_OPT__(, ){.type = LOG_KV_END}})
+#endif
 
 #define log_at(sev, v, msg, ...)                                                                   \
     do {                                                                                           \

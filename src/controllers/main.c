@@ -52,8 +52,7 @@ static int cmd_name(int argc, char **argv)
         return print_name(kube_names_pcidevice(argv[2], argv[3], name, sizeof(name)), name);
     if (argc == 6 && strcmp(argv[1], "usb") == 0)
         return print_name(
-                kube_names_usbdevice(argv[2], argv[3], argv[4], argv[5], name, sizeof(name)),
-                name);
+                kube_names_usbdevice(argv[2], argv[3], argv[4], argv[5], name, sizeof(name)), name);
     usage(stderr);
     return 2;
 }

@@ -151,8 +151,8 @@ static int add_filtered(struct buf *out, const char *s, const char *drop, char d
     for (; r == 0 && *s; s++) {
         if (strchr(drop, *s))
             continue;
-        char c = (*s == '.' && dot) ? dot : *s;
-        r = buf_add(out, &c, 1);
+        const char *c = (*s == '.' && dot != '\0') ? &dot : s;
+        r = buf_add(out, c, 1);
     }
     return r;
 }

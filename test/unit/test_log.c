@@ -18,8 +18,7 @@ static void test_klog_line(void)
 {
     struct buf b;
     buf_init(&b, 4096);
-    int r = log_format(&b, LOG_INFO, WHEN, 13312, "src/node/vfio.c", 88,
-                       "Bound device to vfio-pci",
+    int r = log_format(&b, LOG_INFO, WHEN, 13312, "src/node/vfio.c", 88, "Bound device to vfio-pci",
                        LOG_KVS(KV_STR("device", "0000:3b:00.1"), KV_INT("iommuGroup", 42)));
     CU_ASSERT_EQUAL(r, 0);
     CU_ASSERT_STRING_EQUAL(buf_str(&b), "I1121 14:19:19.051804   13312 vfio.c:88] \"Bound device "
@@ -31,9 +30,9 @@ static void test_quoting_and_errno(void)
 {
     struct buf b;
     buf_init(&b, 4096);
-    int r = log_format(&b, LOG_ERROR, WHEN, 1, "x.c", 1, "m",
-                       LOG_KVS(KV_STR("v", "a \"q\"\n\\\x01"), KV_STR("nil", NULL),
-                               KV_ERRNO(-ENOENT)));
+    int r = log_format(
+            &b, LOG_ERROR, WHEN, 1, "x.c", 1, "m",
+            LOG_KVS(KV_STR("v", "a \"q\"\n\\\x01"), KV_STR("nil", NULL), KV_ERRNO(-ENOENT)));
     CU_ASSERT_EQUAL(r, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&b), " v=\"a \\\"q\\\"\\n\\\\\\x01\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&b), " nil=\"<nil>\""));

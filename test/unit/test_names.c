@@ -81,12 +81,10 @@ static void test_pcidevice_name(void)
     char name[KUBE_NAME_MAX + 1];
     CU_ASSERT_EQUAL(kube_names_pcidevice("titan", "0000:00:1f.6", name, sizeof(name)), 0);
     CU_ASSERT_STRING_EQUAL(name, "titan-0000001f6");
-    CU_ASSERT_EQUAL(kube_names_pcidevice("TEST-NODE", "0000:08:00.0", name, sizeof(name)),
-                    -EINVAL);
+    CU_ASSERT_EQUAL(kube_names_pcidevice("TEST-NODE", "0000:08:00.0", name, sizeof(name)), -EINVAL);
     CU_ASSERT_EQUAL(kube_names_pcidevice("test-node", "0000:08:00.0", name, sizeof(name)), 0);
     CU_ASSERT_STRING_EQUAL(name, "test-node-000008000");
-    CU_ASSERT_EQUAL(kube_names_pcidevice("n.example.com", "10000:e0:06.0", name, sizeof(name)),
-                    0);
+    CU_ASSERT_EQUAL(kube_names_pcidevice("n.example.com", "10000:e0:06.0", name, sizeof(name)), 0);
     CU_ASSERT_STRING_EQUAL(name, "n.example.com-10000e0060");
     CU_ASSERT_EQUAL(kube_names_pcidevice("titan", "00:1f.6", name, sizeof(name)), -EINVAL);
     char small[8];
@@ -102,15 +100,13 @@ static void test_pcidevice_name_too_long(void)
     for (int i = 63; i < 250; i += 64)
         node[i] = '.';
     CU_ASSERT_TRUE(kube_names_is_dns_subdomain(node));
-    CU_ASSERT_EQUAL(kube_names_pcidevice(node, "0000:00:1f.6", name, sizeof(name)),
-                    -ENAMETOOLONG);
+    CU_ASSERT_EQUAL(kube_names_pcidevice(node, "0000:00:1f.6", name, sizeof(name)), -ENAMETOOLONG);
 }
 
 static void test_usbdevice_name(void)
 {
     char name[KUBE_NAME_MAX + 1];
-    CU_ASSERT_EQUAL(kube_names_usbdevice("titan", "0951", "1666", "2-1.4", name, sizeof(name)),
-                    0);
+    CU_ASSERT_EQUAL(kube_names_usbdevice("titan", "0951", "1666", "2-1.4", name, sizeof(name)), 0);
     CU_ASSERT_STRING_EQUAL(name, "titan-0951-1666-2-1-4");
     CU_ASSERT_EQUAL(kube_names_usbdevice("titan", "0951", "1666", "2-1", name, sizeof(name)), 0);
     CU_ASSERT_STRING_EQUAL(name, "titan-0951-1666-2-1");

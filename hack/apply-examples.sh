@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the CRDs (waits until they are served) and the sample objects of examples/, writing
+# each sample's status through the status subresource as an agent would. Uses $KUBECONFIG and
+# the kubectl on $PATH. Idempotent.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+kubectl apply -k crds/ >/dev/null
+kubectl wait --for condition=Established --timeout 60s \
+    crd/pcidevices.devices.harvesterhci.io crd/pcideviceclaims.devices.harvesterhci.io \
+    crd/usbdevices.devices.harvesterhci.io crd/usbdeviceclaims.devices.harvesterhci.io >/dev/null
+status() { # kind name file
+    kubectl patch "$1" "$2" --subresource status --type merge --patch-file "$3" >/dev/null
+}
+kubectl apply -f examples/pcidevices.yaml -f examples/usbdevices.yaml >/dev/null
+for n in titan-0000001f6 titan-000001000 titan-000001001; do
+    status pcidevice "$n" "examples/status/$n.yaml"
+done
+status usbdevice titan-0951-1666-2-1-4 examples/status/titan-0951-1666-2-1-4.yaml
+kubectl apply -f examples/pcideviceclaims.yaml -f examples/usbdeviceclaims.yaml >/dev/null
+status usbdeviceclaim titan-0951-1666-2-1-4 examples/status/claim-titan-0951-1666-2-1-4.yaml
+for n in titan-000001000 titan-000001001; do
+    status pcideviceclaim "$n" "examples/status/claim-$n.yaml"
+done

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# make lint: clang-format, cppcheck, clang-tidy, and the project's own rules (module
+# dependencies, one place per library, banned calls, O_CLOEXEC). Any finding fails.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+rc=0
+step() { printf '=== lint: %s\n' "$1"; }
+bad() { printf '%s\n' "$1"; rc=1; }
+
+mapfile -t files < <(git ls-files --cached --others --exclude-standard -- '*.c' '*.h' | sort -u)
+mapfile -t csrc < <(printf '%s\n' "${files[@]}" | grep -E '\.c$' | grep -v '\.pb-c\.c$')
+[ ${#files[@]} -gt 0 ] || { echo "lint: no C files"; exit 1; }
+PKGS="libcurl libcjson libpci libudev libkmod libnghttp2 libprotobuf-c"
+CFLAGS=(-std=gnu11 -Isrc -Itest/unit -D_GNU_SOURCE -DUNIT_TESTING $(pkg-config --cflags $PKGS))
+
+step "clang-format ($(clang-format --version | awk '{print $4}'))"
+clang-format --dry-run -Werror "${files[@]}" || rc=1
+
+step "cppcheck"
+cppcheck --quiet --std=c11 --enable=warning,style,performance,portability --error-exitcode=1 \
+    --inline-suppr --suppress=missingIncludeSystem --suppress=unusedFunction \
+    --suppress=constParameterCallback -D__GNUC__ -D__CPPCHECK__ -Isrc "${csrc[@]}" || rc=1
+
+step "clang-tidy"
+clang-tidy --quiet "${csrc[@]}" -- "${CFLAGS[@]}" 2>/dev/null | grep -v '^[0-9]* warnings generated' ||
+    true
+if ! clang-tidy --quiet "${csrc[@]}" -- "${CFLAGS[@]}" >/dev/null 2>&1; then
+    bad "clang-tidy found problems (above)"
+fi
+
+step "module dependencies (base -> nothing; kube, node -> base; controllers -> all)"
+check_includes() { # dir forbidden-regex
+    local hits
+    hits=$(grep -nE "#include \"($2)/" $1/*.[ch] 2>/dev/null)
+    [ -z "$hits" ] || bad "forbidden include in $1:"$'\n'"$hits"
+}
+check_includes src/base 'kube|node|controllers'
+check_includes src/kube 'node|controllers'
+check_includes src/node 'kube|controllers'
+
+step "one place per library"
+only_in() { # header allowed-files...
+    local h=$1 hits
+    shift
+    hits=$(grep -lF "#include <$h>" src/*/*.[ch] 2>/dev/null | grep -vxF -f <(printf '%s\n' "$@"))
+    [ -z "$hits" ] || bad "<$h> included outside $*: $hits"
+}
+only_in curl/curl.h src/kube/http.c
+only_in pci/pci.h src/node/pci.c
+only_in libudev.h src/node/udev.c
+only_in libkmod.h src/node/kmod.c
+
+step "banned calls and O_CLOEXEC"
+banned=$(grep -nE '\b(sprintf|vsprintf|strcpy|strcat|strtok|atoi|atol|atoll|gets|system|popen|cJSON_GetObjectItem)[[:space:]]*\(' \
+    src/*/*.[ch] test/unit/*.c 2>/dev/null)
+[ -z "$banned" ] || bad "banned calls (STYLE.md):"$'\n'"$banned"
+exits=$(grep -nE '\bexit[[:space:]]*\(' src/*/*.c 2>/dev/null | grep -v '^src/controllers/main\.c:')
+[ -z "$exits" ] || bad "exit() outside main:"$'\n'"$exits"
+opens=$(grep -nE '\b(open|openat)[[:space:]]*\(' src/*/*.c 2>/dev/null | grep -v O_CLOEXEC)
+[ -z "$opens" ] || bad "open without O_CLOEXEC:"$'\n'"$opens"
+fopens=$(grep -nE '\bfopen[[:space:]]*\(' src/*/*.c test/unit/*.c 2>/dev/null | grep -vE '"[rwa]\+?e"')
+[ -z "$fopens" ] || bad "fopen without \"e\":"$'\n'"$fopens"
+
+if [ $rc -eq 0 ]; then echo "lint: clean"; else echo "lint: FAILED"; fi
+exit $rc

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs the test suites that exist, each even if an earlier one failed, and ends with one line
+# "tests: N passed, N failed" over all of them. Exits non-zero if any suite failed.
+#   hack/run-tests.sh [unit|integration|all]
+# Expects the binaries built (make test does that first).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+what=${1:-all}
+results=build/results
+rc=0
+
+run_unit() {
+    echo "=== unit tests (CUnit, ASan+UBSan)"
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        build/asan/unit-tests >"$results/unit.log" 2>&1
+    local r=$?
+    cat "$results/unit.log"
+    # CUnit's summary row: "tests  Total Ran Passed Failed Inactive".
+    awk '$1 == "tests" && NF >= 5 {print $4, $5}' "$results/unit.log" >"$results/unit.count"
+    [ -s "$results/unit.count" ] || echo "0 1" >"$results/unit.count"
+    [ $r -eq 0 ] || { echo "unit: runner exited $r"; rc=1; }
+}
+
+run_integration() {
+    local t
+    for t in test/integration/test_*.sh; do
+        echo "=== integration: $t (real etcd + kube-apiserver + kube-controller-manager)"
+        bash "$t" || rc=1
+    done
+}
+
+mkdir -p "$results"
+rm -f "$results"/*.count
+case "$what" in
+unit) run_unit ;;
+integration) run_integration ;;
+all) run_unit; run_integration ;;
+*) echo "usage: $0 [unit|integration|all]" >&2; exit 2 ;;
+esac
+
+passed=0 failed=0
+for f in "$results"/*.count; do
+    [ -f "$f" ] || continue
+    read -r p fl <"$f"
+    passed=$((passed + p))
+    failed=$((failed + fl))
+done
+[ $failed -eq 0 ] || rc=1
+[ $((passed + failed)) -gt 0 ] || { echo "no test ran"; rc=1; }
+echo
+echo "tests: $passed passed, $failed failed"
+exit $rc
