@@ -37,12 +37,15 @@ LIB_SRCS := $(wildcard src/base/*.c src/kube/*.c src/node/*.c) \
         $(filter-out src/controllers/main.c,$(wildcard src/controllers/*.c))
 MAIN_SRC := src/controllers/main.c
 UNIT_SRCS := $(wildcard test/unit/*.c)
+FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(wildcard test/fuzz/fuzz_*.c))
+FUZZ_REPLAYS := $(FUZZ_NAMES:%=build/asan/fuzz-replay-%)
+FUZZ_BINS := $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 
 REL_OBJS := $(LIB_SRCS:%.c=build/release/%.o) build/release/$(MAIN_SRC:.c=.o)
 ASAN_LIB_OBJS := $(LIB_SRCS:%.c=build/asan/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.c=build/asan/%.o)
 
-.PHONY: all deps test test-unit test-integration demo demo-down lint clean k8s format
+.PHONY: all deps test test-unit test-integration fuzz demo demo-down lint clean k8s format
 
 all: bin/hostdevd
 
@@ -58,8 +61,28 @@ build/asan/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(ASAN_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
 
+# The unit runner's suite list is generated from the suites the test files define.
+build/gen/suites.gen.h: $(filter test/unit/test_%.c,$(UNIT_SRCS)) hack/gen-suites.sh
+	@mkdir -p $(@D)
+	hack/gen-suites.sh $(filter test/unit/test_%.c,$(UNIT_SRCS)) >$@
+
+build/asan/test/unit/main.o: build/gen/suites.gen.h
+build/asan/test/unit/main.o: ASAN_CFLAGS += -Ibuild/gen
+
 build/asan/unit-tests: $(UNIT_OBJS) $(ASAN_LIB_OBJS)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcunit
+
+# Fuzz targets: test/fuzz/fuzz_<name>.c defines LLVMFuzzerTestOneInput. `make fuzz` builds them
+# with libFuzzer (clang); make test replays each corpus (test/fuzz/corpus/<name>/) through a
+# plain driver in the sanitizer build, so crashes found once stay fixed.
+build/asan/fuzz-replay-%: build/asan/test/fuzz/fuzz_%.o build/asan/test/fuzz/replay.o $(ASAN_LIB_OBJS)
+	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+FUZZ_CFLAGS = -std=gnu11 -g -O1 -Isrc -D_GNU_SOURCE -DFUZZING -fsanitize=fuzzer,address,undefined \
+        -fno-sanitize-recover=all $(PKG_CFLAGS)
+build/fuzz/fuzz_%: test/fuzz/fuzz_%.c $(LIB_SRCS)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(PKG_LIBS)
 
 build/asan/hostdevd: $(ASAN_LIB_OBJS) build/asan/$(MAIN_SRC:.c=.o)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
@@ -71,7 +94,7 @@ k8s: deps
 	@hack/k8s-build.sh >/dev/null
 
 # The test build is separate (build/asan) so `make` and `make test` never share objects.
-TEST_BINS := build/asan/unit-tests build/asan/hostdevd bin/hostdevd
+TEST_BINS := build/asan/unit-tests build/asan/hostdevd bin/hostdevd $(FUZZ_REPLAYS)
 
 test: deps k8s
 	@$(MAKE) --no-print-directory $(TEST_BINS)
@@ -84,6 +107,14 @@ test-unit: deps
 test-integration: deps k8s
 	@$(MAKE) --no-print-directory $(TEST_BINS)
 	@hack/run-tests.sh integration
+
+# make fuzz [FUZZ_RUNS=1000000] [FUZZ_TARGETS="watch status"]: runs each target from its corpus
+# and prints the executions; new inputs go to build/fuzz/corpus-<name>, crashes to build/fuzz/.
+FUZZ_RUNS ?= 1000000
+FUZZ_TARGETS ?= $(FUZZ_NAMES)
+fuzz: deps
+	@$(MAKE) --no-print-directory $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
+	@hack/fuzz.sh $(FUZZ_RUNS) $(FUZZ_TARGETS)
 
 demo: deps k8s bin/hostdevd
 	@hack/demo.sh

@@ -21,6 +21,23 @@ run_unit() {
     [ $r -eq 0 ] || { echo "unit: runner exited $r"; rc=1; }
 }
 
+# Replays every committed fuzz corpus (and crash reproducer) through the sanitizer build.
+run_fuzz_replay() {
+    local bin name p=0 f=0
+    for bin in build/asan/fuzz-replay-*; do
+        [ -x "$bin" ] || continue
+        name=${bin#build/asan/fuzz-replay-}
+        echo "=== fuzz corpus replay: $name"
+        if ASAN_OPTIONS=detect_leaks=1 "$bin" "test/fuzz/corpus/$name"; then
+            p=$((p + 1))
+        else
+            f=$((f + 1))
+            rc=1
+        fi
+    done
+    echo "$p $f" >"$results/fuzz.count"
+}
+
 run_integration() {
     local t
     for t in test/integration/test_*.sh; do
@@ -32,9 +49,9 @@ run_integration() {
 mkdir -p "$results"
 rm -f "$results"/*.count
 case "$what" in
-unit) run_unit ;;
+unit) run_unit; run_fuzz_replay ;;
 integration) run_integration ;;
-all) run_unit; run_integration ;;
+all) run_unit; run_fuzz_replay; run_integration ;;
 *) echo "usage: $0 [unit|integration|all]" >&2; exit 2 ;;
 esac
 

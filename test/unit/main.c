@@ -2,23 +2,23 @@
 /*
  * test/unit/main.c - runs every CUnit suite; exits non-zero on any failure.
  *
- * CU_basic_run_tests() reports only framework errors, so the exit code comes from the
- * failure counters. An optional argument runs only the suite of that name.
+ * Suites register themselves: each test/unit/test_<module>.c defines
+ * `CU_SuiteInfo <module>_suites[]`, and the Makefile generates suites.gen.h from those
+ * definitions. CU_basic_run_tests() reports only framework errors, so the exit code comes
+ * from the failure counters. An optional argument runs only the suite of that name.
  */
 #include <CUnit/Basic.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "suites.h"
-
-static CU_SuiteInfo *const all[] = {buf_suites, log_suites, names_suites};
+#include "suites.gen.h"
 
 int main(int argc, char **argv)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 2;
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
-        if (CU_register_suites(all[i]) != CUE_SUCCESS) {
+    for (size_t i = 0; i < sizeof(all_suites) / sizeof(all_suites[0]); i++) {
+        if (CU_register_suites(all_suites[i]) != CUE_SUCCESS) {
             fprintf(stderr, "cannot register suites: %s\n", CU_get_error_msg());
             CU_cleanup_registry();
             return 2;

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "suites.h"
 
 static void test_grows_and_terminates(void)
 {

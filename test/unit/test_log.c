@@ -9,7 +9,6 @@
 
 #include "base/buf.h"
 #include "base/log.h"
-#include "suites.h"
 
 /* 2026-11-21 14:19:19.051804 UTC */
 #define WHEN 1795270759051804LL

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "kube/names.h"
-#include "suites.h"
 
 #ifndef FIXTURES
 #define FIXTURES "test/fixtures"
