@@ -4,6 +4,8 @@
 #   make test     deps + sanitizer build (ASan+UBSan) + every test suite that exists
 #   make demo     deps + local control plane + CRDs + sample objects; prints what to try
 #   make lint     clang-format, cppcheck, clang-tidy, dependency rules
+#   make bench    benchmarks against a private control plane; prints figures
+#   make fuzz     libFuzzer runs of every parser (FUZZ_RUNS, FUZZ_TARGETS)
 #   make deps     installs the Debian packages the build and the tests need
 #   make k8s      builds the pinned Kubernetes test binaries into the cache (outside the repo)
 #   make clean
@@ -45,7 +47,7 @@ REL_OBJS := $(LIB_SRCS:%.c=build/release/%.o) build/release/$(MAIN_SRC:.c=.o)
 ASAN_LIB_OBJS := $(LIB_SRCS:%.c=build/asan/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.c=build/asan/%.o)
 
-.PHONY: all deps test test-unit test-integration fuzz demo demo-down lint clean k8s format
+.PHONY: all deps test test-unit test-integration fuzz bench demo demo-down lint clean k8s format
 
 all: bin/hostdevd
 
@@ -72,13 +74,25 @@ build/asan/test/unit/main.o: ASAN_CFLAGS += -Ibuild/gen
 build/asan/unit-tests: $(UNIT_OBJS) $(ASAN_LIB_OBJS)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcunit
 
+# Drives src/kube against the real API server in test/integration/test_kube.sh.
+build/asan/kubetool: build/asan/test/integration/kubetool.o $(ASAN_LIB_OBJS)
+	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+build/release/kubebench: build/release/test/integration/kubebench.o $(LIB_SRCS:%.c=build/release/%.o)
+	$(CC) -o $@ $^ $(PKG_LIBS)
+
+# make bench: figures printed, not asserted (a private control plane, release build).
+bench: deps k8s
+	@$(MAKE) --no-print-directory build/release/kubebench
+	@hack/bench.sh
+
 # Fuzz targets: test/fuzz/fuzz_<name>.c defines LLVMFuzzerTestOneInput. `make fuzz` builds them
 # with libFuzzer (clang); make test replays each corpus (test/fuzz/corpus/<name>/) through a
 # plain driver in the sanitizer build, so crashes found once stay fixed.
 build/asan/fuzz-replay-%: build/asan/test/fuzz/fuzz_%.o build/asan/test/fuzz/replay.o $(ASAN_LIB_OBJS)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-FUZZ_CFLAGS = -std=gnu11 -g -O1 -Isrc -D_GNU_SOURCE -DFUZZING -fsanitize=fuzzer,address,undefined \
+FUZZ_CFLAGS = -std=gnu11 -g -O1 -Isrc -D_GNU_SOURCE -DFUZZING -DHOSTDEVD_VERSION='"fuzz"' -fsanitize=fuzzer,address,undefined \
         -fno-sanitize-recover=all $(PKG_CFLAGS)
 build/fuzz/fuzz_%: test/fuzz/fuzz_%.c $(LIB_SRCS)
 	@mkdir -p $(@D)
@@ -94,7 +108,8 @@ k8s: deps
 	@hack/k8s-build.sh >/dev/null
 
 # The test build is separate (build/asan) so `make` and `make test` never share objects.
-TEST_BINS := build/asan/unit-tests build/asan/hostdevd bin/hostdevd $(FUZZ_REPLAYS)
+TEST_BINS := build/asan/unit-tests build/asan/hostdevd build/asan/kubetool bin/hostdevd \
+        $(FUZZ_REPLAYS)
 
 test: deps k8s
 	@$(MAKE) --no-print-directory $(TEST_BINS)

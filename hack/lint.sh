@@ -11,7 +11,10 @@ mapfile -t files < <(git ls-files --cached --others --exclude-standard -- '*.c' 
 mapfile -t csrc < <(printf '%s\n' "${files[@]}" | grep -E '\.c$' | grep -v '\.pb-c\.c$')
 [ ${#files[@]} -gt 0 ] || { echo "lint: no C files"; exit 1; }
 PKGS="libcurl libcjson libpci libudev libkmod libnghttp2 libprotobuf-c"
-CFLAGS=(-std=gnu11 -Isrc -Itest/unit -D_GNU_SOURCE -DUNIT_TESTING $(pkg-config --cflags $PKGS))
+CFLAGS=(-std=gnu11 -Isrc -Itest/unit -Ibuild/gen -D_GNU_SOURCE -DUNIT_TESTING -DHOSTDEVD_VERSION='"lint"'
+    $(pkg-config --cflags $PKGS))
+mkdir -p build/gen
+hack/gen-suites.sh test/unit/test_*.c >build/gen/suites.gen.h
 
 step "clang-format ($(clang-format --version | awk '{print $4}'))"
 clang-format --dry-run -Werror "${files[@]}" || rc=1

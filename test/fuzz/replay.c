@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_INPUT (4 * 1024 * 1024)
+#define REPLAY_MAX_INPUT ((size_t)4 * 1024 * 1024)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -23,14 +23,14 @@ static int replay_file(const char *path)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    uint8_t *data = malloc(MAX_INPUT);
+    uint8_t *data = malloc(REPLAY_MAX_INPUT);
     if (!data) {
         close(fd);
         return -ENOMEM;
     }
     size_t n = 0;
     ssize_t r;
-    while (n < MAX_INPUT && (r = read(fd, data + n, MAX_INPUT - n)) > 0)
+    while (n < REPLAY_MAX_INPUT && (r = read(fd, data + n, REPLAY_MAX_INPUT - n)) > 0)
         n += (size_t)r;
     close(fd);
     /* An exact-size copy, so ASan sees reads past the end of the input. */

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * base/yaml.h - the subset of YAML that kubeconfig files use, parsed into a cJSON tree.
+ *
+ * Supported: block mappings and block sequences by indentation (including "- key: value"
+ * items and sequences at the same indentation as their parent key), plain, single- and
+ * double-quoted scalars (with the usual escapes), flow collections on one line ({}, [],
+ * {a: b, c: [d]}), comments, a leading "---", and JSON (a superset-compatible input).
+ * Scalars become strings, except unquoted true/false/null, and integers where the target
+ * needs them are left to the caller (everything else stays a string). Not supported and
+ * reported as errors: anchors and aliases, tags, multi-line scalars (|, >), multiple
+ * documents. Pure: no I/O. Inputs are bounded (len, depth). Fuzzed via test/fuzz/fuzz_kubeconfig.c.
+ */
+#pragma once
+
+#include <stddef.h>
+
+struct cJSON;
+
+/* The deepest nesting of collections accepted (the root collection is level 1). */
+#define YAML_MAX_DEPTH 64
+
+/*
+ * Decisions where YAML or the contract left a choice (documented here, tested in
+ * test/unit/test_yaml.c):
+ * - A document whose first non-blank character is '{' is JSON as a whole (cJSON parses it;
+ *   nesting is capped at YAML_MAX_DEPTH too). A YAML flow mapping at the root is therefore
+ *   read as JSON and usually refused; flow collections elsewhere are YAML.
+ * - Unquoted true/True/TRUE, false/False/FALSE, null/Null/NULL/~ and empty values become
+ *   booleans and null (YAML 1.2 core spellings, not 1.1's yes/no/on/off); all else, numbers
+ *   included, is a string (JSON documents keep their JSON types). A document with no content
+ *   is a cJSON null.
+ * - Duplicate keys in a mapping are an error (the spec says so; no "last one wins").
+ * - Plain scalars end at " #" (a comment) and may not contain ": " (quote them); a value
+ *   cannot start with & * ! | > % @ ` or "? " (anchors, aliases, tags, block scalars...).
+ * - Double-quoted escapes: \" \\ \/ \n \t \r \b \f \uXXXX (surrogate pairs combined); any
+ *   other escape, and \u0000 (cJSON strings end at NUL), is an error.
+ * - Flow collections must close on their line; a flow mapping entry needs its ':' ({a} is
+ *   refused, {a: } is a null value); a trailing comma is accepted.
+ * - Tabs may separate tokens within a line but never indent. Control characters other than
+ *   tab (and the CR of CRLF) are refused. A leading UTF-8 BOM is skipped; "..." is refused.
+ * - `*ret` is written only on success, `*reterr` only on failure (NULL if even the message
+ *   could not be allocated).
+ */
+
+/*
+ * Parses `len` bytes of `text`. On success writes the root (a mapping, sequence or scalar;
+ * the caller frees it with cJSON_Delete) to `ret`. On failure returns -EINVAL (or -ENOMEM)
+ * and, if `reterr` is not NULL, a message such as "line 12: tabs are not allowed for
+ * indentation" (malloc'd; the caller frees it).
+ */
+int yaml_parse(const char *text, size_t len, struct cJSON **ret, char **reterr);

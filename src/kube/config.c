@@ -1,0 +1,798 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kube/config.c - kubeconfig and in-cluster configuration. See config.h.
+ *
+ * kube_kubeconfig_parse() is pure (text in, struct out); the loaders read files with a size
+ * cap and blocking reads. Key material (keys, tokens, the kubeconfig text and its parsed tree)
+ * is wiped before it is freed. No logging: errors come back as messages.
+ */
+#include "kube/config.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/yaml.h"
+
+/* How often a token file is re-read (client-go's cachingTokenSource uses a minute too). */
+#define TOKEN_REREAD_SECONDS 60.0
+#define READ_CHUNK           4096
+
+static void set_error(char **reterr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Stores a formatted message in `*reterr` if the caller wants one. */
+static void set_error(char **reterr, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (reterr && vasprintf(reterr, fmt, ap) < 0)
+        *reterr = NULL;
+    va_end(ap);
+}
+
+/* Sets the message and evaluates to `r` (a macro, so that the analyzers see the value). */
+#define errf(reterr, r, ...) (set_error((reterr), __VA_ARGS__), (r))
+
+static void free_wiped(char *s, size_t n)
+{
+    if (!s)
+        return;
+    explicit_bzero(s, n);
+    free(s);
+}
+
+static void free_wiped_str(char *s)
+{
+    if (s)
+        free_wiped(s, strlen(s));
+}
+
+/* Wipes every string of a parsed kubeconfig (it holds keys and tokens), then frees it. */
+static void wipe_tree(cJSON *node, int depth)
+{
+    for (; node && depth <= YAML_MAX_DEPTH + 1; node = node->next) {
+        if (node->valuestring)
+            explicit_bzero(node->valuestring, strlen(node->valuestring));
+        wipe_tree(node->child, depth + 1);
+    }
+}
+
+static void cjson_wipe_deletep(cJSON **p)
+{
+    if (!*p)
+        return;
+    wipe_tree(*p, 0);
+    cJSON_Delete(*p);
+}
+
+/* --- base64 ------------------------------------------------------------------------------ */
+
+static int b64_value(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return -1;
+}
+
+/* Decodes `in` into `out` (room for 3/4 of its length + 3); returns the length or -EINVAL. */
+static ssize_t b64_decode_into(const char *in, unsigned char *out)
+{
+    uint32_t acc = 0;
+    size_t len = 0, digits = 0, pad = 0;
+    int bits = 0;
+    for (; *in; in++) {
+        if (*in == '\r' || *in == '\n' || *in == ' ')
+            continue;
+        int v = *in == '=' ? 0 : b64_value(*in);
+        if (v < 0 || (pad > 0 && *in != '='))
+            return -EINVAL;
+        if (*in == '=') {
+            pad++;
+            continue;
+        }
+        digits++;
+        acc = ((acc << 6) | (uint32_t)v) & 0xffffff;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[len++] = (unsigned char)(acc >> bits);
+        }
+    }
+    if (digits % 4 == 1 || pad > 2 || (pad > 0 && (digits + pad) % 4 != 0))
+        return -EINVAL;
+    return (ssize_t)len;
+}
+
+/* Standard base64 (padding optional, line breaks ignored) into a NUL-terminated buffer. */
+static int base64_decode(const char *in, char **ret, size_t *ret_len)
+{
+    size_t alloc = strlen(in) / 4 * 3 + 4;
+    unsigned char *out = malloc(alloc);
+    if (!out)
+        return -ENOMEM;
+    ssize_t n = b64_decode_into(in, out);
+    if (n < 0) {
+        free_wiped((char *)out, alloc);
+        return (int)n;
+    }
+    out[n] = '\0';
+    *ret = (char *)out;
+    *ret_len = (size_t)n;
+    return 0;
+}
+
+/* --- kubeconfig fields ------------------------------------------------------------------- */
+
+/* An optional string field of `obj` (`what` names it in messages); "" and null are absent. */
+static int get_string(const cJSON *obj, const char *key, const char *what, char **ret,
+                      char **reterr)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsString(v))
+        return errf(reterr, -EINVAL, "%s has invalid %s (not a string)", what, key);
+    if (v->valuestring[0] == '\0')
+        return 0;
+    *ret = strdup(v->valuestring);
+    return *ret ? 0 : -ENOMEM;
+}
+
+static int get_bool(const cJSON *obj, const char *key, const char *what, bool *ret, char **reterr)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsBool(v))
+        return errf(reterr, -EINVAL, "%s has invalid %s (not a boolean)", what, key);
+    *ret = cJSON_IsTrue(v);
+    return 0;
+}
+
+/* An optional base64 field, decoded. */
+static int get_data(const cJSON *obj, const char *key, const char *what, char **ret,
+                    size_t *ret_len, char **reterr)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsString(v))
+        return errf(reterr, -EINVAL, "%s has invalid %s (not a string)", what, key);
+    if (v->valuestring[0] == '\0')
+        return 0;
+    int r = base64_decode(v->valuestring, ret, ret_len);
+    if (r == -EINVAL)
+        return errf(reterr, r, "%s has invalid %s (not base64)", what, key);
+    return r;
+}
+
+static bool is_set(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return v && !cJSON_IsNull(v);
+}
+
+/* Checks an entry of a named list: a mapping whose "name" may be `name`. */
+static int match_entry(const cJSON *e, const char *list, const char *name, char **reterr)
+{
+    if (!cJSON_IsObject(e))
+        return errf(reterr, -EINVAL, "\"%s\" has an entry that is not a mapping", list);
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
+    return cJSON_IsString(n) && strcmp(n->valuestring, name) == 0;
+}
+
+/*
+ * Finds `name` in the list `list` ("clusters") of entries {name, `kind`: {...}} and stores
+ * its `kind` mapping (NULL when empty). Returns 0, -ENOENT (no message) or -EINVAL.
+ */
+static int find_entry(const cJSON *root, const char *list, const char *kind, const char *name,
+                      const cJSON **ret, char **reterr)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, list), *e, *found = NULL;
+    if (arr && !cJSON_IsNull(arr) && !cJSON_IsArray(arr))
+        return errf(reterr, -EINVAL, "\"%s\" is not a list", list);
+    cJSON_ArrayForEach(e, arr)
+    {
+        int r = match_entry(e, list, name, reterr);
+        if (r < 0)
+            return r;
+        if (r > 0 && found)
+            return errf(reterr, -EINVAL, "%s \"%s\" is defined twice", kind, name);
+        if (r > 0)
+            found = e;
+    }
+    if (!found)
+        return -ENOENT;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(found, kind);
+    if (v && !cJSON_IsNull(v) && !cJSON_IsObject(v))
+        return errf(reterr, -EINVAL, "%s \"%s\" is not a mapping", kind, name);
+    *ret = cJSON_IsObject(v) ? v : NULL;
+    return 0;
+}
+
+static int selected_context(const cJSON *root, const char *context, const char **ret, char **reterr)
+{
+    if (context && context[0]) {
+        *ret = context;
+        return 0;
+    }
+    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(root, "current-context");
+    if (cur && !cJSON_IsNull(cur) && !cJSON_IsString(cur))
+        return errf(reterr, -EINVAL, "current-context is not a string");
+    if (!cur || !cJSON_IsString(cur) || cur->valuestring[0] == '\0')
+        return errf(reterr, -EINVAL, "no context given and current-context is not set");
+    *ret = cur->valuestring;
+    return 0;
+}
+
+/* Selects the context; stores the names of its cluster and user (NULL when none). */
+static int read_context(const cJSON *root, const char *context, struct kube_kubeconfig *k,
+                        char **ret_cluster, char **ret_user, char **reterr)
+{
+    const char *name;
+    const cJSON *ctx = NULL;
+    int r = selected_context(root, context, &name, reterr);
+    if (r < 0)
+        return r;
+    r = find_entry(root, "contexts", "context", name, &ctx, reterr);
+    if (r == -ENOENT)
+        return errf(reterr, -EINVAL, "context \"%s\" not found", name);
+    if (r < 0)
+        return r;
+    k->context = strdup(name);
+    if (!k->context)
+        return -ENOMEM;
+    _cleanup_free_ char *what = NULL;
+    if (asprintf(&what, "context \"%s\"", name) < 0)
+        return -ENOMEM;
+    r = get_string(ctx, "cluster", what, ret_cluster, reterr);
+    r = r < 0 ? r : get_string(ctx, "user", what, ret_user, reterr);
+    r = r < 0 ? r : get_string(ctx, "namespace", what, &k->namespace, reterr);
+    if (r == 0 && !*ret_cluster)
+        return errf(reterr, -EINVAL, "%s has no cluster", what);
+    return r;
+}
+
+static int read_cluster_fields(const cJSON *c, const char *what, struct kube_kubeconfig *k,
+                               char **reterr)
+{
+    int r = get_string(c, "server", what, &k->server, reterr);
+    r = r < 0 ? r : get_string(c, "certificate-authority", what, &k->ca_file, reterr);
+    r = r < 0 ? r
+              : get_data(c, "certificate-authority-data", what, &k->ca_data, &k->ca_data_len,
+                         reterr);
+    r = r < 0 ? r
+              : get_bool(c, "insecure-skip-tls-verify", what, &k->insecure_skip_tls_verify, reterr);
+    r = r < 0 ? r : get_string(c, "tls-server-name", what, &k->tls_server_name, reterr);
+    return r;
+}
+
+static int read_cluster(const cJSON *root, const char *name, struct kube_kubeconfig *k,
+                        char **reterr)
+{
+    const cJSON *c = NULL;
+    int r = find_entry(root, "clusters", "cluster", name, &c, reterr);
+    if (r == -ENOENT)
+        return errf(reterr, -EINVAL, "cluster \"%s\" (of context \"%s\") not found", name,
+                    k->context);
+    _cleanup_free_ char *what = NULL;
+    if (r < 0 || asprintf(&what, "cluster \"%s\"", name) < 0)
+        return r < 0 ? r : -ENOMEM;
+    r = read_cluster_fields(c, what, k, reterr);
+    if (r < 0)
+        return r;
+    if (!k->server)
+        return errf(reterr, -EINVAL, "%s has no server", what);
+    if (k->ca_data && k->ca_file)
+        return errf(reterr, -EINVAL,
+                    "%s has both certificate-authority and certificate-authority-data", what);
+    if (k->insecure_skip_tls_verify && (k->ca_data || k->ca_file))
+        return errf(reterr, -EINVAL,
+                    "%s combines insecure-skip-tls-verify with a certificate authority", what);
+    return 0;
+}
+
+/* Authentication methods client-go has and we do not. */
+static int unsupported_auth(const cJSON *u, const char *what, char **reterr)
+{
+    static const char *const keys[] = {"exec", "auth-provider", "username", "password"};
+    for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+        if (is_set(u, keys[i]))
+            return errf(reterr, -EINVAL,
+                        "%s uses %s, which is not supported (use a client certificate or a "
+                        "token)",
+                        what, keys[i]);
+    return 0;
+}
+
+static int read_user_fields(const cJSON *u, const char *what, struct kube_kubeconfig *k,
+                            char **reterr)
+{
+    int r = get_string(u, "client-certificate", what, &k->cert_file, reterr);
+    r = r < 0 ? r
+              : get_data(u, "client-certificate-data", what, &k->cert_data, &k->cert_data_len,
+                         reterr);
+    r = r < 0 ? r : get_string(u, "client-key", what, &k->key_file, reterr);
+    r = r < 0 ? r : get_data(u, "client-key-data", what, &k->key_data, &k->key_data_len, reterr);
+    r = r < 0 ? r : get_string(u, "token", what, &k->token, reterr);
+    r = r < 0 ? r : get_string(u, "tokenFile", what, &k->token_file, reterr);
+    return r;
+}
+
+/* The checks of client-go's validateAuthInfo. */
+static int check_user(const struct kube_kubeconfig *k, const char *what, char **reterr)
+{
+    bool cert = k->cert_data || k->cert_file, key = k->key_data || k->key_file;
+    if (k->cert_data && k->cert_file)
+        return errf(reterr, -EINVAL, "%s has both client-certificate and client-certificate-data",
+                    what);
+    if (k->key_data && k->key_file)
+        return errf(reterr, -EINVAL, "%s has both client-key and client-key-data", what);
+    if (cert != key)
+        return errf(reterr, -EINVAL, "%s has a client %s but no client %s", what,
+                    cert ? "certificate" : "key", cert ? "key" : "certificate");
+    return 0;
+}
+
+static int read_user(const cJSON *root, const char *name, struct kube_kubeconfig *k, char **reterr)
+{
+    const cJSON *u = NULL;
+    int r = find_entry(root, "users", "user", name, &u, reterr);
+    if (r == -ENOENT)
+        return errf(reterr, -EINVAL, "user \"%s\" (of context \"%s\") not found", name, k->context);
+    _cleanup_free_ char *what = NULL;
+    if (r < 0 || asprintf(&what, "user \"%s\"", name) < 0)
+        return r < 0 ? r : -ENOMEM;
+    r = unsupported_auth(u, what, reterr);
+    r = r < 0 ? r : read_user_fields(u, what, k, reterr);
+    return r < 0 ? r : check_user(k, what, reterr);
+}
+
+static int parse_root(const cJSON *root, const char *context, struct kube_kubeconfig *k,
+                      char **reterr)
+{
+    _cleanup_free_ char *cluster = NULL, *user = NULL;
+    if (cJSON_IsNull(root))
+        return errf(reterr, -EINVAL, "kubeconfig is empty");
+    if (!cJSON_IsObject(root))
+        return errf(reterr, -EINVAL, "kubeconfig is not a mapping");
+    int r = read_context(root, context, k, &cluster, &user, reterr);
+    r = r < 0 ? r : read_cluster(root, cluster, k, reterr);
+    if (r < 0 || !user)
+        return r;
+    return read_user(root, user, k, reterr);
+}
+
+int kube_kubeconfig_parse(const char *text, size_t len, const char *context,
+                          struct kube_kubeconfig *ret, char **reterr)
+{
+    _cleanup_(cjson_wipe_deletep) cJSON *root = NULL;
+    char *err = NULL;
+    int r = yaml_parse(text, len, &root, &err);
+    if (r < 0) {
+        if (reterr)
+            *reterr = err;
+        else
+            free(err);
+        return r;
+    }
+    struct kube_kubeconfig k = {0};
+    r = parse_root(root, context, &k, reterr);
+    if (r < 0) {
+        kube_kubeconfig_done(&k);
+        return r;
+    }
+    *ret = k;
+    return 0;
+}
+
+void kube_kubeconfig_done(struct kube_kubeconfig *k)
+{
+    free(k->context);
+    free(k->server);
+    free_wiped(k->ca_data, k->ca_data_len);
+    free(k->ca_file);
+    free_wiped(k->cert_data, k->cert_data_len);
+    free(k->cert_file);
+    free_wiped(k->key_data, k->key_data_len);
+    free(k->key_file);
+    free_wiped_str(k->token);
+    free(k->token_file);
+    free(k->tls_server_name);
+    free(k->namespace);
+    *k = (struct kube_kubeconfig){0};
+}
+
+/* --- files ------------------------------------------------------------------------------- */
+
+/* Grows a buffer that may hold secrets: copies, then wipes the old one. */
+static int grow_wiped(char **buf, size_t *alloc, size_t used)
+{
+    size_t n = *alloc * 2 > KUBE_CONFIG_FILE_MAX + 2 ? KUBE_CONFIG_FILE_MAX + 2 : *alloc * 2;
+    char *p = malloc(n);
+    if (!p)
+        return -ENOMEM;
+    memcpy(p, *buf, used);
+    free_wiped(*buf, *alloc);
+    *buf = p;
+    *alloc = n;
+    return 0;
+}
+
+static int read_all(int fd, char **buf, size_t *alloc, size_t *len)
+{
+    for (;;) {
+        if (*len + 1 == *alloc) {
+            if (*len > KUBE_CONFIG_FILE_MAX)
+                return -EFBIG;
+            int r = grow_wiped(buf, alloc, *len);
+            if (r < 0)
+                return r;
+        }
+        ssize_t n = read(fd, *buf + *len, *alloc - 1 - *len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return *len > KUBE_CONFIG_FILE_MAX ? -EFBIG : 0;
+        *len += (size_t)n;
+    }
+}
+
+/* Reads a whole file (at most KUBE_CONFIG_FILE_MAX bytes) into a NUL-terminated buffer. */
+static int read_file(const char *path, char **ret, size_t *ret_len)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    size_t alloc = READ_CHUNK, len = 0;
+    char *buf = malloc(alloc);
+    if (!buf)
+        return -ENOMEM;
+    int r = read_all(fd, &buf, &alloc, &len);
+    if (r < 0) {
+        free_wiped(buf, alloc);
+        return r;
+    }
+    buf[len] = '\0';
+    *ret = buf;
+    *ret_len = len;
+    return 0;
+}
+
+static bool has_control(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return true;
+    return false;
+}
+
+/* Why a token could not be read, for messages. */
+static const char *token_error(int r)
+{
+    if (r == -ENODATA)
+        return "empty file";
+    if (r == -EINVAL)
+        return "control characters in the token";
+    return strerror(-r);
+}
+
+/* Reads a token file: trailing whitespace removed; -ENODATA when empty, -EINVAL when it holds
+ * control characters (which must never reach an HTTP header). */
+static int read_token(const char *path, char **ret)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int r = read_file(path, &buf, &len);
+    if (r < 0)
+        return r;
+    while (len > 0 && strchr(" \t\r\n", buf[len - 1]))
+        buf[--len] = '\0';
+    r = len == 0 ? -ENODATA : strlen(buf) != len || has_control(buf) ? -EINVAL : 0;
+    if (r < 0) {
+        free_wiped(buf, len);
+        return r;
+    }
+    *ret = buf;
+    return 0;
+}
+
+/* `file` as is when absolute, else relative to `dir`. */
+static char *resolve_path(const char *dir, const char *file)
+{
+    char *p = NULL;
+    if (file[0] == '/')
+        return strdup(file);
+    if (asprintf(&p, "%s/%s", dir, file) < 0)
+        return NULL;
+    return p;
+}
+
+/* Reads the PEM file `file` (relative to `dir`) for the field `field`. */
+static int read_pem(const char *dir, const char *file, const char *field, char **ret,
+                    size_t *ret_len, char **reterr)
+{
+    _cleanup_free_ char *path = resolve_path(dir, file);
+    if (!path)
+        return -ENOMEM;
+    int r = read_file(path, ret, ret_len);
+    if (r < 0)
+        return errf(reterr, r, "cannot read %s %s: %s", field, path, strerror(-r));
+    return 0;
+}
+
+/* Takes decoded data when there is some, else reads the file; stores NULL when neither. */
+static int take_pem(const char *dir, char **data, size_t data_len, const char *file,
+                    const char *field, char **ret, size_t *ret_len, char **reterr)
+{
+    if (*data) {
+        *ret = TAKE_PTR(*data);
+        *ret_len = data_len;
+        return 0;
+    }
+    return file ? read_pem(dir, file, field, ret, ret_len, reterr) : 0;
+}
+
+/* The server URL without trailing '/'; "https://" is assumed without a scheme. */
+static int server_url(const char *server, char **ret, char **reterr)
+{
+    const char *scheme = strstr(server, "://");
+    bool http = strncmp(server, "https://", 8) == 0 || strncmp(server, "http://", 7) == 0;
+    if (scheme && !http)
+        return errf(reterr, -EINVAL, "server \"%s\" is not an http(s) URL", server);
+    size_t n = strlen(server);
+    while (n > 0 && server[n - 1] == '/')
+        n--;
+    if (asprintf(ret, "%s%.*s", scheme ? "" : "https://", (int)n, server) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+static int resolve_token(const char *dir, struct kube_kubeconfig *k, struct kube_config *c,
+                         char **reterr)
+{
+    c->token = TAKE_PTR(k->token);
+    if (!k->token_file)
+        return 0;
+    c->token_file = resolve_path(dir, k->token_file);
+    if (!c->token_file)
+        return -ENOMEM;
+    c->token_read_at = clock_monotonic();
+    if (c->token)
+        return 0;
+    char *token = NULL;
+    int r = read_token(c->token_file, &token);
+    if (r < 0)
+        return errf(reterr, r, "cannot read tokenFile %s: %s", c->token_file, token_error(r));
+    c->token = token;
+    return 0;
+}
+
+/* Turns a parsed kubeconfig into a configuration, reading the files it names. */
+static int resolve(const char *dir, struct kube_kubeconfig *k, struct kube_config *c, char **reterr)
+{
+    int r = server_url(k->server, &c->server, reterr);
+    r = r < 0 ? r
+              : take_pem(dir, &k->ca_data, k->ca_data_len, k->ca_file, "certificate-authority",
+                         &c->ca_pem, &c->ca_len, reterr);
+    r = r < 0 ? r
+              : take_pem(dir, &k->cert_data, k->cert_data_len, k->cert_file, "client-certificate",
+                         &c->cert_pem, &c->cert_len, reterr);
+    r = r < 0 ? r
+              : take_pem(dir, &k->key_data, k->key_data_len, k->key_file, "client-key", &c->key_pem,
+                         &c->key_len, reterr);
+    r = r < 0 ? r : resolve_token(dir, k, c, reterr);
+    if (r < 0)
+        return r;
+    c->insecure_skip_tls_verify = k->insecure_skip_tls_verify;
+    c->tls_server_name = TAKE_PTR(k->tls_server_name);
+    c->namespace = k->namespace ? TAKE_PTR(k->namespace) : strdup("default");
+    return c->namespace ? 0 : -ENOMEM;
+}
+
+/* The kubeconfig to load: `path`, the first entry of $KUBECONFIG, or ~/.kube/config. */
+static int kubeconfig_path(const char *path, char **ret, char **reterr)
+{
+    const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
+    if (env)
+        env += strspn(env, ":");
+    if (path && path[0])
+        *ret = strdup(path);
+    else if (env && env[0])
+        *ret = strndup(env, strcspn(env, ":"));
+    else if (home && home[0])
+        return asprintf(ret, "%s/.kube/config", home) < 0 ? -ENOMEM : 0;
+    else
+        return errf(reterr, -ENOENT, "no kubeconfig: neither KUBECONFIG nor HOME is set");
+    return *ret ? 0 : -ENOMEM;
+}
+
+/* The directory of `path`, against which relative paths in it are resolved. */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+}
+
+static int load(const char *file, const char *context, struct kube_config *c, char **reterr)
+{
+    char *text = NULL, *err = NULL;
+    size_t len = 0;
+    int r = read_file(file, &text, &len);
+    if (r < 0)
+        return errf(reterr, r, "cannot read kubeconfig %s: %s", file, strerror(-r));
+    struct kube_kubeconfig k = {0};
+    r = kube_kubeconfig_parse(text, len, context, &k, &err);
+    free_wiped(text, len);
+    if (r < 0) {
+        r = errf(reterr, r, "%s: %s", file, err ? err : strerror(-r));
+        free(err);
+        return r;
+    }
+    char *dir = dir_of(file);
+    r = dir ? resolve(dir, &k, c, &err) : -ENOMEM;
+    free(dir);
+    if (r < 0)
+        r = errf(reterr, r, "%s: context \"%s\": %s", file, k.context, err ? err : strerror(-r));
+    free(err);
+    kube_kubeconfig_done(&k);
+    return r;
+}
+
+int kube_config_load_kubeconfig(const char *path, const char *context, struct kube_config *ret,
+                                char **reterr)
+{
+    char *file = NULL;
+    int r = kubeconfig_path(path, &file, reterr);
+    if (r < 0)
+        return r;
+    struct kube_config c = {0};
+    r = load(file, context, &c, reterr);
+    free(file); /* not _cleanup_free_: clang-analyzer 14 reports it as a leak */
+    if (r < 0) {
+        kube_config_done(&c);
+        return r;
+    }
+    *ret = c;
+    return 0;
+}
+
+/* --- in-cluster -------------------------------------------------------------------------- */
+
+static int parse_port(const char *s, long *ret)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || s[0] < '0' || s[0] > '9' || v < 1 || v > 65535)
+        return -EINVAL;
+    *ret = v;
+    return 0;
+}
+
+/* A host name or address, an IPv6 address possibly in brackets already. */
+static bool is_host(const char *host)
+{
+    size_t n = strlen(host);
+    if (has_control(host) || strpbrk(host, "/@?# "))
+        return false;
+    if (host[0] == '[')
+        return n > 2 && host[n - 1] == ']' && !strpbrk(host + 1, "[") &&
+               strchr(host, ']') == host + n - 1;
+    return !strpbrk(host, "[]");
+}
+
+/* "https://host:port", with an IPv6 host in brackets. */
+static int service_url(const char *host, const char *port, char **ret, char **reterr)
+{
+    long p;
+    if (parse_port(port, &p) < 0)
+        return errf(reterr, -EINVAL, "KUBERNETES_SERVICE_PORT \"%s\" is not a port", port);
+    if (!is_host(host))
+        return errf(reterr, -EINVAL, "KUBERNETES_SERVICE_HOST \"%s\" is not a host", host);
+    bool v6 = strchr(host, ':') && host[0] != '[';
+    if (asprintf(ret, "https://%s%s%s:%ld", v6 ? "[" : "", host, v6 ? "]" : "", p) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+/* The namespace file, or "default" when it cannot be read or is empty (as client-go). */
+static char *sa_namespace(const char *dir)
+{
+    _cleanup_free_ char *path = resolve_path(dir, "namespace");
+    char *ns = NULL;
+    if (path && read_token(path, &ns) == 0)
+        return ns;
+    return strdup("default");
+}
+
+static int in_cluster(const char *dir, const char *host, const char *port, struct kube_config *c,
+                      char **reterr)
+{
+    _cleanup_free_ char *ca = resolve_path(dir, "ca.crt");
+    c->token_file = resolve_path(dir, "token");
+    if (!ca || !c->token_file)
+        return -ENOMEM;
+    int r = service_url(host, port, &c->server, reterr);
+    if (r < 0)
+        return r;
+    r = read_token(c->token_file, &c->token);
+    if (r < 0)
+        return errf(reterr, r, "cannot read service account token %s: %s", c->token_file,
+                    token_error(r));
+    c->token_read_at = clock_monotonic();
+    r = read_file(ca, &c->ca_pem, &c->ca_len);
+    if (r < 0)
+        return errf(reterr, r, "cannot read service account CA %s: %s", ca, strerror(-r));
+    c->namespace = sa_namespace(dir);
+    return c->namespace ? 0 : -ENOMEM;
+}
+
+int kube_config_in_cluster(const char *sa_dir, struct kube_config *ret, char **reterr)
+{
+    const char *host = getenv("KUBERNETES_SERVICE_HOST");
+    const char *port = getenv("KUBERNETES_SERVICE_PORT");
+    if (!host || !host[0] || !port || !port[0])
+        return errf(reterr, -ENOENT,
+                    "not in a cluster: KUBERNETES_SERVICE_HOST or KUBERNETES_SERVICE_PORT is "
+                    "not set");
+    struct kube_config c = {0};
+    int r = in_cluster(sa_dir ? sa_dir : KUBE_SA_DIR, host, port, &c, reterr);
+    if (r < 0) {
+        kube_config_done(&c);
+        return r;
+    }
+    *ret = c;
+    return 0;
+}
+
+int kube_config_refresh_token(struct kube_config *c, double now, bool force)
+{
+    if (!c->token_file)
+        return 0;
+    if (!force && now - c->token_read_at <= TOKEN_REREAD_SECONDS)
+        return 0;
+    char *token = NULL;
+    int r = read_token(c->token_file, &token);
+    if (r < 0)
+        return r;
+    c->token_read_at = now;
+    if (c->token && strcmp(c->token, token) == 0) {
+        free_wiped_str(token);
+        return 0;
+    }
+    free_wiped_str(c->token);
+    c->token = token;
+    return 1;
+}
+
+void kube_config_done(struct kube_config *c)
+{
+    free(c->server);
+    free(c->ca_pem);
+    free(c->cert_pem);
+    free_wiped(c->key_pem, c->key_len);
+    free_wiped_str(c->token);
+    free(c->token_file);
+    free(c->tls_server_name);
+    free(c->namespace);
+    *c = (struct kube_config){0};
+}

@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kube/informer.c - list+watch cache of one resource. See informer.h.
+ *
+ * States: LIST (pages) -> WATCH -> (stream ends) WATCH | (410) LIST | (error) WAIT -> the step
+ * that failed. Every LIST is a consistent read (no resourceVersion), so a relist after 410
+ * never starts from data older than what was seen. Does not log.
+ */
+#include "kube/informer.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <ev.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/backoff.h"
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/map.h"
+#include "kube/client.h"
+#include "kube/http.h"
+#include "kube/status.h"
+#include "kube/watch.h"
+
+#define DEFAULT_PAGE      500
+#define KEY_MAX           512
+#define PATH_MAX_LEN      ((size_t)16 * 1024)
+#define WATCH_TIMEOUT_MIN 300 /* server-side timeoutSeconds, randomised in [min, 2*min) */
+#define WATCH_LOW_SPEED   180 /* seconds without a byte before a watch counts as dead */
+#define SHORT_WATCH       1.0 /* a stream that ends sooner with no event is an error */
+#define LIST_TIMEOUT      60.0
+
+enum step { STEP_LIST, STEP_WATCH };
+
+struct kube_informer {
+    struct ev_loop *loop;
+    struct kube_http *http;
+    const struct kube_resource *resource;
+    char *ns, *label_selector, *field_selector;
+    int page_size;
+    bool keep_managed_fields;
+    struct kube_informer_handlers handlers;
+    void *userdata;
+
+    struct map *store;   /* key -> cJSON * (owned) */
+    struct map *pending; /* the LIST being assembled */
+    char *rv;            /* where the next WATCH starts */
+    char *cont;          /* continue token of the next page */
+    struct kube_req *req;
+    struct kube_watch_framer framer;
+    ev_timer timer;
+    struct backoff backoff;
+    enum step retry_step;
+    bool running, synced, relist;
+    double watch_started;
+    unsigned long watch_events;
+    uint64_t rng;
+    struct kube_informer_stats stats;
+};
+
+static void start_list(struct kube_informer *inf);
+static void start_watch(struct kube_informer *inf);
+
+static void free_json(void *p)
+{
+    cJSON_Delete(p);
+}
+
+static double rand01(struct kube_informer *inf)
+{
+    inf->rng ^= inf->rng << 13;
+    inf->rng ^= inf->rng >> 7;
+    inf->rng ^= inf->rng << 17;
+    return (double)(inf->rng >> 11) / (double)(UINT64_C(1) << 53);
+}
+
+static const char *str_at(const cJSON *obj, const char *a, const char *b)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, a);
+    x = cJSON_GetObjectItemCaseSensitive(x, b);
+    return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+static const char *rv_of(const cJSON *obj)
+{
+    return str_at(obj, "metadata", "resourceVersion");
+}
+
+int kube_informer_key(const cJSON *obj, char *ret, size_t size)
+{
+    const char *name = str_at(obj, "metadata", "name");
+    const char *ns = str_at(obj, "metadata", "namespace");
+    if (!name || !name[0])
+        return -EINVAL;
+    int n = ns && ns[0] ? snprintf(ret, size, "%s/%s", ns, name) : snprintf(ret, size, "%s", name);
+    return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static int set_str(char **dst, const char *src)
+{
+    char *copy = src ? strdup(src) : NULL;
+    if (src && !copy)
+        return -ENOMEM;
+    free(*dst);
+    *dst = copy;
+    return 0;
+}
+
+/* --- retries -------------------------------------------------------------------------------- */
+
+static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct kube_informer *inf = w->data;
+    (void)loop;
+    (void)revents;
+    if (inf->retry_step == STEP_LIST)
+        start_list(inf);
+    else
+        start_watch(inf);
+}
+
+/* Reports `err` and retries `step` after the backoff (or Retry-After, if longer). */
+static void retry(struct kube_informer *inf, enum step step, const struct kube_err *err)
+{
+    inf->stats.errors++;
+    if (err && inf->handlers.on_error)
+        inf->handlers.on_error(err, inf->userdata);
+    double delay = backoff_next(&inf->backoff, ev_now(inf->loop), rand01(inf));
+    if (err && err->retry_after > delay)
+        delay = err->retry_after;
+    inf->retry_step = step;
+    ev_timer_stop(inf->loop, &inf->timer);
+    ev_timer_set(&inf->timer, delay, 0.);
+    ev_timer_start(inf->loop, &inf->timer);
+}
+
+static void retry_errno(struct kube_informer *inf, enum step step, int e, const char *what)
+{
+    struct kube_err err;
+    kube_err_transport(e, what, &err);
+    retry(inf, step, &err);
+}
+
+/* --- LIST ----------------------------------------------------------------------------------- */
+
+static int base_path(const struct kube_informer *inf, struct buf *path)
+{
+    int e = kube_client_path(inf->resource, inf->ns, NULL, NULL, path);
+    if (e == 0 && inf->label_selector)
+        e = kube_client_query(path, "labelSelector", inf->label_selector);
+    if (e == 0 && inf->field_selector)
+        e = kube_client_query(path, "fieldSelector", inf->field_selector);
+    return e;
+}
+
+/* Replaces the store with the LIST just assembled, telling the handlers what changed. */
+static void replace_store(struct kube_informer *inf)
+{
+    const char *key;
+    void *v;
+    size_t pos = 0;
+    while (map_next(inf->store, &pos, &key, &v))
+        if (!map_contains(inf->pending, key) && inf->handlers.on_delete)
+            inf->handlers.on_delete(key, v, inf->userdata);
+    pos = 0;
+    while (map_next(inf->pending, &pos, &key, &v)) {
+        const cJSON *old = map_get(inf->store, key);
+        const char *old_rv = old ? rv_of(old) : NULL;
+        const char *new_rv = rv_of(v);
+        if (!old && inf->handlers.on_add)
+            inf->handlers.on_add(key, v, inf->userdata);
+        else if (old && inf->handlers.on_update &&
+                 (!old_rv || !new_rv || strcmp(old_rv, new_rv) != 0))
+            inf->handlers.on_update(key, old, v, inf->userdata);
+    }
+    map_free(inf->store);
+    inf->store = TAKE_PTR(inf->pending);
+}
+
+/* Drops metadata.managedFields (about half of a small object) unless asked to keep it. */
+static void trim(const struct kube_informer *inf, cJSON *obj)
+{
+    if (!inf->keep_managed_fields)
+        cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+                                                "managedFields");
+}
+
+/* Moves the items of a LIST page into `pending`. Returns 0 or a negative errno. */
+static int take_items(struct kube_informer *inf, cJSON *list)
+{
+    cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items");
+    if (!cJSON_IsArray(items) && !cJSON_IsNull(items) && items)
+        return -EBADMSG;
+    cJSON *item;
+    while (items && (item = cJSON_DetachItemFromArray(items, 0))) {
+        char key[KEY_MAX];
+        int e = kube_informer_key(item, key, sizeof(key));
+        trim(inf, item);
+        if (e == 0)
+            e = map_put(inf->pending, key, item);
+        if (e < 0) {
+            cJSON_Delete(item);
+            return e;
+        }
+    }
+    return 0;
+}
+
+static void list_page(struct kube_informer *inf);
+
+/* A page arrived: store its items, then fetch the next page or finish the LIST. */
+static int list_page_done(struct kube_informer *inf, const struct kube_resp *resp)
+{
+    cJSON *list = cJSON_ParseWithLength(resp->body, resp->body_len);
+    if (!list)
+        return -EBADMSG;
+    int e = take_items(inf, list);
+    const char *cont = str_at(list, "metadata", "continue");
+    const char *rv = str_at(list, "metadata", "resourceVersion");
+    if (e == 0)
+        e = set_str(&inf->cont, cont && cont[0] ? cont : NULL);
+    if (e == 0 && !inf->cont)
+        e = rv ? set_str(&inf->rv, rv) : -EBADMSG;
+    cJSON_Delete(list);
+    if (e < 0)
+        return e;
+    if (inf->cont) {
+        list_page(inf);
+        return 0;
+    }
+    replace_store(inf);
+    inf->synced = true;
+    inf->stats.lists++;
+    start_watch(inf);
+    return 0;
+}
+
+static void on_list_done(const struct kube_resp *resp, void *userdata)
+{
+    struct kube_informer *inf = userdata;
+    inf->req = NULL;
+    if (resp->http == 200 && resp->err == 0) {
+        int e = list_page_done(inf, resp);
+        if (e < 0)
+            retry_errno(inf, STEP_LIST, e, "malformed LIST response");
+        return;
+    }
+    struct kube_err err;
+    if (resp->http == 0)
+        kube_err_transport(resp->err ? resp->err : -EIO, resp->error, &err);
+    else
+        (void)kube_status_decode(resp->http, resp->body, resp->body_len, resp->retry_after, &err);
+    retry(inf, STEP_LIST, &err); /* a 410 on a continue token also starts over */
+}
+
+static void list_page(struct kube_informer *inf)
+{
+    struct buf path;
+    buf_init(&path, PATH_MAX_LEN);
+    char limit[16];
+    (void)snprintf(limit, sizeof(limit), "%d", inf->page_size);
+    int e = base_path(inf, &path);
+    if (e == 0)
+        e = kube_client_query(&path, "limit", limit);
+    if (e == 0 && inf->cont)
+        e = kube_client_query(&path, "continue", inf->cont);
+    struct kube_http_req req = {
+            .method = "GET",
+            .path = buf_str(&path),
+            .timeout = LIST_TIMEOUT,
+            .on_done = on_list_done,
+            .userdata = inf,
+    };
+    if (e == 0)
+        e = kube_http_start(inf->http, &req, &inf->req);
+    buf_free(&path);
+    if (e < 0)
+        retry_errno(inf, STEP_LIST, e, "cannot start LIST");
+}
+
+static void start_list(struct kube_informer *inf)
+{
+    map_free(inf->pending);
+    inf->pending = map_new(free_json);
+    (void)set_str(&inf->cont, NULL);
+    if (!inf->pending) {
+        retry_errno(inf, STEP_LIST, -ENOMEM, "out of memory");
+        return;
+    }
+    list_page(inf);
+}
+
+/* --- WATCH ---------------------------------------------------------------------------------- */
+
+static int apply_object(struct kube_informer *inf, const struct kube_watch_event *ev)
+{
+    char key[KEY_MAX];
+    int e = kube_informer_key(ev->object, key, sizeof(key));
+    if (e < 0)
+        return -EBADMSG;
+    cJSON *old = map_take(inf->store, key);
+    if (ev->type == KUBE_WATCH_DELETED) {
+        if (inf->handlers.on_delete)
+            inf->handlers.on_delete(key, ev->object, inf->userdata);
+        cJSON_Delete(old);
+        return 0;
+    }
+    cJSON *copy = cJSON_Duplicate(ev->object, true);
+    if (copy)
+        trim(inf, copy);
+    if (!copy || map_put(inf->store, key, copy) < 0) {
+        cJSON_Delete(copy);
+        cJSON_Delete(old);
+        return -ENOMEM;
+    }
+    const char *old_rv = old ? rv_of(old) : NULL;
+    if (!old && inf->handlers.on_add)
+        inf->handlers.on_add(key, copy, inf->userdata);
+    else if (old && inf->handlers.on_update &&
+             (!old_rv || !ev->resource_version || strcmp(old_rv, ev->resource_version) != 0))
+        inf->handlers.on_update(key, old, copy, inf->userdata);
+    cJSON_Delete(old);
+    return 0;
+}
+
+static int on_event(const struct kube_watch_event *ev, void *userdata)
+{
+    struct kube_informer *inf = userdata;
+    if (ev->type == KUBE_WATCH_ERROR) {
+        struct kube_err err;
+        (void)kube_status_from_json(ev->object, 200, &err);
+        inf->relist = kube_err_is_gone(&err);
+        if (!inf->relist && inf->handlers.on_error)
+            inf->handlers.on_error(&err, inf->userdata);
+        return inf->relist ? -ESTALE : -EPROTO;
+    }
+    if (ev->type != KUBE_WATCH_BOOKMARK) {
+        int e = apply_object(inf, ev);
+        if (e < 0)
+            return e;
+        inf->stats.events++;
+        inf->watch_events++;
+    } else {
+        inf->stats.bookmarks++;
+    }
+    return ev->resource_version ? set_str(&inf->rv, ev->resource_version) : 0;
+}
+
+static int on_watch_data(int http, const char *data, size_t len, void *userdata)
+{
+    struct kube_informer *inf = userdata;
+    (void)http;
+    return kube_watch_feed(&inf->framer, data, len, on_event, inf);
+}
+
+static void on_watch_done(const struct kube_resp *resp, void *userdata)
+{
+    struct kube_informer *inf = userdata;
+    inf->req = NULL;
+    kube_watch_framer_free(&inf->framer);
+    struct kube_err err;
+    if (resp->http >= 300)
+        (void)kube_status_decode(resp->http, resp->body, resp->body_len, resp->retry_after, &err);
+    if (inf->relist || (resp->http >= 300 && kube_err_is_gone(&err))) {
+        inf->relist = false;
+        inf->stats.relists_gone++;
+        start_list(inf);
+        return;
+    }
+    if (resp->http >= 300) {
+        retry(inf, STEP_WATCH, &err);
+        return;
+    }
+    bool short_empty =
+            ev_now(inf->loop) - inf->watch_started < SHORT_WATCH && inf->watch_events == 0;
+    if (resp->err < 0 || resp->http == 0 || short_empty) {
+        kube_err_transport(resp->err < 0 ? resp->err : -ECONNRESET,
+                           short_empty ? "watch ended at once" : resp->error, &err);
+        retry(inf, STEP_WATCH, &err);
+        return;
+    }
+    inf->stats.watch_restarts++;
+    start_watch(inf);
+}
+
+static void start_watch(struct kube_informer *inf)
+{
+    struct buf path;
+    buf_init(&path, PATH_MAX_LEN);
+    char timeout[16];
+    int secs = WATCH_TIMEOUT_MIN + (int)(rand01(inf) * WATCH_TIMEOUT_MIN);
+    (void)snprintf(timeout, sizeof(timeout), "%d", secs);
+    int e = base_path(inf, &path);
+    if (e == 0)
+        e = kube_client_query(&path, "watch", "1");
+    if (e == 0)
+        e = kube_client_query(&path, "allowWatchBookmarks", "true");
+    if (e == 0)
+        e = kube_client_query(&path, "resourceVersion", inf->rv ? inf->rv : "");
+    if (e == 0)
+        e = kube_client_query(&path, "timeoutSeconds", timeout);
+    kube_watch_framer_free(&inf->framer);
+    kube_watch_framer_init(&inf->framer, KUBE_WATCH_LINE_MAX);
+    struct kube_http_req req = {
+            .method = "GET",
+            .path = buf_str(&path),
+            .on_data = on_watch_data,
+            .low_speed_time = WATCH_LOW_SPEED,
+            .on_done = on_watch_done,
+            .userdata = inf,
+    };
+    if (e == 0)
+        e = kube_http_start(inf->http, &req, &inf->req);
+    buf_free(&path);
+    if (e < 0) {
+        retry_errno(inf, STEP_WATCH, e, "cannot start WATCH");
+        return;
+    }
+    inf->stats.watches++;
+    inf->watch_started = ev_now(inf->loop);
+    inf->watch_events = 0;
+}
+
+/* --- the informer --------------------------------------------------------------------------- */
+
+static int copy_config(struct kube_informer *inf, const struct kube_informer_config *cfg)
+{
+    inf->resource = cfg->resource;
+    inf->page_size = cfg->page_size > 0 ? cfg->page_size : DEFAULT_PAGE;
+    inf->keep_managed_fields = cfg->keep_managed_fields;
+    inf->handlers = cfg->handlers;
+    inf->userdata = cfg->userdata;
+    int e = set_str(&inf->ns, cfg->namespace);
+    if (e == 0)
+        e = set_str(&inf->label_selector, cfg->label_selector);
+    if (e == 0)
+        e = set_str(&inf->field_selector, cfg->field_selector);
+    return e;
+}
+
+struct kube_informer *kube_informer_new(struct ev_loop *loop, struct kube_http *http,
+                                        const struct kube_informer_config *cfg)
+{
+    if (!cfg->resource || (!cfg->resource->namespaced && cfg->namespace))
+        return NULL;
+    struct kube_informer *inf = calloc(1, sizeof(*inf));
+    if (!inf)
+        return NULL;
+    inf->loop = loop;
+    inf->http = http;
+    inf->store = map_new(free_json);
+    inf->rng =
+            (uint64_t)(uintptr_t)inf ^ (uint64_t)(ev_time() * 1e6) ^ UINT64_C(0x9e3779b97f4a7c15);
+    ev_timer_init(&inf->timer, on_timer, 0., 0.);
+    inf->timer.data = inf;
+    backoff_init(&inf->backoff, 0.8, 30.0, 2.0, 1.0, 120.0);
+    kube_watch_framer_init(&inf->framer, KUBE_WATCH_LINE_MAX);
+    if (!inf->store || copy_config(inf, cfg) < 0)
+        return kube_informer_free(inf);
+    return inf;
+}
+
+int kube_informer_start(struct kube_informer *inf)
+{
+    if (inf->running)
+        return 0;
+    inf->running = true;
+    start_list(inf);
+    return 0;
+}
+
+void kube_informer_stop(struct kube_informer *inf)
+{
+    if (inf->req)
+        kube_http_cancel(inf->http, inf->req);
+    inf->req = NULL;
+    ev_timer_stop(inf->loop, &inf->timer);
+    inf->running = false;
+    inf->relist = false;
+}
+
+struct kube_informer *kube_informer_free(struct kube_informer *inf)
+{
+    if (!inf)
+        return NULL;
+    kube_informer_stop(inf);
+    kube_watch_framer_free(&inf->framer);
+    map_free(inf->store);
+    map_free(inf->pending);
+    free(inf->rv);
+    free(inf->cont);
+    free(inf->ns);
+    free(inf->label_selector);
+    free(inf->field_selector);
+    free(inf);
+    return NULL;
+}
+
+bool kube_informer_has_synced(const struct kube_informer *inf)
+{
+    return inf->synced;
+}
+
+const cJSON *kube_informer_get(const struct kube_informer *inf, const char *key)
+{
+    return map_get(inf->store, key);
+}
+
+size_t kube_informer_size(const struct kube_informer *inf)
+{
+    return map_size(inf->store);
+}
+
+bool kube_informer_next(const struct kube_informer *inf, size_t *pos, const char **ret_key,
+                        const cJSON **ret_obj)
+{
+    void *v;
+    if (!map_next(inf->store, pos, ret_key, &v))
+        return false;
+    *ret_obj = v;
+    return true;
+}
+
+const char *kube_informer_resource_version(const struct kube_informer *inf)
+{
+    return inf->rv ? inf->rv : "";
+}
+
+void kube_informer_get_stats(const struct kube_informer *inf, struct kube_informer_stats *ret)
+{
+    *ret = inf->stats;
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kube/informer.h - a cache of one resource kept in step with the API server (client-go's
+ * reflector + store): LIST in pages (limit/continue), then WATCH from the list's
+ * resourceVersion with bookmarks and a server-side timeout, WATCH again when a stream ends,
+ * LIST again after 410 Gone (emitting deletes for objects that vanished meanwhile), back off
+ * with jitter on errors (honouring Retry-After). Label and field selectors narrow what is
+ * cached. The store maps "name" (cluster-scoped) or "namespace/name" to the object.
+ *
+ * Runs on the libev loop through kube/http. Does not log; counters say what happened.
+ * Handlers run on the loop; they must not stop or free the informer.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct cJSON;
+struct ev_loop;
+struct kube_err;
+struct kube_http;
+struct kube_informer;
+struct kube_resource;
+
+struct kube_informer_handlers {
+    /* `obj` is borrowed for the call (the store keeps its own copy). */
+    void (*on_add)(const char *key, const struct cJSON *obj, void *userdata);
+    /* Only when the resourceVersion changed. */
+    void (*on_update)(const char *key, const struct cJSON *old_obj, const struct cJSON *obj,
+                      void *userdata);
+    /* `obj` is the last state the informer knew (possibly older than the deletion). */
+    void (*on_delete)(const char *key, const struct cJSON *obj, void *userdata);
+    /* Each failed LIST or WATCH, for logging by the owner; may be NULL. */
+    void (*on_error)(const struct kube_err *err, void *userdata);
+};
+
+struct kube_informer_config {
+    const struct kube_resource *resource;
+    const char *namespace;      /* NULL: cluster-scoped or all namespaces */
+    const char *label_selector; /* NULL or e.g. "nodename=titan" */
+    const char *field_selector; /* NULL or e.g. "spec.nodeName=titan" */
+    int page_size;              /* LIST limit; 0 = 500 */
+    bool keep_managed_fields;   /* cache metadata.managedFields too (half the memory); rarely
+                                   needed: writes go through patches */
+    struct kube_informer_handlers handlers;
+    void *userdata;
+};
+
+struct kube_informer_stats {
+    unsigned long lists;          /* complete LISTs */
+    unsigned long relists_gone;   /* LISTs forced by 410 Gone */
+    unsigned long watches;        /* WATCH requests started */
+    unsigned long watch_restarts; /* WATCHes that ended and were restarted */
+    unsigned long events;         /* ADDED/MODIFIED/DELETED events applied */
+    unsigned long bookmarks;
+    unsigned long errors; /* failed LIST or WATCH requests */
+};
+
+/* A new, stopped informer. The config's strings are copied. NULL on OOM or bad config. */
+struct kube_informer *kube_informer_new(struct ev_loop *loop, struct kube_http *http,
+                                        const struct kube_informer_config *cfg);
+
+/* Stops (cancelling requests, no handler runs) and frees. Takes NULL; returns NULL. */
+struct kube_informer *kube_informer_free(struct kube_informer *inf);
+
+/* Starts listing and watching. Returns 0 or a negative errno. */
+int kube_informer_start(struct kube_informer *inf);
+
+/* Stops: cancels requests and timers; the store is kept. */
+void kube_informer_stop(struct kube_informer *inf);
+
+/* Whether the first complete LIST has been stored. */
+bool kube_informer_has_synced(const struct kube_informer *inf);
+
+/* The cached object for `key`, or NULL (borrowed; valid until the loop runs again). */
+const struct cJSON *kube_informer_get(const struct kube_informer *inf, const char *key);
+
+size_t kube_informer_size(const struct kube_informer *inf);
+
+/* Iterates the store as map_next() does: start with *pos = 0. */
+bool kube_informer_next(const struct kube_informer *inf, size_t *pos, const char **ret_key,
+                        const struct cJSON **ret_obj);
+
+/* The resourceVersion the next WATCH would start from ("" before the first LIST). */
+const char *kube_informer_resource_version(const struct kube_informer *inf);
+
+void kube_informer_get_stats(const struct kube_informer *inf, struct kube_informer_stats *ret);
+
+/* The store key of an object: "name" or "namespace/name", written to `ret` (size bytes).
+ * Returns 0, -EINVAL (no metadata.name) or -ENAMETOOLONG. */
+int kube_informer_key(const struct cJSON *obj, char *ret, size_t size);

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kube/leader.c - Lease-based leader election. See leader.h. Does not log.
+ *
+ * One round every retry period: GET the Lease; create it if missing; take or renew it with a
+ * conditional PUT when it is ours, free, or expired by local observation. A request is never
+ * cancelled: freeing while one is in flight is deferred to its callback.
+ */
+#include "kube/leader.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <ev.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "base/timefmt.h"
+#include "kube/client.h"
+
+struct kube_leader {
+    struct ev_loop *loop;
+    struct kube_http *http;
+    char *ns, *name, *identity;
+    double duration, deadline, retry;
+    void (*on_started)(void *userdata);
+    void (*on_stopped)(void *userdata);
+    void *userdata;
+
+    ev_timer timer;
+    bool running, leading, inflight, freeing, held_by_other;
+    char *observed; /* holder and renewTime of the Lease last seen */
+    double observed_at;
+    double last_renew;
+    void (*release_done)(void *userdata);
+    void *release_userdata;
+};
+
+static void round_start(struct kube_leader *l);
+
+static const char *spec_str(const cJSON *lease, const char *field)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(lease, "spec"), field);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* Seconds since the epoch of a MicroTime ("2026-11-21T14:19:19.051804Z"), or -1. */
+static double parse_micro_time(const char *s)
+{
+    struct tm tm = {0};
+    const char *rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!rest)
+        return -1;
+    double frac = 0;
+    if (*rest == '.') {
+        char *end;
+        frac = strtod(rest, &end);
+        rest = end;
+    }
+    return *rest == 'Z' ? (double)timegm(&tm) + frac : -1;
+}
+
+/*
+ * Remembers when the Lease's holder or renew time last changed, by our clock (client-go's
+ * observedTime, immune to clock skew). A follower sees a renewal up to one poll late, so the
+ * record's own renewTime is credited too, but never by more than lease_duration -
+ * renew_deadline: even with a skewed clock we take over only after the old leader, unable to
+ * renew for renew_deadline, has stepped down.
+ */
+static void observe(struct kube_leader *l, const cJSON *lease)
+{
+    char seen[1024];
+    (void)snprintf(seen, sizeof(seen), "%s|%s", spec_str(lease, "holderIdentity"),
+                   spec_str(lease, "renewTime"));
+    if (l->observed && strcmp(l->observed, seen) == 0)
+        return;
+    free(l->observed);
+    l->observed = strdup(seen);
+    double age = 0;
+    double renewed = parse_micro_time(spec_str(lease, "renewTime"));
+    if (renewed > 0) {
+        struct timeval tv;
+        gettimeofday(&tv, NULL);
+        age = (double)tv.tv_sec + (double)tv.tv_usec / 1e6 - renewed;
+        age = age < 0 ? 0 : age > l->duration - l->deadline ? l->duration - l->deadline : age;
+    }
+    l->observed_at = ev_now(l->loop) - age;
+    l->held_by_other = strcmp(spec_str(lease, "holderIdentity"), "") != 0 &&
+                       strcmp(spec_str(lease, "holderIdentity"), l->identity) != 0;
+}
+
+static void schedule(struct kube_leader *l)
+{
+    if (!l->running)
+        return;
+    double delay = l->retry;
+    if (!l->leading) /* followers spread out, as client-go's JitterUntil(retry, 1.2) */
+        delay *= 1.0 + 1.2 * ((double)(random() % 1000) / 1000.0);
+    double expires_in = l->observed_at + l->duration - ev_now(l->loop);
+    if (!l->leading && l->held_by_other && expires_in > 0 && expires_in < delay)
+        delay = expires_in + 0.05; /* try the moment the holder's lease runs out */
+    ev_timer_stop(l->loop, &l->timer);
+    ev_timer_set(&l->timer, delay, 0.);
+    ev_timer_start(l->loop, &l->timer);
+}
+
+static void step_down(struct kube_leader *l)
+{
+    if (!l->leading)
+        return;
+    l->leading = false;
+    if (l->on_stopped)
+        l->on_stopped(l->userdata);
+}
+
+/* The round failed: a leader that could not renew for the whole deadline steps down. */
+static void round_failed(struct kube_leader *l)
+{
+    if (l->leading && ev_now(l->loop) - l->last_renew >= l->deadline)
+        step_down(l);
+    schedule(l);
+}
+
+/* Returns true when the callback must stop because the leader was freed meanwhile. */
+static bool reap(struct kube_leader *l)
+{
+    l->inflight = false;
+    if (!l->freeing)
+        return false;
+    l->freeing = false;
+    kube_leader_free(l);
+    return true;
+}
+
+static void on_write(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct kube_leader *l = userdata;
+    if (reap(l))
+        return;
+    if (err || !obj) {
+        round_failed(l);
+        return;
+    }
+    observe(l, obj);
+    l->last_renew = ev_now(l->loop);
+    if (!l->leading) {
+        l->leading = true;
+        if (l->on_started)
+            l->on_started(l->userdata);
+    }
+    schedule(l);
+}
+
+/* Sets the spec fields of `lease` for `holder` (NULL releases). */
+static void fill_spec(struct kube_leader *l, cJSON *lease, const char *holder, bool acquired)
+{
+    char now[64];
+    timefmt_micro_now(now, sizeof(now));
+    cJSON *spec = cJSON_GetObjectItemCaseSensitive(lease, "spec");
+    if (!spec)
+        spec = cJSON_AddObjectToObject(lease, "spec");
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(spec, "leaseTransitions");
+    int transitions = cJSON_IsNumber(tr) ? (int)tr->valuedouble : 0;
+    cJSON_DeleteItemFromObjectCaseSensitive(spec, "holderIdentity");
+    cJSON_DeleteItemFromObjectCaseSensitive(spec, "leaseDurationSeconds");
+    cJSON_DeleteItemFromObjectCaseSensitive(spec, "renewTime");
+    cJSON_AddStringToObject(spec, "holderIdentity", holder ? holder : "");
+    cJSON_AddNumberToObject(spec, "leaseDurationSeconds", holder ? (int)l->duration : 1);
+    cJSON_AddStringToObject(spec, "renewTime", now);
+    if (acquired) {
+        cJSON_DeleteItemFromObjectCaseSensitive(spec, "acquireTime");
+        cJSON_DeleteItemFromObjectCaseSensitive(spec, "leaseTransitions");
+        cJSON_AddStringToObject(spec, "acquireTime", now);
+        cJSON_AddNumberToObject(spec, "leaseTransitions", transitions + 1);
+    }
+}
+
+static int write_lease(struct kube_leader *l, const cJSON *current, const char *holder,
+                       kube_client_cb cb)
+{
+    cJSON *lease = current ? cJSON_Duplicate(current, true) : cJSON_CreateObject();
+    if (!lease)
+        return -ENOMEM;
+    bool acquired = holder && strcmp(spec_str(current, "holderIdentity"), holder) != 0;
+    fill_spec(l, lease, holder, acquired);
+    int e;
+    if (current) {
+        e = kube_client_update(l->http, &kube_res_leases, l->ns, lease, false, cb, l);
+    } else {
+        cJSON_AddStringToObject(lease, "apiVersion", "coordination.k8s.io/v1");
+        cJSON_AddStringToObject(lease, "kind", "Lease");
+        cJSON *meta = cJSON_AddObjectToObject(lease, "metadata");
+        cJSON_AddStringToObject(meta, "name", l->name);
+        cJSON_AddStringToObject(meta, "namespace", l->ns);
+        e = kube_client_create(l->http, &kube_res_leases, l->ns, lease, cb, l);
+    }
+    cJSON_Delete(lease);
+    if (e == 0)
+        l->inflight = true;
+    return e;
+}
+
+static bool can_take(struct kube_leader *l, const cJSON *lease)
+{
+    const char *holder = spec_str(lease, "holderIdentity");
+    return holder[0] == '\0' || strcmp(holder, l->identity) == 0 ||
+           ev_now(l->loop) >= l->observed_at + l->duration;
+}
+
+static void on_get(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct kube_leader *l = userdata;
+    if (reap(l))
+        return;
+    if (!l->running)
+        return;
+    if (err && !kube_err_is_not_found(err)) {
+        round_failed(l);
+        return;
+    }
+    if (obj)
+        observe(l, obj);
+    if (obj && !can_take(l, obj)) {
+        step_down(l);
+        schedule(l);
+        return;
+    }
+    if (write_lease(l, obj, l->identity, on_write) < 0)
+        round_failed(l);
+}
+
+static void round_start(struct kube_leader *l)
+{
+    if (l->inflight || !l->running)
+        return;
+    if (kube_client_get(l->http, &kube_res_leases, l->ns, l->name, on_get, l) < 0) {
+        round_failed(l);
+        return;
+    }
+    l->inflight = true;
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    round_start(w->data);
+}
+
+struct kube_leader *kube_leader_new(struct ev_loop *loop, struct kube_http *http,
+                                    const struct kube_leader_config *cfg)
+{
+    struct kube_leader *l = calloc(1, sizeof(*l));
+    if (!l)
+        return NULL;
+    l->loop = loop;
+    l->http = http;
+    l->duration = cfg->lease_duration > 0 ? cfg->lease_duration : 15.0;
+    l->deadline = cfg->renew_deadline > 0 ? cfg->renew_deadline : 10.0;
+    l->retry = cfg->retry_period > 0 ? cfg->retry_period : 2.0;
+    l->on_started = cfg->on_started_leading;
+    l->on_stopped = cfg->on_stopped_leading;
+    l->userdata = cfg->userdata;
+    l->ns = cfg->namespace ? strdup(cfg->namespace) : NULL;
+    l->name = cfg->name ? strdup(cfg->name) : NULL;
+    l->identity = cfg->identity ? strdup(cfg->identity) : NULL;
+    ev_timer_init(&l->timer, on_timer, 0., 0.);
+    l->timer.data = l;
+    if (!l->ns || !l->name || !l->identity || !l->identity[0] || l->deadline >= l->duration ||
+        l->retry >= l->deadline)
+        return kube_leader_free(l);
+    return l;
+}
+
+int kube_leader_start(struct kube_leader *l)
+{
+    l->running = true;
+    round_start(l);
+    return 0;
+}
+
+bool kube_leader_is_leader(const struct kube_leader *l)
+{
+    return l->leading;
+}
+
+static void on_released(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct kube_leader *l = userdata;
+    (void)err;
+    (void)obj;
+    if (reap(l))
+        return;
+    l->leading = false;
+    if (l->release_done)
+        l->release_done(l->release_userdata);
+}
+
+static void on_get_for_release(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct kube_leader *l = userdata;
+    if (reap(l))
+        return;
+    bool ours = !err && obj && strcmp(spec_str(obj, "holderIdentity"), l->identity) == 0;
+    if (!ours || write_lease(l, obj, NULL, on_released) < 0)
+        on_released(NULL, NULL, l);
+}
+
+void kube_leader_release(struct kube_leader *l, void (*done)(void *userdata), void *userdata)
+{
+    l->running = false;
+    ev_timer_stop(l->loop, &l->timer);
+    l->release_done = done;
+    l->release_userdata = userdata;
+    if (!l->leading || l->inflight ||
+        kube_client_get(l->http, &kube_res_leases, l->ns, l->name, on_get_for_release, l) < 0) {
+        l->leading = false;
+        if (done)
+            done(userdata);
+        return;
+    }
+    l->inflight = true;
+}
+
+struct kube_leader *kube_leader_free(struct kube_leader *l)
+{
+    if (!l)
+        return NULL;
+    ev_timer_stop(l->loop, &l->timer);
+    l->running = false;
+    if (l->inflight) { /* the callback frees it */
+        l->freeing = true;
+        return NULL;
+    }
+    free(l->ns);
+    free(l->name);
+    free(l->identity);
+    free(l->observed);
+    free(l);
+    return NULL;
+}

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# test/integration/test_kube.sh - src/kube (the C client) against the real control plane:
+# verbs with conflicts and preconditions, an informer that sees create/update/delete in order
+# and whose store equals `kubectl get`, a forced 410 (etcd compacted and the apiserver
+# restarted while the informer is frozen) that makes it relist and emit deletes, and an
+# apiserver restart mid-watch. Also measures create-to-handler latency (printed, not asserted).
+SUITE=kube
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+KT=$ROOT/build/asan/kubetool
+export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+cluster_start
+ADMIN=$TEST_DIR/cluster/admin.kubeconfig
+kubectl apply -k crds/ >/dev/null
+kubectl wait --for condition=Established --timeout 60s crd/pcidevices.devices.harvesterhci.io >/dev/null
+
+now_us() { date +%s%6N; }
+device() { # name [extra metadata line]
+    kubectl create -f - >/dev/null <<EOF
+apiVersion: devices.harvesterhci.io/v1beta1
+kind: PCIDevice
+metadata:
+  name: $1
+  labels: {nodename: inf}
+  annotations: {hostdevd.test/sent-us: "$(now_us)"}
+EOF
+}
+
+echo "--- verbs"
+expect_ok "create, get, merge patch, status patch, stale update conflicts, delete preconditions" \
+    "$KT" crud "$ADMIN" itest-0000001f6
+printf '%s\n' "$OUT" | sed 's/^/       /'
+expect_reject "the object is gone after delete" "NotFound" kubectl get pcidevice itest-0000001f6
+
+echo "--- informer"
+W=$TEST_DIR/informer
+mkdir -p "$W"
+"$KT" informer "$ADMIN" "$W" >"$W/log" 2>&1 &
+INF=$!
+stop_informer() { kill -CONT "$INF" 2>/dev/null; kill -TERM "$INF" 2>/dev/null; wait "$INF"; }
+
+if eventually 30 test -f "$W/synced"; then pass "informer synced"; else fail "informer synced" "$(cat "$W/log")"; fi
+
+device inf-a-0000001f6
+device inf-b-0000001f6
+kubectl label pcidevice inf-a-0000001f6 step=2 >/dev/null
+kubectl delete pcidevice inf-b-0000001f6 >/dev/null
+in_order() { # patterns...: each appears in $W/events after the previous one
+    local line=0 p n
+    for p in "$@"; do
+        n=$(awk -v from="$line" -v p="$p" 'NR > from && index($0, p) == 1 {print NR; exit}' "$W/events")
+        [ -n "$n" ] || return 1
+        line=$n
+    done
+}
+if eventually 30 in_order "ADD inf-a-0000001f6" "ADD inf-b-0000001f6" "UPDATE inf-a-0000001f6" \
+    "DELETE inf-b-0000001f6"; then
+    pass "handlers saw create, create, update, delete in order"
+else
+    fail "handlers saw create, create, update, delete in order" "$(cat "$W/events")"
+fi
+
+store_matches() {
+    kill -USR1 "$INF"
+    sleep 0.3
+    diff <(grep -v '^#' "$W/store") <(kubectl get pcidevices -o \
+        jsonpath='{range .items[*]}{.metadata.name} {.metadata.resourceVersion}{"\n"}{end}' |
+        sed '/^$/d' | sort) >"$W/diff"
+}
+stats() { kill -USR1 "$INF"; sleep 0.3; grep '^# stats' "$W/store"; }
+if eventually 30 store_matches; then pass "store equals kubectl get"; else fail "store equals kubectl get" "$(cat "$W/diff")"; fi
+
+printf '%s\n' "apiVersion: devices.harvesterhci.io/v1beta1" "kind: PCIDevice" \
+    "metadata: {name: echo-0000001f6, annotations: {hostdevd.test/echo: 'yes'}}" |
+    kubectl create -f - >/dev/null
+echoed() { [ "$(kubectl get pcidevice echo-0000001f6 -o jsonpath='{.metadata.labels.echoed}')" = true ]; }
+if eventually 20 echoed; then
+    pass "a handler can start a request (deferred out of curl's callback)"
+else
+    fail "a handler can start a request (deferred out of curl's callback)" "$(tail -5 "$W/log")"
+fi
+
+echo "--- latency: kubectl create to the informer's add handler"
+: >"$W/timing"
+for i in $(seq 1 20); do device "lat-$i-0000001f6"; done
+eventually 30 test "$(wc -l <"$W/timing")" -ge 20
+if [ "$(wc -l <"$W/timing")" -ge 20 ]; then
+    median=$(sort -n "$W/timing" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    max=$(sort -n "$W/timing" | tail -1)
+    echo "  create->handler latency over 20 creates: median $((median / 1000)) ms, max $((max / 1000)) ms (includes kubectl's own start-up)"
+    pass "20 creates reached the handler"
+else
+    fail "20 creates reached the handler" "$(wc -l <"$W/timing")"
+fi
+
+echo "--- 410 Gone: etcd compacted and the apiserver restarted while the informer was frozen"
+for i in 1 2 3; do device "gone-$i-0000001f6"; done
+eventually 30 store_matches
+kill -STOP "$INF"
+kubectl delete pcidevice gone-1-0000001f6 gone-2-0000001f6 >/dev/null
+device gone-4-0000001f6
+rev=$(etcdctl --endpoints "$ETCD_ENDPOINT" endpoint status -w json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["Status"]["header"]["revision"])')
+expect_ok "etcd compacted to revision $rev" etcdctl --endpoints "$ETCD_ENDPOINT" compact "$rev"
+expect_ok "kube-apiserver restarted" "$ROOT/hack/cluster.sh" restart "$TEST_DIR/cluster" apiserver
+kill -CONT "$INF"
+relisted() { stats | grep -qE 'relists_gone=[1-9]'; }
+if eventually 90 relisted; then pass "the informer relisted after 410"; else fail "the informer relisted after 410" "$(stats; tail -5 "$W/log")"; fi
+if eventually 30 in_order "DELETE gone-1-0000001f6" && in_order "DELETE gone-2-0000001f6" &&
+    in_order "ADD gone-4-0000001f6"; then
+    pass "deletes emitted for objects removed meanwhile, add for the new one"
+else
+    fail "deletes emitted for objects removed meanwhile, add for the new one" "$(tail -20 "$W/events")"
+fi
+if eventually 30 store_matches; then pass "store equals kubectl get after the relist"; else fail "store equals kubectl get after the relist" "$(cat "$W/diff")"; fi
+
+echo "--- apiserver restarted mid-watch"
+before=$(stats)
+expect_ok "kube-apiserver restarted" "$ROOT/hack/cluster.sh" restart "$TEST_DIR/cluster" apiserver
+device after-restart-0000001f6
+kubectl label pcidevice gone-3-0000001f6 step=restart >/dev/null
+kubectl delete pcidevice inf-a-0000001f6 >/dev/null
+if eventually 90 store_matches; then pass "store converged after the restart"; else fail "store converged after the restart" "$(cat "$W/diff"; stats)"; fi
+echo "  stats before: ${before#\# stats }"
+echo "  stats after:  $(stats | sed 's/^# stats //')"
+
+echo "--- shutdown"
+stop_informer
+rc=$?
+if [ $rc -eq 0 ]; then pass "informer stopped cleanly (no leaks under ASan)"; else fail "informer stopped cleanly (no leaks under ASan)" "exit $rc; $(tail -20 "$W/log")"; fi
+
+echo "--- events: repeats aggregate into a series"
+expect_ok "recorded 5 identical warnings and 1 normal event" "$KT" events "$ADMIN" ev-0000001f6
+expect_contains "two API writes created two Events, one series write" "$OUT" \
+    "emitted=6 created=2 series=1 failed=0"
+OUT=$(kubectl get events.events.k8s.io -n default -o json | python3 -c '
+import json, sys
+for e in json.load(sys.stdin)["items"]:
+    if e.get("reportingController") == "hostdevd.io/kubetool":
+        print(e["reason"], e.get("series", {}).get("count", 1), e["regarding"]["name"])' | sort)
+expect_contains "kubectl sees BindFailed x5 and Bound x1 about the device" "$OUT" \
+    "BindFailed 5 ev-0000001f6" "Bound 1 ev-0000001f6"
+
+echo "--- leader election: two candidates, SIGKILL of the leader"
+kubectl create namespace hostdevd-system >/dev/null
+L=$TEST_DIR/leader
+mkdir -p "$L"
+"$KT" leader "$ADMIN" hostdevd-system hostdevd-controller cand-a "$L/a" >"$L/a.log" 2>&1 &
+PA=$!
+"$KT" leader "$ADMIN" hostdevd-system hostdevd-controller cand-b "$L/b" >"$L/b.log" 2>&1 &
+PB=$!
+one_leader() { [ "$(cat "$L/a" "$L/b" 2>/dev/null | grep -c '^leader$')" -eq 1 ]; }
+if eventually 30 one_leader; then pass "exactly one leader"; else fail "exactly one leader" "a=$(cat "$L/a") b=$(cat "$L/b")"; fi
+sleep 5
+if one_leader; then pass "still exactly one leader 5 s later"; else fail "still exactly one leader 5 s later" "a=$(cat "$L/a") b=$(cat "$L/b")"; fi
+holder=$(kubectl -n hostdevd-system get lease hostdevd-controller -o jsonpath='{.spec.holderIdentity}')
+if grep -q '^leader$' "$L/a"; then leader=$PA other=$PB ofile=$L/b; else leader=$PB other=$PA ofile=$L/a; fi
+[ "$(cat "$L/${holder#cand-}")" = leader ] && pass "the Lease names the leader ($holder)" ||
+    fail "the Lease names the leader ($holder)"
+t0=$SECONDS
+kill -KILL "$leader"
+wait "$leader" 2>/dev/null
+took_over() { grep -q '^leader$' "$ofile"; }
+if eventually 16 took_over; then
+    pass "the other candidate took over within the lease duration (after $((SECONDS - t0)) s; lease 15 s)"
+else
+    fail "the other candidate took over within the lease duration" "$(cat "$ofile")"
+fi
+kill -TERM "$other"
+wait "$other"
+rc=$?
+holder=$(kubectl -n hostdevd-system get lease hostdevd-controller -o jsonpath='{.spec.holderIdentity}')
+if [ $rc -eq 0 ] && [ -z "$holder" ]; then
+    pass "SIGTERM released the Lease (empty holder) and exited cleanly"
+else
+    fail "SIGTERM released the Lease and exited cleanly" "exit $rc, holder '$holder'; $(tail -5 "$ofile" "${ofile}.log" 2>/dev/null)"
+fi
+
+finish

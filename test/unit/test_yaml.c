@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test/unit/test_yaml.c - the kubeconfig YAML subset: what it accepts (compared as compact
+ * JSON) and what it refuses (compared by message, line number included).
+ */
+#include <CUnit/CUnit.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/yaml.h"
+
+struct good {
+    const char *yaml;
+    const char *json;
+};
+
+struct bad {
+    const char *yaml;
+    const char *err;
+};
+
+static const struct good goods[] = {
+        {"a: b", "{\"a\":\"b\"}"},
+        {"a: 1\nb: 2.5\nc: -3", "{\"a\":\"1\",\"b\":\"2.5\",\"c\":\"-3\"}"},
+        {"t: true\nT: True\nf: FALSE\nn: null\nt2: ~\ne:", /* YAML 1.2 core */
+         "{\"t\":true,\"T\":true,\"f\":false,\"n\":null,\"t2\":null,\"e\":null}"},
+        {"y: yes\nq: 'true'\nd: \"null\"", "{\"y\":\"yes\",\"q\":\"true\",\"d\":\"null\"}"},
+        {"a:\n  b:\n    c: d\n  e: f\ng: h",
+         "{\"a\":{\"b\":{\"c\":\"d\"},\"e\":\"f\"},\"g\":\"h\"}"},
+        /* kubectl writes sequences at the indentation of their key */
+        {"l:\n- x\n- y\nk: v", "{\"l\":[\"x\",\"y\"],\"k\":\"v\"}"},
+        {"l:\n  - x\n  - y\nk: v", "{\"l\":[\"x\",\"y\"],\"k\":\"v\"}"},
+        {"l:\n- name: a\n  v: 1\n- name: b\n",
+         "{\"l\":[{\"name\":\"a\",\"v\":\"1\"},{\"name\":\"b\"}]}"},
+        {"l:\n- c:\n    s: x\n  name: a", "{\"l\":[{\"c\":{\"s\":\"x\"},\"name\":\"a\"}]}"},
+        {"- a:\n  - x\n  b: 1\n- c", "[{\"a\":[\"x\"],\"b\":\"1\"},\"c\"]"},
+        {"- - a\n  - b\n-   - c\n    - d", "[[\"a\",\"b\"],[\"c\",\"d\"]]"},
+        {"-\n  a: 1\n-\n- # comment\n- x", "[{\"a\":\"1\"},null,null,\"x\"]"},
+        {"- a:\n- b", "[{\"a\":null},\"b\"]"},
+        {"a:\n  scalar\nb: c", "{\"a\":\"scalar\",\"b\":\"c\"}"},
+        {"just a scalar", "\"just a scalar\""},
+        /* comments and blanks */
+        {"# head\n\n  # indented comment\na: b # trailing\nc: d#not-a-comment\n",
+         "{\"a\":\"b\",\"c\":\"d#not-a-comment\"}"},
+        {"a: b   \nc:   d\t\n", "{\"a\":\"b\",\"c\":\"d\"}"},
+        {"a:\tb", "{\"a\":\"b\"}"},
+        {"---\na: b", "{\"a\":\"b\"}"},
+        {"# c\n--- # start\na: b", "{\"a\":\"b\"}"},
+        {"a: b\r\nc:\r\n  d: e\r\n", "{\"a\":\"b\",\"c\":{\"d\":\"e\"}}"},
+        {"\xef\xbb\xbf"
+         "a: b",
+         "{\"a\":\"b\"}"},
+        {"", "null"},
+        {"# only a comment\n\n", "null"},
+        /* plain scalars that look special */
+        {"server: https://127.0.0.1:6443/api?x=y",
+         "{\"server\":\"https://127.0.0.1:6443/api?x=y\"}"},
+        {"a: b:c\nd: -e\nf: x, y [z] {w}", "{\"a\":\"b:c\",\"d\":\"-e\",\"f\":\"x, y [z] {w}\"}"},
+        {"a:b: c", "{\"a:b\":\"c\"}"},
+        {"key with spaces  : v", "{\"key with spaces\":\"v\"}"},
+        {"a: it's", "{\"a\":\"it's\"}"},
+        /* quoted scalars */
+        {"a: 'it''s # not a comment'", "{\"a\":\"it's # not a comment\"}"},
+        {"a: ''\nb: \"\"", "{\"a\":\"\",\"b\":\"\"}"},
+        {"a: \"q\\\" b\\\\s \\/ n\\n t\\t\"", "{\"a\":\"q\\\" b\\\\s / n\\n t\\t\"}"},
+        {"a: \"\\u00e9\\u20ac\\ud83d\\ude00\"", "{\"a\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}"},
+        {"\"quoted key\": 1\n'single: key': 2", "{\"quoted key\":\"1\",\"single: key\":\"2\"}"},
+        {"\"k\" : v # c", "{\"k\":\"v\"}"},
+        {"a: \"x: y # z\"  # c", "{\"a\":\"x: y # z\"}"},
+        /* flow collections */
+        {"m: {}\nl: []", "{\"m\":{},\"l\":[]}"},
+        {"m: { }\nl: [ ]  # empty", "{\"m\":{},\"l\":[]}"},
+        {"a: [x, 'y', \"z\", [1, [2]], {k: v}]",
+         "{\"a\":[\"x\",\"y\",\"z\",[\"1\",[\"2\"]],{\"k\":\"v\"}]}"},
+        {"a: {b: c, d: [e, f], g: {h: i}, j: }",
+         "{\"a\":{\"b\":\"c\",\"d\":[\"e\",\"f\"],\"g\":{\"h\":\"i\"},\"j\":null}}"},
+        {"a: {\"b\":1,\"c\":true}", "{\"a\":{\"b\":\"1\",\"c\":true}}"},
+        {"a: [x, y,]\nb: {c: d,}", "{\"a\":[\"x\",\"y\"],\"b\":{\"c\":\"d\"}}"},
+        {"a: [http://x:1/y, u v]", "{\"a\":[\"http://x:1/y\",\"u v\"]}"},
+        {"- [a, b]\n- {c: d}", "[[\"a\",\"b\"],{\"c\":\"d\"}]"},
+        {"[a, b]", "[\"a\",\"b\"]"},
+        /* JSON */
+        {"{\"a\": [1, true, null, \"x\"], \"b\": {}}", "{\"a\":[1,true,null,\"x\"],\"b\":{}}"},
+        {"\n  {\"a\": 1}\n\n", "{\"a\":1}"},
+};
+
+static const struct bad bads[] = {
+        {"\ta: b", "line 1: tabs are not allowed for indentation"},
+        {"a:\n  b: c\n \t d: e", "line 3: tabs are not allowed for indentation"},
+        {"l:\n-\tx", "line 2: tabs are not allowed for indentation"},
+        {"a: \"unclosed", "line 1: unclosed quote (multi-line quoted strings are not supported)"},
+        {"a: b\nc: 'unclosed\n  more'",
+         "line 2: unclosed quote (multi-line quoted strings are not supported)"},
+        {"a: \"trailing\\", "line 1: unclosed quote (multi-line quoted strings are not supported)"},
+        {"a: \"\\q\"", "line 1: unsupported escape in double-quoted string"},
+        {"a: \"\\u12\"", "line 1: invalid \\u escape (4 hex digits expected)"},
+        {"a: \"\\ud800\"", "line 1: unpaired surrogate in \\u escape"},
+        {"a: \"\\udc00\"", "line 1: unpaired surrogate in \\u escape"},
+        {"a: \"\\u0000\"", "line 1: NUL characters are not supported"},
+        {"a: b: c", "line 1: \": \" is not allowed in a plain value (quote the value)"},
+        {"a: &anchor b", "line 1: anchors (&) are not supported"},
+        {"a: *alias", "line 1: aliases (*) are not supported"},
+        {"a: !!str b", "line 1: tags (!) are not supported"},
+        {"a: |\n  text", "line 1: block scalars (| and >) are not supported"},
+        {"a: >-\n  text", "line 1: block scalars (| and >) are not supported"},
+        {"%YAML 1.2\n---\na: b", "line 1: directives (%) are not supported"},
+        {"a: %x", "line 1: a plain value cannot start with %, @ or ` (quote it)"},
+        {"a: @x", "line 1: a plain value cannot start with %, @ or ` (quote it)"},
+        {"? complex\n: key", "line 1: complex keys (?) are not supported"},
+        {"a: - b", "line 1: a sequence cannot start on the line of its key"},
+        {"a: 1\n---\nb: 2", "line 2: multiple documents are not supported"},
+        {"---\n---\n", "line 2: multiple documents are not supported"},
+        {"--- a: b", "line 1: content after \"---\" is not supported"},
+        {"a: b\n...", "line 2: document end markers (...) are not supported"},
+        {"a: 1\nb: 2\na: 3", "line 3: duplicate key \"a\""},
+        {"a: {b: 1, b: 2}", "line 1: duplicate key \"b\""},
+        {"a: b\n  c: d", "line 2: unexpected indentation (multi-line values are not supported)"},
+        {"a:\n    b: c\n  d: e",
+         "line 3: unexpected indentation (multi-line values are not supported)"},
+        {"l:\n  - a\n   - b",
+         "line 3: unexpected indentation (multi-line values are not supported)"},
+        {"a:\n  scalar\n  more", "line 3: multi-line values are not supported"},
+        {"- a\n  b", "line 2: multi-line values are not supported"},
+        {"one\ntwo", "line 2: multi-line values are not supported"},
+        {"a: 1\n- b", "line 2: a sequence item where a mapping key was expected"},
+        {"- a\nb: c", "line 2: unexpected line (check the indentation)"},
+        {"  a: 1\nb: 2", "line 2: unexpected line (check the indentation)"},
+        {"a: 1\njust text", "line 2: expected \"key: value\""},
+        {"a: [b, c", "line 1: unclosed flow collection (they must end on the same line)"},
+        {"a: [b,\n  c]", "line 1: unclosed flow collection (they must end on the same line)"},
+        {"a: {b: c # comment}",
+         "line 1: unclosed flow collection (they must end on the same line)"},
+        {"a: [b c] d", "line 1: unexpected text after the value"},
+        {"a: [b}", "line 1: expected ',' or ']' in a flow collection"},
+        {"a: {b}", "line 1: expected ':' after a key in a flow mapping"},
+        {"a: {: c}", "line 1: expected a key in a flow mapping"},
+        {"a: [, b]", "line 1: unexpected flow indicator"},
+        {"a: 'x' y", "line 1: unexpected text after the value"},
+        {"a: ]", "line 1: unexpected flow indicator"},
+        {"a: b\x01", "line 1: control character 0x01 is not allowed"},
+        {"a: b\rc: d", "line 1: control character 0x0d is not allowed"},
+        {"a: b\n\x7f", "line 2: control character 0x7f is not allowed"},
+        {"{\"a\": 1,\n \"b\": }", "line 2: invalid JSON"},
+        {"{\"a\": 1} trailing", "line 1: unexpected text after the JSON document"},
+        {"{a: b}", "line 1: invalid JSON"},
+};
+
+static char *parse_to_json(const char *yaml, char **reterr)
+{
+    cJSON *root = NULL;
+    if (yaml_parse(yaml, strlen(yaml), &root, reterr) < 0)
+        return NULL;
+    char *s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return s;
+}
+
+static void test_accepts(void)
+{
+    for (size_t i = 0; i < sizeof(goods) / sizeof(goods[0]); i++) {
+        char *err = NULL;
+        char *json = parse_to_json(goods[i].yaml, &err);
+        if (!json || strcmp(json, goods[i].json) != 0)
+            fprintf(stderr, "\n  yaml %zu: got %s (%s), want %s\n", i, json ? json : "error",
+                    err ? err : "-", goods[i].json);
+        CU_ASSERT_PTR_NOT_NULL(json);
+        CU_ASSERT_PTR_NULL(err);
+        if (json)
+            CU_ASSERT_STRING_EQUAL(json, goods[i].json);
+        free(json);
+        free(err);
+    }
+}
+
+static void test_refuses(void)
+{
+    for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
+        cJSON *root = NULL;
+        char *err = NULL;
+        int r = yaml_parse(bads[i].yaml, strlen(bads[i].yaml), &root, &err);
+        if (r != -EINVAL || !err || strcmp(err, bads[i].err) != 0)
+            fprintf(stderr, "\n  bad %zu: got %d \"%s\", want \"%s\"\n", i, r, err ? err : "-",
+                    bads[i].err);
+        CU_ASSERT_EQUAL(r, -EINVAL);
+        CU_ASSERT_PTR_NULL(root);
+        CU_ASSERT_PTR_NOT_NULL(err);
+        if (err)
+            CU_ASSERT_STRING_EQUAL(err, bads[i].err);
+        free(err);
+        cJSON_Delete(root);
+    }
+}
+
+static char *block_maps(int levels)
+{
+    struct buf b;
+    buf_init(&b, 1 << 20);
+    for (int i = 0; i < levels; i++)
+        buf_printf(&b, "%*sk%d:\n", 2 * i, "", i);
+    buf_printf(&b, "%*sx\n", 2 * levels, "");
+    return buf_take(&b);
+}
+
+static char *block_seqs(int levels)
+{
+    struct buf b;
+    buf_init(&b, 1 << 20);
+    for (int i = 0; i < levels; i++)
+        buf_printf(&b, "%*s-\n", 2 * i, "");
+    buf_printf(&b, "%*sx\n", 2 * levels, "");
+    return buf_take(&b);
+}
+
+static char *inline_seqs(int levels)
+{
+    struct buf b;
+    buf_init(&b, 1 << 20);
+    for (int i = 0; i < levels; i++)
+        buf_adds(&b, "- ");
+    buf_adds(&b, "x");
+    return buf_take(&b);
+}
+
+static char *flow_seqs(int levels)
+{
+    struct buf b;
+    buf_init(&b, 1 << 20);
+    for (int i = 0; i < levels; i++)
+        buf_adds(&b, "[a, {k: "); /* two collections per level */
+    buf_adds(&b, "x");
+    for (int i = 0; i < levels; i++)
+        buf_adds(&b, "}]");
+    return buf_take(&b);
+}
+
+static char *json_objects(int levels)
+{
+    struct buf b;
+    buf_init(&b, 1 << 20);
+    for (int i = 0; i < levels; i++)
+        buf_adds(&b, i % 2 ? "[" : "{\"k\": ");
+    buf_adds(&b, "1");
+    for (int i = levels - 1; i >= 0; i--)
+        buf_adds(&b, i % 2 ? "]" : "}");
+    return buf_take(&b);
+}
+
+/* YAML_MAX_DEPTH nested collections are accepted, one more is refused. */
+static void check_depth(char *(*gen)(int levels), int per_level)
+{
+    char *ok = gen(YAML_MAX_DEPTH / per_level);
+    char *deep = gen(YAML_MAX_DEPTH / per_level + 1);
+    cJSON *root = NULL;
+    char *err = NULL;
+    CU_ASSERT_EQUAL(yaml_parse(ok, strlen(ok), &root, &err), 0);
+    if (err)
+        fprintf(stderr, "\n  depth: %s\n", err);
+    cJSON_Delete(root);
+    free(err);
+    err = NULL;
+    root = NULL;
+    CU_ASSERT_EQUAL(yaml_parse(deep, strlen(deep), &root, &err), -EINVAL);
+    CU_ASSERT_PTR_NULL(root);
+    CU_ASSERT_PTR_NOT_NULL(err);
+    if (err)
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, ": nesting deeper than 64 levels"));
+    free(err);
+    free(ok);
+    free(deep);
+}
+
+static void test_depth_cap(void)
+{
+    check_depth(block_maps, 1);
+    check_depth(block_seqs, 1);
+    check_depth(inline_seqs, 1);
+    check_depth(flow_seqs, 2);
+    check_depth(json_objects, 1);
+}
+
+static void test_depth_bomb_is_fast_and_bounded(void)
+{
+    /* 100000 nested brackets: refused early, without deep recursion. */
+    size_t n = 100000;
+    char *s = malloc(2 * n + 1);
+    if (!s)
+        return;
+    memset(s, '[', n);
+    memset(s + n, ']', n);
+    s[2 * n] = '\0';
+    const char *prefixes[] = {"a: ", "{\"a\":"};
+    for (size_t i = 0; i < 2; i++) {
+        char *doc = NULL;
+        CU_ASSERT(asprintf(&doc, "%s%s", prefixes[i], s) > 0);
+        cJSON *root = NULL;
+        char *err = NULL;
+        CU_ASSERT_EQUAL(yaml_parse(doc, strlen(doc), &root, &err), -EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(err);
+        if (err)
+            CU_ASSERT_STRING_EQUAL(err, "line 1: nesting deeper than 64 levels");
+        free(err);
+        free(doc);
+    }
+    free(s);
+}
+
+static void test_kubectl_layout(void)
+{
+    const char *y = "apiVersion: v1\n"
+                    "clusters:\n"
+                    "- cluster:\n"
+                    "    certificate-authority-data: QUJD\n"
+                    "    server: https://127.0.0.1:6443\n"
+                    "  name: kind\n"
+                    "contexts:\n"
+                    "- context:\n"
+                    "    cluster: kind\n"
+                    "    user: kind\n"
+                    "  name: kind\n"
+                    "current-context: kind\n"
+                    "kind: Config\n"
+                    "preferences: {}\n"
+                    "users:\n"
+                    "- name: kind\n"
+                    "  user:\n"
+                    "    token: t\n";
+    cJSON *root = NULL;
+    CU_ASSERT_EQUAL(yaml_parse(y, strlen(y), &root, NULL), 0);
+    const cJSON *clusters = cJSON_GetObjectItemCaseSensitive(root, "clusters");
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(clusters), 1);
+    const cJSON *c0 = cJSON_GetArrayItem(clusters, 0);
+    const cJSON *server = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(c0, "cluster"), "server");
+    CU_ASSERT(cJSON_IsString(server));
+    if (cJSON_IsString(server))
+        CU_ASSERT_STRING_EQUAL(server->valuestring, "https://127.0.0.1:6443");
+    CU_ASSERT(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "preferences")));
+    CU_ASSERT(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "kind")));
+    cJSON_Delete(root);
+}
+
+static void test_contract_edges(void)
+{
+    cJSON *root = NULL;
+    char *err = (char *)"untouched";
+    /* reterr is left alone on success, optional on failure, and len is honoured. */
+    CU_ASSERT_EQUAL(yaml_parse("a: b", 4, &root, &err), 0);
+    CU_ASSERT_STRING_EQUAL(err, "untouched");
+    cJSON_Delete(root);
+    root = NULL;
+    CU_ASSERT_EQUAL(yaml_parse("a: \"x", 5, &root, NULL), -EINVAL);
+    CU_ASSERT_PTR_NULL(root);
+    CU_ASSERT_EQUAL(yaml_parse("a: bc: d", 5, &root, NULL), 0);
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "a");
+    CU_ASSERT(cJSON_IsString(a) && strcmp(a->valuestring, "bc") == 0);
+    cJSON_Delete(root);
+    root = NULL;
+    CU_ASSERT_EQUAL(yaml_parse(NULL, 0, &root, NULL), 0);
+    CU_ASSERT(cJSON_IsNull(root));
+    cJSON_Delete(root);
+    root = NULL;
+    /* An embedded NUL is a control character, not the end of the text. */
+    CU_ASSERT_EQUAL(yaml_parse("a: b\0c", 6, &root, NULL), -EINVAL);
+}
+
+static CU_TestInfo tests[] = {
+        {"accepts the kubeconfig subset", test_accepts},
+        {"refuses the rest with line numbers", test_refuses},
+        {"caps the depth", test_depth_cap},
+        {"depth bomb is bounded", test_depth_bomb_is_fast_and_bounded},
+        {"kubectl layout", test_kubectl_layout},
+        {"contract edges", test_contract_edges},
+        CU_TEST_INFO_NULL,
+};
+
+CU_SuiteInfo yaml_suites[] = {
+        {"yaml", NULL, NULL, NULL, NULL, tests},
+        CU_SUITE_INFO_NULL,
+};
