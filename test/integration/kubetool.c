@@ -6,7 +6,8 @@
  *   kubetool crud KUBECONFIG NAME
  *       create/get/merge-patch/status-patch/stale update/delete with preconditions of the
  *       PCIDevice NAME; prints "ok <step>" per step, exits 1 at the first unexpected result.
- *   kubetool informer KUBECONFIG DIR [LABEL_SELECTOR]
+ *   kubetool informer KUBECONFIG DIR [LABEL_SELECTOR [FIELD_SELECTOR]]  (LIST page size from
+ *       $KUBETOOL_PAGE_SIZE, default 500)
  *       runs a PCIDevice informer; appends "ADD|UPDATE|DELETE <key> <rv>" to DIR/events,
  *       writes DIR/store ("<key> <rv>" sorted lines, then a "# stats ..." line) on SIGUSR1 and
  *       at exit (SIGTERM), DIR/synced once synced, and DIR/timing with the microseconds
@@ -98,17 +99,24 @@ static void on_step(const struct kube_err *err, const cJSON *obj, void *userdata
             "get status",
             "stale update (conflict)",
             "delete wrong uid (conflict)",
+            "json patch (test+replace)",
+            "json patch with a failing test (invalid)",
             "delete",
             "get after delete (not found)",
     };
     int s = c->step;
+    if (s < 0 || (size_t)s >= sizeof(names) / sizeof(names[0]))
+        return fail(c, "step out of range", NULL);
     bool want_conflict = s == 5 || s == 6;
-    bool want_not_found = s == 8;
+    bool want_not_found = s == 10;
+    bool want_invalid = s == 8;
+    if (want_invalid && !(err && (kube_err_is_invalid(err) || kube_err_is_conflict(err))))
+        return fail(c, names[s], err);
     if (want_conflict && !(err && kube_err_is_conflict(err)))
         return fail(c, names[s], err);
     if (want_not_found && !(err && kube_err_is_not_found(err)))
         return fail(c, names[s], err);
-    if (!want_conflict && !want_not_found && err)
+    if (!want_conflict && !want_not_found && !want_invalid && err)
         return fail(c, names[s], err);
     if (s == 4 &&
         (!status_str(obj, "address") || strcmp(status_str(obj, "address"), "0000:00:1f.6")))
@@ -169,10 +177,24 @@ static void crud_next(struct ctx *c)
         e = kube_client_delete(c->http, r, NULL, c->name, "00000000-0000-0000-0000-000000000000",
                                NULL, on_step, c);
         break;
-    case 7:
+    case 7: /* RFC 6902: the test op guards the replace */
+        e = kube_client_patch(c->http, r, NULL, c->name, KUBE_PATCH_JSON,
+                              "[{\"op\":\"test\",\"path\":\"/metadata/labels/step\","
+                              "\"value\":\"2\"},{\"op\":\"replace\",\"path\":"
+                              "\"/metadata/labels/step\",\"value\":\"7\"}]",
+                              false, on_step, c);
+        break;
+    case 8: /* the label is 7 now: the test op fails and nothing changes */
+        e = kube_client_patch(c->http, r, NULL, c->name, KUBE_PATCH_JSON,
+                              "[{\"op\":\"test\",\"path\":\"/metadata/labels/step\","
+                              "\"value\":\"2\"},{\"op\":\"remove\",\"path\":"
+                              "\"/metadata/labels/step\"}]",
+                              false, on_step, c);
+        break;
+    case 9:
         e = kube_client_delete(c->http, r, NULL, c->name, c->uid, NULL, on_step, c);
         break;
-    case 8:
+    case 10:
         e = kube_client_get(c->http, r, NULL, c->name, on_step, c);
         break;
     default:
@@ -338,7 +360,13 @@ static void on_check(struct ev_loop *loop, ev_prepare *w, int revents)
     }
 }
 
-static int run_informer(struct ctx *c, const char *label_selector)
+static int page_size(void)
+{
+    const char *s = getenv("KUBETOOL_PAGE_SIZE");
+    return s ? (int)strtol(s, NULL, 10) : 0;
+}
+
+static int run_informer(struct ctx *c, const char *label_selector, const char *field_selector)
 {
     char path[4096];
     (void)snprintf(path, sizeof(path), "%s/events", c->dir);
@@ -347,7 +375,9 @@ static int run_informer(struct ctx *c, const char *label_selector)
         return 1;
     struct kube_informer_config cfg = {
             .resource = &kube_res_pcidevices,
-            .label_selector = label_selector,
+            .label_selector = label_selector && label_selector[0] ? label_selector : NULL,
+            .field_selector = field_selector,
+            .page_size = page_size(),
             .handlers = {.on_add = on_add,
                          .on_update = on_update,
                          .on_delete = on_delete,
@@ -520,7 +550,7 @@ int main(int argc, char **argv)
         rc = run_leader(&c, argv);
     } else if (c.http && strcmp(argv[1], "informer") == 0) {
         c.dir = argv[3];
-        rc = run_informer(&c, argc > 4 ? argv[4] : NULL);
+        rc = run_informer(&c, argc > 4 ? argv[4] : NULL, argc > 5 ? argv[5] : NULL);
     }
     c.http = kube_http_free(c.http);
     free(c.uid);

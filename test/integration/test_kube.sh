@@ -30,7 +30,7 @@ EOF
 }
 
 echo "--- verbs"
-expect_ok "create, get, merge patch, status patch, stale update conflicts, delete preconditions" \
+expect_ok "create, get, merge patch, status patch, stale update conflicts, JSON patch, delete preconditions" \
     "$KT" crud "$ADMIN" itest-0000001f6
 printf '%s\n' "$OUT" | sed 's/^/       /'
 expect_reject "the object is gone after delete" "NotFound" kubectl get pcidevice itest-0000001f6
@@ -38,8 +38,13 @@ expect_reject "the object is gone after delete" "NotFound" kubectl get pcidevice
 echo "--- informer"
 W=$TEST_DIR/informer
 mkdir -p "$W"
-"$KT" informer "$ADMIN" "$W" >"$W/log" 2>&1 &
+# Pages of 2 objects, so every LIST follows continue tokens.
+KUBETOOL_PAGE_SIZE=2 "$KT" informer "$ADMIN" "$W" >"$W/log" 2>&1 &
 INF=$!
+F=$TEST_DIR/field
+mkdir -p "$F"
+"$KT" informer "$ADMIN" "$F" "" metadata.name=inf-a-0000001f6 >"$F/log" 2>&1 &
+FINF=$!
 stop_informer() { kill -CONT "$INF" 2>/dev/null; kill -TERM "$INF" 2>/dev/null; wait "$INF"; }
 
 if eventually 30 test -f "$W/synced"; then pass "informer synced"; else fail "informer synced" "$(cat "$W/log")"; fi
@@ -72,6 +77,10 @@ store_matches() {
 }
 stats() { kill -USR1 "$INF"; sleep 0.3; grep '^# stats' "$W/store"; }
 if eventually 30 store_matches; then pass "store equals kubectl get"; else fail "store equals kubectl get" "$(cat "$W/diff")"; fi
+field_store() { kill -USR1 "$FINF"; sleep 0.3; [ "$(grep -v '^#' "$F/store" | awk '{print $1}')" = inf-a-0000001f6 ]; }
+if eventually 30 field_store; then pass "a field-selected informer caches only its object"; else fail "a field-selected informer caches only its object" "$(cat "$F/store")"; fi
+kill -TERM "$FINF"
+wait "$FINF" && pass "field-selected informer stopped cleanly" || fail "field-selected informer stopped cleanly" "$(tail "$F/log")"
 
 printf '%s\n' "apiVersion: devices.harvesterhci.io/v1beta1" "kind: PCIDevice" \
     "metadata: {name: echo-0000001f6, annotations: {hostdevd.test/echo: 'yes'}}" |
@@ -116,6 +125,9 @@ else
     fail "deletes emitted for objects removed meanwhile, add for the new one" "$(tail -20 "$W/events")"
 fi
 if eventually 30 store_matches; then pass "store equals kubectl get after the relist"; else fail "store equals kubectl get after the relist" "$(cat "$W/diff")"; fi
+pages=$(grep -c 'pcidevices?limit=2\\u0026continue=' "$TEST_DIR/cluster/audit.log")
+[ "$pages" -gt 5 ] && pass "the relist followed continue tokens ($pages pages of 2 in the audit log)" ||
+    fail "the relist followed continue tokens" "$pages continue requests in the audit log"
 
 echo "--- apiserver restarted mid-watch"
 before=$(stats)
