@@ -25,11 +25,12 @@ cppcheck --quiet --std=c11 --enable=warning,style,performance,portability --erro
     --suppress=constParameterCallback -D__GNUC__ -D__CPPCHECK__ -Isrc "${csrc[@]}" || rc=1
 
 step "clang-tidy"
-clang-tidy --quiet "${csrc[@]}" -- "${CFLAGS[@]}" 2>/dev/null | grep -v '^[0-9]* warnings generated' ||
-    true
-if ! clang-tidy --quiet "${csrc[@]}" -- "${CFLAGS[@]}" >/dev/null 2>&1; then
-    bad "clang-tidy found problems (above)"
+tidy_out=$(mktemp)
+if ! clang-tidy --quiet "${csrc[@]}" -- "${CFLAGS[@]}" >"$tidy_out" 2>/dev/null; then
+    bad "clang-tidy found problems:"
 fi
+grep -v '^[0-9]* warnings generated' "$tidy_out"
+rm -f "$tidy_out"
 
 step "module dependencies (base -> nothing; kube, node -> base; controllers -> all)"
 check_includes() { # dir forbidden-regex

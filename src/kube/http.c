@@ -243,6 +243,10 @@ static void finish(struct kube_req *r, CURLcode rc)
         h->stats.failed++;
     if (code >= 400)
         h->stats.http_errors++;
+    long version = 0;
+    if (curl_easy_getinfo(r->easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK &&
+        version == CURL_HTTP_VERSION_2_0)
+        h->stats.http2++;
     if (code == 401 && h->config->token_file)
         (void)kube_config_refresh_token(h->config, clock_monotonic(), true);
     if (r->on_done && !r->cancelled)

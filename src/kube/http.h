@@ -64,6 +64,7 @@ struct kube_http_stats {
     unsigned long requests;    /* started */
     unsigned long failed;      /* transport failures (no response) */
     unsigned long http_errors; /* responses with status >= 400 */
+    unsigned long http2;       /* responses that came over HTTP/2 */
     unsigned long in_flight;
 };
 

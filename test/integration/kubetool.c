@@ -544,6 +544,9 @@ int main(int argc, char **argv)
         crud_next(&c);
         ev_run(c.loop, 0);
         rc = c.failed;
+        struct kube_http_stats st;
+        kube_http_get_stats(c.http, &st);
+        printf("responses %lu, over HTTP/2 %lu\n", st.requests - st.failed, st.http2);
     } else if (c.http && strcmp(argv[1], "events") == 0) {
         rc = run_events(&c, argv[3]);
     } else if (c.http && strcmp(argv[1], "leader") == 0 && argc == 7) {

@@ -33,6 +33,7 @@ echo "--- verbs"
 expect_ok "create, get, merge patch, status patch, stale update conflicts, JSON patch, delete preconditions" \
     "$KT" crud "$ADMIN" itest-0000001f6
 printf '%s\n' "$OUT" | sed 's/^/       /'
+expect_contains "every response came over HTTP/2" "$OUT" "responses 11, over HTTP/2 11"
 expect_reject "the object is gone after delete" "NotFound" kubectl get pcidevice itest-0000001f6
 
 echo "--- informer"
