@@ -135,6 +135,8 @@ demo: deps k8s bin/hostdevd
 	@hack/demo.sh
 
 demo-down:
+	@if [ -f .demo/agent.pid ]; then kill -TERM "$$(cat .demo/agent.pid)" 2>/dev/null || true; \
+		rm -f .demo/agent.pid; fi
 	@hack/cluster.sh down "$(CURDIR)/.demo/cluster"
 
 lint: deps

@@ -2,15 +2,16 @@
 /*
  * controllers/main.c - the hostdevd command: parses the subcommand and runs it.
  *
- * Roles (`agent`, `controller`) arrive with their issues; today the binary answers `version`
- * and `name`, which prints the object name hostdevd gives a device, so a user can write the
- * matching claim. Logs errors once, here.
+ * `agent` runs the node agent (controllers/agent.c); `name` prints the object name hostdevd
+ * gives a device, so a user can write the matching claim; the `controller` role arrives with
+ * its issue. Logs errors once, here.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/log.h"
+#include "controllers/agent.h"
 #include "kube/names.h"
 
 #ifndef HOSTDEVD_VERSION
@@ -22,6 +23,7 @@ static void usage(FILE *f)
     fputs("Usage: hostdevd COMMAND [ARGS]\n"
           "\n"
           "Commands:\n"
+          "  agent [OPTIONS]                       run the node agent (agent --help)\n"
           "  version                               print the version\n"
           "  name pci NODE ADDRESS                 PCIDevice/PCIDeviceClaim name of a device\n"
           "  name usb NODE VENDOR PRODUCT PORTPATH USBDevice/USBDeviceClaim name of a device\n"
@@ -74,6 +76,13 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "name") == 0)
         return cmd_name(argc - 1, argv + 1);
+    if (strcmp(cmd, "agent") == 0) {
+        struct agent_config cfg;
+        int r = agent_parse_args(argc - 1, argv + 1, &cfg);
+        if (r != 0)
+            return r > 0 ? 0 : 2;
+        return agent_run(&cfg);
+    }
     log_error("Unknown command", KV_STR("command", cmd));
     usage(stderr);
     return 2;

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/agent.h - `hostdevd agent`: the per-node process. Today it keeps one PCIDevice
+ * object per PCI function of its node (bridges excepted) in step with sysfs, writing only what
+ * changed; serves /healthz, /readyz and /metrics. Runs one libev loop until SIGTERM/SIGINT.
+ * Logs (it is a "logging layer").
+ */
+#pragma once
+
+struct agent_config {
+    const char *node_name;   /* required (--node-name or NODE_NAME) */
+    const char *kubeconfig;  /* NULL: $KUBECONFIG, then in-cluster */
+    const char *sysfs_root;  /* default "/sys" */
+    const char *kubelet_dir; /* default "/var/lib/kubelet" (device plugins, later) */
+    const char *pci_ids;     /* NULL: libpci's default pci.ids */
+    const char *listen;      /* health and metrics endpoint, default "0.0.0.0:9808" */
+    double resync;           /* seconds between full rescans; default 300 */
+};
+
+/* Parses argv (after the "agent" word) and the environment into `ret`. Returns 0, 1 when
+ * --help was printed, or -EINVAL after printing what is wrong. */
+int agent_parse_args(int argc, char **argv, struct agent_config *ret);
+
+/* Runs the agent until SIGTERM or SIGINT. Returns the process exit code. */
+int agent_run(const struct agent_config *cfg);

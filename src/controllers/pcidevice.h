@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/pcidevice.h - what a node's PCIDevice objects should be, and the smallest set of
+ * writes that gets them there. Pure: no I/O, no logging; the agent carries plans out.
+ *
+ * The agent owns: label nodename, the ownerReference to its Node, the driver-at-first-sight
+ * annotation (set on create only), and the status fields listed in pcidevice.c's `managed`
+ * table. Everything else on the object (other labels, conditions, fields of later versions) is
+ * left alone. A device that is gone is deleted with a uid precondition, so a re-created object
+ * of the same name is never deleted by mistake.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+struct cJSON;
+
+/* The desired state of one PCIDevice, as discovery computed it. */
+struct pcidevice_spec {
+    char name[254]; /* "<node>-<address without ':' and '.'>" */
+    char node[254];
+    char address[20];
+    char vendor_id[5], device_id[5];
+    char subsystem_vendor_id[5], subsystem_device_id[5]; /* "" when unknown */
+    char class_id[5];
+    char revision[3];
+    char iommu_group[12]; /* "" when none (as harvester writes it) */
+    int numa_node;        /* -1: field absent */
+    char resource_name[320];
+    char description[512];
+    char driver[64];    /* "" when unbound: kernelDriverInUse absent */
+    char physfn[20];    /* SR-IOV VF: the PF's address, else "" */
+    int sriov_totalvfs; /* SR-IOV PF: >= 0, else -1 */
+    int sriov_numvfs;
+};
+
+struct pcidevice_plan {
+    bool create;        /* POST new_object, then PATCH status_patch on /status */
+    bool delete;        /* DELETE with the uid precondition */
+    char uid[64];       /* of the existing object ("" when none) */
+    char *meta_patch;   /* merge patch of metadata (labels, ownerReferences) or NULL */
+    char *status_patch; /* merge patch on /status with only what differs, or NULL */
+};
+
+/* The status object `s` should have (the managed fields only). NULL on OOM. */
+struct cJSON *pcidevice_status(const struct pcidevice_spec *s);
+
+/* The object to create for `s` (metadata only: status goes through /status). `node_uid` may
+ * be NULL when the Node's uid is not known yet (no ownerReference then). NULL on OOM. */
+struct cJSON *pcidevice_new_object(const struct pcidevice_spec *s, const char *node_uid);
+
+/*
+ * Plans the writes that make `have` (the cached object, NULL when there is none) match `want`
+ * (NULL when the device is gone). Returns 0 (ret filled; an empty plan means nothing to write)
+ * or -ENOMEM. Free the plan with pcidevice_plan_done().
+ */
+int pcidevice_plan(const struct pcidevice_spec *want, const struct cJSON *have,
+                   const char *node_uid, struct pcidevice_plan *ret);
+
+/* Whether the plan writes anything. */
+bool pcidevice_plan_empty(const struct pcidevice_plan *p);
+
+void pcidevice_plan_done(struct pcidevice_plan *p);

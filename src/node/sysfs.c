@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * node/sysfs.c - sysfs attributes below a root fd. See sysfs.h. No logging.
+ */
+#include "node/sysfs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+
+/* Set once openat2 turned out to be missing (ENOSYS); then plain openat is used. */
+static int no_openat2;
+
+/* A relative path without ".." components. */
+static bool path_ok(const char *path)
+{
+    if (!path || path[0] == '\0' || path[0] == '/')
+        return false;
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return false;
+        p += n;
+        while (*p == '/')
+            p++;
+    }
+    return true;
+}
+
+/* Opens `path` below `root_fd`, keeping symlink resolution inside the root when the kernel can. */
+static int open_in_root(int root_fd, const char *path, int flags)
+{
+    if (!path_ok(path))
+        return -EINVAL;
+    if (!__atomic_load_n(&no_openat2, __ATOMIC_RELAXED)) {
+        struct open_how how = {
+                .flags = (uint64_t)(flags | O_CLOEXEC),
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+        };
+        long fd = syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+        if (fd >= 0)
+            return (int)fd;
+        if (errno == ENOSYS)
+            __atomic_store_n(&no_openat2, 1, __ATOMIC_RELAXED);
+        else if (errno != EPERM) /* some seccomp filters answer EPERM for unknown calls */
+            return -errno;
+    }
+    int fd = openat(root_fd, path, flags | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int node_sysfs_open_root(const char *root)
+{
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+size_t node_sysfs_chomp(char *s, size_t len)
+{
+    if (len > 0 && s[len - 1] == '\n')
+        len--;
+    s[len] = '\0';
+    return len;
+}
+
+/* Reads until end of file or `size` bytes. Returns the count or -errno. */
+static ssize_t read_all(int fd, char *buf, size_t size)
+{
+    size_t n = 0;
+    while (n < size) {
+        ssize_t r = read(fd, buf + n, size - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    return (ssize_t)n;
+}
+
+int node_sysfs_read(int root_fd, const char *path, char *buf, size_t size)
+{
+    if (size == 0)
+        return -EFBIG;
+    buf[0] = '\0';
+    char tmp[NODE_SYSFS_ATTR_MAX + 1];
+    _cleanup_close_ int fd = open_in_root(root_fd, path, O_RDONLY);
+    if (fd < 0)
+        return fd;
+    ssize_t n = read_all(fd, tmp, sizeof(tmp));
+    if (n < 0)
+        return (int)n;
+    if ((size_t)n > NODE_SYSFS_ATTR_MAX)
+        return -EFBIG;
+    if (memchr(tmp, '\0', (size_t)n))
+        return -EINVAL;
+    size_t len = node_sysfs_chomp(tmp, (size_t)n);
+    if (len >= size)
+        return -EFBIG;
+    memcpy(buf, tmp, len + 1);
+    return (int)len;
+}
+
+static bool is_digit_in(char c, int base)
+{
+    if (c >= '0' && c <= '9')
+        return true;
+    return base == 16 && ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'));
+}
+
+int node_sysfs_parse_int(const char *s, int base, long long *ret)
+{
+    size_t len = strlen(s);
+    if (len > 0 && s[len - 1] == '\n')
+        len--;
+    const char *end = s + len, *p = s;
+    if (base == 16 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+        p += 2;
+    else if (base == 10 && p[0] == '-')
+        p++;
+    else if (base != 10 && base != 16)
+        return -EINVAL;
+    if (p >= end)
+        return -EINVAL;
+    for (const char *q = p; q < end; q++)
+        if (!is_digit_in(*q, base))
+            return -EINVAL;
+    char *stop;
+    errno = 0;
+    long long v = strtoll(s, &stop, base);
+    if (errno == ERANGE)
+        return -ERANGE;
+    if (stop != end)
+        return -EINVAL;
+    *ret = v;
+    return 0;
+}
+
+int node_sysfs_read_int(int root_fd, const char *path, int base, long long *ret)
+{
+    char buf[64];
+    int r = node_sysfs_read(root_fd, path, buf, sizeof(buf));
+    if (r < 0)
+        return r;
+    return node_sysfs_parse_int(buf, base, ret);
+}
+
+/* The last component of a link target, without trailing slashes; NULL when there is none. */
+static const char *target_name(char *target, size_t n)
+{
+    while (n > 0 && target[n - 1] == '/')
+        target[--n] = '\0';
+    const char *slash = strrchr(target, '/');
+    const char *name = slash ? slash + 1 : target;
+    if (name[0] == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return NULL;
+    return name;
+}
+
+int node_sysfs_read_link(int root_fd, const char *path, char *buf, size_t size)
+{
+    if (size == 0)
+        return -EFBIG;
+    buf[0] = '\0';
+    if (!path_ok(path))
+        return -EINVAL;
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    if (name[0] == '\0')
+        return -EINVAL;
+    _cleanup_close_ int dir = -1;
+    if (slash) {
+        char parent[PATH_MAX];
+        size_t plen = (size_t)(slash - path);
+        if (plen >= sizeof(parent))
+            return -ENAMETOOLONG;
+        memcpy(parent, path, plen);
+        parent[plen] = '\0';
+        dir = open_in_root(root_fd, parent, O_PATH | O_DIRECTORY);
+        if (dir < 0)
+            return dir;
+    }
+    char target[PATH_MAX];
+    ssize_t n = readlinkat(slash ? dir : root_fd, name, target, sizeof(target));
+    if (n < 0)
+        return -errno;
+    if ((size_t)n >= sizeof(target))
+        return -ENAMETOOLONG;
+    target[n] = '\0';
+    const char *base = target_name(target, (size_t)n);
+    if (!base)
+        return -EINVAL;
+    size_t len = strlen(base);
+    if (len >= size)
+        return -EFBIG;
+    memcpy(buf, base, len + 1);
+    return (int)len;
+}
+
+void node_sysfs_names_free(char **names)
+{
+    if (!names)
+        return;
+    for (char **p = names; *p; p++)
+        free(*p);
+    free(names);
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Appends a copy of `name` to the NULL-terminated array `*names` of `*count` entries. */
+static int add_name(char ***names, size_t *count, size_t *alloc, const char *name)
+{
+    if (*count + 2 > *alloc) {
+        size_t n = *alloc ? *alloc * 2 : 16;
+        char **p = realloc(*names, n * sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        *names = p;
+        *alloc = n;
+        p[*count] = NULL;
+    }
+    char *copy = strdup(name);
+    if (!copy)
+        return -ENOMEM;
+    (*names)[(*count)++] = copy;
+    (*names)[*count] = NULL;
+    return 0;
+}
+
+int node_sysfs_list(int root_fd, const char *path, char ***ret_names, size_t *ret_count)
+{
+    int fd = open_in_root(root_fd, path, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return fd;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int r = -errno;
+        close(fd);
+        return r;
+    }
+    char **names = NULL;
+    size_t count = 0, alloc = 0;
+    int r;
+    for (;;) {
+        errno = 0;
+        const struct dirent *e = readdir(d);
+        if (!e) {
+            r = -errno;
+            break;
+        }
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        r = add_name(&names, &count, &alloc, e->d_name);
+        if (r < 0)
+            break;
+    }
+    if (r == 0 && !names) {
+        names = calloc(1, sizeof(*names));
+        r = names ? 0 : -ENOMEM;
+    }
+    closedir(d);
+    if (r < 0) {
+        node_sysfs_names_free(names);
+        return r;
+    }
+    if (count > 1)
+        qsort(names, count, sizeof(*names), compare_names);
+    *ret_names = names;
+    *ret_count = count;
+    return 0;
+}
+
+int node_sysfs_write(int root_fd, const char *path, const char *value)
+{
+    size_t len = strlen(value);
+    if (len == 0)
+        return -EINVAL;
+    _cleanup_close_ int fd = open_in_root(root_fd, path, O_WRONLY | O_TRUNC);
+    if (fd < 0)
+        return fd;
+    ssize_t n;
+    do
+        n = write(fd, value, len);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    return (size_t)n == len ? 0 : -EIO;
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# test/integration/test_agent.sh - `hostdevd agent` (sanitizer build) on a fake sysfs tree
+# (test/fixtures/sysfs/small-server.txt) against the real control plane: PCIDevices appear
+# with the expected fields, label and ownerReference; a restart with nothing changed makes zero
+# write requests (counted in the API server's audit log); a removed device and a changed driver
+# are reflected after a rescan (SIGHUP); deleting the Node makes the garbage collector remove
+# its PCIDevices; /readyz and /metrics answer.
+SUITE=agent
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+AGENT=$ROOT/build/asan/hostdevd
+DESC=test/fixtures/sysfs/small-server.txt
+NODE=fix-node
+export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+cluster_start
+ADMIN=$TEST_DIR/cluster/admin.kubeconfig
+kubectl apply -k crds/ >/dev/null
+kubectl wait --for condition=Established --timeout 60s crd/pcidevices.devices.harvesterhci.io >/dev/null
+printf 'apiVersion: v1\nkind: Node\nmetadata: {name: %s}\n' "$NODE" | kubectl create -f - >/dev/null
+NODE_UID=$(kubectl get node "$NODE" -o jsonpath='{.metadata.uid}')
+
+SYS=$TEST_DIR/sys
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+expect_ok "fake sysfs tree built from $DESC" hack/mk-sysfs-fixture.sh "$DESC" "$SYS"
+# Devices the agent must publish: every line of the description except bridges (class 0604).
+mapfile -t DEVICES < <(grep -vE '^\s*(#|$)' "$DESC" | awk '$2 != "0604" {print $1}')
+WANT=${#DEVICES[@]}
+
+start_agent() {
+    "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
+        --listen "127.0.0.1:$PORT" --resync 3600 -v 2 >>"$TEST_DIR/agent.log" 2>&1 &
+    AGENT_PID=$!
+}
+# Stops the agent and checks it exited 0 (no leak reports under ASan). Not in a subshell:
+# `wait` only works for the shell's own children.
+stop_agent() { # description
+    kill -TERM "$AGENT_PID" 2>/dev/null
+    wait "$AGENT_PID"
+    local rc=$?
+    if [ $rc -eq 0 ]; then pass "$1"; else fail "$1" "exit $rc; $(tail -20 "$TEST_DIR/agent.log")"; fi
+}
+ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
+count() { kubectl get pcidevices -l "nodename=$NODE" -o name | wc -l; }
+name_of() { local a=${1//:/}; echo "$NODE-${a//./}"; }
+# Write requests the agent made (its user agent is hostdevd/<version>).
+writes() {
+    python3 - "$TEST_DIR/cluster/audit.log" <<'EOF'
+import json, sys
+n = 0
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("stage") == "ResponseComplete" and e.get("userAgent", "").startswith("hostdevd/") \
+            and e.get("verb") in ("create", "update", "patch", "delete"):
+        n += 1
+print(n)
+EOF
+}
+
+echo "--- inventory"
+start_agent
+if eventually 60 ready; then pass "agent ready (/readyz)"; else fail "agent ready (/readyz)" "$(tail -20 "$TEST_DIR/agent.log")"; fi
+[ "$(count)" -eq "$WANT" ] && pass "$WANT PCIDevices, bridges left out" || fail "$WANT PCIDevices, bridges left out" "have $(count)"
+
+# The first GPU of the description, with its fields as written there.
+GPU_LINE=$(awk '$2 ~ /^03/ && $3 ~ /^10de:/ {print; exit}' "$DESC")
+GPU=$(awk '{print $1}' <<<"$GPU_LINE")
+GPU_IDS=$(awk '{print $3}' <<<"$GPU_LINE")
+GPU_GROUP=$(grep -o 'iommu=[0-9]*' <<<"$GPU_LINE" | cut -d= -f2)
+GPU_DRIVER=$(grep -o 'driver=[^ ]*' <<<"$GPU_LINE" | cut -d= -f2)
+OUT=$(kubectl get pcidevice "$(name_of "$GPU")" -o json 2>&1)
+expect_contains "GPU $GPU published with ids, IOMMU group, driver, node, label, owner, annotation" "$OUT" \
+    "\"address\": \"$GPU\"" "\"vendorId\": \"${GPU_IDS%%:*}\"" "\"deviceId\": \"${GPU_IDS##*:}\"" \
+    "\"iommuGroup\": \"$GPU_GROUP\"" "\"kernelDriverInUse\": \"$GPU_DRIVER\"" \
+    "\"nodeName\": \"$NODE\"" "\"nodename\": \"$NODE\"" "\"uid\": \"$NODE_UID\"" \
+    "\"harvesterhci.io/pcideviceDriver\": \"$GPU_DRIVER\"" "\"resourceName\": \"nvidia.com/" \
+    "\"description\": \""
+OUT=$(curl -fsS "http://127.0.0.1:$PORT/metrics")
+expect_contains "metrics count the published devices" "$OUT" "hostdevd_pci_devices $WANT" \
+    "hostdevd_ready 1" "hostdevd_api_writes_total{verb=\"create\"} $WANT"
+
+echo "--- restart with nothing changed"
+before=$(writes)
+stop_agent "agent stopped cleanly (SIGTERM; no leaks under ASan)"
+start_agent
+eventually 60 ready
+sleep 3
+after=$(writes)
+[ "$after" -eq "$before" ] && pass "zero write requests after a restart ($before writes before it)" ||
+    fail "zero write requests after a restart" "$((after - before)) writes"
+OUT=$(curl -fsS "http://127.0.0.1:$PORT/metrics")
+expect_contains "the restarted agent counts no writes" "$OUT" \
+    "hostdevd_api_writes_total{verb=\"create\"} 0" "hostdevd_api_writes_total{verb=\"patch\"} 0"
+
+echo "--- changes in sysfs, picked up by a rescan (SIGHUP)"
+GONE=$(awk '$2 ~ /^0108/ {print $1; exit}' "$DESC")    # the NVMe drive
+MOVED=$(awk '$2 ~ /^02/ && /driver=/ {print $1; exit}' "$DESC") # a NIC
+[ -n "$GONE" ] && [ -n "$MOVED" ] || fail "the description has an NVMe drive and a bound NIC"
+sed -e "/^$GONE[[:space:]]/d" -e "/^$MOVED[[:space:]]/s/driver=[^ ]*/driver=vfio-pci/" "$DESC" \
+    >"$TEST_DIR/changed.txt"
+expect_ok "tree rebuilt without $GONE and with $MOVED on vfio-pci" \
+    hack/mk-sysfs-fixture.sh "$TEST_DIR/changed.txt" "$SYS"
+before=$(writes)
+kill -HUP "$AGENT_PID"
+gone() { ! kubectl get pcidevice "$(name_of "$GONE")" >/dev/null 2>&1; }
+if eventually 30 gone; then pass "the removed device's PCIDevice was deleted"; else fail "the removed device's PCIDevice was deleted"; fi
+moved() { [ "$(kubectl get pcidevice "$(name_of "$MOVED")" -o jsonpath='{.status.kernelDriverInUse}')" = vfio-pci ]; }
+if eventually 30 moved; then pass "the changed driver shows in status.kernelDriverInUse"; else fail "the changed driver shows in status.kernelDriverInUse"; fi
+[ "$(count)" -eq $((WANT - 1)) ] && pass "$((WANT - 1)) PCIDevices left" || fail "$((WANT - 1)) PCIDevices left" "have $(count)"
+sleep 2
+[ $(($(writes) - before)) -eq 2 ] && pass "the rescan wrote exactly twice (one status patch, one delete)" ||
+    fail "the rescan wrote exactly twice" "$(($(writes) - before)) writes"
+
+echo "--- the Node is deleted: the garbage collector removes its PCIDevices"
+stop_agent "agent stopped cleanly"
+expect_ok "Node deleted" kubectl delete node "$NODE" --wait=false
+none() { [ "$(count)" -eq 0 ]; }
+if eventually 90 none; then pass "no PCIDevices of the deleted Node remain"; else fail "no PCIDevices of the deleted Node remain" "have $(count)"; fi
+
+finish

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test/unit/sysfs_tree.h - fake sysfs trees for tests, made by hack/mk-sysfs-fixture.sh (run
+ * with posix_spawn) from a description in test/fixtures/sysfs/ or from text, in a new
+ * temporary directory that sysfs_tree_remove() deletes.
+ */
+#pragma once
+
+#include <stddef.h>
+
+#ifndef FIXTURES
+#define FIXTURES "test/fixtures"
+#endif
+
+struct sysfs_tree {
+    char dir[256];  /* the temporary directory */
+    char root[300]; /* <dir>/sys: the tree, which plays /sys */
+};
+
+/* Builds the tree described by file `description` (a path). Returns 0 or -1. */
+int sysfs_tree_make(struct sysfs_tree *t, const char *description);
+
+/* Builds the tree described by `text` (written to <dir>/description.txt first). */
+int sysfs_tree_make_text(struct sysfs_tree *t, const char *text);
+
+/* Writes `text` to <root>/<path>, creating or replacing the file. Returns 0 or -errno. */
+int sysfs_tree_put(const struct sysfs_tree *t, const char *path, const char *text, size_t len);
+
+/* Deletes the temporary directory and everything below it (links are not followed). */
+void sysfs_tree_remove(struct sysfs_tree *t);

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test/unit/test_pcidevice.c - desired PCIDevices and minimal write plans. */
+#include <CUnit/CUnit.h>
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "controllers/pcidevice.h"
+
+static struct pcidevice_spec nic(void)
+{
+    struct pcidevice_spec s = {
+            .name = "titan-0000001f6",
+            .node = "titan",
+            .address = "0000:00:1f.6",
+            .vendor_id = "8086",
+            .device_id = "0d4c",
+            .subsystem_vendor_id = "1028",
+            .subsystem_device_id = "0962",
+            .class_id = "0200",
+            .revision = "00",
+            .iommu_group = "11",
+            .numa_node = 0,
+            .resource_name = "intel.com/ETHERNET_CONNECTION_11_I219LM",
+            .description =
+                    "Ethernet controller: Intel Corporation Ethernet Connection (11) I219-LM",
+            .driver = "e1000e",
+            .sriov_totalvfs = -1,
+            .sriov_numvfs = -1,
+    };
+    return s;
+}
+
+/* The object as the API server would return it after create + status patch. */
+static cJSON *stored(const struct pcidevice_spec *s, const char *node_uid)
+{
+    cJSON *o = pcidevice_new_object(s, node_uid);
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+    cJSON_AddStringToObject(meta, "uid", "dev-uid-1");
+    cJSON_AddStringToObject(meta, "resourceVersion", "42");
+    cJSON_AddItemToObject(o, "status", pcidevice_status(s));
+    return o;
+}
+
+static cJSON *status_of(cJSON *o)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, "status");
+}
+
+static void test_create_when_missing(void)
+{
+    struct pcidevice_spec s = nic();
+    struct pcidevice_plan p;
+    CU_ASSERT_EQUAL(pcidevice_plan(&s, NULL, "node-uid", &p), 0);
+    CU_ASSERT_TRUE(p.create);
+    CU_ASSERT_FALSE(p.delete);
+    CU_ASSERT_PTR_NULL(p.meta_patch);
+    CU_ASSERT_PTR_NOT_NULL(p.status_patch);
+    cJSON *patch = p.status_patch ? cJSON_Parse(p.status_patch) : NULL;
+    cJSON *st = status_of(patch);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "address")),
+                           "0000:00:1f.6");
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(st), 13);
+    cJSON_Delete(patch);
+    pcidevice_plan_done(&p);
+
+    cJSON *o = pcidevice_new_object(&s, "node-uid");
+    char *text = cJSON_PrintUnformatted(o);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"labels\":{\"nodename\":\"titan\"}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"harvesterhci.io/pcideviceDriver\":\"e1000e\""));
+    CU_ASSERT_PTR_NOT_NULL(
+            strstr(text, "\"kind\":\"Node\",\"name\":\"titan\",\"uid\":\"node-uid\""));
+    cJSON_free(text);
+    cJSON_Delete(o);
+}
+
+static void test_nothing_when_equal(void)
+{
+    struct pcidevice_spec s = nic();
+    cJSON *have = stored(&s, "node-uid");
+    /* Field order and foreign fields do not matter. */
+    cJSON_AddStringToObject(status_of(have), "somebodyElses", "x");
+    struct pcidevice_plan p;
+    CU_ASSERT_EQUAL(pcidevice_plan(&s, have, "node-uid", &p), 0);
+    CU_ASSERT_TRUE(pcidevice_plan_empty(&p));
+    pcidevice_plan_done(&p);
+    cJSON_Delete(have);
+}
+
+static void test_only_changed_fields(void)
+{
+    struct pcidevice_spec s = nic();
+    cJSON *have = stored(&s, "node-uid");
+    (void)snprintf(s.driver, sizeof(s.driver), "vfio-pci");
+    struct pcidevice_plan p;
+    CU_ASSERT_EQUAL(pcidevice_plan(&s, have, "node-uid", &p), 0);
+    CU_ASSERT_FALSE(p.create);
+    CU_ASSERT_PTR_NULL(p.meta_patch);
+    CU_ASSERT_PTR_NOT_NULL(p.status_patch);
+    if (p.status_patch)
+        CU_ASSERT_STRING_EQUAL(p.status_patch, "{\"status\":{\"kernelDriverInUse\":\"vfio-pci\"}}");
+    pcidevice_plan_done(&p);
+    cJSON_Delete(have);
+}
+
+static void test_removed_fields_become_null(void)
+{
+    struct pcidevice_spec s = nic();
+    cJSON *have = stored(&s, "node-uid");
+    s.driver[0] = '\0';
+    s.numa_node = -1;
+    struct pcidevice_plan p;
+    CU_ASSERT_EQUAL(pcidevice_plan(&s, have, "node-uid", &p), 0);
+    if (p.status_patch)
+        CU_ASSERT_STRING_EQUAL(p.status_patch,
+                               "{\"status\":{\"numaNode\":null,\"kernelDriverInUse\":null}}");
+    CU_ASSERT_PTR_NOT_NULL(p.status_patch);
+    pcidevice_plan_done(&p);
+    cJSON_Delete(have);
+}
+
+static void test_label_and_owner_repaired(void)
+{
+    struct pcidevice_spec s = nic();
+    cJSON *have = stored(&s, "old-node-uid");
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(have, "metadata");
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, "labels");
+    cJSON *refs = cJSON_GetObjectItemCaseSensitive(meta, "ownerReferences");
+    cJSON *other = cJSON_CreateObject();
+    cJSON_AddStringToObject(other, "kind", "Thing");
+    cJSON_AddStringToObject(other, "name", "keep-me");
+    cJSON_AddItemToArray(refs, other);
+    struct pcidevice_plan p;
+    CU_ASSERT_EQUAL(pcidevice_plan(&s, have, "node-uid", &p), 0);
+    CU_ASSERT_PTR_NULL(p.status_patch);
+    CU_ASSERT_PTR_NOT_NULL(p.meta_patch);
+    if (p.meta_patch) {
+        CU_ASSERT_PTR_NOT_NULL(strstr(p.meta_patch, "\"labels\":{\"nodename\":\"titan\"}"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(p.meta_patch, "keep-me"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(p.meta_patch, "\"uid\":\"node-uid\""));
+        CU_ASSERT_PTR_NULL(strstr(p.meta_patch, "old-node-uid"));
+    }
+    pcidevice_plan_done(&p);
+    cJSON_Delete(have);
+}
+
+static void test_no_owner_without_node_uid(void)
+{
+    struct pcidevice_spec s = nic();
+    cJSON *have = stored(&s, NULL);
+    struct pcidevice_plan p;
+    CU_ASSERT_EQUAL(pcidevice_plan(&s, have, NULL, &p), 0);
+    CU_ASSERT_TRUE(pcidevice_plan_empty(&p));
+    pcidevice_plan_done(&p);
+    CU_ASSERT_EQUAL(pcidevice_plan(&s, have, "node-uid", &p), 0);
+    CU_ASSERT_PTR_NOT_NULL(p.meta_patch);
+    pcidevice_plan_done(&p);
+    cJSON_Delete(have);
+}
+
+static void test_delete_when_gone(void)
+{
+    struct pcidevice_spec s = nic();
+    cJSON *have = stored(&s, "node-uid");
+    struct pcidevice_plan p;
+    CU_ASSERT_EQUAL(pcidevice_plan(NULL, have, "node-uid", &p), 0);
+    CU_ASSERT_TRUE(p.delete);
+    CU_ASSERT_STRING_EQUAL(p.uid, "dev-uid-1");
+    pcidevice_plan_done(&p);
+    CU_ASSERT_EQUAL(pcidevice_plan(NULL, NULL, "node-uid", &p), 0);
+    CU_ASSERT_TRUE(pcidevice_plan_empty(&p));
+    pcidevice_plan_done(&p);
+    cJSON_Delete(have);
+}
+
+static void test_sriov(void)
+{
+    struct pcidevice_spec pf = nic(), vf = nic();
+    pf.sriov_totalvfs = 8;
+    pf.sriov_numvfs = 2;
+    (void)snprintf(vf.physfn, sizeof(vf.physfn), "0000:3b:00.0");
+    cJSON *a = pcidevice_status(&pf), *b = pcidevice_status(&vf);
+    char *ta = cJSON_PrintUnformatted(a), *tb = cJSON_PrintUnformatted(b);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ta, "\"sriov\":{\"totalVFs\":8,\"numVFs\":2}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tb, "\"sriov\":{\"physicalFunction\":\"0000:3b:00.0\"}"));
+    cJSON_free(ta);
+    cJSON_free(tb);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+}
+
+static CU_TestInfo tests[] = {
+        {"create when missing", test_create_when_missing},
+        {"nothing when equal", test_nothing_when_equal},
+        {"only changed fields", test_only_changed_fields},
+        {"removed fields become null", test_removed_fields_become_null},
+        {"label and owner repaired", test_label_and_owner_repaired},
+        {"no owner without node uid", test_no_owner_without_node_uid},
+        {"delete when gone", test_delete_when_gone},
+        {"sriov", test_sriov},
+        CU_TEST_INFO_NULL,
+};
+
+CU_SuiteInfo pcidevice_suites[] = {
+        {"pcidevice", NULL, NULL, NULL, NULL, tests},
+        CU_SUITE_INFO_NULL,
+};
