@@ -81,9 +81,13 @@ build/asan/kubetool: build/asan/test/integration/kubetool.o $(ASAN_LIB_OBJS)
 build/release/kubebench: build/release/test/integration/kubebench.o $(LIB_SRCS:%.c=build/release/%.o)
 	$(CC) -o $@ $^ $(PKG_LIBS)
 
+build/release/pcibench: build/release/test/integration/pcibench.o $(LIB_SRCS:%.c=build/release/%.o)
+	$(CC) -o $@ $^ $(PKG_LIBS)
+
 # make bench: figures printed, not asserted (a private control plane, release build).
+# BENCH_IDLE_SECONDS (default 600) is how long the idle-traffic figure watches an idle agent.
 bench: deps k8s
-	@$(MAKE) --no-print-directory build/release/kubebench
+	@$(MAKE) --no-print-directory build/release/kubebench build/release/pcibench bin/hostdevd
 	@hack/bench.sh
 
 # Fuzz targets: test/fuzz/fuzz_<name>.c defines LLVMFuzzerTestOneInput. `make fuzz` builds them

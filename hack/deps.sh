@@ -10,7 +10,7 @@ packages=(
     # tests, lint, fuzz
     libcunit1-dev clang libclang-rt-14-dev clang-format clang-tidy cppcheck valgrind
     # control plane harness and data
-    openssl curl python3 ca-certificates pci.ids usb.ids util-linux bc jq
+    openssl curl python3 ca-certificates pci.ids usb.ids util-linux bc jq pciutils
 )
 missing=()
 for p in "${packages[@]}"; do

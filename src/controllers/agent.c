@@ -36,7 +36,8 @@
 
 #define MAX_IN_FLIGHT   4
 #define EXPECTATION_TTL 30.0
-#define NODE_RETRY      10.0
+#define NODE_RETRY      10.0 /* first retry of a missing Node; doubles up to NODE_RETRY_MAX */
+#define NODE_RETRY_MAX  300.0
 #define QUEUE_MAX_DELAY 300.0
 
 struct expectation {
@@ -63,6 +64,7 @@ struct agent {
     struct map *want;   /* name -> struct pcidevice_spec, from the last scan */
     struct map *expect; /* name -> struct expectation */
     char *node_uid;
+    double node_retry_in;
     bool scanned, ready, stopping;
     int in_flight;
     ev_prepare dispatch;
@@ -450,6 +452,16 @@ static void on_resync(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void get_node(struct agent *a);
 
+/* Retries reading the Node later, backing off: a missing Node must not become polling. */
+static void retry_node(struct agent *a)
+{
+    a->node_retry_in = a->node_retry_in > 0 ? a->node_retry_in * 2 : NODE_RETRY;
+    if (a->node_retry_in > NODE_RETRY_MAX)
+        a->node_retry_in = NODE_RETRY_MAX;
+    ev_timer_set(&a->node_retry, a->node_retry_in, 0.);
+    ev_timer_start(a->loop, &a->node_retry);
+}
+
 static void on_node(const struct kube_err *err, const cJSON *obj, void *userdata)
 {
     struct agent *a = userdata;
@@ -459,8 +471,7 @@ static void on_node(const struct kube_err *err, const cJSON *obj, void *userdata
         log_warning("Cannot read this node's Node object; PCIDevices get no ownerReference yet",
                     KV_STR("node", a->cfg->node_name), KV_INT("http", err ? err->http : 0),
                     KV_STR("reason", err ? err->reason : ""));
-        ev_timer_set(&a->node_retry, NODE_RETRY, 0.);
-        ev_timer_start(a->loop, &a->node_retry);
+        retry_node(a);
         return;
     }
     free(a->node_uid);
@@ -470,10 +481,8 @@ static void on_node(const struct kube_err *err, const cJSON *obj, void *userdata
 
 static void get_node(struct agent *a)
 {
-    if (kube_client_get(a->http, &kube_res_nodes, NULL, a->cfg->node_name, on_node, a) < 0) {
-        ev_timer_set(&a->node_retry, NODE_RETRY, 0.);
-        ev_timer_start(a->loop, &a->node_retry);
-    }
+    if (kube_client_get(a->http, &kube_res_nodes, NULL, a->cfg->node_name, on_node, a) < 0)
+        retry_node(a);
 }
 
 static void on_node_retry(struct ev_loop *loop, ev_timer *w, int revents)
