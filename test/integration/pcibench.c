@@ -44,13 +44,17 @@ int main(int argc, char **argv)
         t = now();
         if (node_pci_scan(p, &devs, &count, &err) < 0) {
             fprintf(stderr, "scan failed: %s\n", err.message);
+            free(times);
+            node_pci_free(p);
             return 1;
         }
         times[i] = now() - t;
         node_pci_devs_free(devs);
     }
-    if (!times)
+    if (!times) {
+        node_pci_free(p);
         return 1;
+    }
     qsort(times, (size_t)runs, sizeof(double), cmp);
     printf("node_pci_scan of %zu functions: median %.1f ms (min %.1f, max %.1f, %d runs); "
            "pci.ids loaded once in %.1f ms\n",
