@@ -139,18 +139,31 @@ static int base64_decode(const char *in, char **ret, size_t *ret_len)
 
 /* --- kubeconfig fields ------------------------------------------------------------------- */
 
-/* An optional string field of `obj` (`what` names it in messages); "" and null are absent. */
-static int get_string(const cJSON *obj, const char *key, const char *what, char **ret,
-                      char **reterr)
+/* The value of an optional string field of `obj` (`what` names it in messages), or NULL when
+ * absent; "" and null count as absent. */
+static int optional_string(const cJSON *obj, const char *key, const char *what, const char **ret,
+                           char **reterr)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *ret = NULL;
     if (!v || cJSON_IsNull(v))
         return 0;
     if (!cJSON_IsString(v))
         return errf(reterr, -EINVAL, "%s has invalid %s (not a string)", what, key);
-    if (v->valuestring[0] == '\0')
-        return 0;
-    *ret = strdup(v->valuestring);
+    if (v->valuestring[0] != '\0')
+        *ret = v->valuestring;
+    return 0;
+}
+
+/* An optional string field, copied. */
+static int get_string(const cJSON *obj, const char *key, const char *what, char **ret,
+                      char **reterr)
+{
+    const char *v;
+    int r = optional_string(obj, key, what, &v, reterr);
+    if (r < 0 || !v)
+        return r;
+    *ret = strdup(v);
     return *ret ? 0 : -ENOMEM;
 }
 
@@ -169,14 +182,11 @@ static int get_bool(const cJSON *obj, const char *key, const char *what, bool *r
 static int get_data(const cJSON *obj, const char *key, const char *what, char **ret,
                     size_t *ret_len, char **reterr)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!v || cJSON_IsNull(v))
-        return 0;
-    if (!cJSON_IsString(v))
-        return errf(reterr, -EINVAL, "%s has invalid %s (not a string)", what, key);
-    if (v->valuestring[0] == '\0')
-        return 0;
-    int r = base64_decode(v->valuestring, ret, ret_len);
+    const char *v;
+    int r = optional_string(obj, key, what, &v, reterr);
+    if (r < 0 || !v)
+        return r;
+    r = base64_decode(v, ret, ret_len);
     if (r == -EINVAL)
         return errf(reterr, r, "%s has invalid %s (not base64)", what, key);
     return r;
