@@ -121,9 +121,7 @@ static bool waiting(struct agent *a, const char *key)
 static void observed(struct agent *a, const char *key, const cJSON *obj, bool deleted)
 {
     const struct expectation *e = map_get(a->expect, key);
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const char *rv =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion"));
+    const char *rv = kube_meta_str(obj, "resourceVersion");
     if (e && ((deleted && !e->rv) || (!deleted && e->rv && rv && strcmp(rv, e->rv) == 0)))
         map_remove(a->expect, key);
 }
@@ -197,9 +195,7 @@ static void on_write(const struct kube_err *err, const cJSON *obj, void *userdat
         job_finish(j, err);
         return;
     }
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const char *rv =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion"));
+    const char *rv = kube_meta_str(obj, "resourceVersion");
     if (rv) {
         free(j->rv);
         j->rv = strdup(rv);
@@ -465,8 +461,7 @@ static void retry_node(struct agent *a)
 static void on_node(const struct kube_err *err, const cJSON *obj, void *userdata)
 {
     struct agent *a = userdata;
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const char *uid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "uid"));
+    const char *uid = kube_meta_str(obj, "uid");
     if (err || !uid) {
         log_warning("Cannot read this node's Node object; PCIDevices get no ownerReference yet",
                     KV_STR("node", a->cfg->node_name), KV_INT("http", err ? err->http : 0),

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube/client.h"
+
 #define DRIVER_ANNOTATION "harvesterhci.io/pcideviceDriver"
 
 /* The status fields this agent writes; any other field is someone else's. */
@@ -181,7 +183,7 @@ int pcidevice_plan(const struct pcidevice_spec *want, const cJSON *have, const c
 {
     *ret = (struct pcidevice_plan){0};
     const cJSON *meta = get(have, "metadata");
-    const char *uid = cJSON_GetStringValue(get(meta, "uid"));
+    const char *uid = kube_meta_str(have, "uid");
     if (uid)
         (void)snprintf(ret->uid, sizeof(ret->uid), "%s", uid);
     if (!want) {

@@ -161,17 +161,16 @@ int kube_client_create(struct kube_http *h, const struct kube_resource *r, const
     return verb(h, "POST", r, ns, NULL, NULL, NULL, body, NULL, cb, userdata);
 }
 
-static const char *name_of(const struct cJSON *obj)
+const char *kube_meta_str(const struct cJSON *obj, const char *field)
 {
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(meta, "name");
-    return cJSON_IsString(name) ? name->valuestring : NULL;
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, field));
 }
 
 int kube_client_update(struct kube_http *h, const struct kube_resource *r, const char *ns,
                        const struct cJSON *obj, bool status, kube_client_cb cb, void *userdata)
 {
-    const char *name = name_of(obj);
+    const char *name = kube_meta_str(obj, "name");
     if (!name)
         return -EINVAL;
     _cleanup_free_ char *body = cJSON_PrintUnformatted(obj);

@@ -49,6 +49,10 @@ int kube_client_path(const struct kube_resource *r, const char *ns, const char *
 /* Appends "?key=value" or "&key=value", percent-encoding the value. Returns 0 or -E2BIG. */
 int kube_client_query(struct buf *out, const char *key, const char *value);
 
+/* metadata.<field> of an object when it is a string ("name", "uid", "resourceVersion", ...),
+ * else NULL. Borrowed from `obj`. */
+const char *kube_meta_str(const struct cJSON *obj, const char *field);
+
 /* Every verb returns 0 when the request started (the callback will run once) or a negative
  * errno (it will not). `ns` is NULL for cluster-scoped resources. */
 int kube_client_get(struct kube_http *h, const struct kube_resource *r, const char *ns,

@@ -66,16 +66,15 @@ static void on_created(const struct kube_err *err, const cJSON *obj, void *userd
 {
     struct entry *e = userdata;
     struct kube_recorder *r = e->r;
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name");
+    const char *name = kube_meta_str(obj, "name");
     r->in_flight--;
     e->busy = false;
-    if (err || !cJSON_IsString(name)) {
+    if (err || !name) {
         r->stats.failed++;
         return;
     }
     r->stats.created++;
-    e->event_name = strdup(name->valuestring);
+    e->event_name = strdup(name);
     e->written = 1;
     if (e->count > e->written)
         arm(r);

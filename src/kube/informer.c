@@ -77,22 +77,15 @@ static double rand01(struct kube_informer *inf)
     return (double)(inf->rng >> 11) / (double)(UINT64_C(1) << 53);
 }
 
-static const char *str_at(const cJSON *obj, const char *a, const char *b)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, a);
-    x = cJSON_GetObjectItemCaseSensitive(x, b);
-    return cJSON_IsString(x) ? x->valuestring : NULL;
-}
-
 static const char *rv_of(const cJSON *obj)
 {
-    return str_at(obj, "metadata", "resourceVersion");
+    return kube_meta_str(obj, "resourceVersion");
 }
 
 int kube_informer_key(const cJSON *obj, char *ret, size_t size)
 {
-    const char *name = str_at(obj, "metadata", "name");
-    const char *ns = str_at(obj, "metadata", "namespace");
+    const char *name = kube_meta_str(obj, "name");
+    const char *ns = kube_meta_str(obj, "namespace");
     if (!name || !name[0])
         return -EINVAL;
     int n = ns && ns[0] ? snprintf(ret, size, "%s/%s", ns, name) : snprintf(ret, size, "%s", name);
@@ -218,8 +211,8 @@ static int list_page_done(struct kube_informer *inf, const struct kube_resp *res
     if (!list)
         return -EBADMSG;
     int e = take_items(inf, list);
-    const char *cont = str_at(list, "metadata", "continue");
-    const char *rv = str_at(list, "metadata", "resourceVersion");
+    const char *cont = kube_meta_str(list, "continue");
+    const char *rv = kube_meta_str(list, "resourceVersion");
     if (e == 0)
         e = set_str(&inf->cont, cont && cont[0] ? cont : NULL);
     if (e == 0 && !inf->cont)
