@@ -33,12 +33,15 @@
 #include "kube/workqueue.h"
 #include "node/pci.h"
 #include "node/pciname.h"
+#include "node/udev.h"
 
 #define MAX_IN_FLIGHT   4
 #define EXPECTATION_TTL 30.0
 #define NODE_RETRY      10.0 /* first retry of a missing Node; doubles up to NODE_RETRY_MAX */
 #define NODE_RETRY_MAX  300.0
 #define QUEUE_MAX_DELAY 300.0
+#define UEVENT_QUIET    0.25 /* rescan once uevents have been quiet this long */
+#define UEVENT_MAX_WAIT 2.0  /* ... but no later than this after the first one */
 
 struct expectation {
     char *rv; /* resourceVersion of our last write; NULL: we deleted the object */
@@ -51,6 +54,7 @@ struct agent_stats {
     unsigned long devices, bridges;
     unsigned long reconciles_noop, reconciles_written, reconciles_failed, reconciles_waiting;
     unsigned long creates, patches, deletes;
+    unsigned long uevents, uevent_overflows;
 };
 
 struct agent {
@@ -68,8 +72,11 @@ struct agent {
     bool scanned, ready, stopping;
     int in_flight;
     ev_prepare dispatch;
-    ev_timer queue_timer, resync, node_retry;
+    ev_timer queue_timer, resync, node_retry, uevent_timer;
     ev_signal sigterm, sigint, sighup;
+    struct node_udev *udev;
+    ev_io uevent_io;
+    double uevent_first; /* when the first uevent of the pending burst came; 0: none pending */
     struct endpoint *endpoint;
     struct agent_stats stats;
 };
@@ -444,6 +451,74 @@ static void on_resync(struct ev_loop *loop, ev_timer *w, int revents)
     scan(w->data, "resync");
 }
 
+/* --- uevents -------------------------------------------------------------------------------- */
+
+/* Uevents are hints: a burst of them (a driver probing many functions) becomes one rescan,
+ * once they have been quiet for UEVENT_QUIET, or UEVENT_MAX_WAIT after the first. */
+static void uevent_hint(struct agent *a)
+{
+    double now = ev_now(a->loop);
+    if (a->uevent_first == 0)
+        a->uevent_first = now;
+    double at = a->uevent_first + UEVENT_MAX_WAIT;
+    if (now + UEVENT_QUIET < at)
+        at = now + UEVENT_QUIET;
+    ev_timer_stop(a->loop, &a->uevent_timer);
+    ev_timer_set(&a->uevent_timer, at - now, 0.);
+    ev_timer_start(a->loop, &a->uevent_timer);
+}
+
+static void on_uevent_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct agent *a = w->data;
+    (void)loop;
+    (void)revents;
+    a->uevent_first = 0;
+    scan(a, "uevent");
+}
+
+static void on_uevent(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct agent *a = w->data;
+    struct node_uevent ev;
+    int r;
+    (void)loop;
+    (void)revents;
+    while ((r = node_udev_receive(a->udev, &ev)) != 0) {
+        if (r == -ENOBUFS) {
+            a->stats.uevent_overflows++;
+            log_warning("Kernel events were lost; rescanning", KV_ERRNO(r));
+        } else if (r < 0) {
+            log_error("Cannot receive kernel events; relying on the periodic rescan", KV_ERRNO(r));
+            ev_io_stop(loop, w);
+            return;
+        } else {
+            a->stats.uevents++;
+            log_v(3, "Kernel event", KV_STR("action", ev.action), KV_STR("subsystem", ev.subsystem),
+                  KV_STR("device", ev.sysname), KV_STR("driver", ev.driver));
+        }
+        uevent_hint(a);
+    }
+}
+
+static void setup_uevents(struct agent *a)
+{
+    static const char *const subsystems[] = {"pci", NULL};
+    enum node_udev_source src;
+    if (strcmp(a->cfg->uevent_source, "none") == 0 ||
+        node_udev_source_from_string(a->cfg->uevent_source, &src) < 0)
+        return;
+    int r = node_udev_new(src, subsystems, &a->udev);
+    if (r < 0) {
+        log_warning("Cannot listen to kernel events; relying on the periodic rescan",
+                    KV_STR("source", a->cfg->uevent_source), KV_ERRNO(r));
+        return;
+    }
+    ev_io_init(&a->uevent_io, on_uevent, node_udev_fd(a->udev), EV_READ);
+    a->uevent_io.data = a;
+    ev_io_start(a->loop, &a->uevent_io);
+}
+
 /* --- the Node ------------------------------------------------------------------------------- */
 
 static void get_node(struct agent *a);
@@ -523,6 +598,11 @@ static void write_metrics(struct buf *out, void *userdata)
     metric(out, "hostdevd_pci_scans_total", "counter", "PCI scans.", "", (double)s->scans);
     metric(out, "hostdevd_pci_scan_errors_total", "counter", "Failed PCI scans.", "",
            (double)s->scan_errors);
+    metric(out, "hostdevd_uevents_total", "counter", "Kernel device events received (PCI).", "",
+           (double)s->uevents);
+    metric(out, "hostdevd_uevent_overflows_total", "counter",
+           "Times kernel events were lost (each causes a rescan).", "",
+           (double)s->uevent_overflows);
     metric(out, "hostdevd_pci_scan_duration_seconds", "gauge", "Duration of the last scan.", "",
            s->last_scan_seconds);
     (void)buf_printf(out,
@@ -565,6 +645,7 @@ static void on_stop(struct ev_loop *loop, ev_signal *w, int revents)
     a->stopping = true;
     /* Writes in flight finish (job_finish breaks the loop after the last one), within 10 s. */
     ev_timer_stop(loop, &a->resync);
+    ev_timer_stop(loop, &a->uevent_timer);
     ev_timer_set(&a->queue_timer, 10.0, 0.);
     ev_timer_start(loop, &a->queue_timer);
     if (a->in_flight == 0)
@@ -641,6 +722,9 @@ static void start_watchers(struct agent *a)
     ev_timer_start(a->loop, &a->resync);
     ev_timer_init(&a->node_retry, on_node_retry, NODE_RETRY, 0.);
     a->node_retry.data = a;
+    ev_timer_init(&a->uevent_timer, on_uevent_timer, UEVENT_QUIET, 0.);
+    a->uevent_timer.data = a;
+    setup_uevents(a);
     ev_signal_init(&a->sigterm, on_stop, SIGTERM);
     ev_signal_init(&a->sigint, on_stop, SIGINT);
     ev_signal_init(&a->sighup, on_hup, SIGHUP);
@@ -656,6 +740,10 @@ static void teardown(struct agent *a)
     ev_timer_stop(a->loop, &a->queue_timer);
     ev_timer_stop(a->loop, &a->resync);
     ev_timer_stop(a->loop, &a->node_retry);
+    ev_timer_stop(a->loop, &a->uevent_timer);
+    if (a->udev)
+        ev_io_stop(a->loop, &a->uevent_io);
+    a->udev = node_udev_free(a->udev);
     ev_signal_stop(a->loop, &a->sigterm);
     ev_signal_stop(a->loop, &a->sigint);
     ev_signal_stop(a->loop, &a->sighup);
@@ -714,6 +802,7 @@ static void usage(FILE *f)
           "  --pci-ids PATH       pci.ids database (default: libpci's)\n"
           "  --listen ADDR:PORT   health and metrics endpoint (default 0.0.0.0:9808)\n"
           "  --resync SECONDS     full rescan period (default 300)\n"
+          "  --uevent-source SRC  kernel (default; needs no udevd), udev, or none\n"
           "  -v N                 log verbosity (default 0)\n",
           f);
 }
@@ -744,6 +833,7 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
             {"pci-ids", required_argument, NULL, 'p'},
             {"listen", required_argument, NULL, 'l'},
             {"resync", required_argument, NULL, 'r'},
+            {"uevent-source", required_argument, NULL, 'u'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
     };
@@ -751,7 +841,8 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
                                  .sysfs_root = "/sys",
                                  .kubelet_dir = "/var/lib/kubelet",
                                  .listen = "0.0.0.0:9808",
-                                 .resync = 300};
+                                 .resync = 300,
+                                 .uevent_source = "kernel"};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "v:h", opts, NULL)) != -1) {
@@ -782,6 +873,16 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
                 return -EINVAL;
             }
             break;
+        case 'u': {
+            enum node_udev_source src;
+            if (strcmp(optarg, "none") != 0 && node_udev_source_from_string(optarg, &src) < 0) {
+                log_error("Invalid --uevent-source", KV_STR("value", optarg),
+                          KV_STR("hint", "kernel, udev or none"));
+                return -EINVAL;
+            }
+            ret->uevent_source = optarg;
+            break;
+        }
         case 'v': {
             long v = strtol(optarg, &end, 10);
             if (*end || v < 0 || v > 10)

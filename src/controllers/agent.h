@@ -8,13 +8,14 @@
 #pragma once
 
 struct agent_config {
-    const char *node_name;   /* required (--node-name or NODE_NAME) */
-    const char *kubeconfig;  /* NULL: $KUBECONFIG, then in-cluster */
-    const char *sysfs_root;  /* default "/sys" */
-    const char *kubelet_dir; /* default "/var/lib/kubelet" (device plugins, later) */
-    const char *pci_ids;     /* NULL: libpci's default pci.ids */
-    const char *listen;      /* health and metrics endpoint, default "0.0.0.0:9808" */
-    double resync;           /* seconds between full rescans; default 300 */
+    const char *node_name;     /* required (--node-name or NODE_NAME) */
+    const char *kubeconfig;    /* NULL: $KUBECONFIG, then in-cluster */
+    const char *sysfs_root;    /* default "/sys" */
+    const char *kubelet_dir;   /* default "/var/lib/kubelet" (device plugins, later) */
+    const char *pci_ids;       /* NULL: libpci's default pci.ids */
+    const char *listen;        /* health and metrics endpoint, default "0.0.0.0:9808" */
+    double resync;             /* seconds between full rescans; default 300 */
+    const char *uevent_source; /* "kernel" (default), "udev" or "none": what triggers rescans */
 };
 
 /* Parses argv (after the "agent" word) and the environment into `ret`. Returns 0, 1 when

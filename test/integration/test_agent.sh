@@ -3,7 +3,8 @@
 # (test/fixtures/sysfs/small-server.txt) against the real control plane: PCIDevices appear
 # with the expected fields, label and ownerReference; a restart with nothing changed makes zero
 # write requests (counted in the API server's audit log); a removed device and a changed driver
-# are reflected after a rescan (SIGHUP); deleting the Node makes the garbage collector remove
+# are reflected after a rescan (SIGHUP), and a device added back is published after a real kernel
+# uevent; deleting the Node makes the garbage collector remove
 # its PCIDevices; /readyz and /metrics answer.
 SUITE=agent
 # shellcheck source=test/integration/lib.sh
@@ -112,6 +113,22 @@ if eventually 30 moved; then pass "the changed driver shows in status.kernelDriv
 sleep 2
 [ $(($(writes) - before)) -eq 2 ] && pass "the rescan wrote exactly twice (one status patch, one delete)" ||
     fail "the rescan wrote exactly twice" "$(($(writes) - before)) writes"
+
+echo "--- a kernel uevent triggers the rescan (no signal, resync period 1 h)"
+# The fake tree gets the NVMe drive back; the agent learns of it only from a real kernel event:
+# writing "change" to a real PCI device's uevent file makes the kernel broadcast one.
+expect_ok "tree rebuilt with $GONE back" hack/mk-sysfs-fixture.sh "$DESC" "$SYS"
+REAL=$(ls -d /sys/bus/pci/devices/* 2>/dev/null | head -1)
+back() { kubectl get pcidevice "$(name_of "$GONE")" >/dev/null 2>&1; }
+if [ -z "$REAL" ] || ! echo change >"$REAL/uevent" 2>/dev/null; then
+    fail "a uevent can be triggered on this machine (root, a PCI device in /sys)"
+elif eventually 10 back; then
+    pass "the device is published again after the uevent ($(basename "$REAL") change)"
+else
+    fail "the device is published again after the uevent" "$(tail -5 "$TEST_DIR/agent.log")"
+fi
+OUT=$(curl -fsS "http://127.0.0.1:$PORT/metrics")
+if grep -qE '^hostdevd_uevents_total [1-9]' <<<"$OUT"; then pass "metrics count the uevent"; else fail "metrics count the uevent" "$(grep uevent <<<"$OUT")"; fi
 
 echo "--- the Node is deleted: the garbage collector removes its PCIDevices"
 stop_agent "agent stopped cleanly"

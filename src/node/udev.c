@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * node/udev.c - kernel device events through a libudev monitor (see udev.h).
+ */
+#include "node/udev.h"
+
+#include <errno.h>
+#include <libudev.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+/* A burst of uevents (a driver probe of many functions, an SR-IOV change creating 64 VFs)
+ * must not overflow the socket; the kernel's default is ~200 KiB. Only raised as far as
+ * rmem_max allows unless we have CAP_NET_ADMIN (libudev then uses SO_RCVBUFFORCE). */
+#define RECEIVE_BUFFER (4 * 1024 * 1024)
+
+struct node_udev {
+    struct udev *udev;
+    struct udev_monitor *mon;
+};
+
+struct node_udev *node_udev_free(struct node_udev *u)
+{
+    if (!u)
+        return NULL;
+    if (u->mon)
+        udev_monitor_unref(u->mon);
+    if (u->udev)
+        udev_unref(u->udev);
+    free(u);
+    return NULL;
+}
+
+int node_udev_source_from_string(const char *s, enum node_udev_source *ret)
+{
+    if (strcmp(s, "kernel") == 0)
+        *ret = NODE_UDEV_KERNEL;
+    else if (strcmp(s, "udev") == 0)
+        *ret = NODE_UDEV_UDEV;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+static int open_monitor(struct node_udev *u, enum node_udev_source source,
+                        const char *const *subsystems)
+{
+    errno = 0;
+    u->udev = udev_new();
+    if (!u->udev)
+        return errno ? -errno : -ENOMEM;
+    u->mon = udev_monitor_new_from_netlink(u->udev, source == NODE_UDEV_UDEV ? "udev" : "kernel");
+    if (!u->mon)
+        return errno ? -errno : -EPROTONOSUPPORT;
+    for (const char *const *s = subsystems; s && *s; s++) {
+        int r = udev_monitor_filter_add_match_subsystem_devtype(u->mon, *s, NULL);
+        if (r < 0)
+            return r;
+    }
+    (void)udev_monitor_set_receive_buffer_size(u->mon, RECEIVE_BUFFER); /* best effort */
+    return udev_monitor_enable_receiving(u->mon);
+}
+
+int node_udev_new(enum node_udev_source source, const char *const *subsystems,
+                  struct node_udev **ret)
+{
+    struct node_udev *u = calloc(1, sizeof(*u));
+    if (!u)
+        return -ENOMEM;
+    int r = open_monitor(u, source, subsystems);
+    if (r < 0) {
+        node_udev_free(u);
+        return r;
+    }
+    *ret = u;
+    return 0;
+}
+
+int node_udev_fd(const struct node_udev *u)
+{
+    return udev_monitor_get_fd(u->mon);
+}
+
+static void copy(char *dst, size_t size, const char *src)
+{
+    (void)snprintf(dst, size, "%s", src ? src : "");
+}
+
+/* Messages skipped in one call at most; the fd stays readable, so the caller comes back. */
+#define MAX_SKIPPED 64
+
+int node_udev_receive(struct node_udev *u, struct node_uevent *ret)
+{
+    for (int skipped = 0; skipped < MAX_SKIPPED; skipped++) {
+        errno = 0;
+        struct udev_device *d = udev_monitor_receive_device(u->mon);
+        if (!d) {
+            int e = errno;
+            if (e == 0 || e == EAGAIN || e == EWOULDBLOCK)
+                return 0;
+            if (e == EINTR)
+                continue;
+            /* libudev skips malformed or foreign messages itself (returns NULL with errno
+             * EAGAIN or EINVAL); only a lost-events overflow and socket errors reach here. */
+            if (e == EINVAL)
+                continue;
+            return -e;
+        }
+        copy(ret->action, sizeof(ret->action), udev_device_get_action(d));
+        copy(ret->subsystem, sizeof(ret->subsystem), udev_device_get_subsystem(d));
+        copy(ret->sysname, sizeof(ret->sysname), udev_device_get_sysname(d));
+        copy(ret->driver, sizeof(ret->driver), udev_device_get_driver(d));
+        udev_device_unref(d);
+        return 1;
+    }
+    return 0;
+}
