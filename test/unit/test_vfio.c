@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test/unit/test_vfio.c - node/vfio: the step planner (pure), observation of fake sysfs trees,
+ * group checks, and whole bind/restore convergences against a fake kernel: a step callback
+ * that changes the tree as the kernel would (unbind removes the driver link, drivers_probe
+ * links the override's driver or the device's normal one). A "crash" after any step (a
+ * siglongjmp out of the callback) followed by a second convergence must end in the goal.
+ */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "node/sysfs.h"
+#include "node/vfio.h"
+#include "sysfs_tree.h"
+
+static const char *const DESC = "0000:00:1c.0 0604 8086:a110 driver=pcieport iommu=5\n"
+                                "0000:01:00.0 0300 10de:1eb8 driver=nvidia iommu=6\n"
+                                "0000:01:00.1 0403 10de:10f8 driver=snd_hda_intel iommu=6\n"
+                                "0000:02:00.0 0200 8086:10d3 driver=e1000e iommu=7\n"
+                                "0000:02:00.1 0200 8086:10d3 iommu=7\n"
+                                "0000:03:00.0 0200 8086:10d3 iommu=8\n"
+                                "0000:04:00.0 0200 8086:10d3 driver=e1000e\n"
+                                "0000:05:00.0 0200 8086:10d3 driver=vfio-pci iommu=9\n"
+                                "0000:06:00.0 0604 8086:a111 iommu=6\n";
+
+static struct node_vfio_dev dev(const char *driver, const char *override)
+{
+    struct node_vfio_dev d = {.present = true, .iommu_group = 7, .class_id = 0x020000};
+    (void)snprintf(d.address, sizeof(d.address), "0000:02:00.0");
+    (void)snprintf(d.driver, sizeof(d.driver), "%s", driver);
+    (void)snprintf(d.override, sizeof(d.override), "%s", override);
+    return d;
+}
+
+#define BIT(s) (1u << (s))
+
+static void test_plan_bind(void)
+{
+    struct node_vfio_dev d = dev("e1000e", "");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_BIND, "", 0), NODE_VFIO_SET_OVERRIDE);
+    d = dev("e1000e", "vfio-pci");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_BIND, "", 0), NODE_VFIO_UNBIND);
+    d = dev("", "vfio-pci");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_BIND, "", 0), NODE_VFIO_PROBE);
+    d = dev("vfio-pci", "vfio-pci");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_BIND, "", 0), NODE_VFIO_DONE);
+    /* bound by someone else without an override: the override is added, once */
+    d = dev("vfio-pci", "");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_BIND, "", 0), NODE_VFIO_SET_OVERRIDE);
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_BIND, "", BIT(NODE_VFIO_SET_OVERRIDE)),
+                    NODE_VFIO_DONE);
+    /* an unbind or probe that changed nothing is not repeated */
+    d = dev("e1000e", "vfio-pci");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_BIND, "", BIT(NODE_VFIO_UNBIND)),
+                    NODE_VFIO_STUCK);
+    d = dev("", "vfio-pci");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_BIND, "", BIT(NODE_VFIO_PROBE)),
+                    NODE_VFIO_STUCK);
+    /* a device that is gone cannot be bound */
+    d.present = false;
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_BIND, "", 0), NODE_VFIO_STUCK);
+}
+
+static void test_plan_restore(void)
+{
+    struct node_vfio_dev d = dev("vfio-pci", "vfio-pci");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "e1000e", 0), NODE_VFIO_CLEAR_OVERRIDE);
+    d = dev("vfio-pci", "");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "e1000e", 0), NODE_VFIO_UNBIND);
+    d = dev("", "");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "e1000e", 0), NODE_VFIO_PROBE);
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "e1000e", BIT(NODE_VFIO_PROBE)),
+                    NODE_VFIO_BIND_ORIGINAL);
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "e1000e",
+                                   BIT(NODE_VFIO_PROBE) | BIT(NODE_VFIO_BIND_ORIGINAL)),
+                    NODE_VFIO_STUCK);
+    /* no original driver: left unbound */
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "", 0), NODE_VFIO_DONE);
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, NULL, 0), NODE_VFIO_DONE);
+    /* on a host driver already (after a reboot, or never bound): nothing to do */
+    d = dev("e1000e", "");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "e1000e", 0), NODE_VFIO_DONE);
+    /* an override someone else set is left alone */
+    d = dev("e1000e", "pci-stub");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "e1000e", 0), NODE_VFIO_DONE);
+    d.present = false;
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "e1000e", 0), NODE_VFIO_DONE);
+    CU_ASSERT_STRING_EQUAL(node_vfio_step_name(NODE_VFIO_CLEAR_OVERRIDE), "clear-override");
+    CU_ASSERT_STRING_EQUAL(node_vfio_step_name((enum node_vfio_step)99), "?");
+}
+
+static struct sysfs_tree tree;
+static int root_fd = -1;
+
+static int suite_init(void)
+{
+    if (sysfs_tree_make_text(&tree, DESC) < 0)
+        return -1;
+    root_fd = node_sysfs_open_root(tree.root);
+    return root_fd < 0 ? -1 : 0;
+}
+
+static int suite_clean(void)
+{
+    if (root_fd >= 0)
+        close(root_fd);
+    sysfs_tree_remove(&tree);
+    return 0;
+}
+
+static void test_observe(void)
+{
+    struct node_vfio_dev d;
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:01:00.1", &d), 0);
+    CU_ASSERT(d.present);
+    CU_ASSERT_STRING_EQUAL(d.driver, "snd_hda_intel");
+    CU_ASSERT_STRING_EQUAL(d.override, ""); /* "(null)" */
+    CU_ASSERT_EQUAL(d.iommu_group, 6);
+    CU_ASSERT_EQUAL(d.class_id, 0x040300);
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:04:00.0", &d), 0);
+    CU_ASSERT_EQUAL(d.iommu_group, -1);
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "");
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:09:00.0", &d), 0);
+    CU_ASSERT(!d.present);
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "../../etc", &d), -EINVAL);
+}
+
+static bool claimed_audio(const char *address, void *arg)
+{
+    (void)arg;
+    return strcmp(address, "0000:01:00.1") == 0;
+}
+
+static size_t blockers(int group, const char *address, bool (*claimed)(const char *, void *))
+{
+    struct node_vfio_dev *m = NULL;
+    size_t n = 0, b = 0;
+    CU_ASSERT_EQUAL(node_vfio_group_members(root_fd, group, &m, &n), 0);
+    for (size_t i = 0; i < n; i++)
+        b += node_vfio_member_blocks(&m[i], address, claimed, NULL);
+    free(m);
+    return b;
+}
+
+static void test_groups(void)
+{
+    struct node_vfio_dev *m = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL(node_vfio_group_members(root_fd, 6, &m, &n), 0);
+    CU_ASSERT_EQUAL(n, 3);
+    if (n == 3) {
+        CU_ASSERT_STRING_EQUAL(m[0].address, "0000:01:00.0");
+        CU_ASSERT_STRING_EQUAL(m[2].address, "0000:06:00.0");
+    }
+    free(m);
+    /* the GPU's audio function stands in the way until it is claimed; the bridge never does */
+    CU_ASSERT_EQUAL(blockers(6, "0000:01:00.0", NULL), 1);
+    CU_ASSERT_EQUAL(blockers(6, "0000:01:00.0", claimed_audio), 0);
+    /* an unbound sibling blocks too: a driver could bind it at any time */
+    CU_ASSERT_EQUAL(blockers(7, "0000:02:00.0", NULL), 1);
+    CU_ASSERT_EQUAL(blockers(8, "0000:03:00.0", NULL), 0);
+    CU_ASSERT_EQUAL(blockers(5, "0000:03:00.0", NULL), 0); /* pcieport */
+    CU_ASSERT_EQUAL(node_vfio_group_members(root_fd, 77, &m, &n), -ENOENT);
+}
+
+static void test_busy(void)
+{
+    CU_ASSERT_EQUAL(node_vfio_group_busy(tree.dir, 6), 0); /* absent */
+    char path[512];
+    (void)snprintf(path, sizeof(path), "%s/vfio", tree.dir);
+    CU_ASSERT_EQUAL(mkdir(path, 0755), 0);
+    (void)snprintf(path, sizeof(path), "%s/vfio/6", tree.dir);
+    int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    CU_ASSERT(fd >= 0);
+    if (fd >= 0)
+        close(fd);
+    CU_ASSERT_EQUAL(node_vfio_group_busy(tree.dir, 6), 0); /* opens: not busy */
+}
+
+/* --- a fake kernel ------------------------------------------------------------------------- */
+
+struct fake_kernel {
+    const char *address, *normal_driver; /* what drivers_probe binds without an override */
+    const char *crash_at;                /* "bind:unbind": longjmp after that step */
+    sigjmp_buf crashed;
+    int steps;
+};
+
+static void set_driver(const char *address, const char *driver)
+{
+    char link[512], target[128];
+    (void)snprintf(link, sizeof(link), "%s/bus/pci/devices/%s/driver", tree.root, address);
+    (void)unlink(link);
+    if (!driver || !driver[0])
+        return;
+    (void)snprintf(target, sizeof(target), "../../../bus/pci/drivers/%s", driver);
+    CU_ASSERT_EQUAL(symlink(target, link), 0);
+}
+
+static void kernel_step(const char *goal, const char *step, void *arg)
+{
+    struct fake_kernel *k = arg;
+    struct node_vfio_dev d;
+    char what[64];
+    k->steps++;
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, k->address, &d), 0);
+    if (strcmp(step, "unbind") == 0)
+        set_driver(k->address, NULL);
+    else if (strcmp(step, "probe") == 0 && !d.driver[0])
+        set_driver(k->address, d.override[0] ? d.override : k->normal_driver);
+    else if (strcmp(step, "bind-original") == 0)
+        set_driver(k->address, k->normal_driver);
+    (void)snprintf(what, sizeof(what), "%s:%s", goal, step);
+    if (k->crash_at && strcmp(what, k->crash_at) == 0)
+        siglongjmp(k->crashed, 1);
+}
+
+static int converge(struct fake_kernel *k, enum node_vfio_goal goal, struct node_vfio_dev *d)
+{
+    char err[256] = "";
+    int r = node_vfio_converge(root_fd, k->address, goal, "e1000e", kernel_step, k, d, err,
+                               sizeof(err));
+    if (r < 0)
+        fprintf(stderr, "converge: %s\n", err);
+    return r;
+}
+
+static void test_converge_round_trip(void)
+{
+    struct fake_kernel k = {.address = "0000:02:00.0", .normal_driver = "e1000e"};
+    struct node_vfio_dev d;
+    CU_ASSERT_EQUAL(converge(&k, NODE_VFIO_BIND, &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "vfio-pci");
+    CU_ASSERT_STRING_EQUAL(d.override, "vfio-pci");
+    CU_ASSERT_EQUAL(k.steps, 3); /* set-override, unbind, probe */
+    k.steps = 0;
+    CU_ASSERT_EQUAL(converge(&k, NODE_VFIO_BIND, &d), 0); /* idempotent */
+    CU_ASSERT_EQUAL(k.steps, 0);
+    CU_ASSERT_EQUAL(converge(&k, NODE_VFIO_RESTORE, &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "e1000e");
+    CU_ASSERT_STRING_EQUAL(d.override, "");
+    CU_ASSERT_EQUAL(k.steps, 3); /* clear-override, unbind, probe */
+}
+
+/* From the opposite state, moves towards `g`, crashing after step `point`; then converges
+ * again (as the restarted agent would) and checks the goal. */
+static void crash_then_converge(enum node_vfio_goal g, const char *point)
+{
+    struct fake_kernel k = {.address = "0000:02:00.0", .normal_driver = "e1000e"};
+    struct node_vfio_dev d;
+    CU_ASSERT_EQUAL(converge(&k, g == NODE_VFIO_BIND ? NODE_VFIO_RESTORE : NODE_VFIO_BIND, &d),
+                    0);
+    k.crash_at = point;
+    if (sigsetjmp(k.crashed, 0) == 0) {
+        (void)converge(&k, g, &d);
+        CU_FAIL("no crash");
+    }
+    k.crash_at = NULL;
+    CU_ASSERT_EQUAL(converge(&k, g, &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, g == NODE_VFIO_BIND ? "vfio-pci" : "e1000e");
+}
+
+static void test_converge_crash_at_every_step(void)
+{
+    static const char *const bind[] = {"bind:set-override", "bind:unbind", "bind:probe"};
+    static const char *const restore[] = {"restore:clear-override", "restore:unbind",
+                                          "restore:probe"};
+    for (size_t i = 0; i < 3; i++) {
+        crash_then_converge(NODE_VFIO_BIND, bind[i]);
+        crash_then_converge(NODE_VFIO_RESTORE, restore[i]);
+    }
+}
+
+static void test_converge_failures(void)
+{
+    /* a kernel that ignores drivers_probe: restore falls back to bind-original, bind fails
+     * with a message naming the state */
+    struct fake_kernel k = {.address = "0000:03:00.0", .normal_driver = NULL};
+    struct node_vfio_dev d;
+    char err[256] = "";
+    int r = node_vfio_converge(root_fd, "0000:09:00.0", NODE_VFIO_BIND, "", NULL, NULL, &d, err,
+                               sizeof(err));
+    CU_ASSERT_EQUAL(r, -ENODEV);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "does not exist"));
+    r = node_vfio_converge(root_fd, "0000:09:00.0", NODE_VFIO_RESTORE, "e1000e", NULL, NULL, &d,
+                           err, sizeof(err));
+    CU_ASSERT_EQUAL(r, 0); /* nothing to restore on a device that is gone */
+    r = node_vfio_converge(root_fd, "0000:04:00.0", NODE_VFIO_BIND, "", NULL, NULL, &d, err,
+                           sizeof(err));
+    CU_ASSERT_EQUAL(r, -EIO); /* the fake tree's unbind changes nothing */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "driver=e1000e driver_override=vfio-pci"));
+    k.address = "0000:04:00.0";
+    k.normal_driver = "e1000e";
+    CU_ASSERT_EQUAL(converge(&k, NODE_VFIO_RESTORE, &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.override, "");
+}
+
+static CU_TestInfo tests[] = {
+        {"plan: bind", test_plan_bind},
+        {"plan: restore", test_plan_restore},
+        {"observe a fake tree", test_observe},
+        {"IOMMU group members and blockers", test_groups},
+        {"group busy check", test_busy},
+        {"bind and restore round trip", test_converge_round_trip},
+        {"crash after every step, then converge", test_converge_crash_at_every_step},
+        {"failures say what sysfs shows", test_converge_failures},
+        CU_TEST_INFO_NULL,
+};
+
+CU_SuiteInfo vfio_suites[] = {
+        {"vfio", suite_init, suite_clean, NULL, NULL, tests},
+        CU_SUITE_INFO_NULL,
+};
