@@ -24,6 +24,8 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "controllers/endpoint.h"
+#include "controllers/expect.h"
+#include "controllers/pciclaim.h"
 #include "controllers/pcidevice.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -36,17 +38,11 @@
 #include "node/udev.h"
 
 #define MAX_IN_FLIGHT   4
-#define EXPECTATION_TTL 30.0
 #define NODE_RETRY      10.0 /* first retry of a missing Node; doubles up to NODE_RETRY_MAX */
 #define NODE_RETRY_MAX  300.0
 #define QUEUE_MAX_DELAY 300.0
 #define UEVENT_QUIET    0.25 /* rescan once uevents have been quiet this long */
 #define UEVENT_MAX_WAIT 2.0  /* ... but no later than this after the first one */
-
-struct expectation {
-    char *rv; /* resourceVersion of our last write; NULL: we deleted the object */
-    double until;
-};
 
 struct agent_stats {
     unsigned long scans, scan_errors;
@@ -63,10 +59,11 @@ struct agent {
     struct kube_config kcfg;
     struct kube_http *http;
     struct kube_informer *inf;
+    struct pciclaim *claims;
     struct wq *wq;
     struct node_pci *pci;
-    struct map *want;   /* name -> struct pcidevice_spec, from the last scan */
-    struct map *expect; /* name -> struct expectation */
+    struct map *want;      /* name -> struct pcidevice_spec, from the last scan */
+    struct expect *expect; /* writes the informer has not shown yet */
     char *node_uid;
     double node_retry_in;
     bool scanned, ready, stopping;
@@ -92,53 +89,12 @@ struct job {
 
 static void enqueue_all(struct agent *a);
 
-/* --- expectations ----------------------------------------------------------------------------- */
-
-static void free_expectation(void *p)
-{
-    struct expectation *e = p;
-    if (e)
-        free(e->rv);
-    free(e);
-}
-
-static void expect(struct agent *a, const char *key, const char *rv)
-{
-    struct expectation *e = calloc(1, sizeof(*e));
-    if (!e)
-        return;
-    e->rv = rv ? strdup(rv) : NULL;
-    e->until = ev_now(a->loop) + EXPECTATION_TTL;
-    if (map_put(a->expect, key, e) < 0)
-        free_expectation(e);
-}
-
-/* Whether `key` waits for the informer to see our last write. */
-static bool waiting(struct agent *a, const char *key)
-{
-    const struct expectation *e = map_get(a->expect, key);
-    if (!e)
-        return false;
-    if (ev_now(a->loop) < e->until)
-        return true;
-    map_remove(a->expect, key);
-    return false;
-}
-
-static void observed(struct agent *a, const char *key, const cJSON *obj, bool deleted)
-{
-    const struct expectation *e = map_get(a->expect, key);
-    const char *rv = kube_meta_str(obj, "resourceVersion");
-    if (e && ((deleted && !e->rv) || (!deleted && e->rv && rv && strcmp(rv, e->rv) == 0)))
-        map_remove(a->expect, key);
-}
-
 /* --- informer handlers ------------------------------------------------------------------------ */
 
 static void on_add(const char *key, const cJSON *obj, void *userdata)
 {
     struct agent *a = userdata;
-    observed(a, key, obj, false);
+    expect_observed(a->expect, key, obj, false);
     (void)wq_add(a->wq, key);
 }
 
@@ -151,7 +107,7 @@ static void on_update(const char *key, const cJSON *old, const cJSON *obj, void 
 static void on_delete(const char *key, const cJSON *obj, void *userdata)
 {
     struct agent *a = userdata;
-    observed(a, key, obj, true);
+    expect_observed(a->expect, key, obj, true);
     (void)wq_add(a->wq, key);
 }
 
@@ -185,14 +141,13 @@ static void job_finish(struct job *j, const struct kube_err *err)
         (void)wq_add_rate_limited(a->wq, j->key);
     } else {
         a->stats.reconciles_written++;
-        expect(a, j->key, j->plan.delete ? NULL : j->rv);
+        expect_write(a->expect, j->key, j->plan.delete ? NULL : j->rv,
+                     kube_informer_get(a->inf, j->key), ev_now(a->loop));
         wq_forget(a->wq, j->key);
     }
     wq_done(a->wq, j->key);
     a->in_flight--;
     job_free(j);
-    if (a->stopping && a->in_flight == 0)
-        ev_break(a->loop, EVBREAK_ALL);
 }
 
 static void on_write(const struct kube_err *err, const cJSON *obj, void *userdata)
@@ -264,7 +219,8 @@ static void job_next(struct job *j)
 
 static void reconcile(struct agent *a, const char *key)
 {
-    if (waiting(a, key)) { /* the informer's event for our write re-queues it */
+    if (expect_waiting(a->expect, key,
+                       ev_now(a->loop))) { /* the informer's event for our write re-queues it */
         a->stats.reconciles_waiting++;
         wq_done(a->wq, key);
         return;
@@ -300,7 +256,12 @@ static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 {
     struct agent *a = w->data;
     (void)revents;
-    if (a->stopping || !a->scanned || !kube_informer_has_synced(a->inf))
+    if (a->stopping) { /* exit once our writes and the claims' work are done */
+        if (a->in_flight == 0 && pciclaim_in_flight(a->claims) == 0)
+            ev_break(loop, EVBREAK_ALL);
+        return;
+    }
+    if (!a->scanned || !kube_informer_has_synced(a->inf))
         return;
     const char *key;
     while (a->in_flight < MAX_IN_FLIGHT && (key = wq_get(a->wq)))
@@ -442,6 +403,7 @@ static void scan(struct agent *a, const char *why)
     log_v(1, "Scanned PCI devices", KV_STR("why", why), KV_INT("devices", a->stats.devices),
           KV_INT("bridges", a->stats.bridges));
     enqueue_all(a);
+    pciclaim_enqueue_all(a->claims); /* a driver may have changed under a claim (a reboot) */
 }
 
 static void on_resync(struct ev_loop *loop, ev_timer *w, int revents)
@@ -569,11 +531,13 @@ static bool is_ready(struct buf *why, void *userdata)
     struct agent *a = userdata;
     if (!kube_informer_has_synced(a->inf))
         (void)buf_adds(why, "PCIDevice informer has not synced");
+    else if (!pciclaim_has_synced(a->claims))
+        (void)buf_adds(why, "PCIDeviceClaim informer has not synced");
     else if (!a->scanned)
         (void)buf_adds(why, "no PCI scan has succeeded");
     else if (!a->ready)
         (void)buf_adds(why, "the first inventory is not written yet");
-    return a->ready;
+    return a->ready && pciclaim_has_synced(a->claims);
 }
 
 static void metric(struct buf *out, const char *name, const char *type, const char *help,
@@ -631,6 +595,7 @@ static void write_metrics(struct buf *out, void *userdata)
            (double)i.watch_restarts);
     metric(out, "hostdevd_relists_total", "counter", "LISTs after 410 Gone.", "",
            (double)i.relists_gone);
+    pciclaim_write_metrics(a->claims, out);
     metric(out, "hostdevd_ready", "gauge", "1 once the first inventory is written.", "",
            a->ready ? 1 : 0);
 }
@@ -643,13 +608,12 @@ static void on_stop(struct ev_loop *loop, ev_signal *w, int revents)
     (void)revents;
     log_info("Stopping", KV_INT("signal", w->signum), KV_INT("inFlight", a->in_flight));
     a->stopping = true;
-    /* Writes in flight finish (job_finish breaks the loop after the last one), within 10 s. */
+    pciclaim_stop(a->claims);
+    /* Writes in flight finish (on_prepare breaks the loop after the last one), within 10 s. */
     ev_timer_stop(loop, &a->resync);
     ev_timer_stop(loop, &a->uevent_timer);
     ev_timer_set(&a->queue_timer, 10.0, 0.);
     ev_timer_start(loop, &a->queue_timer);
-    if (a->in_flight == 0)
-        ev_break(loop, EVBREAK_ALL);
 }
 
 static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
@@ -704,8 +668,18 @@ static int setup_informer(struct agent *a)
     a->inf = kube_informer_new(a->loop, a->http, &ic);
     a->wq = wq_new(&wc);
     a->want = map_new(free_spec);
-    a->expect = map_new(free_expectation);
+    a->expect = expect_new();
     if (!a->inf || !a->wq || !a->want || !a->expect)
+        return -ENOMEM;
+    struct pciclaim_config cc = {.loop = a->loop,
+                                 .http = a->http,
+                                 .node_name = a->cfg->node_name,
+                                 .sysfs_root = a->cfg->sysfs_root,
+                                 .dev_root = a->cfg->dev_root,
+                                 .proc_root = a->cfg->proc_root,
+                                 .devices = a->inf};
+    a->claims = pciclaim_new(&cc);
+    if (!a->claims || pciclaim_start(a->claims) < 0)
         return -ENOMEM;
     return kube_informer_start(a->inf);
 }
@@ -748,11 +722,12 @@ static void teardown(struct agent *a)
     ev_signal_stop(a->loop, &a->sigint);
     ev_signal_stop(a->loop, &a->sighup);
     a->endpoint = endpoint_free(a->endpoint);
+    a->claims = pciclaim_free(a->claims);
     a->inf = kube_informer_free(a->inf);
     a->http = kube_http_free(a->http); /* cancels anything still in flight */
     a->wq = wq_free(a->wq);
     map_free(a->want);
-    map_free(a->expect);
+    a->expect = expect_free(a->expect);
     a->pci = node_pci_free(a->pci);
     free(a->node_uid);
     kube_config_done(&a->kcfg);
@@ -800,6 +775,8 @@ static void usage(FILE *f)
           "  --sysfs-root DIR     sysfs mount (default /sys)\n"
           "  --kubelet-dir DIR    kubelet directory (default /var/lib/kubelet)\n"
           "  --pci-ids PATH       pci.ids database (default: libpci's)\n"
+          "  --dev-root DIR       device nodes, for /dev/vfio (default /dev)\n"
+          "  --proc-root DIR      procfs, for mounts, swap and routes (default /proc)\n"
           "  --listen ADDR:PORT   health and metrics endpoint (default 0.0.0.0:9808)\n"
           "  --resync SECONDS     full rescan period (default 300)\n"
           "  --uevent-source SRC  kernel (default; needs no udevd), udev, or none\n"
@@ -831,6 +808,8 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
             {"sysfs-root", required_argument, NULL, 's'},
             {"kubelet-dir", required_argument, NULL, 'd'},
             {"pci-ids", required_argument, NULL, 'p'},
+            {"dev-root", required_argument, NULL, 'D'},
+            {"proc-root", required_argument, NULL, 'P'},
             {"listen", required_argument, NULL, 'l'},
             {"resync", required_argument, NULL, 'r'},
             {"uevent-source", required_argument, NULL, 'u'},
@@ -841,6 +820,8 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
                                  .sysfs_root = "/sys",
                                  .kubelet_dir = "/var/lib/kubelet",
                                  .listen = "0.0.0.0:9808",
+                                 .dev_root = "/dev",
+                                 .proc_root = "/proc",
                                  .resync = 300,
                                  .uevent_source = "kernel"};
     int c;
@@ -862,6 +843,12 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
             break;
         case 'p':
             ret->pci_ids = optarg;
+            break;
+        case 'D':
+            ret->dev_root = optarg;
+            break;
+        case 'P':
+            ret->proc_root = optarg;
             break;
         case 'l':
             ret->listen = optarg;

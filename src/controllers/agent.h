@@ -12,6 +12,8 @@ struct agent_config {
     const char *kubeconfig;    /* NULL: $KUBECONFIG, then in-cluster */
     const char *sysfs_root;    /* default "/sys" */
     const char *kubelet_dir;   /* default "/var/lib/kubelet" (device plugins, later) */
+    const char *dev_root;      /* default "/dev" (/dev/vfio/<group>) */
+    const char *proc_root;     /* default "/proc" (mounts, swaps, routes) */
     const char *pci_ids;       /* NULL: libpci's default pci.ids */
     const char *listen;        /* health and metrics endpoint, default "0.0.0.0:9808" */
     double resync;             /* seconds between full rescans; default 300 */

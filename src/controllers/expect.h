@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/expect.h - write expectations (client-go's "expectations" pattern): after a
+ * controller writes an object it records the resourceVersion the API server returned, and does
+ * not reconcile that key again until its informer has delivered that version (or the deletion),
+ * or a TTL has passed. A stale cache therefore never causes a second, redundant write.
+ * Pure bookkeeping: no I/O, no logging; time comes from the caller.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+struct cJSON;
+struct expect;
+
+#define EXPECT_TTL 30.0
+
+struct expect *expect_new(void);
+struct expect *expect_free(struct expect *e);
+/* Our write of `key` returned resourceVersion `rv` (NULL: we deleted it). `cached` is what the
+ * informer holds for `key` now: the watch event may have come before the response, and then
+ * there is nothing to wait for. */
+void expect_write(struct expect *e, const char *key, const char *rv, const struct cJSON *cached,
+                  double now);
+/* Whether `key` still waits for the informer to see our last write. */
+bool expect_waiting(struct expect *e, const char *key, double now);
+/* The informer delivered `obj` for `key` (deleted: a deletion). */
+void expect_observed(struct expect *e, const char *key, const struct cJSON *obj, bool deleted);
