@@ -17,11 +17,14 @@ static int load_one(struct kmod_ctx *ctx, const char *name, char *err, size_t si
     if (r < 0 || !list) {
         struct utsname u;
         (void)uname(&u);
-        (void)snprintf(err, size, "module %s is not in /lib/modules/%s (mount /lib/modules "
-                       "from the host, or build it into the kernel)", name, u.release);
+        (void)snprintf(err, size,
+                       "module %s is not in /lib/modules/%s (mount /lib/modules "
+                       "from the host, or build it into the kernel)",
+                       name, u.release);
         return r < 0 ? r : -ENOENT;
     }
-    kmod_list_foreach(l, list) {
+    kmod_list_foreach(l, list)
+    {
         struct kmod_module *m = kmod_module_get_module(l);
         r = kmod_module_probe_insert_module(m, 0, NULL, NULL, NULL, NULL);
         if (r < 0)

@@ -35,11 +35,11 @@
 
 struct node_vfio_dev {
     char address[NODE_PCI_ADDRESS_SIZE];
-    bool present;       /* false: no such device (removed, or a wrong address) */
-    char driver[64];    /* "" when unbound */
-    char override[64];  /* driver_override, "" when unset ("(null)" in sysfs) */
-    int iommu_group;    /* -1 when none */
-    uint32_t class_id;  /* the class attribute, 0x020000 */
+    bool present;      /* false: no such device (removed, or a wrong address) */
+    char driver[64];   /* "" when unbound */
+    char override[64]; /* driver_override, "" when unset ("(null)" in sysfs) */
+    int iommu_group;   /* -1 when none */
+    uint32_t class_id; /* the class attribute, 0x020000 */
 };
 
 enum node_vfio_goal {

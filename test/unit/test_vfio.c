@@ -58,11 +58,9 @@ static void test_plan_bind(void)
                     NODE_VFIO_DONE);
     /* an unbind or probe that changed nothing is not repeated */
     d = dev("e1000e", "vfio-pci");
-    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_BIND, "", BIT(NODE_VFIO_UNBIND)),
-                    NODE_VFIO_STUCK);
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_BIND, "", BIT(NODE_VFIO_UNBIND)), NODE_VFIO_STUCK);
     d = dev("", "vfio-pci");
-    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_BIND, "", BIT(NODE_VFIO_PROBE)),
-                    NODE_VFIO_STUCK);
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_BIND, "", BIT(NODE_VFIO_PROBE)), NODE_VFIO_STUCK);
     /* a device that is gone cannot be bound */
     d.present = false;
     CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_BIND, "", 0), NODE_VFIO_STUCK);
@@ -256,8 +254,7 @@ static void crash_then_converge(enum node_vfio_goal g, const char *point)
 {
     struct fake_kernel k = {.address = "0000:02:00.0", .normal_driver = "e1000e"};
     struct node_vfio_dev d;
-    CU_ASSERT_EQUAL(converge(&k, g == NODE_VFIO_BIND ? NODE_VFIO_RESTORE : NODE_VFIO_BIND, &d),
-                    0);
+    CU_ASSERT_EQUAL(converge(&k, g == NODE_VFIO_BIND ? NODE_VFIO_RESTORE : NODE_VFIO_BIND, &d), 0);
     k.crash_at = point;
     if (sigsetjmp(k.crashed, 0) == 0) {
         (void)converge(&k, g, &d);
