@@ -1,0 +1,517 @@
+#!/usr/bin/env bash
+# test/integration/test_access.sh - access control on a real control plane: the manifests of
+# manifests/ applied (RBAC and admission policies for real, the DaemonSet and Deployment with a
+# server-side dry run, as no kubelet runs them here), then per-device RBAC for users (the verb
+# "use" checked by the CEL authorizer), agents confined to their node by the node name in a
+# Node-bound service-account token, claim specs that cannot change or lie about the user, and
+# what the two service accounts may and may not do (kubectl auth can-i). Every refused request
+# must be refused with a message that says why.
+SUITE=access
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+G=devices.harvesterhci.io
+API=/apis/$G/v1beta1
+NS=hostdevd-system
+AGENT=system:serviceaccount:$NS:hostdevd-agent
+CONTROLLER=system:serviceaccount:$NS:hostdevd-controller
+REJECTS=0 # bad requests checked (expect_reject calls)
+
+reject() {
+    REJECTS=$((REJECTS + 1))
+    expect_reject "$@"
+}
+
+# kubectl as the holder of a bearer token only (no client certificate from $KUBECONFIG).
+kt() { # token kubectl-args...
+    local token=$1
+    shift
+    kubectl --kubeconfig=/dev/null --server="$K8S_SERVER" --certificate-authority="$K8S_CA" \
+        --token="$token" "$@"
+}
+
+# One API request as the agent makes it: JSON merge patches (also on /status), creates and
+# deletes, with no GET first (kubectl patch would read /status, which the agent may not).
+# Prints the object; on an HTTP error prints the Status message and the code, and fails.
+api() { # token method path [json]
+    local token=$1 method=$2 path=$3 body=${4:-} type=application/json out code
+    [ "$method" != PATCH ] || type=application/merge-patch+json
+    out=$(curl -sS --max-time 20 --cacert "$K8S_CA" -w '\n%{http_code}' \
+        -H "Authorization: Bearer $token" -H "Content-Type: $type" -X "$method" \
+        ${body:+--data "$body"} "$K8S_SERVER$path") || return 1
+    code=${out##*$'\n'}
+    out=${out%$'\n'*}
+    if [[ "$code" == 2?? ]]; then
+        printf '%s\n' "$out"
+        return 0
+    fi
+    printf '%s (HTTP %s)\n' "$(jq -r '.message // empty' <<<"$out" 2>/dev/null || printf '%s' "$out")" "$code"
+    return 1
+}
+
+# A device as the agent creates it: metadata only (status goes through /status afterwards).
+device_json() { # kind name label-node [owner-node]
+    local owner=null
+    if [ -n "${4:-}" ]; then
+        owner=$(jq -cn --arg n "$4" --arg u "$(kubectl get node "$4" -o jsonpath='{.metadata.uid}')" \
+            '[{apiVersion: "v1", kind: "Node", name: $n, uid: $u}]')
+    fi
+    jq -cn --arg k "$1" --arg n "$2" --arg l "$3" --argjson o "$owner" \
+        '{apiVersion: "devices.harvesterhci.io/v1beta1", kind: $k,
+          metadata: ({name: $n, labels: {nodename: $l}} + (if $o then {ownerReferences: $o} else {} end))}'
+}
+
+# Creates a device, then writes its status, as the agent does.
+create_with_status() { # token resource name object-json status-json
+    api "$1" POST "$API/$2" "$4" >/dev/null && api "$1" PATCH "$API/$2/$3/status" "$5"
+}
+
+pci_status() { # node address
+    jq -cn --arg n "$1" --arg a "$2" \
+        '{status: {address: $a, vendorId: "10de", deviceId: "2236", classId: "0302", nodeName: $n}}'
+}
+
+usb_status() { # node vendor product port
+    jq -cn --arg n "$1" --arg v "$2" --arg p "$3" --arg port "$4" \
+        '{status: {vendorID: $v, productID: $p, nodeName: $n, portPath: $port}}'
+}
+
+pci_claim() { # name address node [userName]
+    printf 'apiVersion: %s/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "%s", nodeName: %s%s}\n' \
+        "$G" "$1" "$2" "$3" "${4:+, userName: $4}"
+}
+
+usb_claim() { # name [userName]
+    printf 'apiVersion: %s/v1beta1\nkind: USBDeviceClaim\nmetadata: {name: %s}\nspec: {%s}\n' \
+        "$G" "$1" "${2:+userName: $2}"
+}
+
+# A PUT of a claim as read by the admin and changed by a jq filter (the agent's other way of
+# changing finalizers: an update conditional on resourceVersion).
+put_claim() { # token name jq-filter
+    api "$1" PUT "$API/pcideviceclaims/$2" "$(kubectl get pcideviceclaim "$2" -o json | jq -c "$3")"
+}
+
+# The command fails with a denial from the named admission policy.
+denied_by() { # policy command...
+    local policy=$1 out
+    shift
+    out=$("$@" 2>&1) && return 1
+    [[ "$out" == *"ValidatingAdmissionPolicy '$policy'"* ]]
+}
+
+# kubectl auth can-i with the expected answer.
+can_i() { # description yes|no can-i-args...
+    local what=$1 want=$2 got
+    shift 2
+    got=$(kubectl auth can-i "$@" 2>/dev/null) # stderr: warnings about cluster scope
+    if [ "$got" = "$want" ]; then
+        pass "$what"
+    else
+        fail "$what" "kubectl auth can-i $*: $got (expected $want)"
+    fi
+}
+
+cluster_start
+
+echo "--- install"
+# Everything but the workloads is applied for real, as `kubectl apply -k manifests/` (the
+# install command) applies it; the DaemonSet and Deployment get a server-side dry run (full
+# validation and admission, nothing stored), since no kubelet or workload controller runs in
+# this control plane. The split is by kind, from kustomize's own output.
+expect_ok "manifests/ builds with kustomize" kubectl kustomize manifests/ -o "$TEST_DIR/all.yaml"
+awk -v work="$TEST_DIR/workloads.yaml" -v rest="$TEST_DIR/rest.yaml" '
+    function flush() { if (doc != "") printf "---\n%s", doc > (wl ? work : rest); doc = ""; wl = 0 }
+    /^---$/ { flush(); next }
+    /^kind: (DaemonSet|Deployment)$/ { wl = 1 }
+    { doc = doc $0 "\n" }
+    END { flush() }' "$TEST_DIR/all.yaml"
+expect_ok "namespace, CRDs, RBAC and admission policies apply" \
+    kubectl apply -f "$TEST_DIR/rest.yaml"
+expect_ok "the CRDs become Established" kubectl wait --for condition=Established --timeout 60s \
+    crd/pcidevices.$G crd/pcideviceclaims.$G crd/usbdevices.$G crd/usbdeviceclaims.$G
+expect_ok "the DaemonSet and the Deployment pass a server-side dry run" \
+    kubectl apply --server-side --dry-run=server -f "$TEST_DIR/workloads.yaml" -o json
+WL=$OUT
+expect_contains "the dry run returned both workloads" \
+    "$(jq -r '.items[] | .kind + "/" + .metadata.name' <<<"$WL" 2>&1)" \
+    "DaemonSet/hostdevd-agent" "Deployment/hostdevd-controller"
+DS=$(jq -c '.items[] | select(.kind == "DaemonSet") | .spec.template.spec' <<<"$WL" 2>/dev/null)
+expect_contains "the agent Pod: privileged, host network, NODE_NAME from spec.nodeName, its image" \
+    "$(jq -c '{sa: .serviceAccountName, net: .hostNetwork, c: .containers[0] |
+        {p: .securityContext.privileged, img: .image, pull: .imagePullPolicy, cmd: .command,
+         env: (.env[] | select(.name == "NODE_NAME") | .valueFrom.fieldRef.fieldPath)}}' <<<"$DS")" \
+    '"sa":"hostdevd-agent"' '"net":true' '"p":true' '"img":"hostdevd:0.1.0"' '"pull":"IfNotPresent"' \
+    '"cmd":["hostdevd","agent"]' '"env":"spec.nodeName"'
+expect_contains "the agent's host paths (read-only where it only reads)" \
+    "$(jq -r '. as $s | .containers[0].volumeMounts[] | . as $m |
+        ($s.volumes[] | select(.name == $m.name) | .hostPath.path) + " -> " + $m.mountPath +
+        (if $m.readOnly then " ro" else " rw" end)' <<<"$DS")" \
+    "/sys -> /sys rw" "/dev -> /dev ro" "/lib/modules -> /lib/modules ro" \
+    "/var/lib/kubelet/device-plugins -> /var/lib/kubelet/device-plugins rw" "/run/udev -> /run/udev ro"
+expect_contains "the agent's probes and resources" \
+    "$(jq -c '.containers[0] | {l: .livenessProbe.httpGet, r: .readinessProbe.httpGet,
+        req: .resources.requests, lim: .resources.limits}' <<<"$DS")" \
+    '"l":{"path":"/healthz","port":9808' '"r":{"path":"/readyz","port":9808' \
+    '"req":{"cpu":"10m","memory":"32Mi"}' '"lim":{"cpu":"200m","memory":"128Mi"}'
+expect_ok "kubectl apply -k manifests/ as a whole passes a server-side dry run" \
+    kubectl apply -k manifests/ --dry-run=server
+
+echo "--- fixtures: two nodes, a KubeVirt CR, team roles, node-bound agent tokens"
+expect_ok "test-only KubeVirt CRD" kubectl apply -f test/fixtures/kubevirt-crd.yaml
+expect_ok "KubeVirt CRD Established" kubectl wait --for condition=Established --timeout 60s \
+    crd/kubevirts.kubevirt.io
+expect_ok "nodes node-a and node-b, a KubeVirt CR" kubectl apply -f - <<'EOF'
+apiVersion: v1
+kind: Node
+metadata: {name: node-a}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-b}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: kubevirt}
+---
+apiVersion: kubevirt.io/v1
+kind: KubeVirt
+metadata: {name: kubevirt, namespace: kubevirt}
+spec: {configuration: {permittedHostDevices: {pciHostDevices: []}}}
+EOF
+# Team A (alice) may use GPU X on node-a; team B (bob) the USB dongle on node-b; both are in
+# group developers, which may read devices and create claims (hostdevd-device-user). As in
+# docs/access-control.md. dave has write verbs on devices by (mis)configuration; erin is a
+# cluster admin (ClusterRole cluster-admin); carol has nothing.
+X=node-a-000001000
+Y=node-a-000001001
+DONGLE=node-b-0951-1666-2-1-4
+expect_ok "team roles" kubectl apply -f - <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: developers-device-user}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: hostdevd-device-user}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: developers}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: team-a-gpu}
+rules:
+- {apiGroups: [$G], resources: [pcidevices], resourceNames: [$X], verbs: [use]}
+- {apiGroups: [$G], resources: [pcideviceclaims], resourceNames: [$X], verbs: [delete]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: team-a-gpu}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: team-a-gpu}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: team-b-dongle}
+rules:
+- {apiGroups: [$G], resources: [usbdevices], resourceNames: [$DONGLE], verbs: [use]}
+- {apiGroups: [$G], resources: [usbdeviceclaims], resourceNames: [$DONGLE], verbs: [delete]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: team-b-dongle}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: team-b-dongle}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: device-writer}
+rules:
+- {apiGroups: [$G], resources: ["*"], verbs: [get, list, create, update, patch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: dave-device-writer}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: device-writer}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: dave}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: erin-cluster-admin}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: erin}]
+EOF
+
+# TokenRequest bound to the Node objects: the tokens carry the node name, as the Pod-bound
+# token of the DaemonSet's Pod on that node would.
+TA=$(kubectl create token hostdevd-agent -n $NS --bound-object-kind Node --bound-object-name node-a)
+TB=$(kubectl create token hostdevd-agent -n $NS --bound-object-kind Node --bound-object-name node-b)
+TU=$(kubectl create token hostdevd-agent -n $NS)
+TC=$(kubectl create token hostdevd-controller -n $NS)
+expect_ok "whoami with node-a's token" kt "$TA" auth whoami -o json
+expect_contains "node-a's agent token carries its node name" \
+    "$(jq -c '.status.userInfo | {username, node: .extra["authentication.kubernetes.io/node-name"]}' <<<"$OUT")" \
+    "\"username\":\"$AGENT\"" '"node":["node-a"]'
+expect_ok "whoami with an unbound agent token" kt "$TU" auth whoami -o json
+expect_contains "an unbound token carries no node name" \
+    "$(jq -c '.status.userInfo | {username, node: .extra["authentication.kubernetes.io/node-name"]}' <<<"$OUT")" \
+    "\"username\":\"$AGENT\"" '"node":null'
+
+# A claim for the readiness checks below, made by the admin in its own name (valid whether or
+# not the policies are in effect yet).
+expect_ok "a claim for the readiness checks" \
+    kubectl create -f - <<<"$(pci_claim node-b-000009000 0000:09:00.0 node-b admin)"
+
+# Policies and RBAC bindings take effect asynchronously (the API server's informers): wait
+# until each policy denies a known-bad request, the mutating policy fills in a userName, and
+# the test users' bindings are visible, before any check counts. All requests are dry runs.
+ready() {
+    denied_by hostdevd-agent-devices \
+        api "$TU" POST "$API/pcidevices?dryRun=All" "$(device_json PCIDevice node-a-0000010ff node-a)" &&
+        denied_by hostdevd-agent-claims api "$TA" PATCH \
+            "$API/pcideviceclaims/node-b-000009000/status?dryRun=All" '{"status":{"passthroughEnabled":true}}' &&
+        denied_by hostdevd-controller-claims api "$TC" PATCH \
+            "$API/pcideviceclaims/node-b-000009000?dryRun=All" '{"metadata":{"labels":{"x":"y"}}}' &&
+        denied_by hostdevd-agent-written kubectl --as dave create --dry-run=server -f - \
+            <<<"$(device_json PCIDevice node-b-0000010ff node-b)" &&
+        denied_by hostdevd-claim-use kubectl --context bob create --dry-run=server -f - \
+            <<<"$(pci_claim $Y 0000:01:00.1 node-a)" &&
+        denied_by hostdevd-claim-spec kubectl --context alice create --dry-run=server -f - \
+            <<<"$(pci_claim $X 0000:01:00.0 node-a bob)" &&
+        [ "$(kubectl --context alice create --dry-run=server -o jsonpath='{.spec.userName}' -f - \
+            <<<"$(pci_claim $X 0000:01:00.0 node-a)")" = alice ] &&
+        kubectl auth can-i use usbdevices.$G/$DONGLE --as bob &&
+        kubectl auth can-i '*' '*' --as erin
+}
+if eventually 60 ready; then
+    pass "the admission policies and the test users' bindings are in effect"
+else
+    fail "the admission policies and the test users' bindings are in effect" \
+        "a readiness request did not give the expected answer within 60s"
+    finish
+fi
+
+echo "--- agents write their own node's devices"
+expect_ok "node-a's agent creates PCIDevice $X (label and ownerReference node-a)" \
+    api "$TA" POST "$API/pcidevices" "$(device_json PCIDevice $X node-a node-a)"
+expect_ok "node-a's agent writes its status" \
+    api "$TA" PATCH "$API/pcidevices/$X/status" "$(pci_status node-a 0000:01:00.0)"
+expect_ok "node-a's agent creates PCIDevice $Y" \
+    api "$TA" POST "$API/pcidevices" "$(device_json PCIDevice $Y node-a node-a)"
+expect_ok "node-a's agent writes its status" \
+    api "$TA" PATCH "$API/pcidevices/$Y/status" "$(pci_status node-a 0000:01:00.1)"
+expect_ok "node-a's agent creates USBDevice node-a-046d-c52b-1-2" \
+    api "$TA" POST "$API/usbdevices" "$(device_json USBDevice node-a-046d-c52b-1-2 node-a node-a)"
+expect_ok "node-a's agent writes its status" api "$TA" PATCH "$API/usbdevices/node-a-046d-c52b-1-2/status" \
+    "$(usb_status node-a 046d c52b 1-2)"
+expect_ok "node-a's agent patches an annotation of its device" \
+    api "$TA" PATCH "$API/pcidevices/$X" '{"metadata":{"annotations":{"example.com/seen":"yes"}}}'
+expect_ok "node-a's agent creates a device of its node" \
+    api "$TA" POST "$API/pcidevices" "$(device_json PCIDevice node-a-000003000 node-a node-a)"
+expect_ok "node-a's agent deletes it" api "$TA" DELETE "$API/pcidevices/node-a-000003000"
+expect_ok "node-b's agent creates PCIDevice node-b-000002000 and its status" \
+    create_with_status "$TB" pcidevices node-b-000002000 \
+    "$(device_json PCIDevice node-b-000002000 node-b node-b)" "$(pci_status node-b 0000:02:00.0)"
+expect_ok "node-b's agent creates USBDevice $DONGLE and its status" \
+    create_with_status "$TB" usbdevices $DONGLE \
+    "$(device_json USBDevice $DONGLE node-b node-b)" "$(usb_status node-b 0951 1666 2-1.4)"
+
+echo "--- agents cannot write other nodes' devices"
+OWN="may only write PCIDevices of its own node"
+reject "node-a's agent cannot create a device of node-b" "$OWN, named \"node-a-...\": node-b-000001000 is not" \
+    api "$TA" POST "$API/pcidevices" "$(device_json PCIDevice node-b-000001000 node-b node-b)"
+reject "... nor one of its own name labelled for node-b" "may only write PCIDevices labelled nodename=node-a" \
+    api "$TA" POST "$API/pcidevices" "$(device_json PCIDevice node-a-000001002 node-b)"
+reject "... nor one named for node-b labelled for itself" "$OWN" \
+    api "$TA" POST "$API/pcidevices" "$(device_json PCIDevice node-b-000001003 node-a)"
+reject "... nor one owned by Node node-b" "may only make PCIDevices owned by Node node-a" \
+    api "$TA" POST "$API/pcidevices" "$(device_json PCIDevice node-a-000001004 node-a node-b)"
+reject "... nor pass off a device of node \"node-a-x\" (prefix of its name)" "$OWN" \
+    api "$TA" POST "$API/pcidevices" "$(device_json PCIDevice node-a-x-000001000 node-a)"
+reject "node-a's agent cannot write node-b's device status" "$OWN" \
+    api "$TA" PATCH "$API/pcidevices/node-b-000002000/status" "$(pci_status node-b 0000:02:00.0)"
+reject "... nor its labels" "$OWN" \
+    api "$TA" PATCH "$API/pcidevices/node-b-000002000" '{"metadata":{"labels":{"x":"y"}}}'
+reject "... nor delete it" "$OWN" api "$TA" DELETE "$API/pcidevices/node-b-000002000"
+reject "node-a's agent cannot give its device to node-b" "labelled nodename=node-a (before and after the change)" \
+    api "$TA" PATCH "$API/pcidevices/$X" '{"metadata":{"labels":{"nodename":"node-b"}}}'
+reject "node-a's agent cannot create a USBDevice of node-b" "may only write USBDevices of its own node" \
+    api "$TA" POST "$API/usbdevices" "$(device_json USBDevice node-b-0951-1666-2-1-5 node-b)"
+reject "... nor write the status of node-b's USBDevice" "may only write USBDevices of its own node" \
+    api "$TA" PATCH "$API/usbdevices/$DONGLE/status" "$(usb_status node-b 0951 1666 2-1.4)"
+reject "an agent token without a node name cannot create devices" "only with a token that names its node" \
+    api "$TU" POST "$API/pcidevices" "$(device_json PCIDevice node-a-000001005 node-a)"
+reject "... nor write a device's status" "only with a token that names its node" \
+    api "$TU" PATCH "$API/pcidevices/$X/status" "$(pci_status node-a 0000:01:00.0)"
+
+echo "--- only agents and cluster admins write devices"
+reject "a user granted write verbs on devices still cannot create one" \
+    "only the hostdevd agent (for its own node) and cluster admins may create pcidevices; dave is neither" \
+    kubectl --as dave create --dry-run=server -f - <<<"$(device_json PCIDevice node-b-000001006 node-b)"
+reject "... nor change a device's status" "may update pcidevices/status; dave is neither" \
+    kubectl --as dave patch pcidevice $X --subresource status --type merge \
+    -p '{"status":{"description":"forged"}}'
+reject "alice (no write verbs) cannot create a device" \
+    "User \"alice\" cannot create resource \"pcidevices\"" \
+    kubectl --context alice create --dry-run=server -f - <<<"$(device_json PCIDevice node-a-000001007 node-a)"
+expect_ok "a cluster admin (ClusterRole cluster-admin) can" \
+    kubectl --as erin create --dry-run=server -f - <<<"$(device_json PCIDevice node-b-000001006 node-b)"
+
+echo "--- claims need the verb \"use\" on the device"
+can_i "alice may use GPU X" yes use pcidevices.$G/$X --as alice --as-group developers
+can_i "alice may not use GPU Y" no use pcidevices.$G/$Y --as alice --as-group developers
+can_i "bob may use the USB dongle" yes use usbdevices.$G/$DONGLE --as bob --as-group developers
+expect_ok "alice claims GPU X with her own userName (dry run)" \
+    kubectl --context alice create --dry-run=server -f - <<<"$(pci_claim $X 0000:01:00.0 node-a alice)"
+expect_ok "alice claims GPU X without a userName" \
+    kubectl --context alice create -f - <<<"$(pci_claim $X 0000:01:00.0 node-a)"
+expect_contains "the claim's userName is filled in with alice" \
+    "$(kubectl get pcideviceclaim $X -o jsonpath='userName={.spec.userName}')" "userName=alice"
+reject "dave's write verbs do not let him write a claim's status" \
+    "may update pcideviceclaims/status; dave is neither" \
+    kubectl --as dave patch pcideviceclaim $X --subresource status --type merge \
+    -p '{"status":{"passthroughEnabled":true}}'
+reject "alice cannot claim GPU Y" \
+    "user alice may not claim pcidevices/$Y: claiming needs the verb \"use\" on pcidevices/$Y" \
+    kubectl --context alice create -f - <<<"$(pci_claim $Y 0000:01:00.1 node-a)"
+reject "bob cannot claim GPU X" \
+    "user bob may not claim pcidevices/$X: claiming needs the verb \"use\" on pcidevices/$X" \
+    kubectl --context bob create --dry-run=server -f - <<<"$(pci_claim $X 0000:01:00.0 node-a)"
+reject "bob cannot claim GPU Y" "claiming needs the verb \"use\" on pcidevices/$Y" \
+    kubectl --context bob create -f - <<<"$(pci_claim $Y 0000:01:00.1 node-a)"
+reject "alice cannot claim the USB dongle" "claiming needs the verb \"use\" on usbdevices/$DONGLE" \
+    kubectl --context alice create -f - <<<"$(usb_claim $DONGLE)"
+expect_ok "bob claims the USB dongle" kubectl --context bob create -f - <<<"$(usb_claim $DONGLE)"
+expect_contains "its userName is bob" \
+    "$(kubectl get usbdeviceclaim $DONGLE -o jsonpath='userName={.spec.userName}')" "userName=bob"
+reject "carol, with no grant at all, cannot claim" \
+    "User \"carol\" cannot create resource \"pcideviceclaims\"" \
+    kubectl --as carol create -f - <<<"$(pci_claim $Y 0000:01:00.1 node-a)"
+reject "bob cannot delete alice's claim" "User \"bob\" cannot delete resource \"pcideviceclaims\"" \
+    kubectl --context bob delete pcideviceclaim $X
+expect_ok "alice may delete her claim (dry run)" kubectl --context alice delete pcideviceclaim $X --dry-run=server
+
+echo "--- claims cannot lie about the user, nor change"
+USERMSG='spec.userName must be the user who creates the claim, "alice", not "bob"'
+reject "alice cannot claim in bob's name" "$USERMSG" \
+    kubectl --context alice create --dry-run=server -f - <<<"$(pci_claim $X 0000:01:00.0 node-a bob)"
+reject "bob cannot claim the dongle in alice's name" \
+    'spec.userName must be the user who creates the claim, "bob", not "alice"' \
+    kubectl --context bob create --dry-run=server -f - <<<"$(usb_claim $DONGLE alice)"
+reject "a changed claim address is rejected" "spec is immutable" \
+    kubectl patch pcideviceclaim $X --type merge -p '{"spec":{"address":"0000:01:00.1"}}'
+reject "a changed claim userName is rejected" "spec is immutable" \
+    kubectl patch pcideviceclaim $X --type merge -p '{"spec":{"userName":"bob"}}'
+reject "a changed USB claim userName is rejected" "spec is immutable" \
+    kubectl patch usbdeviceclaim $DONGLE --type merge -p '{"spec":{"userName":"alice"}}'
+reject "a USBDeviceClaim must be named like a USBDevice" "is not such a name" \
+    kubectl create --dry-run=server -f - <<<"$(usb_claim my-dongle)"
+reject "a claim cannot be owned by another device" "may only be owned by the PCIDevice it claims, $Y" \
+    kubectl create --dry-run=server -f - <<<"$(pci_claim $Y 0000:01:00.1 node-a | sed \
+        "s|^metadata: {name: $Y}|metadata: {name: $Y, ownerReferences: [{apiVersion: $G/v1beta1, kind: PCIDevice, name: $X, uid: 0d0a0a0a-0000-4000-8000-000000000001}]}|")"
+
+echo "--- agents act only on their own node's claims"
+expect_ok "admin claims node-b's GPU" kubectl create -f - <<<"$(pci_claim node-b-000002000 0000:02:00.0 node-b)"
+expect_ok "admin claims node-a's USB device" kubectl create -f - <<<"$(usb_claim node-a-046d-c52b-1-2)"
+expect_ok "node-a's agent writes the status of alice's claim" \
+    api "$TA" PATCH "$API/pcideviceclaims/$X/status" '{"status":{"passthroughEnabled":true}}'
+expect_ok "node-a's agent adds its finalizer to alice's claim" \
+    api "$TA" PATCH "$API/pcideviceclaims/$X" '{"metadata":{"finalizers":["devices.harvesterhci.io/restore-driver"]}}'
+expect_ok "node-a's agent removes its finalizer by update (PUT)" \
+    put_claim "$TA" $X 'del(.metadata.finalizers)'
+expect_ok "node-a's agent adds it back by update (PUT)" \
+    put_claim "$TA" $X '.metadata.finalizers = ["devices.harvesterhci.io/restore-driver"]'
+reject "node-a's agent cannot label a claim by update" \
+    "may only add or remove its finalizer devices.harvesterhci.io/restore-driver" \
+    put_claim "$TA" $X '.metadata.labels = {"x": "y"}'
+expect_ok "node-a's agent writes the status of its USB claim" \
+    api "$TA" PATCH "$API/usbdeviceclaims/node-a-046d-c52b-1-2/status" '{"status":{"nodeName":"node-a"}}'
+expect_ok "node-a's agent adds its finalizer to its USB claim" \
+    api "$TA" PATCH "$API/usbdeviceclaims/node-a-046d-c52b-1-2" \
+    '{"metadata":{"finalizers":["devices.harvesterhci.io/release-usb"]}}'
+expect_ok "node-a's agent removes it" \
+    api "$TA" PATCH "$API/usbdeviceclaims/node-a-046d-c52b-1-2" '{"metadata":{"finalizers":null}}'
+expect_ok "node-b's agent writes the status of bob's USB claim" \
+    api "$TB" PATCH "$API/usbdeviceclaims/$DONGLE/status" '{"status":{"nodeName":"node-b"}}'
+reject "node-a's agent cannot change a claim's spec" "spec is immutable" \
+    api "$TA" PATCH "$API/pcideviceclaims/$X" '{"spec":{"userName":"mallory"}}'
+FIN="may only add or remove its finalizer devices.harvesterhci.io/restore-driver"
+reject "... nor label a claim" "$FIN" \
+    api "$TA" PATCH "$API/pcideviceclaims/$X" '{"metadata":{"labels":{"x":"y"}}}'
+reject "... nor add another finalizer" "$FIN" \
+    api "$TA" PATCH "$API/pcideviceclaims/$X" \
+    '{"metadata":{"finalizers":["devices.harvesterhci.io/restore-driver","example.com/keep"]}}'
+reject "node-a's agent cannot write the status of node-b's claim" \
+    "may only write PCIDeviceClaims of its own node; node-b-000002000 is for node-b" \
+    api "$TA" PATCH "$API/pcideviceclaims/node-b-000002000/status" '{"status":{"passthroughEnabled":true}}'
+reject "... nor put its finalizer on it" "node-b-000002000 is for node-b" \
+    api "$TA" PATCH "$API/pcideviceclaims/node-b-000002000" \
+    '{"metadata":{"finalizers":["devices.harvesterhci.io/restore-driver"]}}'
+reject "... nor write the status of node-b's USB claim" \
+    "may only write USBDeviceClaims of its own node; $DONGLE is for node-b" \
+    api "$TA" PATCH "$API/usbdeviceclaims/$DONGLE/status" '{"status":{"nodeName":"node-a"}}'
+reject "... nor move its own USB claim to node-b" \
+    "the status.nodeName of USBDeviceClaim node-a-046d-c52b-1-2 must be node-a, the node in its name" \
+    api "$TA" PATCH "$API/usbdeviceclaims/node-a-046d-c52b-1-2/status" '{"status":{"nodeName":"node-b"}}'
+reject "an agent cannot create a claim" "cannot create resource \"pcideviceclaims\"" \
+    api "$TA" POST "$API/pcideviceclaims" "$(kubectl create --dry-run=client -o json -f - \
+        <<<"$(pci_claim $Y 0000:01:00.1 node-a)")"
+reject "an agent cannot delete a claim" "cannot delete resource \"pcideviceclaims\"" \
+    api "$TA" DELETE "$API/pcideviceclaims/$X"
+reject "an agent token without a node name cannot write a claim's status" \
+    "only with a token that names its node" \
+    api "$TU" PATCH "$API/pcideviceclaims/$X/status" '{"status":{"passthroughEnabled":false}}'
+
+echo "--- the controller only removes claim finalizers"
+reject "the controller cannot label a claim" "the hostdevd controller may only remove finalizers of claims" \
+    kt "$TC" patch pcideviceclaim $X --type merge -p '{"metadata":{"labels":{"x":"y"}}}'
+reject "... nor add a finalizer" "may only remove finalizers of claims" \
+    kt "$TC" patch pcideviceclaim $X --type merge \
+    -p '{"metadata":{"finalizers":["devices.harvesterhci.io/restore-driver","example.com/keep"]}}'
+reject "... nor write a claim's status" "cannot patch resource \"pcideviceclaims/status\"" \
+    api "$TC" PATCH "$API/pcideviceclaims/$X/status" '{"status":{"passthroughEnabled":false}}'
+reject "... nor create a device" "cannot create resource \"pcidevices\"" \
+    kt "$TC" create --dry-run=server -f - <<<"$(device_json PCIDevice node-a-000001008 node-a)"
+expect_ok "the controller removes the agent's finalizer from a claim (its node gone)" \
+    kt "$TC" patch pcideviceclaim $X --type merge -p '{"metadata":{"finalizers":null}}'
+expect_ok "the controller patches the KubeVirt CR's permittedHostDevices (dry run)" \
+    kt "$TC" -n kubevirt patch kubevirt kubevirt --type merge --dry-run=server \
+    -p '{"spec":{"configuration":{"permittedHostDevices":{"pciHostDevices":[{"pciVendorSelector":"10de:2236","resourceName":"nvidia.com/GA102GL_A10"}]}}}}'
+reject "an agent cannot read the KubeVirt CR" "cannot get resource \"kubevirts\"" \
+    kt "$TA" -n kubevirt get kubevirt kubevirt
+reject "... nor patch it" "cannot patch resource \"kubevirts\"" \
+    api "$TA" PATCH /apis/kubevirt.io/v1/namespaces/kubevirt/kubevirts/kubevirt '{"spec":{}}'
+
+echo "--- what the service accounts may do (kubectl auth can-i)"
+can_i "agent: no get on the KubeVirt CR" no get kubevirts.kubevirt.io -n kubevirt --as "$AGENT"
+can_i "agent: no patch on the KubeVirt CR" no patch kubevirts.kubevirt.io -n kubevirt --as "$AGENT"
+can_i "agent: no update on the KubeVirt CR" no update kubevirts.kubevirt.io -n kubevirt --as "$AGENT"
+can_i "agent: creates PCIDevices" yes create pcidevices.$G --as "$AGENT"
+can_i "agent: patches USBDevice status" yes patch usbdevices.$G --subresource status --as "$AGENT"
+can_i "agent: no create on claims" no create pcideviceclaims.$G --as "$AGENT"
+can_i "agent: no delete on claims" no delete usbdeviceclaims.$G --as "$AGENT"
+can_i "agent: reads Nodes" yes get nodes --as "$AGENT"
+can_i "agent: no patch on Nodes" no patch nodes --as "$AGENT"
+can_i "agent: creates Events in default" yes create events.events.k8s.io -n default --as "$AGENT"
+can_i "agent: no Events elsewhere" no create events -n kube-system --as "$AGENT"
+can_i "agent: no Secrets" no list secrets -A --as "$AGENT"
+can_i "agent: no Pods" no create pods -n $NS --as "$AGENT"
+can_i "agent: no Leases" no update leases.coordination.k8s.io -n $NS --as "$AGENT"
+can_i "controller: patches the KubeVirt CR" yes patch kubevirts.kubevirt.io -n kubevirt --as "$CONTROLLER"
+can_i "controller: no create on the KubeVirt CR" no create kubevirts.kubevirt.io -n kubevirt --as "$CONTROLLER"
+can_i "controller: no create on PCIDevices" no create pcidevices.$G --as "$CONTROLLER"
+can_i "controller: no patch on PCIDevices" no patch pcidevices.$G --as "$CONTROLLER"
+can_i "controller: no patch on PCIDevice status" no patch pcidevices.$G --subresource status --as "$CONTROLLER"
+can_i "controller: no delete on USBDevices" no delete usbdevices.$G --as "$CONTROLLER"
+can_i "controller: no update on USBDevices" no update usbdevices.$G --as "$CONTROLLER"
+can_i "controller: lists devices" yes list pcidevices.$G --as "$CONTROLLER"
+can_i "controller: patches claims (finalizers)" yes patch pcideviceclaims.$G --as "$CONTROLLER"
+can_i "controller: no claim status" no patch pcideviceclaims.$G --subresource status --as "$CONTROLLER"
+can_i "controller: no create on claims" no create usbdeviceclaims.$G --as "$CONTROLLER"
+can_i "controller: its Lease" yes update leases.coordination.k8s.io -n $NS --as "$CONTROLLER"
+can_i "controller: no Lease elsewhere" no update leases.coordination.k8s.io -n kube-system --as "$CONTROLLER"
+can_i "controller: no Secrets" no get secrets -n $NS --as "$CONTROLLER"
+
+if [ "$REJECTS" -ge 20 ]; then
+    pass "$REJECTS bad requests checked, each rejected with its message"
+else
+    fail "at least 20 bad requests checked" "only $REJECTS"
+fi
+finish
