@@ -47,7 +47,7 @@ REL_OBJS := $(LIB_SRCS:%.c=build/release/%.o) build/release/$(MAIN_SRC:.c=.o)
 ASAN_LIB_OBJS := $(LIB_SRCS:%.c=build/asan/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.c=build/asan/%.o)
 
-.PHONY: all deps test test-unit test-integration fuzz bench demo demo-down lint clean k8s format
+.PHONY: all deps test test-unit test-integration test-e2e fuzz bench demo demo-down lint clean k8s format
 
 all: bin/hostdevd
 
@@ -126,6 +126,10 @@ test-unit: deps
 test-integration: deps k8s
 	@$(MAKE) --no-print-directory $(TEST_BINS)
 	@hack/run-tests.sh integration
+
+test-e2e: deps k8s
+	@$(MAKE) --no-print-directory $(TEST_BINS)
+	@hack/run-tests.sh e2e
 
 # make fuzz [FUZZ_RUNS=1000000] [FUZZ_TARGETS="watch status"]: runs each target from its corpus
 # and prints the executions; new inputs go to build/fuzz/corpus-<name>, crashes to build/fuzz/.

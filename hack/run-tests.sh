@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suites that exist, each even if an earlier one failed, and ends with one line
 # "tests: N passed, N failed" over all of them. Exits non-zero if any suite failed.
-#   hack/run-tests.sh [unit|integration|all]
+#   hack/run-tests.sh [unit|integration|e2e|all]
 # Expects the binaries built (make test does that first).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -46,13 +46,24 @@ run_integration() {
     done
 }
 
+# The agent in a qemu node with Debian's kernel (hack/qemu-node.sh installs qemu and fetches the
+# kernel package through apt the first time).
+run_e2e() {
+    local t
+    for t in test/e2e/test_*.sh; do
+        echo "=== end to end: $t (qemu node with a real kernel + the control plane)"
+        bash "$t" || rc=1
+    done
+}
+
 mkdir -p "$results"
 rm -f "$results"/*.count
 case "$what" in
 unit) run_unit; run_fuzz_replay ;;
 integration) run_integration ;;
-all) run_unit; run_fuzz_replay; run_integration ;;
-*) echo "usage: $0 [unit|integration|all]" >&2; exit 2 ;;
+e2e) run_e2e ;;
+all) run_unit; run_fuzz_replay; run_integration; run_e2e ;;
+*) echo "usage: $0 [unit|integration|e2e|all]" >&2; exit 2 ;;
 esac
 
 passed=0 failed=0

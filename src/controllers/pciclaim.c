@@ -101,8 +101,7 @@ static bool status_matches(const cJSON *claim, const struct pciclaim_status *w)
            cJSON_IsNumber(og) && og->valuedouble == generation(claim);
 }
 
-char *pciclaim_status_patch(const cJSON *claim, const struct pciclaim_status *want,
-                            const char *now)
+char *pciclaim_status_patch(const cJSON *claim, const struct pciclaim_status *want, const char *now)
 {
     if (status_matches(claim, want))
         return NULL;
@@ -150,14 +149,17 @@ char *pciclaim_finalizer_patch(const cJSON *claim, bool add)
     struct buf b;
     buf_init(&b, 4096);
     if (add && i < 0 && cJSON_GetArraySize(list) > 0)
-        (void)buf_printf(&b, "[{\"op\":\"add\",\"path\":\"/metadata/finalizers/-\",\"value\":\"%s\"}]",
+        (void)buf_printf(&b,
+                         "[{\"op\":\"add\",\"path\":\"/metadata/finalizers/-\",\"value\":\"%s\"}]",
                          PCICLAIM_FINALIZER);
     else if (add && i < 0) /* no list yet: create it, unless the object changed meanwhile */
-        (void)buf_printf(&b,
-                         "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"%s\"},"
-                         "{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":[\"%s\"]}]",
-                         kube_meta_str(claim, "resourceVersion") ? kube_meta_str(claim, "resourceVersion") : "",
-                         PCICLAIM_FINALIZER);
+        (void)buf_printf(
+                &b,
+                "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"%s\"},"
+                "{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":[\"%s\"]}]",
+                kube_meta_str(claim, "resourceVersion") ? kube_meta_str(claim, "resourceVersion")
+                                                        : "",
+                PCICLAIM_FINALIZER);
     else if (!add && i >= 0)
         (void)buf_printf(&b,
                          "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/%d\",\"value\":\"%s\"},"
@@ -212,10 +214,10 @@ struct cjob {
     const char *fault; /* the fault point after our write: "finalizer", "record-driver" */
     /* worker input */
     char address[NODE_PCI_ADDRESS_SIZE];
-    char original[64];    /* recorded original driver */
+    char original[64]; /* recorded original driver */
     bool recorded;
-    char annotation[64];  /* the PCIDevice's driver at first sight */
-    char **claimed;       /* addresses of this node's live claims */
+    char annotation[64]; /* the PCIDevice's driver at first sight */
+    char **claimed;      /* addresses of this node's live claims */
     size_t n_claimed;
     /* worker output */
     enum outcome out;
@@ -267,12 +269,13 @@ static bool is_claimed(const char *address, void *arg)
 }
 
 static void refuse(struct cjob *j, const char *reason, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 
 static void refuse(struct cjob *j, const char *reason, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang-analyzer 14 false positive
     (void)vsnprintf(j->message, sizeof(j->message), fmt, ap);
     va_end(ap);
     j->out = OUT_REFUSED;
@@ -395,9 +398,9 @@ static void run_bind(struct cjob *j, int fd)
     if (!check_safe(j, fd, &d))
         return;
     if (!j->recorded) { /* record before touching anything: a crash must know what to restore */
-        const char *orig = strcmp(d.driver, NODE_VFIO_DRIVER) != 0 ? d.driver
+        const char *orig = strcmp(d.driver, NODE_VFIO_DRIVER) != 0        ? d.driver
                            : strcmp(j->annotation, NODE_VFIO_DRIVER) != 0 ? j->annotation
-                                                                           : "";
+                                                                          : "";
         (void)snprintf(j->driver, sizeof(j->driver), "%s", orig);
         j->out = OUT_RECORD;
         return;
@@ -436,8 +439,8 @@ static void run_restore(struct cjob *j, int fd)
         j->out = OUT_BUSY;
         return;
     }
-    r = node_vfio_converge(fd, j->address, NODE_VFIO_RESTORE, j->original, on_vfio_step, NULL,
-                           &d, j->message, sizeof(j->message));
+    r = node_vfio_converge(fd, j->address, NODE_VFIO_RESTORE, j->original, on_vfio_step, NULL, &d,
+                           j->message, sizeof(j->message));
     if (r < 0) {
         j->out = OUT_FAILED;
         j->reason = "RestoreFailed";
@@ -564,8 +567,8 @@ static int act(struct cjob *j)
     case OUT_BOUND: {
         c->stats.binds++;
         (void)snprintf(msg, sizeof(msg), "bound to vfio-pci; VMs get /dev/vfio/%d", j->group);
-        st = (struct pciclaim_status){.passthrough = true, .ready = true, .reason = "Bound",
-                                      .message = msg};
+        st = (struct pciclaim_status){
+                .passthrough = true, .ready = true, .reason = "Bound", .message = msg};
         if (status_matches(j->claim, &st))
             return 0;
         const double *t = first_seen(c, j->claim);
@@ -574,9 +577,8 @@ static int act(struct cjob *j)
             c->stats.bind_seconds_sum += c->stats.last_bind_seconds;
             c->stats.bind_seconds_count++;
         }
-        log_info("Bound device to vfio-pci", KV_STR("claim", j->key),
-                 KV_STR("device", j->address), KV_INT("iommuGroup", j->group),
-                 KV_STR("originalDriver", j->original));
+        log_info("Bound device to vfio-pci", KV_STR("claim", j->key), KV_STR("device", j->address),
+                 KV_INT("iommuGroup", j->group), KV_STR("originalDriver", j->original));
         emit(j, false, "Bound", msg);
         return write_status(j, &st);
     }
@@ -621,8 +623,7 @@ static void done(struct worker_job *wj, bool cancelled)
         log_error("Cannot start a request", KV_STR("claim", j->key), KV_ERRNO(r));
         job_end(j, true, 0);
     } else if (r == 0) {
-        job_end(j, j->out == OUT_BUSY || j->out == OUT_FAILED,
-                j->out == OUT_BUSY ? BUSY_RETRY : 0);
+        job_end(j, j->out == OUT_BUSY || j->out == OUT_FAILED, j->out == OUT_BUSY ? BUSY_RETRY : 0);
     }
 }
 
@@ -729,6 +730,7 @@ static void on_add(const char *key, const cJSON *obj, void *userdata)
 {
     struct pciclaim *c = userdata;
     expect_observed(c->expect, key, obj, false);
+    (void)wq_add(c->wq, key); /* (during a LIST the store may not hold it yet) */
     /* a new claim may complete another claim's IOMMU group: look at all of them */
     pciclaim_enqueue_all(c);
 }
@@ -902,7 +904,6 @@ void pciclaim_write_metrics(const struct pciclaim *c, struct buf *out)
                      "# HELP hostdevd_claim_last_bind_seconds The last claim's time to bind.\n"
                      "# TYPE hostdevd_claim_last_bind_seconds gauge\n"
                      "hostdevd_claim_last_bind_seconds %.6f\n",
-                     s->binds, s->restores, s->refusals, s->failures, s->busy_waits,
-                     s->reconciles, s->bind_seconds_sum, s->bind_seconds_count,
-                     s->last_bind_seconds);
+                     s->binds, s->restores, s->refusals, s->failures, s->busy_waits, s->reconciles,
+                     s->bind_seconds_sum, s->bind_seconds_count, s->last_bind_seconds);
 }

@@ -65,9 +65,9 @@ struct pciclaim_config {
     struct ev_loop *loop;
     struct kube_http *http;
     const char *node_name;
-    const char *sysfs_root; /* "/sys" */
-    const char *dev_root;   /* "/dev": /dev/vfio/<group> */
-    const char *proc_root;  /* "/proc": mounts, swaps, routes for the host-critical check */
+    const char *sysfs_root;        /* "/sys" */
+    const char *dev_root;          /* "/dev": /dev/vfio/<group> */
+    const char *proc_root;         /* "/proc": mounts, swaps, routes for the host-critical check */
     struct kube_informer *devices; /* this node's PCIDevices (driver-at-first-sight annotation) */
 };
 
