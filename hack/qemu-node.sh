@@ -1,0 +1,703 @@
+#!/usr/bin/env bash
+# A qemu "test node": Debian's real kernel under software emulation (TCG, q35, virtual Intel
+# IOMMU) with emulated PCI and USB devices at fixed addresses, running `hostdevd agent` from an
+# initramfs against a control plane on the host (reached at 10.0.2.2 through user-mode
+# networking), driven by host scripts through a control channel on the guest's second serial port.
+#
+#   hack/qemu-node.sh build OUTDIR [AGENT_BINARY]     kernel + initramfs (agent default bin/hostdevd)
+#   hack/qemu-node.sh boot DIR [OPTIONS]              start qemu in the background; waits until the
+#                                                     control channel answers (unless --no-wait)
+#       --image BUILDDIR       the build output (default: DIR itself)
+#       --kubeconfig FILE      the agent's kubeconfig (server must be reachable from the guest)
+#       --node-name NAME       hostname and --node-name of the agent (default qnode)
+#       --agent-args "ARGS"    extra agent arguments (split on whitespace in the guest)
+#       --agent-env "K=V ..."  extra environment of the supervised agent
+#       --agent BINARY         replace the image's agent binary for this boot (same libraries)
+#       --no-agent             do not start the supervised agent (agentctl start does)
+#       --memory MB, --smp N   guest size (default 768, 1)
+#       --timeout S            how long to wait for the control channel (default 120)
+#       --no-wait              return once qemu runs
+#       --watch-pid PID        stop qemu when process PID is gone (tests pass their shell's)
+#   hack/qemu-node.sh stop DIR                        power off (kill) qemu; idempotent
+#   hack/qemu-node.sh exec DIR [--timeout S] 'CMD'    run CMD with /bin/sh in the guest; prints its
+#                                                     output (stdout+stderr), exits with its status
+#   hack/qemu-node.sh wait-ready DIR [--timeout S]    wait until the guest's command loop answers
+#   hack/qemu-node.sh reboot DIR [--timeout S]        `reboot -f` in the guest, wait until it is back
+#   hack/qemu-node.sh hmp DIR 'MONITOR COMMAND'       qemu human monitor (e.g. device_add usb-kbd,...)
+#   hack/qemu-node.sh status DIR                      exit 0 when qemu runs; prints its pid
+#   hack/qemu-node.sh devices                         the fixed device layout
+#
+# DIR gets: qemu.pid, qemu.log (qemu's own messages), console.log (the guest's ttyS0), ctl.sock
+# (control channel, see test/e2e/guestctl.py), qmp.sock (QMP; hmp goes through it), stick.img (the USB stick),
+# initrd-boot.img (image + per-boot config archive), boot.cpio.
+#
+# In the guest: agentctl start|stop|restart|status|run-once|log|cmdline (see `agentctl help`),
+# the agent's log in /var/log/hostdevd.log, config in /etc/hostdevd/.
+# Environment: HOSTDEVD_QEMU_CACHE (default ~/.cache/hostdevd-qemu), QEMU_NODE_KERNEL_PKG
+# (default: the package linux-image-amd64 depends on), QEMU_NODE_EXTRA_MODULES (more modules
+# for the image's tree), QEMU_NODE_APPEND (more kernel arguments), QEMU_NODE_QEMU_ARGS (more
+# qemu arguments).
+set -euo pipefail
+
+HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HACK/.." && pwd)
+GUESTCTL=$ROOT/test/e2e/guestctl.py
+CACHE=${HOSTDEVD_QEMU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hostdevd-qemu}
+export DEBIAN_FRONTEND=noninteractive
+
+# Modules in the image's tree (with their dependencies). The guest loads the drivers of the
+# devices at boot, but not vfio: the agent loads vfio-pci and vfio_iommu_type1 itself.
+BOOT_MODULES="virtio_pci virtio_net e1000 e1000e xhci_pci usb_storage sd_mod usbhid hid_generic"
+TREE_MODULES="$BOOT_MODULES uas vfio_pci vfio_iommu_type1 ${QEMU_NODE_EXTRA_MODULES:-}"
+
+die() { echo "qemu-node: $*" >&2; exit 1; }
+note() { echo "qemu-node: $*" >&2; }
+
+# --- the fixed device layout ---------------------------------------------------------------------
+
+print_devices() {
+    cat <<'EOF'
+guest PCI address  device                               qemu id   IOMMU group, driver at boot
+0000:00:00.0       q35 host bridge 8086:29c0            -         0, none
+0000:00:02.0       virtio-net 1af4:1000 (management)    mgmt      1, virtio-pci; 10.0.2.15/24 via 10.0.2.2
+0000:00:03.0       e1000 8086:100e                      nic0      2, e1000
+0000:00:04.0       e1000e 8086:10d3                     nic1      3, e1000e
+0000:00:05.0       e1000e 8086:10d3                     nic2      4, e1000e
+0000:00:06.0       qemu-xhci 1b36:000d                  xhci      5, xhci_hcd
+  usb 1-1          usb-kbd 0627:0001 (xhci port 1)      kbd       usbhid
+  usb 1-2          usb-tablet 0627:0001 (xhci port 2)   tablet    usbhid
+  usb 2-3          usb-storage 46f4:0001 (xhci port 3)  stick     usb-storage (SuperSpeed bus), sda = DIR/stick.img,
+                                                                  serial HOSTDEVD-STICK-1
+  xhci port 4      free for hotplug: hmp DIR 'device_add usb-kbd,id=k2,bus=xhci.0,port=4'
+0000:00:1f.0/2/3   q35 ICH9 LPC, SATA, SMBus            -         6 (all three), none
+Group numbers are the kernel's order of discovery; the same at every boot of this layout.
+EOF
+}
+
+# shellcheck disable=SC2054 # commas are qemu's
+QEMU_DEVICES=(
+    -netdev user,id=mgmt
+    -device virtio-net-pci,netdev=mgmt,id=mgmt,addr=02.0,mac=52:54:00:00:02:00,romfile=
+    -netdev user,id=n0,restrict=on
+    -device e1000,netdev=n0,id=nic0,addr=03.0,mac=52:54:00:00:03:00,romfile=
+    -netdev user,id=n1,restrict=on
+    -device e1000e,netdev=n1,id=nic1,addr=04.0,mac=52:54:00:00:04:00,romfile=
+    -netdev user,id=n2,restrict=on
+    -device e1000e,netdev=n2,id=nic2,addr=05.0,mac=52:54:00:00:05:00,romfile=
+    -device qemu-xhci,id=xhci,addr=06.0
+    -device usb-kbd,id=kbd,bus=xhci.0,port=1
+    -device usb-tablet,id=tablet,bus=xhci.0,port=2
+)
+
+# --- host tools ----------------------------------------------------------------------------------
+
+apt_install() { # packages...
+    apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends "$@" >/dev/null 2>&1 || {
+        apt-get -o DPkg::Lock::Timeout=300 update >/dev/null 2>&1
+        apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends "$@" >/dev/null
+    }
+}
+
+need_tools() {
+    local missing=()
+    command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
+    command -v busybox >/dev/null || missing+=(busybox-static)
+    command -v cpio >/dev/null || missing+=(cpio)
+    command -v depmod >/dev/null || missing+=(kmod)
+    [ -f /usr/share/misc/pci.ids ] || missing+=(pci.ids)
+    [ -f /usr/share/misc/usb.ids ] || missing+=(usb.ids)
+    [ ${#missing[@]} -eq 0 ] && return 0
+    note "installing ${missing[*]}"
+    apt_install "${missing[@]}"
+}
+
+need_qemu() {
+    command -v qemu-system-x86_64 >/dev/null || apt_install qemu-system-x86
+    command -v python3 >/dev/null || die "python3 is needed for the control channel"
+}
+
+# --- the kernel (cached) -------------------------------------------------------------------------
+
+kernel_pkg() {
+    local pkg=${QEMU_NODE_KERNEL_PKG:-}
+    [ -n "$pkg" ] || pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+        awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+    if [ -z "$pkg" ]; then
+        apt-get -o DPkg::Lock::Timeout=300 update >/dev/null 2>&1 || true
+        pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+            awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+    fi
+    if [ -z "$pkg" ]; then # no package lists: the newest cached kernel
+        local k
+        k=$(find "$CACHE" -maxdepth 2 -name .complete -printf '%h\n' 2>/dev/null | sort -V | tail -1)
+        [ -n "$k" ] || die "cannot tell which Debian kernel to use (apt-cache depends linux-image-amd64)"
+        pkg=linux-image-$(basename "$k")
+    fi
+    echo "$pkg"
+}
+
+# The uncompressed kernel (an ELF with a PVH entry point) out of a bzImage: qemu boots it
+# directly, without the firmware's real-mode loader and the decompression, which under TCG take
+# ~6 of the ~12 seconds of a boot.
+extract_vmlinux() { # vmlinuz out
+    python3 - "$1" "$2" <<'PY'
+import lzma, struct, sys, zlib
+d = open(sys.argv[1], "rb").read()
+out = None
+i = d.find(b"\xfd7zXZ\x00")                      # Debian: CONFIG_KERNEL_XZ
+if i >= 0:
+    out = lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(d[i:])
+else:
+    i = d.find(b"\x1f\x8b\x08\x00")
+    if i >= 0:
+        out = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(d[i:])
+# An ELF with Xen's PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY = 18), which qemu boots directly.
+if not out or out[:4] != b"\x7fELF" or not any(
+        struct.pack("<III", 4, n, 18) + b"Xen\x00" in out for n in (4, 8)):
+    sys.exit(1)
+open(sys.argv[2] + ".tmp", "wb").write(out)
+PY
+    [ -f "$2.tmp" ] && mv "$2.tmp" "$2"
+}
+
+# Prints the kernel version; the cache has CACHE/K/root (the unpacked package, depmod run) and
+# the .deb. Locked, so two builds do not race.
+fetch_kernel() {
+    local pkg k dir
+    pkg=$(kernel_pkg)
+    k=${pkg#linux-image-}
+    dir=$CACHE/$k
+    if [ ! -f "$dir/.complete" ]; then
+        mkdir -p "$CACHE"
+        exec 8>"$CACHE/.lock"
+        flock 8
+        if [ ! -f "$dir/.complete" ]; then
+            note "fetching kernel $pkg into $dir"
+            rm -rf "$dir"
+            mkdir -p "$dir"
+            (cd "$dir" && apt-get -o APT::Sandbox::User=root download "$pkg" >/dev/null 2>&1) ||
+                (apt-get -o DPkg::Lock::Timeout=300 update >/dev/null 2>&1 &&
+                    cd "$dir" && apt-get -o APT::Sandbox::User=root download "$pkg" >/dev/null) ||
+                die "apt-get download $pkg failed"
+            dpkg-deb -x "$dir"/"$pkg"_*.deb "$dir/root"
+            depmod -b "$dir/root" "$k"
+            [ -f "$dir/root/boot/vmlinuz-$k" ] || die "$pkg has no /boot/vmlinuz-$k"
+            touch "$dir/.complete"
+        fi
+        exec 8>&-
+    fi
+    if [ ! -f "$dir/vmlinux" ] && [ ! -f "$dir/.no-vmlinux" ]; then
+        exec 8>"$CACHE/.lock"
+        flock 8
+        if [ ! -f "$dir/vmlinux" ] && ! extract_vmlinux "$dir/root/boot/vmlinuz-$k" "$dir/vmlinux"; then
+            note "could not extract vmlinux: booting the compressed kernel (slower)"
+            touch "$dir/.no-vmlinux"
+        fi
+        exec 8>&-
+    fi
+    echo "$k"
+}
+
+# --- the image -----------------------------------------------------------------------------------
+
+# Copies a binary and every shared library ldd finds for it (and the dynamic loader) into the
+# same paths under the image root.
+copy_with_libs() { # file dest-in-root root
+    local src=$1 dest=$2 r=$3 lib
+    install -D -m 755 "$src" "$r$dest"
+    { ldd "$src" 2>/dev/null || true; } | awk '/=> \//{print $3} /^[[:space:]]*\//{print $1}' |
+        while read -r lib; do
+            [ -e "$r$lib" ] || install -D -m 755 "$(readlink -f "$lib")" "$r$lib"
+        done
+}
+
+cmd_build() {
+    [ $# -ge 1 ] || die "usage: build OUTDIR [AGENT_BINARY]"
+    local out agent k kroot r t0=$SECONDS m f
+    out=$(realpath -m "$1")
+    agent=${2:-$ROOT/bin/hostdevd}
+    [ -x "$agent" ] || die "no agent binary at $agent (make bin/hostdevd)"
+    need_tools
+    k=$(fetch_kernel)
+    kroot=$CACHE/$k/root
+    mkdir -p "$out"
+    r=$out/root
+    rm -rf "$r"
+    mkdir -p "$r"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,etc/hostdevd,proc,sys,dev,run,tmp,root} \
+        "$r"/{var/log,var/lib/kubelet/device-plugins,var/run,mnt,usr/share/misc}
+    chmod 1777 "$r/tmp"
+
+    # busybox and its applets
+    copy_with_libs "$(command -v busybox)" /bin/busybox "$r"
+    busybox --list-full | while read -r f; do
+        [ -e "$r/$f" ] || [ -L "$r/$f" ] || { mkdir -p "$(dirname "$r/$f")"; ln -s /bin/busybox "$r/$f"; }
+    done
+    # kmod's tools (libkmod, which the agent uses too) beside busybox's modprobe, which stays
+    # /sbin/modprobe: /usr/lib/kmod/{modprobe,insmod,rmmod,lsmod,modinfo,depmod}
+    if [ -x /bin/kmod ] || [ -x /usr/bin/kmod ]; then
+        copy_with_libs "$(command -v kmod)" /usr/bin/kmod "$r"
+        mkdir -p "$r/usr/lib/kmod"
+        for f in modprobe insmod rmmod lsmod modinfo depmod; do ln -s /usr/bin/kmod "$r/usr/lib/kmod/$f"; done
+    fi
+    # the agent, its libraries, the ID databases
+    copy_with_libs "$agent" /usr/bin/hostdevd "$r"
+    cp /usr/share/misc/pci.ids /usr/share/misc/usb.ids "$r/usr/share/misc/"
+    printf '/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n' >"$r/etc/ld.so.conf"
+    ldconfig -r "$r" 2>/dev/null || true
+
+    # the kernel modules: a real /lib/modules/K tree with only what the node needs
+    local mods=$r/lib/modules/$k
+    mkdir -p "$mods"
+    for f in modules.builtin modules.builtin.modinfo modules.order; do
+        [ -f "$kroot/lib/modules/$k/$f" ] && cp "$kroot/lib/modules/$k/$f" "$mods/"
+    done
+    for m in $TREE_MODULES; do
+        modprobe -d "$kroot" -S "$k" --show-depends "$m" >"$out/.deps" ||
+            die "module $m not found in kernel $k"
+        while read -r what path _; do
+            [ "$what" = insmod ] || continue
+            f=${path#"$kroot/lib/modules/$k/"}
+            [ -f "$mods/$f" ] || install -D -m 644 "$path" "$mods/$f"
+        done <"$out/.deps"
+    done
+    rm -f "$out/.deps"
+    depmod -b "$r" "$k"
+    [ -s "$mods/modules.dep" ] || die "depmod made no modules.dep"
+
+    write_guest_files "$r" "$k"
+    [ -e "$r/dev/console" ] || mknod -m 600 "$r/dev/console" c 5 1 2>/dev/null || true
+    [ -e "$r/dev/null" ] || mknod -m 666 "$r/dev/null" c 1 3 2>/dev/null || true
+
+    cp "$kroot/boot/vmlinuz-$k" "$out/vmlinuz"
+    rm -f "$out/vmlinux"
+    if [ -f "$CACHE/$k/vmlinux" ]; then
+        ln -f "$CACHE/$k/vmlinux" "$out/vmlinux" 2>/dev/null || cp "$CACHE/$k/vmlinux" "$out/vmlinux"
+    fi
+    echo "$k" >"$out/kernel-version"
+    (cd "$r" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
+        cat >"$out/initrd.img"
+    # Uncompressed: unpacking is faster than gunzip under TCG. Padded to 512 bytes (the kernel
+    # wants the next, per-boot archive 4-byte aligned).
+    local size pad
+    size=$(stat -c %s "$out/initrd.img")
+    pad=$(((512 - size % 512) % 512))
+    [ $pad -eq 0 ] || head -c $pad /dev/zero >>"$out/initrd.img"
+    note "built $out (kernel $k, initrd $(($(stat -c %s "$out/initrd.img") / 1024)) KiB," \
+        "$(find "$mods" -name '*.ko' | wc -l) modules) in $((SECONDS - t0))s"
+}
+
+# The files of the guest's userland: /init, busybox init's inittab, the boot script, the control
+# loop, the agent supervisor and agentctl.
+write_guest_files() { # root kernel-version
+    local r=$1
+    cat >"$r/init" <<'EOF'
+#!/bin/sh
+# Early mounts, then busybox init (/etc/inittab).
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs -o mode=755 tmpfs /run
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+mount -t tmpfs tmpfs /dev/shm
+exec /sbin/init
+EOF
+    cat >"$r/etc/inittab" <<'EOF'
+::sysinit:/etc/rc.boot
+::respawn:/sbin/ctl-loop
+::respawn:/sbin/agent-supervise
+::ctrlaltdel:/sbin/reboot -f
+::shutdown:/sbin/agentctl stop
+EOF
+    cat >"$r/etc/rc.boot" <<'EOF'
+#!/bin/sh
+# Boot: drivers of the node's devices (not vfio: the agent loads it), network, hostname.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+NODE_NAME=qnode
+[ -f /etc/hostdevd/node.env ] && . /etc/hostdevd/node.env
+echo /sbin/modprobe >/proc/sys/kernel/modprobe
+for m in @BOOT_MODULES@; do
+    modprobe "$m" || echo "rc.boot: modprobe $m failed"
+done
+hostname "$NODE_NAME"
+printf '127.0.0.1 localhost\n10.0.2.15 %s\n' "$NODE_NAME" >/etc/hosts
+ip link set lo up
+# The management NIC is the virtio-net at 00:02.0, whatever its name.
+MGMT=
+for n in /sys/bus/pci/devices/0000:00:02.0/virtio*/net/*; do [ -e "$n" ] && MGMT=${n##*/}; done
+if [ -n "$MGMT" ]; then
+    ip link set "$MGMT" up
+    ip addr add 10.0.2.15/24 dev "$MGMT"
+    ip route add default via 10.0.2.2
+    echo "$MGMT" >/run/mgmt-if
+else
+    echo "rc.boot: no management NIC at 0000:00:02.0"
+fi
+echo "nameserver 10.0.2.3" >/etc/resolv.conf
+cut -d' ' -f1 /proc/uptime >/run/boot-done
+echo "rc.boot: node $NODE_NAME up (mgmt ${MGMT:-none}) after $(cat /run/boot-done)s"
+EOF
+    sed -i "s/@BOOT_MODULES@/$BOOT_MODULES/" "$r/etc/rc.boot"
+    cat >"$r/sbin/ctl-loop" <<'EOF'
+#!/bin/sh
+# The control channel on ttyS1. A request is one line "@@HDQ ID TIMEOUT BASE64(script)"; the
+# script runs with /bin/sh (stdin /dev/null, stdout and stderr captured), and the answer is
+# "@@HDQ-BEGIN ID", the output in base64, "@@HDQ-END ID STATUS". Anything before "@@HDQ " on a
+# line (noise from before the port was opened) is ignored.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+TTY=/dev/ttyS1
+stty -F $TTY raw -echo -crtscts clocal 115200 2>/dev/null
+exec <$TTY >$TTY 2>/dev/null
+mkdir -p /run/ctl
+# Drop what was queued before the loop ran.
+while read -t 0.2 -r _; do :; done
+# Tells a waiting host that requests are read from now on.
+printf '\n@@HDQ-READY\n'
+while :; do
+    IFS= read -r line || { sleep 0.2; continue; }
+    case $line in *'@@HDQ '*) ;; *) continue ;; esac
+    line="@@HDQ ${line##*@@HDQ }"
+    set -- $line
+    [ $# -ge 4 ] || continue
+    id=$2 t=$3
+    printf '%s' "$4" | base64 -d >/run/ctl/cmd 2>/dev/null || { printf '@@HDQ-BEGIN %s\n@@HDQ-END %s 254\n' "$id" "$id"; continue; }
+    if [ "$t" -gt 0 ] 2>/dev/null; then
+        (cd / && timeout -s KILL "$t" /bin/sh /run/ctl/cmd) </dev/null >/run/ctl/out 2>&1
+    else
+        (cd / && /bin/sh /run/ctl/cmd) </dev/null >/run/ctl/out 2>&1
+    fi
+    rc=$?
+    printf '@@HDQ-BEGIN %s\n' "$id"
+    base64 </run/ctl/out
+    printf '@@HDQ-END %s %s\n' "$id" "$rc"
+done
+EOF
+    cat >"$r/sbin/agent-supervise" <<'EOF'
+#!/bin/sh
+# Runs the agent like a DaemonSet would: restarted (after AGENT_RESTART_DELAY seconds) whenever
+# it exits, unless stopped with agentctl stop. State in /run/agent: pid, starts, restarts,
+# last-exit, disabled.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+S=/run/agent LOG=/var/log/hostdevd.log
+mkdir -p $S
+if [ ! -e $S/initialized ]; then
+    touch $S/initialized
+    echo 0 >$S/starts
+    echo 0 >$S/restarts
+    . /etc/hostdevd/node.env 2>/dev/null
+    [ "${AGENT_ENABLED:-0}" = 1 ] || touch $S/disabled
+fi
+while :; do
+    if [ -e $S/disabled ]; then sleep 0.2; continue; fi
+    . /etc/hostdevd/node.env 2>/dev/null
+    echo $(($(cat $S/starts) + 1)) >$S/starts
+    echo "=== $(date '+%F %T') agent-supervise: start #$(cat $S/starts): $(/sbin/agentctl cmdline)" >>$LOG
+    env ${AGENT_ENV:-} $(/sbin/agentctl cmdline) >>$LOG 2>&1 </dev/null &
+    pid=$!
+    echo $pid >$S/pid
+    wait $pid
+    rc=$?
+    echo $rc >$S/last-exit
+    rm -f $S/pid
+    if [ -e $S/disabled ]; then
+        echo "=== $(date '+%F %T') agent-supervise: stopped (exit $rc)" >>$LOG
+        continue
+    fi
+    echo $(($(cat $S/restarts) + 1)) >$S/restarts
+    echo "=== $(date '+%F %T') agent-supervise: agent exited with $rc, restarting" >>$LOG
+    sleep "${AGENT_RESTART_DELAY:-1}"
+done
+EOF
+    cat >"$r/sbin/agentctl" <<'EOF'
+#!/bin/sh
+# agentctl: controls the supervised agent (see /sbin/agent-supervise).
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+S=/run/agent LOG=/var/log/hostdevd.log
+NODE_NAME=qnode AGENT_ARGS="" AGENT_VERBOSITY=2
+[ -f /etc/hostdevd/node.env ] && . /etc/hostdevd/node.env
+usage() {
+    cat <<'USAGE'
+usage: agentctl start [TIMEOUT]   enable the supervised agent, wait until it runs
+       agentctl stop [TIMEOUT]    disable it: SIGTERM, SIGKILL after TIMEOUT (10) seconds
+       agentctl restart           stop + start (counts as a start, not as a restart)
+       agentctl status            running/stopped, pid, starts, restarts, last exit
+                                  (exit 0 when running, 3 when stopped)
+       agentctl kill [SIGNAL]     signal the running agent (default TERM), the supervisor restarts it
+       agentctl run-once [--timeout S] [VAR=VALUE...] [-- ARGS...]
+                                  run the agent in the foreground (the supervised one must be
+                                  stopped) with extra environment and arguments; prints its
+                                  output (also appended to the log), exits with its status
+       agentctl log [N]           the last N (all) lines of /var/log/hostdevd.log
+       agentctl cmdline           the agent's command line
+USAGE
+}
+running_pid() { p=$(cat $S/pid 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null && echo "$p"; }
+cmdline() {
+    echo "hostdevd agent --node-name $NODE_NAME --kubeconfig /etc/hostdevd/kubeconfig" \
+        "--pci-ids /usr/share/misc/pci.ids --listen 0.0.0.0:9808 -v $AGENT_VERBOSITY $AGENT_ARGS"
+}
+wait_for() { # tenths command...
+    n=$1; shift
+    while ! "$@"; do
+        n=$((n - 1)); [ $n -gt 0 ] || return 1
+        sleep 0.1
+    done
+}
+no_pid_file() { [ ! -e $S/pid ]; }
+has_pid_file() { [ -e $S/pid ]; }
+case ${1:-help} in
+start)
+    rm -f $S/disabled
+    wait_for $((${2:-10} * 10)) has_pid_file || { echo "agentctl: the agent did not start"; exit 1; }
+    echo "started: pid $(cat $S/pid)"
+    ;;
+stop)
+    touch $S/disabled
+    p=$(running_pid)
+    if [ -n "$p" ]; then
+        kill -TERM "$p"
+        t=$((${2:-10} * 10))
+        while kill -0 "$p" 2>/dev/null && [ $t -gt 0 ]; do sleep 0.1; t=$((t - 1)); done
+        kill -0 "$p" 2>/dev/null && { echo "agentctl: SIGKILL $p"; kill -KILL "$p"; }
+    fi
+    wait_for 50 no_pid_file || rm -f $S/pid
+    echo "stopped${p:+: exit $(cat $S/last-exit 2>/dev/null)}"
+    ;;
+restart)
+    "$0" stop && "$0" start
+    ;;
+status)
+    p=$(running_pid)
+    echo "${p:+running pid $p}${p:-stopped}${p:+}$([ -e $S/disabled ] && echo ' (disabled)')" \
+        "starts $(cat $S/starts 2>/dev/null || echo 0) restarts $(cat $S/restarts 2>/dev/null || echo 0)" \
+        "last-exit $(cat $S/last-exit 2>/dev/null || echo -)"
+    [ -n "$p" ] || exit 3
+    ;;
+kill)
+    p=$(running_pid) || { echo "agentctl: not running"; exit 1; }
+    kill -"${2:-TERM}" "$p"
+    ;;
+run-once)
+    shift
+    if running_pid >/dev/null || [ ! -e $S/disabled ]; then
+        echo "agentctl: the supervised agent is enabled; agentctl stop first"
+        exit 2
+    fi
+    t=
+    [ "${1:-}" = --timeout ] && { t=$2; shift 2; }
+    envs=
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --) shift; break ;;
+        *=*) envs="$envs $1"; shift ;;
+        *) break ;;
+        esac
+    done
+    echo "=== $(date '+%F %T') agentctl run-once:$envs $(cmdline) $*" >>$LOG
+    set -o pipefail
+    if [ -n "$t" ]; then
+        env $envs timeout -s TERM "$t" $(cmdline) "$@" 2>&1 </dev/null | tee -a $LOG
+    else
+        env $envs $(cmdline) "$@" 2>&1 </dev/null | tee -a $LOG
+    fi
+    rc=$?
+    echo "=== $(date '+%F %T') agentctl run-once: exit $rc" >>$LOG
+    exit $rc
+    ;;
+log)
+    if [ -n "${2:-}" ]; then tail -n "$2" $LOG; else cat $LOG; fi
+    ;;
+cmdline) cmdline ;;
+help | -h | --help) usage ;;
+*) usage; exit 2 ;;
+esac
+EOF
+    cat >"$r/etc/profile" <<'EOF'
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root PS1='\h:\w# '
+EOF
+    printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
+        >"$r/etc/passwd"
+    printf 'root:x:0:\nnogroup:x:65534:\n' >"$r/etc/group"
+    chmod 755 "$r/init" "$r/etc/rc.boot" "$r/sbin/ctl-loop" "$r/sbin/agent-supervise" "$r/sbin/agentctl"
+}
+
+# --- running -------------------------------------------------------------------------------------
+
+qemu_pid() { # dir: prints the pid of the running qemu of DIR, or nothing
+    local f=$1/qemu.pid pid
+    [ -f "$f" ] || return 0
+    pid=$(cat "$f" 2>/dev/null) || return 0
+    [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 0
+    # Only a qemu of ours, for this directory: a recycled pid never gets signalled.
+    if tr '\0' '\n' <"/proc/$pid/cmdline" | grep -qxF "socket,id=ctl,path=$1/ctl.sock,server=on,wait=off"; then
+        echo "$pid"
+    fi
+}
+
+squote() { # a value single-quoted for /bin/sh
+    local s=${1//\'/\'\\\'\'}
+    printf "'%s'" "$s"
+}
+
+cmd_boot() {
+    [ $# -ge 1 ] || die "usage: boot DIR [OPTIONS]"
+    local dir image kubeconfig="" node=qnode agent_args="" agent_env="" agent="" enabled=1
+    local mem=768 smp=1 timeout=120 wait=1 watch=""
+    dir=$(realpath -m "$1")
+    shift
+    image=$dir
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --image) image=$(realpath -m "$2"); shift 2 ;;
+        --kubeconfig) kubeconfig=$2; shift 2 ;;
+        --node-name) node=$2; shift 2 ;;
+        --agent-args) agent_args=$2; shift 2 ;;
+        --agent-env) agent_env=$2; shift 2 ;;
+        --agent) agent=$2; shift 2 ;;
+        --no-agent) enabled=0; shift ;;
+        --memory) mem=$2; shift 2 ;;
+        --smp) smp=$2; shift 2 ;;
+        --timeout) timeout=$2; shift 2 ;;
+        --no-wait) wait=0; shift ;;
+        --watch-pid) watch=$2; shift 2 ;;
+        *) die "boot: unknown option $1" ;;
+        esac
+    done
+    [ -f "$image/vmlinuz" ] && [ -f "$image/initrd.img" ] || die "no image in $image (run: build $image)"
+    need_qemu
+    mkdir -p "$dir"
+    [ -z "$(qemu_pid "$dir")" ] || die "a node already runs in $dir (stop it first)"
+    rm -f "$dir/ctl.sock" "$dir/qmp.sock" "$dir/qemu.pid"
+
+    # The per-boot configuration: a small archive appended to the image's initramfs.
+    local cfg=$dir/boot-root
+    rm -rf "$cfg"
+    mkdir -p "$cfg/etc/hostdevd"
+    {
+        echo "NODE_NAME=$(squote "$node")"
+        echo "AGENT_ENABLED=$([ -n "$kubeconfig" ] && echo $enabled || echo 0)"
+        echo "AGENT_ARGS=$(squote "$agent_args")"
+        echo "AGENT_ENV=$(squote "$agent_env")"
+    } >"$cfg/etc/hostdevd/node.env"
+    if [ -n "$kubeconfig" ]; then
+        install -m 600 "$kubeconfig" "$cfg/etc/hostdevd/kubeconfig"
+    fi
+    if [ -n "$agent" ]; then
+        install -D -m 755 "$agent" "$cfg/usr/bin/hostdevd"
+    fi
+    (cd "$cfg" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$dir/boot.cpio"
+    cat "$image/initrd.img" "$dir/boot.cpio" >"$dir/initrd-boot.img"
+    [ -f "$dir/stick.img" ] || {
+        truncate -s 16M "$dir/stick.img"
+        printf 'hostdevd test stick\n' | dd of="$dir/stick.img" conv=notrunc status=none
+    }
+
+    local kernel=$image/vmlinuz
+    [ -f "$image/vmlinux" ] && kernel=$image/vmlinux
+    : >"$dir/console.log"
+    # tsc=unstable: under TCG the TSC calibrates wrongly and the guest clock runs fast until the
+    # watchdog drops it.
+    local append="console=ttyS0 intel_iommu=on iommu=pt tsc=unstable panic=-1 ${QEMU_NODE_APPEND:-}"
+    # shellcheck disable=SC2054 # commas are qemu's
+    local args=(
+        -name hostdevd-node,debug-threads=off
+        -accel tcg -machine q35,kernel-irqchip=split -cpu max -m "$mem" -smp "$smp"
+        -nodefaults -no-user-config -vga none -display none
+        -device intel-iommu,intremap=on,caching-mode=on
+        -kernel "$kernel" -initrd "$dir/initrd-boot.img" -append "$append"
+        -chardev "file,id=con,path=$dir/console.log" -serial chardev:con
+        -chardev "socket,id=ctl,path=$dir/ctl.sock,server=on,wait=off" -serial chardev:ctl
+        -qmp "unix:$dir/qmp.sock,server=on,wait=off"
+        "${QEMU_DEVICES[@]}"
+        -drive "if=none,id=stick,format=raw,file=$dir/stick.img"
+        -device usb-storage,id=stick,bus=xhci.0,port=3,drive=stick,serial=HOSTDEVD-STICK-1
+        -pidfile "$dir/qemu.pid"
+    )
+    # shellcheck disable=SC2206
+    args+=(${QEMU_NODE_QEMU_ARGS:-})
+    printf '%q ' qemu-system-x86_64 "${args[@]}" >"$dir/qemu.cmdline"
+    echo >>"$dir/qemu.cmdline"
+    date +%s.%N >"$dir/boot.started"
+    setsid qemu-system-x86_64 "${args[@]}" </dev/null >"$dir/qemu.log" 2>&1 &
+    local launcher=$!
+    for _ in $(seq 1 100); do
+        [ -S "$dir/ctl.sock" ] && [ -n "$(qemu_pid "$dir")" ] && break
+        kill -0 $launcher 2>/dev/null || break
+        sleep 0.1
+    done
+    local qpid
+    qpid=$(qemu_pid "$dir")
+    if [ -z "$qpid" ]; then
+        cat "$dir/qemu.log" >&2
+        die "qemu did not start"
+    fi
+    if [ -n "$watch" ]; then
+        # Ends qemu when the process that booted it is gone (a killed test leaves no VM behind).
+        (
+            while kill -0 "$watch" 2>/dev/null && kill -0 "$qpid" 2>/dev/null; do sleep 2; done
+            [ -z "$(qemu_pid "$dir")" ] || cmd_stop "$dir"
+        ) </dev/null >/dev/null 2>&1 &
+        disown
+    fi
+    [ $wait = 1 ] || return 0
+    if ! python3 "$GUESTCTL" "$dir/ctl.sock" wait-ready --timeout "$timeout" --qemu-pid "$qpid" >/dev/null; then
+        note "the guest's control channel did not answer within ${timeout}s; console:"
+        tail -30 "$dir/console.log" >&2
+        return 1
+    fi
+}
+
+cmd_stop() {
+    [ $# -ge 1 ] || die "usage: stop DIR"
+    local dir pid
+    dir=$(realpath -m "$1")
+    pid=$(qemu_pid "$dir")
+    if [ -n "$pid" ]; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 1 50); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$pid" 2>/dev/null || true
+        while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    fi
+    rm -f "$dir/qemu.pid" "$dir/ctl.sock" "$dir/qmp.sock"
+}
+
+cmd_status() {
+    local dir pid
+    dir=$(realpath -m "$1")
+    pid=$(qemu_pid "$dir")
+    [ -n "$pid" ] || { echo "stopped"; return 1; }
+    echo "running: qemu pid $pid, rss $(awk '/VmRSS/{print $2, $3}' "/proc/$pid/status")"
+}
+
+main() {
+    [ $# -ge 1 ] || die "usage: $0 build|boot|stop|exec|wait-ready|reboot|hmp|status|devices ..."
+    local cmd=$1
+    shift
+    case $cmd in
+    build) cmd_build "$@" ;;
+    boot) cmd_boot "$@" ;;
+    stop) cmd_stop "$@" ;;
+    status) [ $# -eq 1 ] || die "usage: status DIR"; cmd_status "$1" ;;
+    devices) print_devices ;;
+    exec | wait-ready | reboot)
+        [ $# -ge 1 ] || die "usage: $cmd DIR ..."
+        local dir
+        dir=$(realpath -m "$1")
+        shift
+        exec python3 "$GUESTCTL" "$dir/ctl.sock" "$cmd" "$@"
+        ;;
+    hmp)
+        [ $# -ge 2 ] || die "usage: hmp DIR 'COMMAND'"
+        exec python3 "$GUESTCTL" "$(realpath -m "$1")/qmp.sock" hmp "$2"
+        ;;
+    -h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
+    *) die "unknown command $cmd" ;;
+    esac
+}
+
+main "$@"

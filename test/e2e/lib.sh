@@ -1,0 +1,233 @@
+# shellcheck shell=bash disable=SC2034 # variables set here are for the tests
+# test/e2e/lib.sh - end-to-end helpers: qemu test nodes (hack/qemu-node.sh) running the agent
+# against the private control plane of test/integration/lib.sh (whose assertions, `eventually`,
+# `finish` and `cluster_start` this file brings in).
+#
+#   cluster_start                    the control plane (test/integration/lib.sh)
+#   agent_rbac                       namespace hostdevd-system, ServiceAccount hostdevd-agent and
+#                                    what it may do (one function, to be swapped for manifests/)
+#   node_kubeconfig NAME FILE        a kubeconfig for the guest: https://10.0.2.2:PORT, the CA, a
+#                                    token of hostdevd-agent bound to the Node NAME
+#   node_boot NAME [BOOT OPTIONS]    image built once per run, then boots node NAME (with the agent
+#                                    when a control plane runs) and waits for the control channel;
+#                                    sets NODE_DIR and BOOT_SECONDS; further options go to
+#                                    `hack/qemu-node.sh boot` (--agent-args "...", --no-agent, ...)
+#   node_use NAME                    make NAME the node that guest/node_* talk to
+#   guest CMD...                     run CMD (one shell command line) in the guest; its output on
+#                                    stdout, its exit status returned (GUEST_TIMEOUT, default 60 s)
+#   guest_agent_ready                the agent's /readyz answers ok
+#   node_reboot                      `reboot -f` in the guest, back when its control channel is;
+#                                    sets REBOOT_SECONDS
+#   node_stop [NAME]                 stop a node (all of them on exit)
+#   node_logs [NAME]                 copy the guest's agent log into NODE_DIR, print its tail
+#   node_hmp 'COMMAND'               qemu monitor command (e.g. device_add / device_del for USB)
+#
+# Every node is stopped when the test exits, before the control plane (chained into
+# cluster_stop, which lib.sh's EXIT trap runs). When a check failed, the agent's log and the tail
+# of the console are kept in the node's directory (with KEEP_FAILED_STATE=1 the whole test
+# directory stays).
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
+
+QEMU_NODE=$ROOT/hack/qemu-node.sh
+GUESTCTL=$ROOT/test/e2e/guestctl.py
+E2E_AGENT=${E2E_AGENT:-$ROOT/bin/hostdevd}
+E2E_IMAGE=${E2E_IMAGE:-}      # a prebuilt image directory (else built once per run)
+E2E_WORK=""                   # where node directories go when there is no TEST_DIR
+E2E_NODES=()                  # names of the booted nodes
+declare -A E2E_NODE_DIRS=()
+NODE_DIR=""
+NODE_NAME=""
+BOOT_SECONDS=""
+REBOOT_SECONDS=""
+GUEST_TIMEOUT=${GUEST_TIMEOUT:-60}
+
+e2e_workdir() {
+    if [ -n "$TEST_DIR" ]; then
+        echo "$TEST_DIR"
+    else
+        [ -n "$E2E_WORK" ] || E2E_WORK=$(mktemp -d "${TMPDIR:-/tmp}/hostdevd-e2e-$SUITE.XXXXXX")
+        echo "$E2E_WORK"
+    fi
+}
+
+# Builds the image (kernel + initramfs with the agent) once per run.
+e2e_image() {
+    [ -n "$E2E_IMAGE" ] && [ -f "$E2E_IMAGE/initrd.img" ] && return 0
+    if [ ! -x "$E2E_AGENT" ]; then
+        make -C "$ROOT" bin/hostdevd >/dev/null || { echo "cannot build $E2E_AGENT" >&2; return 1; }
+    fi
+    E2E_IMAGE=$(e2e_workdir)/qemu-image
+    local t0=$SECONDS
+    "$QEMU_NODE" build "$E2E_IMAGE" "$E2E_AGENT" >"$(e2e_workdir)/qemu-build.log" 2>&1 ||
+        { cat "$(e2e_workdir)/qemu-build.log" >&2; return 1; }
+    echo "  node image built in $((SECONDS - t0))s ($(cat "$E2E_IMAGE/kernel-version"))"
+}
+
+# The agent's identity and permissions in the cluster. Until the project's manifests are used
+# here, a test ClusterRole with what the agent needs.
+agent_rbac() {
+    kubectl apply -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Namespace
+metadata: {name: hostdevd-system}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: hostdevd-agent, namespace: hostdevd-system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: hostdevd-agent-e2e}
+rules:
+- apiGroups: [devices.harvesterhci.io]
+  resources: [pcidevices, pcidevices/status, usbdevices, usbdevices/status]
+  verbs: ["*"]
+- apiGroups: [devices.harvesterhci.io]
+  resources: [pcideviceclaims, pcideviceclaims/status, usbdeviceclaims, usbdeviceclaims/status]
+  verbs: [get, list, watch, update, patch]
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: hostdevd-agent-e2e}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: hostdevd-agent-e2e}
+subjects:
+- {kind: ServiceAccount, name: hostdevd-agent, namespace: hostdevd-system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: hostdevd-agent-e2e-events, namespace: default}
+rules:
+- apiGroups: ["", events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: hostdevd-agent-e2e-events, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: hostdevd-agent-e2e-events}
+subjects:
+- {kind: ServiceAccount, name: hostdevd-agent, namespace: hostdevd-system}
+EOF
+}
+
+# node_kubeconfig NAME FILE: the guest reaches the host's 127.0.0.1 at 10.0.2.2 (the API server's
+# certificate names that address). The Node NAME must exist (the token is bound to it).
+node_kubeconfig() {
+    local name=$1 file=$2 port token
+    port=${K8S_SERVER##*:}
+    kubectl get serviceaccount hostdevd-agent -n hostdevd-system >/dev/null 2>&1 || agent_rbac || return 1
+    token=$(kubectl create token hostdevd-agent -n hostdevd-system --bound-object-kind Node \
+        --bound-object-name "$name" --duration 2h) || return 1
+    (
+        umask 077
+        cat >"$file" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: https://10.0.2.2:$port
+    certificate-authority-data: $(base64 -w0 <"$K8S_CA")
+users:
+- name: hostdevd-agent
+  user:
+    token: $token
+contexts:
+- name: e2e
+  context: {cluster: e2e, user: hostdevd-agent}
+current-context: e2e
+EOF
+    )
+}
+
+node_use() {
+    NODE_NAME=$1
+    NODE_DIR=${E2E_NODE_DIRS[$1]:?no node $1}
+}
+
+node_boot() {
+    local name=$1 dir
+    shift
+    e2e_image || return 1
+    dir=$(e2e_workdir)/node-$name
+    mkdir -p "$dir"
+    local opts=(--image "$E2E_IMAGE" --node-name "$name")
+    if [ -n "${K8S_SERVER:-}" ]; then
+        node_kubeconfig "$name" "$dir/kubeconfig" || return 1
+        opts+=(--kubeconfig "$dir/kubeconfig")
+    fi
+    [ -n "$(trap -p EXIT)" ] || trap cluster_stop EXIT
+    E2E_NODES+=("$name")
+    E2E_NODE_DIRS[$name]=$dir
+    node_use "$name"
+    "$QEMU_NODE" boot "$dir" "${opts[@]}" --watch-pid $$ "$@" || return 1
+    date +%s.%N >"$dir/boot.ready"
+    BOOT_SECONDS=$(awk -v a="$(cat "$dir/boot.ready")" -v b="$(cat "$dir/boot.started")" \
+        'BEGIN {printf "%.1f", a - b}')
+}
+
+guest() {
+    python3 "$GUESTCTL" "$NODE_DIR/ctl.sock" exec --timeout "$GUEST_TIMEOUT" -- "$*"
+}
+
+guest_agent_ready() { # (wget fails on the 503 of a not yet ready agent)
+    guest 'wget -qO- http://127.0.0.1:9808/readyz' 2>/dev/null | grep -q '^ok'
+}
+
+node_reboot() {
+    local out
+    out=$(python3 "$GUESTCTL" "$NODE_DIR/ctl.sock" reboot --timeout 120) || return 1
+    REBOOT_SECONDS=$out
+}
+
+node_hmp() {
+    "$QEMU_NODE" hmp "$NODE_DIR" "$1"
+}
+
+node_logs() {
+    local name=${1:-$NODE_NAME} dir
+    dir=${E2E_NODE_DIRS[$name]:-}
+    [ -n "$dir" ] || return 0
+    python3 "$GUESTCTL" "$dir/ctl.sock" exec --timeout 10 -- \
+        'agentctl status; cat /var/log/hostdevd.log' >"$dir/hostdevd.log" 2>&1
+    echo "--- node $name: agent log (tail; all in $dir/hostdevd.log)"
+    tail -25 "$dir/hostdevd.log"
+    echo "--- node $name: console (tail; all in $dir/console.log)"
+    tail -10 "$dir/console.log"
+}
+
+node_stop() {
+    local name=${1:-$NODE_NAME} dir
+    dir=${E2E_NODE_DIRS[$name]:-}
+    [ -n "$dir" ] || return 0
+    "$QEMU_NODE" stop "$dir"
+}
+
+e2e_cleanup() {
+    local n
+    for n in "${E2E_NODES[@]}"; do
+        if [ "$FAILED" -gt 0 ] && [ -S "${E2E_NODE_DIRS[$n]}/ctl.sock" ]; then
+            node_logs "$n"
+        fi
+        node_stop "$n"
+    done
+    E2E_NODES=()
+    if [ -n "$E2E_WORK" ]; then
+        if [ "$FAILED" -gt 0 ] && [ -n "${KEEP_FAILED_STATE:-}" ]; then
+            echo "state kept in $E2E_WORK"
+        else
+            rm -rf "$E2E_WORK"
+        fi
+    fi
+}
+
+# Nodes stop before the control plane goes (lib.sh's EXIT trap runs cluster_stop).
+eval "$(declare -f cluster_stop | sed '1s/^cluster_stop/_e2e_cluster_stop/')"
+cluster_stop() {
+    e2e_cleanup
+    _e2e_cluster_stop
+}
