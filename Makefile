@@ -143,6 +143,7 @@ demo: deps k8s bin/hostdevd
 	@hack/demo.sh
 
 demo-down:
+	@hack/qemu-node.sh stop "$(CURDIR)/.demo/demo-node" >/dev/null 2>&1 || true
 	@if [ -f .demo/agent.pid ]; then kill -TERM "$$(cat .demo/agent.pid)" 2>/dev/null || true; \
 		rm -f .demo/agent.pid; fi
 	@hack/cluster.sh down "$(CURDIR)/.demo/cluster"

@@ -26,6 +26,9 @@
 #   hack/qemu-node.sh hmp DIR 'MONITOR COMMAND'       qemu human monitor (e.g. device_add usb-kbd,...)
 #   hack/qemu-node.sh status DIR                      exit 0 when qemu runs; prints its pid
 #   hack/qemu-node.sh devices                         the fixed device layout
+#   hack/qemu-node.sh kubeconfig NODE FILE            a kubeconfig for the guest's agent with a
+#                                                     token bound to the Node (needs K8S_SERVER,
+#                                                     K8S_CA, kubectl)
 #
 # DIR gets: qemu.pid, qemu.log (qemu's own messages), console.log (the guest's ttyS0), ctl.sock
 # (control channel, see test/e2e/guestctl.py), qmp.sock (QMP; hmp goes through it), stick.img (the USB stick),
@@ -666,6 +669,39 @@ cmd_stop() {
     rm -f "$dir/qemu.pid" "$dir/ctl.sock" "$dir/qmp.sock"
 }
 
+# kubeconfig NAME FILE: the guest's kubeconfig: https://10.0.2.2:<port of $K8S_SERVER> (the host's
+# 127.0.0.1 seen from user-mode networking; the API server's certificate names that address), the
+# CA from $K8S_CA, and a token of ServiceAccount hostdevd-system/hostdevd-agent bound to the Node
+# NAME (so its requests carry authentication.kubernetes.io/node-name). Needs kubectl on PATH, the
+# Node and the ServiceAccount.
+cmd_kubeconfig() {
+    [ $# -eq 2 ] || die "usage: kubeconfig NODE FILE"
+    [ -n "${K8S_SERVER:-}" ] && [ -n "${K8S_CA:-}" ] || die "K8S_SERVER and K8S_CA must be set (hack/cluster.sh env DIR)"
+    local token
+    token=$(kubectl create token hostdevd-agent -n hostdevd-system --bound-object-kind Node \
+        --bound-object-name "$1" --duration "${QEMU_NODE_TOKEN_DURATION:-24h}") || return 1
+    (
+        umask 077
+        cat >"$2" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: qemu-node
+  cluster:
+    server: https://10.0.2.2:${K8S_SERVER##*:}
+    certificate-authority-data: $(base64 -w0 <"$K8S_CA")
+users:
+- name: hostdevd-agent
+  user:
+    token: $token
+contexts:
+- name: qemu-node
+  context: {cluster: qemu-node, user: hostdevd-agent}
+current-context: qemu-node
+EOF
+    )
+}
+
 cmd_status() {
     local dir pid
     dir=$(realpath -m "$1")
@@ -683,6 +719,7 @@ main() {
     boot) cmd_boot "$@" ;;
     stop) cmd_stop "$@" ;;
     status) [ $# -eq 1 ] || die "usage: status DIR"; cmd_status "$1" ;;
+    kubeconfig) cmd_kubeconfig "$@" ;;
     devices) print_devices ;;
     exec | wait-ready | reboot)
         [ $# -ge 1 ] || die "usage: $cmd DIR ..."

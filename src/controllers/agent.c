@@ -48,6 +48,7 @@ struct agent_stats {
     unsigned long scans, scan_errors;
     double last_scan_seconds;
     unsigned long devices, bridges;
+    unsigned long on_vfio, on_host_driver, unbound, no_iommu; /* devices by state */
     unsigned long reconciles_noop, reconciles_written, reconciles_failed, reconciles_waiting;
     unsigned long creates, patches, deletes;
     unsigned long uevents, uevent_overflows;
@@ -219,9 +220,10 @@ static void job_next(struct job *j)
 
 static void reconcile(struct agent *a, const char *key)
 {
-    if (expect_waiting(a->expect, key,
-                       ev_now(a->loop))) { /* the informer's event for our write re-queues it */
+    double wait = expect_waiting(a->expect, key, ev_now(a->loop));
+    if (wait > 0) { /* the informer's event for our write re-queues it; at the latest, this */
         a->stats.reconciles_waiting++;
+        (void)wq_add_after(a->wq, key, wait);
         wq_done(a->wq, key);
         return;
     }
@@ -357,6 +359,7 @@ static void free_spec(void *p)
 static int build_want(struct agent *a, const struct node_pci_dev *devs, size_t n, struct map *want)
 {
     a->stats.devices = a->stats.bridges = 0;
+    a->stats.on_vfio = a->stats.on_host_driver = a->stats.unbound = a->stats.no_iommu = 0;
     for (size_t i = 0; i < n; i++) {
         if (devs[i].is_bridge) { /* not passthrough candidates, as in harvester */
             a->stats.bridges++;
@@ -373,6 +376,14 @@ static int build_want(struct agent *a, const struct node_pci_dev *devs, size_t n
             continue;
         }
         a->stats.devices++;
+        if (strcmp(devs[i].driver, "vfio-pci") == 0)
+            a->stats.on_vfio++;
+        else if (devs[i].driver[0])
+            a->stats.on_host_driver++;
+        else
+            a->stats.unbound++;
+        if (devs[i].iommu_group < 0)
+            a->stats.no_iommu++;
     }
     return 0;
 }
@@ -557,6 +568,16 @@ static void write_metrics(struct buf *out, void *userdata)
     kube_informer_get_stats(a->inf, &i);
     metric(out, "hostdevd_pci_devices", "gauge", "PCI functions published as PCIDevices.", "",
            (double)s->devices);
+    (void)buf_printf(out,
+                     "# HELP hostdevd_pci_devices_by_state Published PCI devices by driver state.\n"
+                     "# TYPE hostdevd_pci_devices_by_state gauge\n"
+                     "hostdevd_pci_devices_by_state{state=\"vfio-pci\"} %lu\n"
+                     "hostdevd_pci_devices_by_state{state=\"host-driver\"} %lu\n"
+                     "hostdevd_pci_devices_by_state{state=\"unbound\"} %lu\n",
+                     s->on_vfio, s->on_host_driver, s->unbound);
+    metric(out, "hostdevd_pci_devices_without_iommu_group", "gauge",
+           "Published PCI devices with no IOMMU group (cannot be passed through).", "",
+           (double)s->no_iommu);
     metric(out, "hostdevd_pci_bridges", "gauge", "PCI bridges found (not published).", "",
            (double)s->bridges);
     metric(out, "hostdevd_pci_scans_total", "counter", "PCI scans.", "", (double)s->scans);

@@ -62,21 +62,21 @@ void expect_write(struct expect *e, const char *key, const char *rv, const struc
         free_expectation(x);
 }
 
-bool expect_waiting(struct expect *e, const char *key, double now)
+double expect_waiting(struct expect *e, const char *key, double now)
 {
     const struct expectation *x = map_get(e->m, key);
     if (!x)
-        return false;
+        return 0;
     if (now < x->until)
-        return true;
+        return x->until - now;
     map_remove(e->m, key);
-    return false;
+    return 0;
 }
 
 void expect_observed(struct expect *e, const char *key, const struct cJSON *obj, bool deleted)
 {
     const struct expectation *x = map_get(e->m, key);
     const char *rv = kube_meta_str(obj, "resourceVersion");
-    if (x && ((deleted && !x->rv) || (!deleted && x->rv && rv && strcmp(rv, x->rv) == 0)))
+    if (x && (deleted || (x->rv && rv && strcmp(rv, x->rv) == 0)))
         map_remove(e->m, key);
 }

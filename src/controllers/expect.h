@@ -22,7 +22,9 @@ struct expect *expect_free(struct expect *e);
  * there is nothing to wait for. */
 void expect_write(struct expect *e, const char *key, const char *rv, const struct cJSON *cached,
                   double now);
-/* Whether `key` still waits for the informer to see our last write. */
-bool expect_waiting(struct expect *e, const char *key, double now);
-/* The informer delivered `obj` for `key` (deleted: a deletion). */
+/* How many more seconds `key` waits for the informer to see our last write; 0 when it does
+ * not wait. The caller re-queues the key after that long, so a lost event cannot strand it. */
+double expect_waiting(struct expect *e, const char *key, double now);
+/* The informer delivered `obj` for `key` (deleted: a deletion, which ends any expectation:
+ * nothing stale remains of an object that is gone, and one of the same name may come next). */
 void expect_observed(struct expect *e, const char *key, const struct cJSON *obj, bool deleted);

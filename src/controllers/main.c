@@ -3,7 +3,8 @@
  * controllers/main.c - the hostdevd command: parses the subcommand and runs it.
  *
  * `agent` runs the node agent (controllers/agent.c); `name` prints the object name hostdevd
- * gives a device, so a user can write the matching claim; the `controller` role arrives with
+ * gives a device, so a user can write the matching claim; `vfio` binds or restores one device
+ * by hand (controllers/vfiotool.c); the `controller` role arrives with
  * its issue. Logs errors once, here.
  */
 #include <errno.h>
@@ -12,6 +13,7 @@
 
 #include "base/log.h"
 #include "controllers/agent.h"
+#include "controllers/vfiotool.h"
 #include "kube/names.h"
 
 #ifndef HOSTDEVD_VERSION
@@ -27,6 +29,8 @@ static void usage(FILE *f)
           "  version                               print the version\n"
           "  name pci NODE ADDRESS                 PCIDevice/PCIDeviceClaim name of a device\n"
           "  name usb NODE VENDOR PRODUCT PORTPATH USBDevice/USBDeviceClaim name of a device\n"
+          "  vfio show|bind|restore ADDRESS        a device's vfio-pci binding by hand (vfio "
+          "--help)\n"
           "  help                                  this text\n",
           f);
 }
@@ -76,6 +80,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "name") == 0)
         return cmd_name(argc - 1, argv + 1);
+    if (strcmp(cmd, "vfio") == 0)
+        return vfiotool_run(argc - 1, argv + 1);
     if (strcmp(cmd, "agent") == 0) {
         struct agent_config cfg;
         int r = agent_parse_args(argc - 1, argv + 1, &cfg);

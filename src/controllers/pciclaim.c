@@ -496,7 +496,9 @@ static void on_written(const struct kube_err *err, const cJSON *obj, void *userd
         job_end(j, true, 0);
         return;
     }
-    expect_write(c->expect, j->key, err ? NULL : kube_meta_str(obj, "resourceVersion"),
+    /* Removing the last finalizer of a deleting claim deletes it: expect the deletion. */
+    bool deleted = err || j->out == OUT_RESTORED;
+    expect_write(c->expect, j->key, deleted ? NULL : kube_meta_str(obj, "resourceVersion"),
                  kube_informer_get(c->inf, j->key), ev_now(c->cfg.loop));
     if (j->fault)
         fault_point("claim", j->fault);
@@ -681,9 +683,12 @@ static bool valid_claim(struct cjob *j)
 static void reconcile(struct pciclaim *c, const char *key)
 {
     const cJSON *obj = kube_informer_get(c->inf, key);
-    if (!obj || expect_waiting(c->expect, key, ev_now(c->cfg.loop))) {
+    double wait = expect_waiting(c->expect, key, ev_now(c->cfg.loop));
+    if (!obj || wait > 0) {
         if (!obj)
             wq_forget(c->wq, key);
+        else /* the informer's event for our write re-queues it; at the latest, this */
+            (void)wq_add_after(c->wq, key, wait);
         wq_done(c->wq, key);
         return;
     }
@@ -697,6 +702,8 @@ static void reconcile(struct pciclaim *c, const char *key)
     }
     j->c = c;
     j->deleting = kube_meta_str(obj, "deletionTimestamp") != NULL;
+    if (!j->deleting)
+        (void)first_seen(c, obj); /* the start of the time-to-bind measure */
     c->in_flight++;
     c->stats.reconciles++;
     if (!valid_claim(j)) {

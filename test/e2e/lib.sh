@@ -117,31 +117,8 @@ EOF
 # node_kubeconfig NAME FILE: the guest reaches the host's 127.0.0.1 at 10.0.2.2 (the API server's
 # certificate names that address). The Node NAME must exist (the token is bound to it).
 node_kubeconfig() {
-    local name=$1 file=$2 port token
-    port=${K8S_SERVER##*:}
     kubectl get serviceaccount hostdevd-agent -n hostdevd-system >/dev/null 2>&1 || agent_rbac || return 1
-    token=$(kubectl create token hostdevd-agent -n hostdevd-system --bound-object-kind Node \
-        --bound-object-name "$name" --duration 2h) || return 1
-    (
-        umask 077
-        cat >"$file" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: e2e
-  cluster:
-    server: https://10.0.2.2:$port
-    certificate-authority-data: $(base64 -w0 <"$K8S_CA")
-users:
-- name: hostdevd-agent
-  user:
-    token: $token
-contexts:
-- name: e2e
-  context: {cluster: e2e, user: hostdevd-agent}
-current-context: e2e
-EOF
-    )
+    QEMU_NODE_TOKEN_DURATION=2h "$QEMU_NODE" kubeconfig "$1" "$2"
 }
 
 node_use() {

@@ -79,7 +79,9 @@ expect_contains "GPU $GPU published with ids, IOMMU group, driver, node, label, 
     "\"harvesterhci.io/pcideviceDriver\": \"$GPU_DRIVER\"" "\"resourceName\": \"nvidia.com/" \
     "\"description\": \""
 OUT=$(curl -fsS "http://127.0.0.1:$PORT/metrics")
+VFIO=$(grep -vE '^\s*(#|$)' "$DESC" | awk '$2 != "0604" && /driver=vfio-pci/' | wc -l)
 expect_contains "metrics count the published devices" "$OUT" "hostdevd_pci_devices $WANT" \
+    "hostdevd_pci_devices_by_state{state=\"vfio-pci\"} $VFIO" \
     "hostdevd_ready 1" "hostdevd_api_writes_total{verb=\"create\"} $WANT"
 
 echo "--- restart with nothing changed"

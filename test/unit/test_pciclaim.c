@@ -32,11 +32,15 @@ static void test_status_patch(void)
     CU_ASSERT_PTR_NOT_NULL(p);
     cJSON *pj = cJSON_Parse(p);
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(pj, "status");
-    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "kernelDriverToUnbind")), "e1000e");
+    CU_ASSERT_STRING_EQUAL(
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "kernelDriverToUnbind")),
+            "e1000e");
     CU_ASSERT(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(st, "passthroughEnabled")));
     const cJSON *cond = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(st, "conditions"), 0);
-    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cond, "status")), "False");
-    CU_ASSERT_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(cond, "observedGeneration")), 3);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cond, "status")),
+                           "False");
+    CU_ASSERT_EQUAL(
+            cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(cond, "observedGeneration")), 3);
     /* the claim now says it: nothing more to write */
     char *sts = cJSON_PrintUnformatted(st);
     cJSON *c2 = claim(sts, NULL);
@@ -52,7 +56,8 @@ static void test_status_patch(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(p2, "2026-11-21T10:00:00Z"));
     CU_ASSERT_PTR_NULL(strstr(p2, "kernelDriverToUnbind")); /* left as it is */
     /* Ready turning True moves it */
-    struct pciclaim_status w3 = {.passthrough = true, .ready = true, .reason = "Bound", .message = "b"};
+    struct pciclaim_status w3 = {
+            .passthrough = true, .ready = true, .reason = "Bound", .message = "b"};
     char *p3 = pciclaim_status_patch(c2, &w3, "2026-11-21T12:00:00Z");
     CU_ASSERT_PTR_NOT_NULL(strstr(p3, "2026-11-21T12:00:00Z"));
     CU_ASSERT_PTR_NOT_NULL(strstr(p3, "\"passthroughEnabled\":true"));
