@@ -78,19 +78,6 @@ if [ "${DEMO_QEMU:-1}" != 0 ]; then
     hack/qemu-node.sh stop "$QDIR" >/dev/null 2>&1 || true
     mkdir -p "$QDIR"
     hack/qemu-node.sh kubeconfig "$QNODE" "$QDIR/kubeconfig"
-apiVersion: v1
-kind: Config
-clusters:
-- name: demo
-  cluster: {server: "https://10.0.2.2:${K8S_SERVER##*:}", certificate-authority-data: $(base64 -w0 <"$K8S_CA")}
-users:
-- name: hostdevd-agent
-  user: {token: $TOKEN}
-contexts:
-- name: demo
-  context: {cluster: demo, user: hostdevd-agent}
-current-context: demo
-KC
     hack/qemu-node.sh build "$PWD/.demo/qemu-image" bin/hostdevd >"$PWD/.demo/qemu-build.log" 2>&1
     hack/qemu-node.sh boot "$QDIR" --image "$PWD/.demo/qemu-image" --node-name "$QNODE" \
         --kubeconfig "$QDIR/kubeconfig" >/dev/null
