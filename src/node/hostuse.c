@@ -18,8 +18,8 @@
  * - In sysfs, a block device holds another through slaves/ (device-mapper, md) and multipath/
  *   (native NVMe multipath, whose namespaces sit under devices/virtual/nvme-subsystem); an
  *   interface through upper_* links (bond, bridge, VLAN, macvlan). Both are followed
- *   MAX_DEPTH levels. Link targets are read with readlinkat() relative to the root fd, so,
- *   unlike node/sysfs.c, the links on the way are resolved as usual (sysfs has no hostile links).
+ *   MAX_DEPTH levels. Link targets are read with node_sysfs_read_link_target(), so the links on
+ *   the way resolve inside the sysfs root like every other read.
  */
 #include "node/hostuse.h"
 
@@ -465,21 +465,6 @@ static void say(const struct check *c, const char *fmt, ...)
     va_end(ap);
 }
 
-/* A relative path without ".." components. */
-static bool path_ok(const char *path)
-{
-    if (path[0] == '\0' || path[0] == '/')
-        return false;
-    for (const char *p = path; *p;) {
-        size_t n = strcspn(p, "/");
-        if (n == 2 && p[0] == '.' && p[1] == '.')
-            return false;
-        p += n;
-        p += strspn(p, "/");
-    }
-    return true;
-}
-
 /* `s` has `name` as a whole '/'-separated component. */
 static bool has_component(const char *s, const char *name)
 {
@@ -502,16 +487,9 @@ static int link_below(const struct check *c, const char *path, char *name)
 {
     char target[PATH_MAX];
     name[0] = '\0';
-    if (!path_ok(path))
-        return -EINVAL;
-    ssize_t n = readlinkat(c->root_fd, path, target, sizeof(target));
+    int n = node_sysfs_read_link_target(c->root_fd, path, target, sizeof(target));
     if (n < 0)
-        return errno == ENOENT ? 0 : -errno;
-    if ((size_t)n >= sizeof(target))
-        return -ENAMETOOLONG;
-    while (n > 0 && target[n - 1] == '/')
-        n--;
-    target[n] = '\0';
+        return n == -ENOENT ? 0 : n == -EFBIG ? -ENAMETOOLONG : n;
     const char *slash = strrchr(target, '/');
     copy_cut(name, NAME_SIZE, slash ? slash + 1 : target);
     return has_component(target, c->address);

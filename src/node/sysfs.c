@@ -169,7 +169,7 @@ static const char *target_name(char *target, size_t n)
     return name;
 }
 
-int node_sysfs_read_link(int root_fd, const char *path, char *buf, size_t size)
+int node_sysfs_read_link_target(int root_fd, const char *path, char *buf, size_t size)
 {
     if (size == 0)
         return -EFBIG;
@@ -192,13 +192,31 @@ int node_sysfs_read_link(int root_fd, const char *path, char *buf, size_t size)
         if (dir < 0)
             return dir;
     }
+    ssize_t n = readlinkat(slash ? dir : root_fd, name, buf, size);
+    if (n < 0) {
+        int e = errno;
+        buf[0] = '\0';
+        return -e;
+    }
+    if ((size_t)n >= size) {
+        buf[0] = '\0';
+        return -EFBIG;
+    }
+    while (n > 0 && buf[n - 1] == '/')
+        n--;
+    buf[n] = '\0';
+    return (int)n;
+}
+
+int node_sysfs_read_link(int root_fd, const char *path, char *buf, size_t size)
+{
     char target[PATH_MAX];
-    ssize_t n = readlinkat(slash ? dir : root_fd, name, target, sizeof(target));
+    if (size == 0)
+        return -EFBIG;
+    buf[0] = '\0';
+    int n = node_sysfs_read_link_target(root_fd, path, target, sizeof(target));
     if (n < 0)
-        return -errno;
-    if ((size_t)n >= sizeof(target))
-        return -ENAMETOOLONG;
-    target[n] = '\0';
+        return n == -EFBIG ? -ENAMETOOLONG : n;
     const char *base = target_name(target, (size_t)n);
     if (!base)
         return -EINVAL;

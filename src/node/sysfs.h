@@ -59,6 +59,14 @@ size_t node_sysfs_chomp(char *s, size_t len);
 int node_sysfs_read_link(int root_fd, const char *path, char *buf, size_t size);
 
 /*
+ * Reads the whole target of symlink `path` ("../../devices/pci0000:00/0000:00:1f.2/ata1/...")
+ * into `buf`, without trailing slashes; the directories on the way to the link resolve inside
+ * the root. Returns the length, -ENOENT when absent, -EINVAL when it is not a link or the path
+ * is bad, -EFBIG when the target does not fit in `size` - 1.
+ */
+int node_sysfs_read_link_target(int root_fd, const char *path, char *buf, size_t size);
+
+/*
  * Lists the entries of directory `path` ("." and ".." excluded), sorted with strcmp. On success
  * `*ret_names` is a NULL-terminated array of `*ret_count` strings, freed with
  * node_sysfs_names_free(). Returns 0 or -errno.

@@ -237,6 +237,21 @@ static void test_read_link(void)
     CU_ASSERT_EQUAL(node_sysfs_read_link(root, "/sys/bus", buf, sizeof(buf)), -EINVAL);
 }
 
+static void test_read_link_target(void)
+{
+    char buf[128];
+    int n = node_sysfs_read_link_target(root, PF "driver", buf, sizeof(buf));
+    CU_ASSERT_EQUAL(n, (int)strlen("../../../bus/pci/drivers/mlx5_core"));
+    CU_ASSERT_STRING_EQUAL(buf, "../../../bus/pci/drivers/mlx5_core");
+    CU_ASSERT_EQUAL(node_sysfs_read_link_target(root, PF "driver", buf, 10), -EFBIG);
+    CU_ASSERT_STRING_EQUAL(buf, "");
+    CU_ASSERT_EQUAL(node_sysfs_read_link_target(root, "bus/pci/devices/0000:d8:00.2/driver", buf,
+                                                sizeof(buf)),
+                    -ENOENT);
+    CU_ASSERT_EQUAL(node_sysfs_read_link_target(root, PF "vendor", buf, sizeof(buf)), -EINVAL);
+    CU_ASSERT_EQUAL(node_sysfs_read_link_target(root, "../etc", buf, sizeof(buf)), -EINVAL);
+}
+
 static void test_read_link_odd_targets(void)
 {
     char path[400], buf[64];
@@ -361,6 +376,7 @@ static CU_TestInfo tests[] = {
         {"read integers", test_read_int},
         {"read links", test_read_link},
         {"read links with odd targets", test_read_link_odd_targets},
+        {"read a whole link target", test_read_link_target},
         {"links stay in the root", test_links_stay_in_root},
         {"list directories", test_list},
         {"list empty directories and errors", test_list_empty_and_errors},
