@@ -38,23 +38,18 @@ run_fuzz_replay() {
     echo "$p $f" >"$results/fuzz.count"
 }
 
-run_integration() {
+# run_scripts DIR LABEL: every DIR/test_*.sh, each even if an earlier one failed.
+run_scripts() {
     local t
-    for t in test/integration/test_*.sh; do
-        echo "=== integration: $t (real etcd + kube-apiserver + kube-controller-manager)"
+    for t in "$1"/test_*.sh; do
+        echo "=== $2: $t"
         bash "$t" || rc=1
     done
 }
 
-# The agent in a qemu node with Debian's kernel (hack/qemu-node.sh installs qemu and fetches the
-# kernel package through apt the first time).
-run_e2e() {
-    local t
-    for t in test/e2e/test_*.sh; do
-        echo "=== end to end: $t (qemu node with a real kernel + the control plane)"
-        bash "$t" || rc=1
-    done
-}
+run_integration() { run_scripts test/integration "integration (real etcd + kube-apiserver + kube-controller-manager)"; }
+# hack/qemu-node.sh installs qemu and fetches the kernel package through apt the first time.
+run_e2e() { run_scripts test/e2e "end to end (a qemu node with Debian's kernel + the control plane)"; }
 
 mkdir -p "$results"
 rm -f "$results"/*.count

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <stdarg.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -225,7 +224,6 @@ struct cjob {
     char message[MESSAGE_SIZE];
     char driver[64];
     int group;
-    double seconds;
 };
 
 static void cjob_free(struct cjob *j)
@@ -288,9 +286,9 @@ static int group_blockers(struct cjob *j, int fd, const char *node, struct buf *
 {
     struct node_vfio_dev *m = NULL;
     size_t n = 0;
-    int count = 0;
-    if (node_vfio_group_members(fd, j->group, &m, &n) < 0)
-        return -EIO;
+    int count = 0, r = node_vfio_group_members(fd, j->group, &m, &n);
+    if (r < 0)
+        return r;
     for (size_t i = 0; i < n; i++) {
         char name[300] = "";
         if (!node_vfio_member_blocks(&m[i], j->address, is_claimed, j))
@@ -340,18 +338,17 @@ static bool check_safe(struct cjob *j, int fd, const struct node_vfio_dev *d)
     struct buf b;
     buf_init(&b, 4096);
     int n = group_blockers(j, fd, node, &b);
-    if (n != 0) {
+    if (n > 0)
         refuse(j, "IOMMUGroupIncomplete",
-               n > 0 ? "IOMMU group %d also holds %s; the whole group goes to one VM, so claim "
-                       "%s too (or bind %s to vfio-pci)"
-                     : "cannot read IOMMU group %d%s%s%s",
+               "IOMMU group %d also holds %s; the whole group goes to one VM, so claim %s too (or "
+               "bind %s to vfio-pci)",
                d->iommu_group, buf_str(&b), n == 1 ? "that device" : "those devices",
                n == 1 ? "it" : "them");
-        buf_free(&b);
-        return false;
-    }
+    else if (n < 0)
+        refuse(j, "SysfsError", "cannot read the members of IOMMU group %d in sysfs: %s",
+               d->iommu_group, strerror(-n));
     buf_free(&b);
-    return true;
+    return n == 0;
 }
 
 static int load_modules(struct cjob *j)
@@ -379,13 +376,6 @@ static int load_modules(struct cjob *j)
     return 0;
 }
 
-static double now_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void run_bind(struct cjob *j, int fd)
 {
     struct node_vfio_dev d;
@@ -407,10 +397,8 @@ static void run_bind(struct cjob *j, int fd)
     }
     if (load_modules(j) < 0)
         return;
-    double t0 = now_mono();
     r = node_vfio_converge(fd, j->address, NODE_VFIO_BIND, j->original, on_vfio_step, NULL, &d,
                            j->message, sizeof(j->message));
-    j->seconds = now_mono() - t0;
     if (r < 0) {
         j->out = OUT_FAILED;
         j->reason = "BindFailed";

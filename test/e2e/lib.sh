@@ -4,8 +4,8 @@
 # `finish` and `cluster_start` this file brings in).
 #
 #   cluster_start                    the control plane (test/integration/lib.sh)
-#   agent_rbac                       namespace hostdevd-system, ServiceAccount hostdevd-agent and
-#                                    what it may do (one function, to be swapped for manifests/)
+#   agent_rbac                       namespace hostdevd-system, ServiceAccount hostdevd-agent, its
+#                                    RBAC and the admission policies, from manifests/
 #   node_kubeconfig NAME FILE        a kubeconfig for the guest: https://10.0.2.2:PORT, the CA, a
 #                                    token of hostdevd-agent bound to the Node NAME
 #   node_boot NAME [BOOT OPTIONS]    image built once per run, then boots node NAME (with the agent
@@ -64,54 +64,12 @@ e2e_image() {
     echo "  node image built in $((SECONDS - t0))s ($(cat "$E2E_IMAGE/kernel-version"))"
 }
 
-# The agent's identity and permissions in the cluster. Until the project's manifests are used
-# here, a test ClusterRole with what the agent needs.
+# The agent's identity and permissions: the project's namespace, RBAC and admission policies,
+# as `kubectl apply -k manifests/` installs them (without the workloads: no kubelet runs them).
 agent_rbac() {
-    kubectl apply -f - >/dev/null <<'EOF'
-apiVersion: v1
-kind: Namespace
-metadata: {name: hostdevd-system}
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: hostdevd-agent, namespace: hostdevd-system}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: hostdevd-agent-e2e}
-rules:
-- apiGroups: [devices.harvesterhci.io]
-  resources: [pcidevices, pcidevices/status, usbdevices, usbdevices/status]
-  verbs: ["*"]
-- apiGroups: [devices.harvesterhci.io]
-  resources: [pcideviceclaims, pcideviceclaims/status, usbdeviceclaims, usbdeviceclaims/status]
-  verbs: [get, list, watch, update, patch]
-- apiGroups: [""]
-  resources: [nodes]
-  verbs: [get, list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: hostdevd-agent-e2e}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: hostdevd-agent-e2e}
-subjects:
-- {kind: ServiceAccount, name: hostdevd-agent, namespace: hostdevd-system}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: hostdevd-agent-e2e-events, namespace: default}
-rules:
-- apiGroups: ["", events.k8s.io]
-  resources: [events]
-  verbs: [create, patch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: hostdevd-agent-e2e-events, namespace: default}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: hostdevd-agent-e2e-events}
-subjects:
-- {kind: ServiceAccount, name: hostdevd-agent, namespace: hostdevd-system}
-EOF
+    kubectl apply -f "$ROOT/manifests/namespace.yaml" -f "$ROOT/manifests/agent-rbac.yaml" \
+        -f "$ROOT/manifests/policies-agent.yaml" -f "$ROOT/manifests/policies-devices.yaml" \
+        -f "$ROOT/manifests/policies-claims.yaml" >/dev/null
 }
 
 # node_kubeconfig NAME FILE: the guest reaches the host's 127.0.0.1 at 10.0.2.2 (the API server's

@@ -18,15 +18,8 @@ NIC2=0000:00:05.0 # e1000e
 MGMT=0000:00:02.0 # virtio-net with 10.0.2.15 and the default route
 
 cluster_start
-kubectl apply -k crds/ >/dev/null
-kubectl wait --for condition=Established --timeout 60s crd/pcideviceclaims.devices.harvesterhci.io >/dev/null
-# The agent's real identity: the project's namespace, RBAC and admission policies.
-agent_rbac() {
-    kubectl apply -f manifests/namespace.yaml -f manifests/agent-rbac.yaml \
-        -f manifests/policies-agent.yaml -f manifests/policies-devices.yaml \
-        -f manifests/policies-claims.yaml >/dev/null
-}
-printf 'apiVersion: v1\nkind: Node\nmetadata: {name: %s}\n' "$NODE" | kubectl create -f - >/dev/null
+install_crds
+create_node "$NODE"
 
 name_of() { local a=${1//:/}; echo "$NODE-${a//./}"; }
 claim() {

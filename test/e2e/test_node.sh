@@ -16,9 +16,8 @@ T_START=$SECONDS
 NODE=qnode
 
 cluster_start
-kubectl apply -k crds/ >/dev/null
-kubectl wait --for condition=Established --timeout 60s crd/pcidevices.devices.harvesterhci.io >/dev/null
-printf 'apiVersion: v1\nkind: Node\nmetadata: {name: %s}\n' "$NODE" | kubectl create -f - >/dev/null
+install_crds
+create_node "$NODE"
 
 # Lines "address vendor device iommuGroup driver" of the node's PCIDevices.
 pcidevs() {

@@ -104,6 +104,17 @@ cluster_start() {
     echo "  control plane up in $((SECONDS - t0))s ($K8S_SERVER)"
 }
 
+# The project's CRDs, installed and Established.
+install_crds() {
+    kubectl apply -k "$ROOT/crds/" >/dev/null &&
+        kubectl wait --for condition=Established --timeout 60s crd --all >/dev/null
+}
+
+# A Node object NAME (nothing runs it; agents need it for their ownerReferences and tokens).
+create_node() {
+    printf 'apiVersion: v1\nkind: Node\nmetadata: {name: %s}\n' "$1" | kubectl create -f - >/dev/null
+}
+
 finish() {
     if [ "$FAILED" -gt 0 ]; then
         printf 'failed in %s:\n' "$SUITE"

@@ -18,9 +18,8 @@ export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_erro
 
 cluster_start
 ADMIN=$TEST_DIR/cluster/admin.kubeconfig
-kubectl apply -k crds/ >/dev/null
-kubectl wait --for condition=Established --timeout 60s crd/pcidevices.devices.harvesterhci.io >/dev/null
-printf 'apiVersion: v1\nkind: Node\nmetadata: {name: %s}\n' "$NODE" | kubectl create -f - >/dev/null
+install_crds
+create_node "$NODE"
 NODE_UID=$(kubectl get node "$NODE" -o jsonpath='{.metadata.uid}')
 
 SYS=$TEST_DIR/sys

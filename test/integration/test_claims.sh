@@ -16,9 +16,8 @@ export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_erro
 
 cluster_start
 ADMIN=$TEST_DIR/cluster/admin.kubeconfig
-kubectl apply -k crds/ >/dev/null
-kubectl wait --for condition=Established --timeout 60s crd/pcideviceclaims.devices.harvesterhci.io >/dev/null
-printf 'apiVersion: v1\nkind: Node\nmetadata: {name: %s}\n' "$NODE" | kubectl create -f - >/dev/null
+install_crds
+create_node "$NODE"
 SYS=$TEST_DIR/sys
 hack/mk-sysfs-fixture.sh "$DESC" "$SYS" >/dev/null
 # A /proc with nothing mounted from the fake devices (the host-critical check reads it).

@@ -14,8 +14,7 @@ export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_erro
 
 cluster_start
 ADMIN=$TEST_DIR/cluster/admin.kubeconfig
-kubectl apply -k crds/ >/dev/null
-kubectl wait --for condition=Established --timeout 60s crd/pcidevices.devices.harvesterhci.io >/dev/null
+install_crds
 
 now_us() { date +%s%6N; }
 device() { # name [extra metadata line]
