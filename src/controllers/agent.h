@@ -11,7 +11,6 @@ struct agent_config {
     const char *node_name;     /* required (--node-name or NODE_NAME) */
     const char *kubeconfig;    /* NULL: $KUBECONFIG, then in-cluster */
     const char *sysfs_root;    /* default "/sys" */
-    const char *kubelet_dir;   /* default "/var/lib/kubelet" (device plugins, later) */
     const char *dev_root;      /* default "/dev" (/dev/vfio/<group>) */
     const char *proc_root;     /* default "/proc" (mounts, swaps, routes) */
     const char *pci_ids;       /* NULL: libpci's default pci.ids */

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * controllers/expect.c - write expectations (see expect.h).
+ *
+ * resourceVersions are compared as the etcd revisions the API server gives them (unsigned
+ * decimal integers, monotonic across the whole store: Kubernetes documents them as comparable
+ * since KEP-5504). Anything else is compared for equality only, as before.
  */
 #include "controllers/expect.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,11 +50,35 @@ struct expect *expect_free(struct expect *e)
     return NULL;
 }
 
+/* Whether `have` is at or after `want`: -1 when either is not a revision number. */
+static int at_or_after(const char *have, const char *want)
+{
+    unsigned long long h, w;
+    char *end;
+    if (!have || !want || !*have || !*want || *have == '-' || *want == '-')
+        return -1;
+    errno = 0;
+    h = strtoull(have, &end, 10);
+    if (*end || errno)
+        return -1;
+    w = strtoull(want, &end, 10);
+    if (*end || errno)
+        return -1;
+    return h >= w;
+}
+
+/* Whether an object at `have` shows our write at `want`. */
+static bool shows(const char *have, const char *want)
+{
+    int r = at_or_after(have, want);
+    return r < 0 ? (have && want && strcmp(have, want) == 0) : r == 1;
+}
+
 void expect_write(struct expect *e, const char *key, const char *rv, const struct cJSON *cached,
                   double now)
 {
     const char *have = kube_meta_str(cached, "resourceVersion");
-    if ((!rv && !cached) || (rv && have && strcmp(rv, have) == 0)) {
+    if ((!rv && !cached) || (rv && shows(have, rv))) {
         map_remove(e->m, key); /* already seen */
         return;
     }
@@ -77,6 +106,18 @@ void expect_observed(struct expect *e, const char *key, const struct cJSON *obj,
 {
     const struct expectation *x = map_get(e->m, key);
     const char *rv = kube_meta_str(obj, "resourceVersion");
-    if (x && (deleted || (x->rv && rv && strcmp(rv, x->rv) == 0)))
+    if (x && (deleted || (x->rv && shows(rv, x->rv))))
+        map_remove(e->m, key);
+}
+
+void expect_caught_up(struct expect *e, const char *key, const struct cJSON *cached,
+                      const char *informer_rv)
+{
+    const struct expectation *x = map_get(e->m, key);
+    if (!x)
+        return;
+    if (x->rv ? (shows(kube_meta_str(cached, "resourceVersion"), x->rv) ||
+                 at_or_after(informer_rv, x->rv) == 1)
+              : !cached)
         map_remove(e->m, key);
 }

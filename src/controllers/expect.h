@@ -4,6 +4,7 @@
  * controller writes an object it records the resourceVersion the API server returned, and does
  * not reconcile that key again until its informer has delivered that version (or the deletion),
  * or a TTL has passed. A stale cache therefore never causes a second, redundant write.
+ * A version at or after the one we wrote counts as seen (resourceVersions are etcd revisions).
  * Pure bookkeeping: no I/O, no logging; time comes from the caller.
  */
 #pragma once
@@ -28,3 +29,9 @@ double expect_waiting(struct expect *e, const char *key, double now);
 /* The informer delivered `obj` for `key` (deleted: a deletion, which ends any expectation:
  * nothing stale remains of an object that is gone, and one of the same name may come next). */
 void expect_observed(struct expect *e, const char *key, const struct cJSON *obj, bool deleted);
+/* Ends the expectation of `key` when the informer has caught up with it, whatever the order
+ * in which the write's response and its watch event came: the cached object is at or after
+ * the version we wrote, the informer's list/watch position (`informer_rv`, may be NULL) is,
+ * or the object we deleted is no longer cached. The runner calls it before each reconcile. */
+void expect_caught_up(struct expect *e, const char *key, const struct cJSON *cached,
+                      const char *informer_rv);

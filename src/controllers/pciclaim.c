@@ -1,44 +1,40 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * controllers/pciclaim.c - the agent's PCIDeviceClaim reconciler (see pciclaim.h).
- *
- * One reconcile of a claim is one `struct cjob`: an optional finalizer patch, one worker job
- * (sysfs reads, safety checks, module loading, bind or restore) and at most one status or
+ * controllers/pciclaim.c - the agent's PCIDeviceClaim reconciler (see pciclaim.h): pure
+ * planning and decisions, then the reconciler on the runner. One reconcile of a claim is one
+ * runner job: a finalizer patch, or one worker job (controllers/pcibind.c: sysfs reads,
+ * safety checks, module loading, bind or restore) followed by at most one status or
  * finalizer write. Its result lands in the cache through the informer, which queues the claim
- * again; write expectations (controllers/expect) keep a stale cache from causing a second
- * write.
+ * again; the runner's write expectations keep a stale cache from causing a second write.
  */
 #include "controllers/pciclaim.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <ev.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/map.h"
+#include "base/metrics.h"
 #include "base/timefmt.h"
-#include "controllers/expect.h"
+#include "controllers/pcibind.h"
+#include "controllers/runner.h"
 #include "controllers/worker.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
 #include "kube/names.h"
 #include "kube/status.h"
-#include "kube/workqueue.h"
-#include "node/hostuse.h"
-#include "node/kmod.h"
 #include "node/sysfs.h"
 #include "node/vfio.h"
 
-#define DRIVER_ANNOTATION "harvesterhci.io/pcideviceDriver"
-#define BUSY_RETRY        5.0 /* seconds between checks of a group a VM holds */
-#define MESSAGE_SIZE      1024
+#define MAX_IN_FLIGHT 2
 
 /* --- pure planning ---------------------------------------------------------------------------- */
 
@@ -169,354 +165,224 @@ char *pciclaim_finalizer_patch(const cJSON *claim, bool add)
     return buf_take(&b);
 }
 
-/* --- the controller --------------------------------------------------------------------------- */
-
-struct pciclaim_stats {
-    unsigned long reconciles, binds, restores, refusals, failures, busy_waits;
-    double last_bind_seconds, bind_seconds_sum;
-    unsigned long bind_seconds_count;
-};
-
-struct pciclaim {
-    struct pciclaim_config cfg;
-    struct kube_informer *inf;
-    struct wq *wq;
-    struct expect *expect;
-    struct worker *worker;
-    struct kube_recorder *events;
-    struct map *first_seen; /* claim uid -> double *: when this agent first saw it unbound */
-    int sysfs_fd;
-    bool modules_loaded; /* worker thread only */
-    bool stopping;
-    int in_flight;
-    ev_prepare dispatch;
-    ev_timer queue_timer;
-    struct pciclaim_stats stats;
-};
-
-enum outcome {
-    OUT_NONE,     /* nothing to write */
-    OUT_REFUSED,  /* a safety check failed: reason/message */
-    OUT_RECORD,   /* record `driver` as the original driver first */
-    OUT_BOUND,    /* bound and verified */
-    OUT_FAILED,   /* bind or restore failed: message */
-    OUT_BUSY,     /* a VM holds the group: wait */
-    OUT_RESTORED, /* restored (or nothing to restore): remove the finalizer */
-};
-
-struct cjob {
-    struct worker_job wj;
-    struct pciclaim *c;
-    char *key;
-    cJSON *claim; /* a copy of the cached claim */
-    bool deleting;
-    const char *fault; /* the fault point after our write: "finalizer", "record-driver" */
-    /* worker input */
-    char address[NODE_PCI_ADDRESS_SIZE];
-    char original[64]; /* recorded original driver */
-    bool recorded;
-    char annotation[64]; /* the PCIDevice's driver at first sight */
-    char **claimed;      /* addresses of this node's live claims */
-    size_t n_claimed;
-    /* worker output */
-    enum outcome out;
-    const char *reason;
-    char message[MESSAGE_SIZE];
-    char driver[64];
-    int group;
-};
-
-static void cjob_free(struct cjob *j)
+enum pciclaim_step pciclaim_next_step(const cJSON *claim, const char *key, const char *node)
 {
-    for (size_t i = 0; i < j->n_claimed; i++)
-        free(j->claimed[i]);
-    free(j->claimed);
-    cJSON_Delete(j->claim);
-    free(j->key);
-    free(j);
+    char want[KUBE_NAME_MAX + 1];
+    const cJSON *spec = field(claim, "spec");
+    const char *n = str_field(spec, "nodeName"), *a = str_field(spec, "address");
+    bool deleting = kube_meta_str(claim, "deletionTimestamp") != NULL;
+    if (!claim || !n || strcmp(n, node) != 0)
+        return PCICLAIM_NOTHING; /* another node's (the field selector keeps them away) */
+    if (!a || kube_names_pcidevice(n, a, want, sizeof(want)) < 0 || strcmp(want, key) != 0)
+        return deleting ? PCICLAIM_NOTHING : PCICLAIM_INVALID;
+    if (finalizer_index(claim) < 0)
+        return deleting ? PCICLAIM_NOTHING : PCICLAIM_ADD_FINALIZER;
+    return PCICLAIM_NODE_WORK;
 }
 
-/* --- fault points (crash tests) --------------------------------------------------------------- */
+static void set_outcome(struct pciclaim_outcome *o, enum pciclaim_outcome_kind kind,
+                        const char *reason, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
 
-static void fault_point(const char *goal, const char *step)
-{
-    const char *f = getenv("HOSTDEVD_FAULT");
-    size_t n = strlen(goal);
-    if (f && strncmp(f, goal, n) == 0 && f[n] == ':' && strcmp(f + n + 1, step) == 0) {
-        log_warning("Fault point reached; aborting", KV_STR("goal", goal), KV_STR("step", step));
-        (void)fflush(stderr);
-        abort();
-    }
-}
-
-static void on_vfio_step(const char *goal, const char *step, void *arg)
-{
-    (void)arg;
-    fault_point(goal, step);
-}
-
-/* --- the worker's part (no loop state) -------------------------------------------------------- */
-
-static bool is_claimed(const char *address, void *arg)
-{
-    const struct cjob *j = arg;
-    for (size_t i = 0; i < j->n_claimed; i++)
-        if (strcmp(j->claimed[i], address) == 0)
-            return true;
-    return false;
-}
-
-static void refuse(struct cjob *j, const char *reason, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-
-static void refuse(struct cjob *j, const char *reason, const char *fmt, ...)
+static void set_outcome(struct pciclaim_outcome *o, enum pciclaim_outcome_kind kind,
+                        const char *reason, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang-analyzer 14 false positive
-    (void)vsnprintf(j->message, sizeof(j->message), fmt, ap);
+    (void)vsnprintf(o->message, sizeof(o->message), fmt, ap);
     va_end(ap);
-    j->out = OUT_REFUSED;
-    j->reason = reason;
+    o->kind = kind;
+    o->reason = reason;
 }
 
-/* Lists the group members that stand in the way, as "0000:01:00.1 (snd_hda_intel, PCIDevice
- * claim name)". Returns how many. */
-static int group_blockers(struct cjob *j, int fd, const char *node, struct buf *out)
+/* The IOMMU group check: PCICLAIM_GO when no member stands in the way. */
+static void check_group(const struct pciclaim_facts *f, struct pciclaim_outcome *o)
 {
-    struct node_vfio_dev *m = NULL;
-    size_t n = 0;
-    int count = 0, r = node_vfio_group_members(fd, j->group, &m, &n);
-    if (r < 0)
-        return r;
-    for (size_t i = 0; i < n; i++) {
-        char name[300] = "";
-        if (!node_vfio_member_blocks(&m[i], j->address, is_claimed, j))
-            continue;
-        (void)kube_names_pcidevice(node, m[i].address, name, sizeof(name));
-        (void)buf_printf(out, "%s%s (%s; claim %s)", count ? ", " : "", m[i].address,
-                         m[i].driver[0] ? m[i].driver : "no driver", name);
-        count++;
-    }
-    free(m);
-    return count;
-}
-
-/* The safety checks. Returns true when the device may be bound. */
-static bool check_safe(struct cjob *j, int fd, const struct node_vfio_dev *d)
-{
-    const char *node = j->c->cfg.node_name;
-    if (!d->present) {
-        refuse(j, "DeviceNotFound", "there is no PCI device %s on node %s", j->address, node);
-        return false;
-    }
-    if (d->iommu_group < 0) {
-        refuse(j, "NoIOMMUGroup",
-               "device %s has no IOMMU group, so it cannot be passed through safely: turn on the "
-               "IOMMU (VT-d or AMD-Vi in the firmware, intel_iommu=on or amd_iommu=on on the "
-               "kernel command line) and reboot the node",
-               j->address);
-        return false;
-    }
-    if (strcmp(d->driver, NODE_VFIO_DRIVER) != 0) {
-        struct node_hostuse use = {0};
-        char why[512] = "";
-        int r = node_hostuse_collect(j->c->cfg.proc_root, &use);
-        if (r == 0)
-            r = node_hostuse_check(fd, j->address, &use, why, sizeof(why));
-        node_hostuse_done(&use);
-        if (r != 0) {
-            refuse(j, "HostCritical",
-                   r > 0 ? "device %s is host-critical: %s; passing it through would cut the "
-                           "node off. Move that use to another device first"
-                         : "cannot tell whether device %s is host-critical (%s); refusing to "
-                           "be safe",
-                   j->address, r > 0 ? why : strerror(-r));
-            return false;
-        }
-    }
-    struct buf b;
-    buf_init(&b, 4096);
-    int n = group_blockers(j, fd, node, &b);
-    if (n > 0)
-        refuse(j, "IOMMUGroupIncomplete",
-               "IOMMU group %d also holds %s; the whole group goes to one VM, so claim %s too (or "
-               "bind %s to vfio-pci)",
-               d->iommu_group, buf_str(&b), n == 1 ? "that device" : "those devices",
-               n == 1 ? "it" : "them");
-    else if (n < 0)
-        refuse(j, "SysfsError", "cannot read the members of IOMMU group %d in sysfs: %s",
-               d->iommu_group, strerror(-n));
-    buf_free(&b);
-    return n == 0;
-}
-
-static int load_modules(struct cjob *j)
-{
-    static const char *const mods[] = {"vfio-pci", "vfio_iommu_type1", NULL};
-    char err[512] = "";
-    if (j->c->modules_loaded)
-        return 0;
-    int r = node_kmod_load(mods, err, sizeof(err));
-    char **names = NULL;
-    size_t n = 0;
-    if (r == 0 && (r = node_sysfs_list(j->c->sysfs_fd, "bus/pci/drivers/vfio-pci", &names, &n)) < 0)
-        (void)snprintf(err, sizeof(err),
-                       "the vfio-pci driver is not registered (no bus/pci/drivers/vfio-pci in "
-                       "sysfs) although its module loaded: %s",
-                       strerror(-r));
-    node_sysfs_names_free(names);
-    if (r < 0) {
-        j->out = OUT_FAILED;
-        j->reason = "VFIOUnavailable";
-        (void)snprintf(j->message, sizeof(j->message), "%s", err);
-        return r;
-    }
-    j->c->modules_loaded = true;
-    return 0;
-}
-
-static void run_bind(struct cjob *j, int fd)
-{
-    struct node_vfio_dev d;
-    int r = node_vfio_observe(fd, j->address, &d);
-    if (r < 0) {
-        refuse(j, "SysfsError", "cannot read device %s in sysfs: %s", j->address, strerror(-r));
-        return;
-    }
-    j->group = d.iommu_group;
-    if (!check_safe(j, fd, &d))
-        return;
-    if (!j->recorded) { /* record before touching anything: a crash must know what to restore */
-        const char *orig = strcmp(d.driver, NODE_VFIO_DRIVER) != 0        ? d.driver
-                           : strcmp(j->annotation, NODE_VFIO_DRIVER) != 0 ? j->annotation
-                                                                          : "";
-        (void)snprintf(j->driver, sizeof(j->driver), "%s", orig);
-        j->out = OUT_RECORD;
-        return;
-    }
-    if (load_modules(j) < 0)
-        return;
-    r = node_vfio_converge(fd, j->address, NODE_VFIO_BIND, j->original, on_vfio_step, NULL, &d,
-                           j->message, sizeof(j->message));
-    if (r < 0) {
-        j->out = OUT_FAILED;
-        j->reason = "BindFailed";
-        return;
-    }
-    j->out = OUT_BOUND;
-}
-
-static void run_restore(struct cjob *j, int fd)
-{
-    struct node_vfio_dev d;
-    j->out = OUT_RESTORED;
-    if (!j->recorded) /* never touched: nothing to restore */
-        return;
-    int r = node_vfio_observe(fd, j->address, &d);
-    if (r < 0) {
-        j->out = OUT_FAILED;
-        j->reason = "RestoreFailed";
-        (void)snprintf(j->message, sizeof(j->message), "cannot read device %s in sysfs: %s",
-                       j->address, strerror(-r));
-        return;
-    }
-    j->group = d.iommu_group;
-    if (d.present && strcmp(d.driver, NODE_VFIO_DRIVER) == 0 && d.iommu_group >= 0 &&
-        node_vfio_group_busy(j->c->cfg.dev_root, d.iommu_group) > 0) {
-        j->out = OUT_BUSY;
-        return;
-    }
-    r = node_vfio_converge(fd, j->address, NODE_VFIO_RESTORE, j->original, on_vfio_step, NULL, &d,
-                           j->message, sizeof(j->message));
-    if (r < 0) {
-        j->out = OUT_FAILED;
-        j->reason = "RestoreFailed";
-        return;
-    }
-    (void)snprintf(j->driver, sizeof(j->driver), "%s", d.driver);
-}
-
-static void run(struct worker_job *wj)
-{
-    struct cjob *j = (struct cjob *)wj;
-    int fd = j->c->sysfs_fd;
-    if (j->deleting)
-        run_restore(j, fd);
+    int n = f->group_blockers;
+    if (n < 0)
+        set_outcome(o, PCICLAIM_REFUSED, "SysfsError",
+                    "cannot read the members of IOMMU group %d in sysfs: %s", f->iommu_group,
+                    strerror(-n));
+    else if (n > 0 && f->blockers_essential)
+        set_outcome(o, PCICLAIM_REFUSED, "IOMMUGroupUnsafe",
+                    "IOMMU group %d also holds %s, which the host cannot give up (an ISA/LPC "
+                    "bridge, an SMBus controller or a host-critical device): device %s cannot "
+                    "be passed through safely in this slot. Move the card to a slot with an "
+                    "IOMMU group of its own",
+                    f->iommu_group, f->blockers, f->address);
+    else if (n > 0)
+        set_outcome(o, PCICLAIM_REFUSED, "IOMMUGroupIncomplete",
+                    "IOMMU group %d also holds %s; the whole group goes to one VM, so claim %s "
+                    "too (or bind %s to vfio-pci)",
+                    f->iommu_group, f->blockers, n == 1 ? "that device" : "those devices",
+                    n == 1 ? "it" : "them");
     else
-        run_bind(j, fd);
+        o->kind = PCICLAIM_GO;
 }
 
-/* --- the loop's part -------------------------------------------------------------------------- */
-
-static void job_end(struct cjob *j, bool requeue, double after)
+/* The original driver to record: the current one, unless the device is on vfio-pci already
+ * (a crash, a reboot with vfio-pci.ids=): then the driver at first sight. */
+static const char *original_driver(const struct pciclaim_facts *f)
 {
-    struct pciclaim *c = j->c;
-    if (requeue && after > 0)
-        (void)wq_add_after(c->wq, j->key, after);
-    else if (requeue)
-        (void)wq_add_rate_limited(c->wq, j->key);
+    if (strcmp(f->driver, NODE_VFIO_DRIVER) != 0)
+        return f->driver;
+    return strcmp(f->annotation, NODE_VFIO_DRIVER) != 0 ? f->annotation : "";
+}
+
+void pciclaim_check_bind(const struct pciclaim_facts *f, struct pciclaim_outcome *ret)
+{
+    *ret = (struct pciclaim_outcome){.group = f->iommu_group};
+    if (f->read_error < 0)
+        set_outcome(ret, PCICLAIM_REFUSED, "SysfsError", "cannot read device %s in sysfs: %s",
+                    f->address, strerror(-f->read_error));
+    else if (!f->present)
+        set_outcome(ret, PCICLAIM_REFUSED, "DeviceNotFound", "there is no PCI device %s on node %s",
+                    f->address, f->node);
+    else if (f->iommu_group < 0)
+        set_outcome(ret, PCICLAIM_REFUSED, "NoIOMMUGroup",
+                    "device %s has no IOMMU group, so it cannot be passed through safely: turn "
+                    "on the IOMMU (VT-d or AMD-Vi in the firmware, intel_iommu=on or "
+                    "amd_iommu=on on the kernel command line) and reboot the node",
+                    f->address);
+    else if (f->host_critical > 0)
+        set_outcome(ret, PCICLAIM_REFUSED, "HostCritical",
+                    "device %s is host-critical: %s; passing it through would cut the node "
+                    "off. Move that use to another device first",
+                    f->address, f->host_why);
+    else if (f->host_critical < 0)
+        set_outcome(ret, PCICLAIM_REFUSED, "HostCritical",
+                    "cannot tell whether device %s is host-critical (%s); refusing to be safe",
+                    f->address, strerror(-f->host_critical));
     else
-        wq_forget(c->wq, j->key);
-    wq_done(c->wq, j->key);
-    c->in_flight--;
-    cjob_free(j);
-}
-
-static void emit(struct cjob *j, bool warning, const char *reason, const char *note)
-{
-    struct kube_event_ref ref = {.api_version = "devices.harvesterhci.io/v1beta1",
-                                 .kind = "PCIDeviceClaim",
-                                 .name = j->key,
-                                 .uid = kube_meta_str(j->claim, "uid")};
-    (void)kube_recorder_emit(j->c->events, &ref, warning, reason, warning ? "Reconcile" : reason,
-                             note);
-}
-
-static void on_written(const struct kube_err *err, const cJSON *obj, void *userdata)
-{
-    struct cjob *j = userdata;
-    struct pciclaim *c = j->c;
-    if (err && !(j->deleting && kube_err_is_not_found(err))) {
-        log_error("Failed to write PCIDeviceClaim", KV_STR("claim", j->key),
-                  KV_INT("http", err->http), KV_STR("reason", err->reason),
-                  KV_STR("message", err->message));
-        job_end(j, true, 0);
-        return;
+        check_group(f, ret);
+    if (ret->kind == PCICLAIM_GO && !f->recorded) {
+        ret->kind = PCICLAIM_RECORD;
+        (void)snprintf(ret->driver, sizeof(ret->driver), "%s", original_driver(f));
     }
-    /* Removing the last finalizer of a deleting claim deletes it: expect the deletion. */
-    bool deleted = err || j->out == OUT_RESTORED;
-    expect_write(c->expect, j->key, deleted ? NULL : kube_meta_str(obj, "resourceVersion"),
-                 kube_informer_get(c->inf, j->key), ev_now(c->cfg.loop));
-    if (j->fault)
-        fault_point("claim", j->fault);
-    bool retry_busy = j->out == OUT_BUSY, failed = j->out == OUT_FAILED;
-    job_end(j, retry_busy || failed, retry_busy ? BUSY_RETRY : 0);
 }
 
-static int write_status(struct cjob *j, const struct pciclaim_status *want)
+static void decide_status(const cJSON *claim, struct pciclaim_decision *d, bool warning,
+                          const char *log, const char *result)
 {
-    char now[40];
-    timefmt_now(now, sizeof(now));
-    char *patch = pciclaim_status_patch(j->claim, want, now);
-    if (!patch)
-        return 0;
-    log_v(2, "Patching PCIDeviceClaim status", KV_STR("claim", j->key), KV_STR("patch", patch));
-    int r = kube_client_patch(j->c->cfg.http, &kube_res_pcideviceclaims, NULL, j->key,
-                              KUBE_PATCH_MERGE, patch, true, on_written, j);
-    free(patch);
-    return r < 0 ? r : 1;
+    d->write_status = !status_matches(claim, &d->status);
+    d->warning = warning;
+    d->result = result;
+    if (d->write_status) { /* say it once, when it changes */
+        d->event_reason = d->status.reason;
+        d->log = log;
+    }
 }
 
-static int write_finalizer(struct cjob *j, bool add)
+static void decide_bound(const cJSON *claim, const struct pciclaim_outcome *o,
+                         struct pciclaim_decision *d)
 {
-    char *patch = pciclaim_finalizer_patch(j->claim, add);
-    if (!patch)
-        return 0;
-    int r = kube_client_patch(j->c->cfg.http, &kube_res_pcideviceclaims, NULL, j->key,
-                              KUBE_PATCH_JSON, patch, false, on_written, j);
-    free(patch);
-    return r < 0 ? r : 1;
+    (void)snprintf(d->message, sizeof(d->message), "bound to vfio-pci; VMs get /dev/vfio/%d",
+                   o->group);
+    d->status = (struct pciclaim_status){
+            .passthrough = true, .ready = true, .reason = "Bound", .message = d->message};
+    decide_status(claim, d, false, "Bound device to vfio-pci", NULL);
+    if (d->write_status)
+        d->result = "bound";
+}
+
+static void decide_deleted(const struct pciclaim_outcome *o, const char *address,
+                           struct pciclaim_decision *d)
+{
+    d->remove_finalizer = true;
+    d->event_reason = o->kind == PCICLAIM_RESTORED ? "Restored" : "Released";
+    d->log = o->kind == PCICLAIM_RESTORED ? "Restored device" : "Released claim";
+    d->result = o->kind == PCICLAIM_RESTORED ? "restored" : "released";
+    if (o->kind == PCICLAIM_RESTORED)
+        (void)snprintf(d->message, sizeof(d->message), "device %s restored to driver \"%s\"",
+                       address, o->driver);
+    else
+        (void)snprintf(d->message, sizeof(d->message),
+                       "nothing was changed on device %s: this claim never bound it", address);
+}
+
+void pciclaim_decide(const cJSON *claim, const struct pciclaim_outcome *o,
+                     struct pciclaim_decision *ret)
+{
+    struct pciclaim_decision *d = ret;
+    const char *address = str_field(field(claim, "spec"), "address");
+    *d = (struct pciclaim_decision){0};
+    d->status = (struct pciclaim_status){.reason = o->reason, .message = o->message};
+    switch (o->kind) {
+    case PCICLAIM_REFUSED:
+        decide_status(claim, d, true, "Refused PCIDeviceClaim", "refused");
+        break;
+    case PCICLAIM_RECORD:
+        (void)snprintf(d->message, sizeof(d->message),
+                       "recorded the original driver \"%s\"; binding to vfio-pci", o->driver);
+        d->status = (struct pciclaim_status){
+                .driver = o->driver, .reason = "Binding", .message = d->message};
+        d->write_status = !status_matches(claim, &d->status);
+        d->fault = "record-driver";
+        break;
+    case PCICLAIM_BOUND:
+        decide_bound(claim, o, d);
+        break;
+    case PCICLAIM_FAILED: /* said every time: each attempt is news */
+        d->write_status = !status_matches(claim, &d->status);
+        d->event_reason = o->reason;
+        d->warning = true;
+        d->log = "PCIDeviceClaim step failed";
+        d->result = "failed";
+        d->retry = true;
+        break;
+    case PCICLAIM_BUSY:
+        (void)snprintf(d->message, sizeof(d->message),
+                       "a VM holds /dev/vfio/%d; the original driver is restored when it lets go "
+                       "(stop the VM or detach the device)",
+                       o->group);
+        d->status = (struct pciclaim_status){
+                .passthrough = true, .reason = "DeviceInUse", .message = d->message};
+        decide_status(claim, d, true, NULL, "busy");
+        d->requeue_after = PCICLAIM_BUSY_RETRY;
+        break;
+    case PCICLAIM_RESTORED:
+    case PCICLAIM_RELEASED:
+        decide_deleted(o, address ? address : "", d);
+        break;
+    case PCICLAIM_GO:
+        break;
+    }
+}
+
+/* --- the reconciler --------------------------------------------------------------------------- */
+
+struct pciclaim {
+    struct pciclaim_config cfg;
+    struct runner *runner;
+    struct kube_recorder *events;
+    struct map *first_seen; /* claim uid -> double *: when this agent first saw it unbound */
+    struct pcibind_env env;
+    bool stopping;
+    struct metrics_series *bound, *restored, *released, *refused, *failed, *busy, *bind_seconds,
+            *last_bind;
+};
+
+struct cjob {                /* one reconcile: the plan and, for node work, the worker job */
+    struct pcibind_job bind; /* first: the worker hands it back */
+    struct pciclaim *c;
+    struct runner_job *job;
+    enum pciclaim_step step;
+    cJSON *claim; /* a copy of the cached claim */
+    struct pciclaim_decision decision;
+};
+
+static void cjob_free(void *p)
+{
+    struct cjob *j = p;
+    pcibind_job_done(&j->bind);
+    cJSON_Delete(j->claim);
+    free(j);
+}
+
+static const char *key_of(const struct cjob *j)
+{
+    return runner_job_key(j->job);
 }
 
 static double *first_seen(struct pciclaim *c, const cJSON *claim)
@@ -533,266 +399,271 @@ static double *first_seen(struct pciclaim *c, const cJSON *claim)
     return t;
 }
 
-/* Turns the worker's outcome into one write. Returns 1 when a write is in flight. */
-static int act(struct cjob *j)
+static int plan_claim(void *ctx, const char *key, const cJSON *obj, void **ret_plan)
 {
-    struct pciclaim *c = j->c;
-    char msg[MESSAGE_SIZE + 64];
-    struct pciclaim_status st = {.reason = j->reason, .message = j->message};
-    switch (j->out) {
-    case OUT_REFUSED:
-        c->stats.refusals++;
-        if (!status_matches(j->claim, &st)) {
-            log_warning("Refused PCIDeviceClaim", KV_STR("claim", j->key),
-                        KV_STR("reason", j->reason), KV_STR("message", j->message));
-            emit(j, true, j->reason, j->message);
-        }
-        return write_status(j, &st);
-    case OUT_RECORD:
-        (void)snprintf(msg, sizeof(msg), "recorded the original driver \"%s\"; binding to vfio-pci",
-                       j->driver);
-        st = (struct pciclaim_status){.driver = j->driver, .reason = "Binding", .message = msg};
-        j->fault = "record-driver";
-        return write_status(j, &st);
-    case OUT_BOUND: {
-        c->stats.binds++;
-        (void)snprintf(msg, sizeof(msg), "bound to vfio-pci; VMs get /dev/vfio/%d", j->group);
-        st = (struct pciclaim_status){
-                .passthrough = true, .ready = true, .reason = "Bound", .message = msg};
-        if (status_matches(j->claim, &st))
-            return 0;
-        const double *t = first_seen(c, j->claim);
-        if (t) {
-            c->stats.last_bind_seconds = ev_time() - *t;
-            c->stats.bind_seconds_sum += c->stats.last_bind_seconds;
-            c->stats.bind_seconds_count++;
-        }
-        log_info("Bound device to vfio-pci", KV_STR("claim", j->key), KV_STR("device", j->address),
-                 KV_INT("iommuGroup", j->group), KV_STR("originalDriver", j->original));
-        emit(j, false, "Bound", msg);
-        return write_status(j, &st);
-    }
-    case OUT_FAILED:
-        c->stats.failures++;
-        log_error("PCIDeviceClaim step failed", KV_STR("claim", j->key),
-                  KV_STR("reason", j->reason), KV_STR("message", j->message));
-        emit(j, true, j->reason, j->message);
-        return write_status(j, &st);
-    case OUT_BUSY:
-        c->stats.busy_waits++;
-        (void)snprintf(msg, sizeof(msg),
-                       "a VM holds /dev/vfio/%d; the original driver is restored when it lets go "
-                       "(stop the VM or detach the device)",
-                       j->group);
-        st = (struct pciclaim_status){.passthrough = true, .reason = "DeviceInUse", .message = msg};
-        if (!status_matches(j->claim, &st))
-            emit(j, true, "DeviceInUse", msg);
-        return write_status(j, &st);
-    case OUT_RESTORED:
-        c->stats.restores++;
-        (void)snprintf(msg, sizeof(msg), "device %s restored to driver \"%s\"", j->address,
-                       j->driver);
-        log_info("Restored device", KV_STR("claim", j->key), KV_STR("device", j->address),
-                 KV_STR("driver", j->driver));
-        emit(j, false, "Restored", msg);
-        return write_finalizer(j, false);
-    default:
+    struct pciclaim *c = ctx;
+    enum pciclaim_step step = pciclaim_next_step(obj, key, c->cfg.node_name);
+    *ret_plan = NULL;
+    if (step == PCICLAIM_NOTHING)
         return 0;
+    struct cjob *j = calloc(1, sizeof(*j));
+    if (!j || !(j->claim = cJSON_Duplicate(obj, true))) {
+        free(j);
+        return -ENOMEM;
+    }
+    j->c = c;
+    j->step = step;
+    j->bind.deleting = kube_meta_str(obj, "deletionTimestamp") != NULL;
+    if (!j->bind.deleting)
+        (void)first_seen(c, obj); /* the start of the time-to-bind measure */
+    *ret_plan = j;
+    return 0;
+}
+
+static void emit(struct cjob *j, bool warning, const char *reason, const char *note)
+{
+    struct kube_event_ref ref = {.api_version = "devices.harvesterhci.io/v1beta1",
+                                 .kind = "PCIDeviceClaim",
+                                 .name = key_of(j),
+                                 .uid = kube_meta_str(j->claim, "uid")};
+    (void)kube_recorder_emit(j->c->events, &ref, warning, reason, warning ? "Reconcile" : reason,
+                             note);
+}
+
+/* How the key goes on after the decision (and its write, if any). */
+static void finish(struct cjob *j)
+{
+    const struct pciclaim_decision *d = &j->decision;
+    if (d->requeue_after > 0)
+        runner_job_done(j->job, RUNNER_REQUEUE_AFTER, d->requeue_after);
+    else
+        runner_job_done(j->job, d->retry ? RUNNER_RETRY : RUNNER_DONE, 0);
+}
+
+static void on_written(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct cjob *j = userdata;
+    if (err && !(j->bind.deleting && kube_err_is_not_found(err))) {
+        log_error("Failed to write PCIDeviceClaim", KV_STR("claim", key_of(j)),
+                  KV_INT("http", err->http), KV_STR("reason", err->reason),
+                  KV_STR("message", err->message));
+        runner_job_done(j->job, RUNNER_RETRY, 0);
+        return;
+    }
+    /* the object the server returned: removing the last finalizer deletes it, and then the
+     * deletion ends the wait as well */
+    runner_job_wrote(j->job, err ? NULL : obj);
+    if (j->decision.fault)
+        pcibind_fault_point("claim", j->decision.fault);
+    finish(j);
+}
+
+/* Starts a status or finalizer write. Returns 1 when one is in flight, 0 for none, -errno. */
+static int write_claim(struct cjob *j)
+{
+    const struct pciclaim_decision *d = &j->decision;
+    char *patch = NULL;
+    bool status = false;
+    if (d->remove_finalizer || j->step == PCICLAIM_ADD_FINALIZER) {
+        patch = pciclaim_finalizer_patch(j->claim, j->step == PCICLAIM_ADD_FINALIZER);
+    } else if (d->write_status) {
+        char now[40];
+        timefmt_now(now, sizeof(now));
+        patch = pciclaim_status_patch(j->claim, &d->status, now);
+        status = true;
+    }
+    if (!patch)
+        return 0;
+    log_v(2, "Patching PCIDeviceClaim", KV_STR("claim", key_of(j)), KV_STR("patch", patch));
+    int r = kube_client_patch(j->c->cfg.http, &kube_res_pcideviceclaims, NULL, key_of(j),
+                              status ? KUBE_PATCH_MERGE : KUBE_PATCH_JSON, patch, status,
+                              on_written, j);
+    free(patch);
+    return r < 0 ? r : 1;
+}
+
+static void count_result(struct pciclaim *c, const char *result, const cJSON *claim)
+{
+    if (!result)
+        return;
+    metrics_inc(strcmp(result, "bound") == 0      ? c->bound
+                : strcmp(result, "restored") == 0 ? c->restored
+                : strcmp(result, "released") == 0 ? c->released
+                : strcmp(result, "refused") == 0  ? c->refused
+                : strcmp(result, "failed") == 0   ? c->failed
+                                                  : c->busy);
+    const double *t = strcmp(result, "bound") == 0 ? first_seen(c, claim) : NULL;
+    if (t) {
+        metrics_observe(c->bind_seconds, ev_time() - *t);
+        metrics_set(c->last_bind, ev_time() - *t);
     }
 }
 
-static void done(struct worker_job *wj, bool cancelled)
+static void say(struct cjob *j)
+{
+    const struct pciclaim_decision *d = &j->decision;
+    const char *note = d->write_status ? d->status.message : d->message;
+    if (d->log && d->warning)
+        log_warning(d->log, KV_STR("claim", key_of(j)), KV_STR("device", j->bind.address),
+                    KV_STR("reason", d->status.reason), KV_STR("message", note));
+    else if (d->log && d->result && strcmp(d->result, "failed") == 0)
+        log_error(d->log, KV_STR("claim", key_of(j)), KV_STR("message", note));
+    else if (d->log)
+        log_info(d->log, KV_STR("claim", key_of(j)), KV_STR("device", j->bind.address),
+                 KV_STR("message", note));
+    if (d->event_reason)
+        emit(j, d->warning, d->event_reason, note);
+    count_result(j->c, d->result, j->claim);
+}
+
+/* Acts on the outcome: log, Event, count, at most one write. */
+static void conclude(struct cjob *j, const struct pciclaim_outcome *o)
+{
+    pciclaim_decide(j->claim, o, &j->decision);
+    say(j);
+    int r = write_claim(j);
+    if (r < 0) {
+        log_error("Cannot start a request", KV_STR("claim", key_of(j)), KV_ERRNO(r));
+        runner_job_done(j->job, RUNNER_RETRY, 0);
+    } else if (r == 0) {
+        finish(j);
+    }
+}
+
+static void on_bind_done(struct worker_job *wj, bool cancelled)
 {
     struct cjob *j = (struct cjob *)wj;
-    if (cancelled || j->c->stopping) {
-        job_end(j, false, 0);
+    if (cancelled || j->c->stopping) { /* the next start converges from sysfs */
+        runner_job_done(j->job, RUNNER_DONE, 0);
         return;
     }
-    int r = act(j);
-    if (r < 0) {
-        log_error("Cannot start a request", KV_STR("claim", j->key), KV_ERRNO(r));
-        job_end(j, true, 0);
-    } else if (r == 0) {
-        job_end(j, j->out == OUT_BUSY || j->out == OUT_FAILED, j->out == OUT_BUSY ? BUSY_RETRY : 0);
-    }
+    conclude(j, &j->bind.out);
 }
 
 /* Collects the addresses of this node's live claims: members of a group count as claimed. */
 static void collect_claimed(struct cjob *j)
 {
-    size_t pos = 0, n = 0;
+    const struct kube_informer *inf = runner_informer(j->c->runner);
+    size_t pos = 0, n = kube_informer_size(inf);
     const char *key;
     const cJSON *obj;
-    while (kube_informer_next(j->c->inf, &pos, &key, &obj))
-        n++;
-    j->claimed = calloc(n ? n : 1, sizeof(*j->claimed));
-    if (!j->claimed)
-        return;
-    pos = 0;
-    while (kube_informer_next(j->c->inf, &pos, &key, &obj)) {
+    j->bind.claimed = calloc(n ? n : 1, sizeof(*j->bind.claimed));
+    while (j->bind.claimed && kube_informer_next(inf, &pos, &key, &obj)) {
         const char *a = str_field(field(obj, "spec"), "address");
-        if (a && !kube_meta_str(obj, "deletionTimestamp") && j->n_claimed < n)
-            j->claimed[j->n_claimed++] = strdup(a);
+        char *copy = a && !kube_meta_str(obj, "deletionTimestamp") ? strdup(a) : NULL;
+        if (copy && j->bind.n_claimed < n)
+            j->bind.claimed[j->bind.n_claimed++] = copy;
+        else
+            free(copy);
     }
 }
 
-static void fill_inputs(struct cjob *j)
+static void start_node_work(struct cjob *j)
 {
-    const char *a = str_field(field(j->claim, "spec"), "address");
-    const char *orig = NULL;
-    (void)snprintf(j->address, sizeof(j->address), "%s", a ? a : "");
-    j->recorded = pciclaim_driver_recorded(j->claim, &orig);
-    (void)snprintf(j->original, sizeof(j->original), "%s", orig ? orig : "");
-    const cJSON *dev = j->c->cfg.devices ? kube_informer_get(j->c->cfg.devices, j->key) : NULL;
-    const char *ann = str_field(field(field(dev, "metadata"), "annotations"), DRIVER_ANNOTATION);
-    (void)snprintf(j->annotation, sizeof(j->annotation), "%s", ann ? ann : "");
+    struct pcibind_job *b = &j->bind;
+    const char *a = str_field(field(j->claim, "spec"), "address"), *orig = NULL;
+    (void)snprintf(b->address, sizeof(b->address), "%s", a ? a : "");
+    b->recorded = pciclaim_driver_recorded(j->claim, &orig);
+    (void)snprintf(b->original, sizeof(b->original), "%s", orig ? orig : "");
+    const cJSON *dev = j->c->cfg.devices ? kube_informer_get(j->c->cfg.devices, key_of(j)) : NULL;
+    const char *ann = str_field(field(field(dev, "metadata"), "annotations"),
+                                KUBE_PCIDEVICE_DRIVER_ANNOTATION);
+    (void)snprintf(b->annotation, sizeof(b->annotation), "%s", ann ? ann : "");
     collect_claimed(j);
+    b->env = &j->c->env;
+    b->wj.run = pcibind_run;
+    b->wj.done = on_bind_done;
+    worker_submit(j->c->cfg.worker, &b->wj);
 }
 
-/* Checks what the API server cannot: the claim is for this node and names a valid address. */
-static bool valid_claim(struct cjob *j)
+static void act(struct runner_job *job, void *plan, void *ctx)
 {
-    char want[300];
-    const cJSON *spec = field(j->claim, "spec");
-    const char *node = str_field(spec, "nodeName"), *a = str_field(spec, "address");
-    if (!node || strcmp(node, j->c->cfg.node_name) != 0)
-        return false; /* another node's (the field selector should keep them away) */
-    if (a && kube_names_pcidevice(node, a, want, sizeof(want)) == 0 && strcmp(want, j->key) == 0)
-        return true;
-    j->out = OUT_REFUSED;
-    j->reason = "InvalidClaim";
-    (void)snprintf(j->message, sizeof(j->message),
-                   "spec.address \"%s\" is not a PCI address of the form 0000:3b:00.1, or the "
-                   "claim is not named after it (%s)",
-                   a ? a : "", a ? want : "no address");
-    return true;
-}
-
-static void reconcile(struct pciclaim *c, const char *key)
-{
-    const cJSON *obj = kube_informer_get(c->inf, key);
-    double wait = expect_waiting(c->expect, key, ev_now(c->cfg.loop));
-    if (!obj || wait > 0) {
-        if (!obj)
-            wq_forget(c->wq, key);
-        else /* the informer's event for our write re-queues it; at the latest, this */
-            (void)wq_add_after(c->wq, key, wait);
-        wq_done(c->wq, key);
-        return;
-    }
-    struct cjob *j = calloc(1, sizeof(*j));
-    if (!j || !(j->key = strdup(key)) || !(j->claim = cJSON_Duplicate(obj, true))) {
-        if (j)
-            cjob_free(j);
-        (void)wq_add_rate_limited(c->wq, key);
-        wq_done(c->wq, key);
-        return;
-    }
-    j->c = c;
-    j->deleting = kube_meta_str(obj, "deletionTimestamp") != NULL;
-    if (!j->deleting)
-        (void)first_seen(c, obj); /* the start of the time-to-bind measure */
-    c->in_flight++;
-    c->stats.reconciles++;
-    if (!valid_claim(j)) {
-        job_end(j, false, 0);
-        return;
-    }
-    if (j->out == OUT_REFUSED) {
-        done(&j->wj, false);
-        return;
-    }
-    if (j->deleting && finalizer_index(obj) < 0) {
-        job_end(j, false, 0);
-        return;
-    }
-    if (!j->deleting && finalizer_index(obj) < 0) {
-        j->fault = "finalizer";
-        int r = write_finalizer(j, true);
+    struct cjob *j = plan;
+    (void)ctx;
+    j->job = job;
+    if (j->step == PCICLAIM_INVALID) {
+        const char *a = str_field(field(j->claim, "spec"), "address");
+        struct pciclaim_outcome o = {.kind = PCICLAIM_REFUSED, .reason = "InvalidClaim"};
+        (void)snprintf(o.message, sizeof(o.message),
+                       "spec.address \"%s\" is not a PCI address of the form 0000:3b:00.1, or the "
+                       "claim is not named after it (<node>-<address without ':' and '.'>)",
+                       a ? a : "");
+        conclude(j, &o);
+    } else if (j->step == PCICLAIM_ADD_FINALIZER) {
+        j->decision.fault = "finalizer";
+        int r = write_claim(j);
         if (r <= 0)
-            job_end(j, true, 0);
-        return; /* the informer brings the claim back with it */
+            runner_job_done(job, r < 0 ? RUNNER_RETRY : RUNNER_DONE, 0);
+    } else {
+        start_node_work(j);
     }
-    fill_inputs(j);
-    j->wj.run = run;
-    j->wj.done = done;
-    worker_submit(c->worker, &j->wj);
 }
 
-/* --- informer, dispatch ----------------------------------------------------------------------- */
-
-static void on_add(const char *key, const cJSON *obj, void *userdata)
+/* A new claim may complete another claim's IOMMU group, a deleted one may open one: look at
+ * all of them then. */
+static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
 {
-    struct pciclaim *c = userdata;
-    expect_observed(c->expect, key, obj, false);
-    (void)wq_add(c->wq, key); /* (during a LIST the store may not hold it yet) */
-    /* a new claim may complete another claim's IOMMU group: look at all of them */
-    pciclaim_enqueue_all(c);
-}
-
-static void on_update(const char *key, const cJSON *old, const cJSON *obj, void *userdata)
-{
-    struct pciclaim *c = userdata;
-    (void)old;
-    expect_observed(c->expect, key, obj, false);
-    (void)wq_add(c->wq, key);
-}
-
-static void on_delete(const char *key, const cJSON *obj, void *userdata)
-{
-    struct pciclaim *c = userdata;
+    struct pciclaim *c = ctx;
     const char *uid = kube_meta_str(obj, "uid");
-    expect_observed(c->expect, key, obj, true);
-    if (uid)
+    (void)key;
+    if (ev == RUNNER_EVENT_DELETE && uid)
         map_remove(c->first_seen, uid);
-    pciclaim_enqueue_all(c); /* a group member is no longer claimed */
+    if (ev != RUNNER_EVENT_UPDATE)
+        runner_enqueue_all(c->runner);
 }
 
-static void on_error(const struct kube_err *err, void *userdata)
-{
-    (void)userdata;
-    log_warning("PCIDeviceClaim watch failed; retrying", KV_INT("http", err->http),
-                KV_STR("reason", err->reason), KV_STR("message", err->message));
-}
+static const struct runner_ops ops = {
+        .plan = plan_claim,
+        .act = act,
+        .plan_free = cjob_free,
+        .on_event = on_event,
+};
 
-void pciclaim_enqueue_all(struct pciclaim *c)
-{
-    size_t pos = 0;
-    const char *key;
-    const cJSON *obj;
-    if (!c || !c->inf)
-        return;
-    while (kube_informer_next(c->inf, &pos, &key, &obj))
-        (void)wq_add(c->wq, key);
-}
-
-static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
-{
-    struct pciclaim *c = w->data;
-    const char *key;
-    (void)revents;
-    if (c->stopping || !kube_informer_has_synced(c->inf))
-        return;
-    while (c->in_flight < 2 && (key = wq_get(c->wq)))
-        reconcile(c, key);
-    double next = wq_next_in(c->wq);
-    ev_timer_stop(loop, &c->queue_timer);
-    if (next > 0) {
-        ev_timer_set(&c->queue_timer, next, 0.);
-        ev_timer_start(loop, &c->queue_timer);
-    }
-}
-
-static void on_queue_timer(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    (void)loop;
-    (void)w;
-    (void)revents; /* waking up is enough: on_prepare takes the keys now due */
-}
+/* --- the reconciler's life -------------------------------------------------------------------- */
 
 static void free_double(void *p)
 {
     free(p);
+}
+
+static void register_metrics(struct pciclaim *c)
+{
+    static const char *const result[] = {"result", NULL};
+    struct metrics *m = c->cfg.metrics;
+    struct metrics_family *f =
+            metrics_family(m, METRICS_COUNTER, "hostdevd_claim_results_total",
+                           "PCIDeviceClaim reconciles by result.", result, NULL, 0);
+    c->bound = metrics_series(f, "bound");
+    c->restored = metrics_series(f, "restored");
+    c->released = metrics_series(f, "released");
+    c->refused = metrics_series(f, "refused");
+    c->failed = metrics_series(f, "failed");
+    c->busy = metrics_series(f, "busy");
+    c->bind_seconds =
+            metrics_series(metrics_family(m, METRICS_HISTOGRAM, "hostdevd_claim_bind_seconds",
+                                          "From first sight of a claim to its verified bind.", NULL,
+                                          metrics_reconcile_buckets, metrics_reconcile_buckets_n));
+    c->last_bind =
+            metrics_series(metrics_family(m, METRICS_GAUGE, "hostdevd_claim_last_bind_seconds",
+                                          "The last claim's time to bind.", NULL, NULL, 0));
+}
+
+static int make_runner(struct pciclaim *c)
+{
+    char selector[300];
+    (void)snprintf(selector, sizeof(selector), "spec.nodeName=%s", c->cfg.node_name);
+    struct runner_config rc = {
+            .name = "pcideviceclaim",
+            .loop = c->cfg.loop,
+            .http = c->cfg.http,
+            .informer = {.resource = &kube_res_pcideviceclaims, .field_selector = selector},
+            .max_in_flight = MAX_IN_FLIGHT,
+            .metrics = c->cfg.metrics,
+            .ops = &ops,
+            .ctx = c,
+    };
+    c->runner = runner_new(&rc);
+    return c->runner ? 0 : -ENOMEM;
 }
 
 struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg)
@@ -801,104 +672,67 @@ struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg)
     if (!c)
         return NULL;
     c->cfg = *cfg;
-    c->sysfs_fd = node_sysfs_open_root(cfg->sysfs_root);
-    char selector[300];
-    (void)snprintf(selector, sizeof(selector), "spec.nodeName=%s", cfg->node_name);
-    struct kube_informer_config ic = {
-            .resource = &kube_res_pcideviceclaims,
-            .field_selector = selector,
-            .handlers = {.on_add = on_add,
-                         .on_update = on_update,
-                         .on_delete = on_delete,
-                         .on_error = on_error},
-            .userdata = c,
-    };
+    c->env = (struct pcibind_env){.sysfs_fd = node_sysfs_open_root(cfg->sysfs_root),
+                                  .node_name = cfg->node_name,
+                                  .dev_root = cfg->dev_root,
+                                  .proc_root = cfg->proc_root};
     char instance[300];
     (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", cfg->node_name);
     struct kube_recorder_config rc = {.controller = "hostdevd.io/agent", .instance = instance};
-    struct wq_config wc;
-    wq_config_default(&wc);
-    wc.max_delay = 300;
-    c->inf = kube_informer_new(cfg->loop, cfg->http, &ic);
-    c->wq = wq_new(&wc);
-    c->expect = expect_new();
     c->events = kube_recorder_new(cfg->loop, cfg->http, &rc);
     c->first_seen = map_new(free_double);
-    if (c->sysfs_fd < 0 || !c->inf || !c->wq || !c->expect || !c->events || !c->first_seen)
-        return pciclaim_free(c);
-    ev_prepare_init(&c->dispatch, on_prepare);
-    c->dispatch.data = c;
-    ev_timer_init(&c->queue_timer, on_queue_timer, 0., 0.);
-    c->queue_timer.data = c;
+    if (c->env.sysfs_fd < 0 || !cfg->worker || !c->events || !c->first_seen || make_runner(c) < 0) {
+        pciclaim_free(c);
+        return NULL;
+    }
+    register_metrics(c);
     return c;
 }
 
 int pciclaim_start(struct pciclaim *c)
 {
-    c->worker = worker_new(c->cfg.loop);
-    if (!c->worker)
-        return -ENOMEM;
-    ev_prepare_start(c->cfg.loop, &c->dispatch);
-    return kube_informer_start(c->inf);
+    return runner_start(c->runner);
 }
 
-bool pciclaim_has_synced(const struct pciclaim *c)
+void pciclaim_enqueue_all(struct pciclaim *c)
 {
-    return kube_informer_has_synced(c->inf);
+    if (c)
+        runner_enqueue_all(c->runner);
 }
 
-int pciclaim_in_flight(const struct pciclaim *c)
+bool pciclaim_ready(struct buf *why, void *userdata)
 {
-    return c->in_flight + (int)kube_recorder_in_flight(c->events);
+    const struct pciclaim *c = userdata;
+    if (runner_has_synced(c->runner))
+        return true;
+    (void)buf_adds(why, "PCIDeviceClaim informer has not synced");
+    return false;
 }
 
-void pciclaim_stop(struct pciclaim *c)
+void pciclaim_stop(void *userdata)
 {
+    struct pciclaim *c = userdata;
     c->stopping = true;
+    runner_stop(c->runner);
     kube_recorder_flush(c->events);
 }
 
-struct pciclaim *pciclaim_free(struct pciclaim *c)
+int pciclaim_in_flight(void *userdata)
 {
-    if (!c)
-        return NULL;
-    c->stopping = true;
-    c->worker = worker_free(c->worker); /* finishes the job in progress first */
-    ev_prepare_stop(c->cfg.loop, &c->dispatch);
-    ev_timer_stop(c->cfg.loop, &c->queue_timer);
-    c->inf = kube_informer_free(c->inf);
-    c->events = kube_recorder_free(c->events);
-    c->wq = wq_free(c->wq);
-    c->expect = expect_free(c->expect);
-    map_free(c->first_seen);
-    if (c->sysfs_fd >= 0)
-        close(c->sysfs_fd);
-    free(c);
-    return NULL;
+    const struct pciclaim *c = userdata;
+    return runner_in_flight(c->runner) + (int)kube_recorder_in_flight(c->events);
 }
 
-void pciclaim_write_metrics(const struct pciclaim *c, struct buf *out)
+void pciclaim_free(void *userdata)
 {
-    const struct pciclaim_stats *s = &c->stats;
-    (void)buf_printf(out,
-                     "# HELP hostdevd_claim_results_total PCIDeviceClaim reconciles by result.\n"
-                     "# TYPE hostdevd_claim_results_total counter\n"
-                     "hostdevd_claim_results_total{result=\"bound\"} %lu\n"
-                     "hostdevd_claim_results_total{result=\"restored\"} %lu\n"
-                     "hostdevd_claim_results_total{result=\"refused\"} %lu\n"
-                     "hostdevd_claim_results_total{result=\"failed\"} %lu\n"
-                     "hostdevd_claim_results_total{result=\"busy\"} %lu\n"
-                     "# HELP hostdevd_claim_reconciles_total PCIDeviceClaim reconciles.\n"
-                     "# TYPE hostdevd_claim_reconciles_total counter\n"
-                     "hostdevd_claim_reconciles_total %lu\n"
-                     "# HELP hostdevd_claim_bind_seconds From first sight of a claim to its "
-                     "verified bind.\n"
-                     "# TYPE hostdevd_claim_bind_seconds summary\n"
-                     "hostdevd_claim_bind_seconds_sum %.6f\n"
-                     "hostdevd_claim_bind_seconds_count %lu\n"
-                     "# HELP hostdevd_claim_last_bind_seconds The last claim's time to bind.\n"
-                     "# TYPE hostdevd_claim_last_bind_seconds gauge\n"
-                     "hostdevd_claim_last_bind_seconds %.6f\n",
-                     s->binds, s->restores, s->refusals, s->failures, s->busy_waits, s->reconciles,
-                     s->bind_seconds_sum, s->bind_seconds_count, s->last_bind_seconds);
+    struct pciclaim *c = userdata;
+    if (!c)
+        return;
+    c->stopping = true;
+    c->runner = runner_free(c->runner);
+    c->events = kube_recorder_free(c->events);
+    map_free(c->first_seen);
+    if (c->env.sysfs_fd >= 0)
+        close(c->env.sysfs_fd);
+    free(c);
 }

@@ -61,9 +61,95 @@ char *pciclaim_finalizer_patch(const struct cJSON *claim, bool add);
 /* Whether status.kernelDriverToUnbind is present (even ""): the original driver is recorded. */
 bool pciclaim_driver_recorded(const struct cJSON *claim, const char **ret_driver);
 
+/* --- pure decisions (unit-tested; no I/O, no logging) ---------------------------------------- */
+
+#define PCICLAIM_MESSAGE_SIZE 1024
+
+/* What a reconcile of a cached claim starts with. */
+enum pciclaim_step {
+    PCICLAIM_NOTHING,       /* another node's claim, or a deleted one without our finalizer */
+    PCICLAIM_INVALID,       /* refuse: the spec names no PCI address or not the claim's */
+    PCICLAIM_ADD_FINALIZER, /* first our finalizer: the informer brings the claim back */
+    PCICLAIM_NODE_WORK,     /* check, bind or restore on the worker thread */
+};
+
+/* `claim` is the cached object of `key`; `node` this agent's node. */
+enum pciclaim_step pciclaim_next_step(const struct cJSON *claim, const char *key, const char *node);
+
+/* What the worker observed in sysfs about a claimed device, for the bind checks. */
+struct pciclaim_facts {
+    const char *node, *address;
+    int read_error;     /* < 0: the device could not be read (then nothing else is set) */
+    bool present;       /* the device exists */
+    int iommu_group;    /* -1: none */
+    const char *driver; /* "" when unbound */
+    int host_critical;  /* 1 yes (why in host_why), 0 no, < 0 cannot tell */
+    const char *host_why;
+    int group_blockers;      /* members in the way (< 0: the group cannot be read) */
+    const char *blockers;    /* "0000:00:1f.0 (lpc_ich; claim n-00001f0), ..." */
+    bool blockers_essential; /* one of them the host cannot give up (ISA/LPC, SMBus, critical) */
+    bool recorded;           /* the claim recorded the original driver already */
+    const char *annotation;  /* the PCIDevice's driver at first sight, "" unknown */
+};
+
+/* The outcome of a claim's node work, as the worker found or made it. */
+enum pciclaim_outcome_kind {
+    PCICLAIM_GO,       /* the checks passed (bind) or there is something to restore */
+    PCICLAIM_REFUSED,  /* a safety check failed: reason, message */
+    PCICLAIM_RECORD,   /* record `driver` as the original driver before touching anything */
+    PCICLAIM_BOUND,    /* bound to vfio-pci and verified: group */
+    PCICLAIM_FAILED,   /* bind or restore failed: reason, message */
+    PCICLAIM_BUSY,     /* deleting, and a VM holds /dev/vfio/<group> */
+    PCICLAIM_RESTORED, /* restored to `driver` and verified */
+    PCICLAIM_RELEASED, /* deleting, and the claim never touched the device: nothing restored */
+};
+
+struct pciclaim_outcome {
+    enum pciclaim_outcome_kind kind;
+    const char *reason;
+    char message[PCICLAIM_MESSAGE_SIZE];
+    char driver[64];
+    int group;
+};
+
+/* The bind checks, in order: readable, present, IOMMU group, not host-critical (unless it is
+ * on vfio-pci already), group complete; then the original driver is recorded first. Sets
+ * PCICLAIM_REFUSED, PCICLAIM_RECORD or PCICLAIM_GO. */
+void pciclaim_check_bind(const struct pciclaim_facts *f, struct pciclaim_outcome *ret);
+
+/* What a reconcile does with an outcome: the status to write (or the finalizer to remove), the
+ * Event, the log line and how the key goes on. */
+struct pciclaim_decision {
+    bool write_status;
+    struct pciclaim_status status;
+    bool remove_finalizer;
+    const char *event_reason; /* NULL: no Event */
+    bool warning;             /* a Warning Event and log line, else Normal/info */
+    const char *log;          /* the log message, NULL: none */
+    const char *result;       /* hostdevd_claim_results_total's result label, NULL: none */
+    const char *fault;        /* fault point after the write ("record-driver"), or NULL */
+    bool retry;               /* after the write: again after the key's backoff */
+    double requeue_after;     /* > 0: again after this long (a VM holds the device) */
+    char message[PCICLAIM_MESSAGE_SIZE + 128];
+};
+
+#define PCICLAIM_BUSY_RETRY 5.0 /* seconds between checks of a group a VM holds */
+
+/* Decides for `claim` (the cached object) and the worker's outcome `o` (PCICLAIM_REFUSED for
+ * an invalid claim). An Event and log line come only when the status changes. */
+void pciclaim_decide(const struct cJSON *claim, const struct pciclaim_outcome *o,
+                     struct pciclaim_decision *ret);
+
+/* --- the reconciler (logs) -------------------------------------------------------------------- */
+
+struct metrics;
+struct worker;
+
 struct pciclaim_config {
     struct ev_loop *loop;
     struct kube_http *http;
+    struct metrics *metrics;
+    struct worker *worker; /* the process's (controllers/process.h) */
     const char *node_name;
     const char *sysfs_root;        /* "/sys" */
     const char *dev_root;          /* "/dev": /dev/vfio/<group> */
@@ -77,9 +163,10 @@ struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg);
 int pciclaim_start(struct pciclaim *c);
 /* Reconciles every claim again (after a rescan: a driver may have changed under us). */
 void pciclaim_enqueue_all(struct pciclaim *c);
-bool pciclaim_has_synced(const struct pciclaim *c);
-/* Work in flight (API writes, worker jobs); the agent waits for 0 before it exits. */
-int pciclaim_in_flight(const struct pciclaim *c);
-void pciclaim_stop(struct pciclaim *c);
-void pciclaim_write_metrics(const struct pciclaim *c, struct buf *out);
-struct pciclaim *pciclaim_free(struct pciclaim *c);
+
+/* Process part hooks (controllers/process.h); userdata is the reconciler. */
+bool pciclaim_ready(struct buf *why, void *userdata);
+void pciclaim_stop(void *userdata);
+/* API writes, worker jobs and Events in flight. */
+int pciclaim_in_flight(void *userdata);
+void pciclaim_free(void *userdata);

@@ -1,19 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * controllers/pcidevice.c - desired PCIDevice objects and minimal write plans. See
- * pcidevice.h. Pure: no I/O, no logging.
+ * controllers/pcidevice.c - the PCIDevice reconciler: desired objects and minimal write plans
+ * (pure: no I/O, no logging), and the reconciler on the runner that carries them out. See
+ * pcidevice.h.
  */
 #include "controllers/pcidevice.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <ev.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/map.h"
+#include "base/metrics.h"
+#include "controllers/runner.h"
 #include "kube/client.h"
-
-#define DRIVER_ANNOTATION "harvesterhci.io/pcideviceDriver"
+#include "kube/names.h"
+#include "kube/status.h"
 
 /* The status fields this agent writes; any other field is someone else's. */
 static const char *const managed[] = {
@@ -87,7 +94,7 @@ cJSON *pcidevice_new_object(const struct pcidevice_spec *s, const char *node_uid
     cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
     cJSON_AddStringToObject(labels, "nodename", s->node);
     cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
-    cJSON_AddStringToObject(ann, DRIVER_ANNOTATION, s->driver);
+    cJSON_AddStringToObject(ann, KUBE_PCIDEVICE_DRIVER_ANNOTATION, s->driver);
     if (node_uid) {
         cJSON *refs = cJSON_AddArrayToObject(meta, "ownerReferences");
         cJSON_AddItemToArray(refs, owner_ref(s->node, node_uid));
@@ -211,4 +218,311 @@ void pcidevice_plan_done(struct pcidevice_plan *p)
     free(p->meta_patch);
     free(p->status_patch);
     *p = (struct pcidevice_plan){0};
+}
+
+/* --- the reconciler ---------------------------------------------------------------------------
+ * Not pure: it carries plans out on the runner (API writes, one at a time), looks up the
+ * Node's uid for the ownerReference, and logs what it writes. */
+
+#define MAX_IN_FLIGHT  4
+#define NODE_RETRY     10.0 /* first retry of a missing Node; doubles up to NODE_RETRY_MAX */
+#define NODE_RETRY_MAX 300.0
+
+struct pcidevices {
+    struct pcidevices_config cfg;
+    struct runner *runner;
+    struct map *want; /* name -> struct pcidevice_spec, from the last scan; NULL before one */
+    char *node_uid;
+    double node_retry_in;
+    ev_timer node_retry;
+    struct metrics_series *creates, *patches, *deletes;
+};
+
+struct write_job { /* a plan being carried out */
+    struct pcidevices *d;
+    struct runner_job *job;
+    struct pcidevice_spec want;
+    struct pcidevice_plan plan;
+    int step;
+};
+
+static void write_job_free(void *p)
+{
+    struct write_job *w = p;
+    pcidevice_plan_done(&w->plan);
+    free(w);
+}
+
+static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_plan)
+{
+    struct pcidevices *d = ctx;
+    const struct pcidevice_spec *want = map_get(d->want, key);
+    struct write_job *w = calloc(1, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    int r = pcidevice_plan(want, obj, d->node_uid, &w->plan);
+    if (r < 0 || pcidevice_plan_empty(&w->plan)) {
+        write_job_free(w);
+        *ret_plan = NULL;
+        return r;
+    }
+    w->d = d;
+    if (want)
+        w->want = *want;
+    *ret_plan = w;
+    return 0;
+}
+
+static void write_next(struct write_job *w);
+
+static void on_write(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct write_job *w = userdata;
+    if (err && !(w->plan.delete &&kube_err_is_not_found(err))) {
+        log_error("Failed to write PCIDevice", KV_STR("pcidevice", runner_job_key(w->job)),
+                  KV_INT("http", err->http), KV_STR("reason", err->reason),
+                  KV_STR("message", err->message));
+        runner_job_done(w->job, RUNNER_RETRY, 0);
+        return;
+    }
+    runner_job_wrote(w->job, w->plan.delete ? NULL : obj);
+    write_next(w);
+}
+
+/* Starts the write of step `step`: 0 when there is nothing to write at that step. */
+static int write_step(struct write_job *w, int step)
+{
+    struct pcidevices *d = w->d;
+    const struct kube_resource *r = &kube_res_pcidevices;
+    const char *key = runner_job_key(w->job);
+    if (step == 0 && w->plan.create) {
+        cJSON *o = pcidevice_new_object(&w->want, d->node_uid);
+        int e = o ? kube_client_create(d->cfg.http, r, NULL, o, on_write, w) : -ENOMEM;
+        cJSON_Delete(o);
+        metrics_inc(d->creates);
+        log_info("Creating PCIDevice", KV_STR("pcidevice", key),
+                 KV_STR("address", w->want.address));
+        return e < 0 ? e : 1;
+    }
+    /* status first: a new object is complete as early as possible; then labels and owners */
+    const char *patch = step == 1 ? w->plan.status_patch : step == 2 ? w->plan.meta_patch : NULL;
+    if (patch) {
+        metrics_inc(d->patches);
+        log_v(2, "Patching PCIDevice", KV_STR("pcidevice", key), KV_STR("patch", patch));
+        int e = kube_client_patch(d->cfg.http, r, NULL, key, KUBE_PATCH_MERGE, patch, step == 1,
+                                  on_write, w);
+        return e < 0 ? e : 1;
+    }
+    if (step == 3 && w->plan.delete) {
+        metrics_inc(d->deletes);
+        log_info("Deleting PCIDevice of a device that is gone", KV_STR("pcidevice", key));
+        int e = kube_client_delete(d->cfg.http, r, NULL, key, w->plan.uid, NULL, on_write, w);
+        return e < 0 ? e : 1;
+    }
+    return 0;
+}
+
+/* Carries out the plan one write at a time: create, status, metadata, delete. */
+static void write_next(struct write_job *w)
+{
+    while (w->step < 4) {
+        int e = write_step(w, w->step++);
+        if (e > 0)
+            return; /* on_write goes on */
+        if (e < 0) {
+            log_error("Cannot start a request", KV_STR("pcidevice", runner_job_key(w->job)),
+                      KV_ERRNO(e));
+            runner_job_done(w->job, RUNNER_RETRY, 0);
+            return;
+        }
+    }
+    runner_job_done(w->job, RUNNER_DONE, 0);
+}
+
+static void act(struct runner_job *job, void *plan, void *ctx)
+{
+    struct write_job *w = plan;
+    (void)ctx;
+    w->job = job;
+    write_next(w);
+}
+
+static bool can_start(void *ctx)
+{
+    const struct pcidevices *d = ctx;
+    return d->want != NULL;
+}
+
+static void on_converged(void *ctx)
+{
+    const struct pcidevices *d = ctx;
+    log_info("PCI inventory written", KV_INT("devices", map_size(d->want)));
+}
+
+static const struct runner_ops ops = {
+        .plan = plan_key,
+        .act = act,
+        .plan_free = write_job_free,
+        .can_start = can_start,
+        .on_converged = on_converged,
+};
+
+/* --- the Node ------------------------------------------------------------------------------- */
+
+static void get_node(struct pcidevices *d);
+
+/* Retries reading the Node later, backing off: a missing Node must not become polling. */
+static void retry_node(struct pcidevices *d)
+{
+    d->node_retry_in = d->node_retry_in > 0 ? d->node_retry_in * 2 : NODE_RETRY;
+    if (d->node_retry_in > NODE_RETRY_MAX)
+        d->node_retry_in = NODE_RETRY_MAX;
+    ev_timer_set(&d->node_retry, d->node_retry_in, 0.);
+    ev_timer_start(d->cfg.loop, &d->node_retry);
+}
+
+static void on_node(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct pcidevices *d = userdata;
+    const char *uid = kube_meta_str(obj, "uid");
+    if (err || !uid) {
+        log_warning("Cannot read this node's Node object; PCIDevices get no ownerReference yet",
+                    KV_STR("node", d->cfg.node_name), KV_INT("http", err ? err->http : 0),
+                    KV_STR("reason", err ? err->reason : ""));
+        retry_node(d);
+        return;
+    }
+    free(d->node_uid);
+    d->node_uid = strdup(uid);
+    pcidevices_enqueue_all(d);
+}
+
+static void get_node(struct pcidevices *d)
+{
+    if (kube_client_get(d->cfg.http, &kube_res_nodes, NULL, d->cfg.node_name, on_node, d) < 0)
+        retry_node(d);
+}
+
+static void on_node_retry(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    get_node(w->data);
+}
+
+/* --- the reconciler's life ------------------------------------------------------------------ */
+
+static void free_spec(void *p)
+{
+    free(p);
+}
+
+static void register_metrics(struct pcidevices *d)
+{
+    static const char *const verb[] = {"verb", NULL};
+    struct metrics_family *f =
+            metrics_family(d->cfg.metrics, METRICS_COUNTER, "hostdevd_api_writes_total",
+                           "PCIDevice writes by verb.", verb, NULL, 0);
+    d->creates = metrics_series(f, "create");
+    d->patches = metrics_series(f, "patch");
+    d->deletes = metrics_series(f, "delete");
+}
+
+struct pcidevices *pcidevices_new(const struct pcidevices_config *cfg)
+{
+    struct pcidevices *d = calloc(1, sizeof(*d));
+    if (!d)
+        return NULL;
+    d->cfg = *cfg;
+    char selector[300];
+    (void)snprintf(selector, sizeof(selector), "nodename=%s", cfg->node_name);
+    struct runner_config rc = {
+            .name = "pcidevice",
+            .loop = cfg->loop,
+            .http = cfg->http,
+            .informer = {.resource = &kube_res_pcidevices, .label_selector = selector},
+            .max_in_flight = MAX_IN_FLIGHT,
+            .metrics = cfg->metrics,
+            .ops = &ops,
+            .ctx = d,
+    };
+    d->runner = runner_new(&rc);
+    if (!d->runner) {
+        pcidevices_free(d);
+        return NULL;
+    }
+    register_metrics(d);
+    ev_timer_init(&d->node_retry, on_node_retry, NODE_RETRY, 0.);
+    d->node_retry.data = d;
+    return d;
+}
+
+int pcidevices_start(struct pcidevices *d)
+{
+    get_node(d);
+    return runner_start(d->runner);
+}
+
+void pcidevices_set_want(struct pcidevices *d, struct map *want)
+{
+    map_free(d->want);
+    d->want = want;
+    pcidevices_enqueue_all(d);
+}
+
+void pcidevices_enqueue_all(struct pcidevices *d)
+{
+    const char *key;
+    void *v;
+    size_t pos = 0;
+    while (map_next(d->want, &pos, &key, &v))
+        runner_enqueue(d->runner, key);
+    runner_enqueue_all(d->runner);
+}
+
+struct map *pcidevices_new_want(void)
+{
+    return map_new(free_spec);
+}
+
+struct runner *pcidevices_runner(const struct pcidevices *d)
+{
+    return d->runner;
+}
+
+bool pcidevices_ready(struct buf *why, void *userdata)
+{
+    const struct pcidevices *d = userdata;
+    if (!runner_has_synced(d->runner))
+        (void)buf_adds(why, "PCIDevice informer has not synced");
+    else if (!d->want)
+        (void)buf_adds(why, "no PCI scan has succeeded");
+    else if (!runner_converged(d->runner))
+        (void)buf_adds(why, "the first inventory is not written yet");
+    return runner_converged(d->runner);
+}
+
+void pcidevices_stop(void *userdata)
+{
+    struct pcidevices *d = userdata;
+    runner_stop(d->runner);
+    ev_timer_stop(d->cfg.loop, &d->node_retry);
+}
+
+int pcidevices_in_flight(void *userdata)
+{
+    const struct pcidevices *d = userdata;
+    return runner_in_flight(d->runner);
+}
+
+void pcidevices_free(void *userdata)
+{
+    struct pcidevices *d = userdata;
+    if (!d)
+        return;
+    ev_timer_stop(d->cfg.loop, &d->node_retry);
+    d->runner = runner_free(d->runner);
+    map_free(d->want);
+    free(d->node_uid);
+    free(d);
 }

@@ -1,7 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * controllers/pcidevice.h - what a node's PCIDevice objects should be, and the smallest set of
- * writes that gets them there. Pure: no I/O, no logging; the agent carries plans out.
+ * controllers/pcidevice.h - the PCIDevice reconciler: what a node's PCIDevice objects should
+ * be, the smallest set of writes that gets them there (pure: no I/O, no logging, unit-tested),
+ * and the reconciler that carries those plans out on the runner (controllers/runner.h): one
+ * write at a time (create, status, metadata, delete), logging each.
+ *
+ * Keys are the objects of this node (label nodename=<node>) and the devices of the last
+ * scan; nothing is reconciled before the first scan succeeded (an empty inventory would
+ * delete every object). The Node's uid, for the ownerReference, is read once at start, and
+ * again with backoff while the Node cannot be read.
  *
  * The agent owns: label nodename, the ownerReference to its Node, the driver-at-first-sight
  * annotation (set on create only), and the status fields listed in pcidevice.c's `managed`
@@ -61,3 +68,37 @@ int pcidevice_plan(const struct pcidevice_spec *want, const struct cJSON *have,
 bool pcidevice_plan_empty(const struct pcidevice_plan *p);
 
 void pcidevice_plan_done(struct pcidevice_plan *p);
+
+/* --- the reconciler (logs; runs on the loop) ------------------------------------------------ */
+
+struct buf;
+struct ev_loop;
+struct kube_http;
+struct map;
+struct metrics;
+struct pcidevices;
+struct runner;
+
+struct pcidevices_config {
+    struct ev_loop *loop;
+    struct kube_http *http;
+    struct metrics *metrics;
+    const char *node_name; /* borrowed: must outlive the reconciler */
+};
+
+struct pcidevices *pcidevices_new(const struct pcidevices_config *cfg);
+/* Reads the Node and starts the runner. Returns 0 or a negative errno. */
+int pcidevices_start(struct pcidevices *d);
+/* An empty map for pcidevices_set_want(): name -> struct pcidevice_spec (malloc'd). */
+struct map *pcidevices_new_want(void);
+/* Takes the desired objects of a new scan and reconciles every key. */
+void pcidevices_set_want(struct pcidevices *d, struct map *want);
+void pcidevices_enqueue_all(struct pcidevices *d);
+/* The runner (its informer caches this node's PCIDevices). */
+struct runner *pcidevices_runner(const struct pcidevices *d);
+
+/* Process part hooks (controllers/process.h); userdata is the reconciler. */
+bool pcidevices_ready(struct buf *why, void *userdata);
+void pcidevices_stop(void *userdata);
+int pcidevices_in_flight(void *userdata);
+void pcidevices_free(void *userdata);

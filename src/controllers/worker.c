@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * controllers/worker.c - a thread for blocking node work, results back through ev_async.
+ * One per process (controllers/process.c), shared by every reconciler.
  */
 #include "controllers/worker.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 
 struct worker {
@@ -87,7 +89,14 @@ struct worker *worker_new(struct ev_loop *loop)
     ev_async_init(&w->async, on_async);
     w->async.data = w;
     ev_async_start(loop, &w->async);
-    if (pthread_create(&w->thread, NULL, thread_main, w) != 0) {
+    /* The thread starts with every signal blocked (it inherits the mask), so SIGTERM, SIGHUP
+     * and SIGCHLD always reach the loop's thread, never a sysfs write in progress. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int e = pthread_create(&w->thread, NULL, thread_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
         ev_async_stop(loop, &w->async);
         pthread_mutex_destroy(&w->lock);
         pthread_cond_destroy(&w->cond);

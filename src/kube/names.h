@@ -8,6 +8,9 @@
  */
 #pragma once
 
+/* The annotation holding a PCI device's driver when the agent first saw it (harvester's). */
+#define KUBE_PCIDEVICE_DRIVER_ANNOTATION "harvesterhci.io/pcideviceDriver"
+
 #include <stdbool.h>
 #include <stddef.h>
 

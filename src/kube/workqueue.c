@@ -27,6 +27,7 @@ struct item {
     char *key;
     struct heap_node wait; /* wait.at: when the key is due */
     int failures;
+    double added; /* when it became dirty: the start of its queue duration */
     bool dirty;
     bool processing;
 };
@@ -39,6 +40,7 @@ struct wq {
     size_t ndirty, nprocessing;
     struct heap waiting;
     double tokens, refilled; /* the token bucket, and when it was last refilled */
+    struct wq_stats stats;
     bool shutting_down;
 };
 
@@ -127,7 +129,9 @@ static int make_dirty(struct wq *q, struct item *it)
     if (ring_reserve(q, q->ndirty + 1) < 0)
         return -ENOMEM;
     it->dirty = true;
+    it->added = clock_now(q->cfg.clock);
     q->ndirty++;
+    q->stats.adds++;
     if (!it->processing)
         ring_push(q, it);
     return 0;
@@ -259,6 +263,7 @@ int wq_add_rate_limited(struct wq *q, const char *key)
     double bucket = bucket_delay(q);
     if (it->failures < INT_MAX)
         it->failures++;
+    q->stats.retries++;
     return wq_add_after(q, key, bucket > delay ? bucket : delay);
 }
 
@@ -287,6 +292,8 @@ const char *wq_get(struct wq *q)
         return NULL;
     it->dirty = false;
     q->ndirty--;
+    if (q->cfg.on_wait)
+        q->cfg.on_wait(clock_now(q->cfg.clock) - it->added, q->cfg.userdata);
     it->processing = true;
     q->nprocessing++;
     return it->key;
@@ -332,4 +339,9 @@ size_t wq_processing(const struct wq *q)
 void wq_shut_down(struct wq *q)
 {
     q->shutting_down = true;
+}
+
+void wq_get_stats(const struct wq *q, struct wq_stats *ret)
+{
+    *ret = q->stats;
 }

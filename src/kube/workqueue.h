@@ -41,6 +41,16 @@ struct wq_config {
     double qps;                /* overall rate of rate-limited adds; client-go 10 */
     int burst;                 /* token bucket size; client-go 100 */
     const struct clock *clock; /* NULL = CLOCK_MONOTONIC; borrowed, must outlive the queue */
+    /* Called by wq_get() with how long the key waited from its add (client-go's
+     * queue_duration metric); may be NULL. */
+    void (*on_wait)(double seconds, void *userdata);
+    void *userdata;
+};
+
+/* Counts since the queue was made (client-go's workqueue metrics). */
+struct wq_stats {
+    unsigned long adds;    /* keys that became queued (an add of a queued key is not one) */
+    unsigned long retries; /* rate-limited adds */
 };
 
 /* The client-go defaults above, with the real clock. */
@@ -89,6 +99,8 @@ size_t wq_len(const struct wq *q);
 
 /* Keys being processed. */
 size_t wq_processing(const struct wq *q);
+
+void wq_get_stats(const struct wq *q, struct wq_stats *ret);
 
 /* Stops handing out keys; later adds are ignored. Keys in processing can still be done. */
 void wq_shut_down(struct wq *q);

@@ -63,10 +63,59 @@ static void test_deletion_ends_it(void)
     expect_free(e);
 }
 
+/* The 30 s stall: the informer had caught up with our write, but not with the exact version
+ * the response carried (a later one was cached, or the event came first and a later write
+ * followed). No order of response and event may hold the key. */
+static void test_later_version_counts(void)
+{
+    struct expect *e = expect_new();
+    cJSON *v7 = obj("7"), *v9 = obj("9"), *v12 = obj("12");
+    expect_write(e, "k", "9", v12, 100.0); /* the cache is past our write already */
+    CU_ASSERT_EQUAL(expect_waiting(e, "k", 100.0), 0);
+    expect_write(e, "k", "9", v7, 100.0); /* the cache is behind: wait */
+    CU_ASSERT(expect_waiting(e, "k", 100.0) > 0);
+    expect_observed(e, "k", v12, false); /* a later event than ours ends it */
+    CU_ASSERT_EQUAL(expect_waiting(e, "k", 100.0), 0);
+    expect_write(e, "k", "9", v7, 100.0);
+    expect_caught_up(e, "k", v7, "8"); /* the watch is not there yet */
+    CU_ASSERT(expect_waiting(e, "k", 100.0) > 0);
+    expect_caught_up(e, "k", v7, "10"); /* the watch is past it (the event was for others) */
+    CU_ASSERT_EQUAL(expect_waiting(e, "k", 100.0), 0);
+    expect_write(e, "k", "9", v7, 100.0);
+    expect_caught_up(e, "k", v9, NULL); /* the cache shows it */
+    CU_ASSERT_EQUAL(expect_waiting(e, "k", 100.0), 0);
+    expect_write(e, "k", NULL, v7, 100.0); /* a delete... */
+    expect_caught_up(e, "k", v7, "99");    /* ...still cached: wait for the DELETED event */
+    CU_ASSERT(expect_waiting(e, "k", 100.0) > 0);
+    expect_caught_up(e, "k", NULL, NULL); /* gone from the cache */
+    CU_ASSERT_EQUAL(expect_waiting(e, "k", 100.0), 0);
+    cJSON_Delete(v7);
+    cJSON_Delete(v9);
+    cJSON_Delete(v12);
+    expect_free(e);
+}
+
+/* resourceVersions that are not revision numbers are compared for equality only. */
+static void test_opaque_versions(void)
+{
+    struct expect *e = expect_new();
+    cJSON *a = obj("abc"), *b = obj("abd");
+    expect_write(e, "k", "abd", a, 100.0);
+    expect_caught_up(e, "k", a, "zzz");
+    CU_ASSERT(expect_waiting(e, "k", 100.0) > 0);
+    expect_observed(e, "k", b, false);
+    CU_ASSERT_EQUAL(expect_waiting(e, "k", 100.0), 0);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    expect_free(e);
+}
+
 static CU_TestInfo tests[] = {
         {"waits for its version", test_waits_for_its_version},
         {"event before the response", test_event_before_response},
         {"a deletion ends it; the TTL too", test_deletion_ends_it},
+        {"a later version or the informer's position ends it", test_later_version_counts},
+        {"opaque versions: equality only", test_opaque_versions},
         CU_TEST_INFO_NULL,
 };
 

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/inventory.c - the agent's PCI inventory and its rescan triggers (see
+ * inventory.h).
+ */
+#include "controllers/inventory.h"
+
+#include <errno.h>
+#include <ev.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/map.h"
+#include "base/metrics.h"
+#include "controllers/pcidevice.h"
+#include "kube/names.h"
+#include "node/pci.h"
+#include "node/pciname.h"
+#include "node/udev.h"
+
+#define UEVENT_QUIET    0.25 /* rescan once uevents have been quiet this long */
+#define UEVENT_MAX_WAIT 2.0  /* ... but no later than this after the first one */
+
+struct inventory_metrics {
+    struct metrics_series *devices, *bridges, *on_vfio, *on_host, *unbound, *no_iommu;
+    struct metrics_series *scans, *scan_errors, *scan_seconds, *uevents, *overflows;
+};
+
+struct inventory {
+    struct inventory_config cfg;
+    struct node_pci *pci;
+    struct node_udev *udev;
+    ev_io uevent_io;
+    ev_timer resync, uevent_timer;
+    double uevent_first; /* when the first uevent of the pending burst came; 0: none pending */
+    struct inventory_metrics m;
+};
+
+/* --- discovery mapping ---------------------------------------------------------------------- */
+
+static void hex4(char *out, unsigned v)
+{
+    (void)snprintf(out, 5, "%04x", v & 0xffffu);
+}
+
+static int names_of(const struct node_pci_dev *d, struct pcidevice_spec *s)
+{
+    struct node_pciname_ids ids = {
+            .vendor_id = d->vendor_id,
+            .device_id = d->device_id,
+            .class_id = d->class_id,
+            .vendor_name = d->vendor_name,
+            .device_name = d->device_name,
+            .class_name = "",
+            .subclass_name = d->class_name, /* libpci's subclass name, else its class name */
+    };
+    int r = node_pciname_resource(&ids, s->resource_name, sizeof(s->resource_name));
+    if (r == 0)
+        r = node_pciname_description(&ids, s->description, sizeof(s->description));
+    if (r == 0 && !kube_names_is_extended_resource_name(s->resource_name))
+        r = -EINVAL;
+    return r;
+}
+
+static int spec_from_dev(const char *node, const struct node_pci_dev *d, struct pcidevice_spec *s)
+{
+    *s = (struct pcidevice_spec){.numa_node = d->numa_node,
+                                 .sriov_totalvfs = d->sriov_totalvfs,
+                                 .sriov_numvfs = d->sriov_numvfs};
+    int r = kube_names_pcidevice(node, d->address, s->name, sizeof(s->name));
+    if (r < 0)
+        return r;
+    (void)snprintf(s->node, sizeof(s->node), "%s", node);
+    (void)snprintf(s->address, sizeof(s->address), "%s", d->address);
+    hex4(s->vendor_id, d->vendor_id);
+    hex4(s->device_id, d->device_id);
+    if (d->subsystem_vendor_id || d->subsystem_device_id) {
+        hex4(s->subsystem_vendor_id, d->subsystem_vendor_id);
+        hex4(s->subsystem_device_id, d->subsystem_device_id);
+    }
+    hex4(s->class_id, d->class_id);
+    (void)snprintf(s->revision, sizeof(s->revision), "%02x", d->revision);
+    if (d->iommu_group >= 0)
+        (void)snprintf(s->iommu_group, sizeof(s->iommu_group), "%d", d->iommu_group);
+    (void)snprintf(s->driver, sizeof(s->driver), "%s", d->driver);
+    (void)snprintf(s->physfn, sizeof(s->physfn), "%s", d->physfn);
+    return names_of(d, s);
+}
+
+struct tally {
+    unsigned long devices, bridges, on_vfio, on_host, unbound, no_iommu;
+};
+
+static void count_dev(struct tally *t, const struct node_pci_dev *d)
+{
+    t->devices++;
+    if (strcmp(d->driver, "vfio-pci") == 0)
+        t->on_vfio++;
+    else if (d->driver[0])
+        t->on_host++;
+    else
+        t->unbound++;
+    if (d->iommu_group < 0)
+        t->no_iommu++;
+}
+
+static void build_want(const struct inventory *inv, const struct node_pci_dev *devs, size_t n,
+                       struct map *want, struct tally *t)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (devs[i].is_bridge) { /* not passthrough candidates, as in harvester */
+            t->bridges++;
+            continue;
+        }
+        struct pcidevice_spec *s = malloc(sizeof(*s));
+        int r = s ? spec_from_dev(inv->cfg.node_name, &devs[i], s) : -ENOMEM;
+        if (r == 0)
+            r = map_put(want, s->name, s);
+        if (r < 0) {
+            free(s);
+            log_error("Cannot describe PCI device; skipped", KV_STR("address", devs[i].address),
+                      KV_ERRNO(r));
+            continue;
+        }
+        count_dev(t, &devs[i]);
+    }
+}
+
+static void set_tally(struct inventory *inv, const struct tally *t)
+{
+    metrics_set(inv->m.devices, (double)t->devices);
+    metrics_set(inv->m.bridges, (double)t->bridges);
+    metrics_set(inv->m.on_vfio, (double)t->on_vfio);
+    metrics_set(inv->m.on_host, (double)t->on_host);
+    metrics_set(inv->m.unbound, (double)t->unbound);
+    metrics_set(inv->m.no_iommu, (double)t->no_iommu);
+}
+
+void inventory_scan(struct inventory *inv, const char *why)
+{
+    double t0 = ev_time();
+    struct node_pci_dev *devs = NULL;
+    size_t n = 0;
+    struct node_pci_err err = {{0}};
+    struct tally t = {0};
+    int r = node_pci_scan(inv->pci, &devs, &n, &err);
+    struct map *want = r == 0 ? pcidevices_new_want() : NULL;
+    if (want)
+        build_want(inv, devs, n, want, &t);
+    node_pci_devs_free(devs);
+    metrics_inc(inv->m.scans);
+    if (!want) {
+        metrics_inc(inv->m.scan_errors);
+        log_error("PCI scan failed; keeping the previous inventory", KV_STR("why", why),
+                  KV_STR("message", err.message), KV_ERRNO(r < 0 ? r : -ENOMEM));
+        return;
+    }
+    set_tally(inv, &t);
+    metrics_set(inv->m.scan_seconds, ev_time() - t0);
+    log_v(1, "Scanned PCI devices", KV_STR("why", why), KV_INT("devices", t.devices),
+          KV_INT("bridges", t.bridges));
+    inv->cfg.on_scan(want, inv->cfg.userdata);
+}
+
+/* --- triggers ------------------------------------------------------------------------------- */
+
+static void on_resync(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    inventory_scan(w->data, "resync");
+}
+
+static void uevent_hint(struct inventory *inv)
+{
+    struct ev_loop *loop = inv->cfg.loop;
+    double now = ev_now(loop);
+    if (inv->uevent_first == 0)
+        inv->uevent_first = now;
+    double at = inv->uevent_first + UEVENT_MAX_WAIT;
+    if (now + UEVENT_QUIET < at)
+        at = now + UEVENT_QUIET;
+    ev_timer_stop(loop, &inv->uevent_timer);
+    ev_timer_set(&inv->uevent_timer, at - now, 0.);
+    ev_timer_start(loop, &inv->uevent_timer);
+}
+
+static void on_uevent_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct inventory *inv = w->data;
+    (void)loop;
+    (void)revents;
+    inv->uevent_first = 0;
+    inventory_scan(inv, "uevent");
+}
+
+static void on_uevent(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct inventory *inv = w->data;
+    struct node_uevent ev;
+    int r;
+    (void)revents;
+    while ((r = node_udev_receive(inv->udev, &ev)) != 0) {
+        if (r == -ENOBUFS) {
+            metrics_inc(inv->m.overflows);
+            log_warning("Kernel events were lost; rescanning", KV_ERRNO(r));
+        } else if (r < 0) {
+            log_error("Cannot receive kernel events; relying on the periodic rescan", KV_ERRNO(r));
+            ev_io_stop(loop, w);
+            return;
+        } else {
+            metrics_inc(inv->m.uevents);
+            log_v(3, "Kernel event", KV_STR("action", ev.action), KV_STR("subsystem", ev.subsystem),
+                  KV_STR("device", ev.sysname), KV_STR("driver", ev.driver));
+        }
+        uevent_hint(inv);
+    }
+}
+
+static void start_uevents(struct inventory *inv)
+{
+    static const char *const subsystems[] = {"pci", NULL};
+    enum node_udev_source src;
+    if (strcmp(inv->cfg.uevent_source, "none") == 0 ||
+        node_udev_source_from_string(inv->cfg.uevent_source, &src) < 0)
+        return;
+    int r = node_udev_new(src, subsystems, &inv->udev);
+    if (r < 0) {
+        log_warning("Cannot listen to kernel events; relying on the periodic rescan",
+                    KV_STR("source", inv->cfg.uevent_source), KV_ERRNO(r));
+        return;
+    }
+    ev_io_init(&inv->uevent_io, on_uevent, node_udev_fd(inv->udev), EV_READ);
+    inv->uevent_io.data = inv;
+    ev_io_start(inv->cfg.loop, &inv->uevent_io);
+}
+
+/* --- metrics and life ----------------------------------------------------------------------- */
+
+static struct metrics_series *one(struct inventory *inv, enum metrics_type t, const char *name,
+                                  const char *help)
+{
+    return metrics_series(metrics_family(inv->cfg.metrics, t, name, help, NULL, NULL, 0));
+}
+
+static void register_metrics(struct inventory *inv)
+{
+    static const char *const state[] = {"state", NULL};
+    struct inventory_metrics *m = &inv->m;
+    m->devices = one(inv, METRICS_GAUGE, "hostdevd_pci_devices",
+                     "PCI functions published as PCIDevices.");
+    struct metrics_family *f =
+            metrics_family(inv->cfg.metrics, METRICS_GAUGE, "hostdevd_pci_devices_by_state",
+                           "Published PCI devices by driver state.", state, NULL, 0);
+    m->on_vfio = metrics_series(f, "vfio-pci");
+    m->on_host = metrics_series(f, "host-driver");
+    m->unbound = metrics_series(f, "unbound");
+    m->no_iommu = one(inv, METRICS_GAUGE, "hostdevd_pci_devices_without_iommu_group",
+                      "Published PCI devices with no IOMMU group (cannot be passed through).");
+    m->bridges = one(inv, METRICS_GAUGE, "hostdevd_pci_bridges", "PCI bridges found (not published).");
+    m->scans = one(inv, METRICS_COUNTER, "hostdevd_pci_scans_total", "PCI scans.");
+    m->scan_errors = one(inv, METRICS_COUNTER, "hostdevd_pci_scan_errors_total", "Failed PCI scans.");
+    m->uevents = one(inv, METRICS_COUNTER, "hostdevd_uevents_total",
+                     "Kernel device events received (PCI).");
+    m->overflows = one(inv, METRICS_COUNTER, "hostdevd_uevent_overflows_total",
+                       "Times kernel events were lost (each causes a rescan).");
+    m->scan_seconds = one(inv, METRICS_GAUGE, "hostdevd_pci_scan_duration_seconds",
+                          "Duration of the last scan.");
+}
+
+int inventory_new(const struct inventory_config *cfg, struct inventory **ret)
+{
+    struct inventory *inv = calloc(1, sizeof(*inv));
+    if (!inv)
+        return -ENOMEM;
+    inv->cfg = *cfg;
+    int r = node_pci_new(cfg->sysfs_root, cfg->pci_ids, &inv->pci);
+    if (r < 0) {
+        log_error("Cannot initialise PCI access", KV_STR("sysfsRoot", cfg->sysfs_root),
+                  KV_STR("pciIds", cfg->pci_ids ? cfg->pci_ids : "(default)"), KV_ERRNO(r));
+        free(inv);
+        return r;
+    }
+    register_metrics(inv);
+    ev_timer_init(&inv->resync, on_resync, cfg->resync, cfg->resync);
+    inv->resync.data = inv;
+    ev_timer_init(&inv->uevent_timer, on_uevent_timer, UEVENT_QUIET, 0.);
+    inv->uevent_timer.data = inv;
+    *ret = inv;
+    return 0;
+}
+
+void inventory_start(struct inventory *inv)
+{
+    ev_timer_start(inv->cfg.loop, &inv->resync);
+    start_uevents(inv);
+    inventory_scan(inv, "start");
+}
+
+void inventory_rescan(void *userdata)
+{
+    inventory_scan(userdata, "SIGHUP");
+}
+
+void inventory_stop(void *userdata)
+{
+    struct inventory *inv = userdata;
+    ev_timer_stop(inv->cfg.loop, &inv->resync);
+    ev_timer_stop(inv->cfg.loop, &inv->uevent_timer);
+    if (inv->udev)
+        ev_io_stop(inv->cfg.loop, &inv->uevent_io);
+}
+
+void inventory_free(void *userdata)
+{
+    struct inventory *inv = userdata;
+    if (!inv)
+        return;
+    inventory_stop(inv);
+    inv->udev = node_udev_free(inv->udev);
+    inv->pci = node_pci_free(inv->pci);
+    free(inv);
+}
