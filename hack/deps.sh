@@ -9,6 +9,7 @@ packages=(
     libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
     # tests, lint, fuzz
     libcunit1-dev clang libclang-rt-14-dev clang-format clang-tidy cppcheck valgrind
+    prometheus # promtool checks the /metrics exposition
     # control plane harness and data
     openssl curl python3 ca-certificates pci.ids usb.ids util-linux bc jq pciutils
 )

@@ -54,6 +54,10 @@ only_in pci/pci.h src/node/pci.c
 only_in libudev.h src/node/udev.c
 only_in libkmod.h src/node/kmod.c
 
+step "function length (STYLE.md: none over 60 lines in src/)"
+long=$(hack/funclen.sh src/*/*.c)
+[ -z "$long" ] || bad "functions over 60 lines:"$'\n'"$long"
+
 step "banned calls and O_CLOEXEC"
 banned=$(grep -nE '\b(sprintf|vsprintf|strcpy|strcat|strtok|atoi|atol|atoll|gets|system|popen|cJSON_GetObjectItem)[[:space:]]*\(' \
     src/*/*.[ch] test/unit/*.c 2>/dev/null)

@@ -46,12 +46,12 @@ struct metrics {
 };
 
 const double metrics_reconcile_buckets[] = {
-        0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
-        0.7,   0.8,  0.9,   1.0,  1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0,
+        0.005, 0.01, 0.025, 0.05, 0.1,  0.15, 0.2,  0.25, 0.3,  0.35, 0.4,  0.45, 0.5, 0.6,
+        0.7,   0.8,  0.9,   1.0,  1.25, 1.5,  1.75, 2.0,  2.5,  3.0,  3.5,  4.0,  4.5, 5.0,
         6.0,   7.0,  8.0,   9.0,  10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0};
 const size_t metrics_reconcile_buckets_n =
         sizeof(metrics_reconcile_buckets) / sizeof(metrics_reconcile_buckets[0]);
-const double metrics_workqueue_buckets[] = {1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3,
+const double metrics_workqueue_buckets[] = {1e-8, 1e-7, 1e-6, 1e-5, 1e-4,  1e-3,
                                             1e-2, 1e-1, 1.0,  10.0, 100.0, 1000.0};
 const size_t metrics_workqueue_buckets_n =
         sizeof(metrics_workqueue_buckets) / sizeof(metrics_workqueue_buckets[0]);
@@ -327,13 +327,13 @@ static void render_histogram(struct buf *out, const struct metrics_family *f,
             (void)snprintf(le, sizeof(le), "+Inf");
         (void)buf_printf(out, "%s_bucket", f->name);
         add_labels(out, f, s, le);
-        (void)buf_printf(out, " %.17g\n", cumulative);
+        (void)buf_printf(out, " %.15g\n", cumulative);
     }
     (void)buf_printf(out, "%s_sum", f->name);
     add_labels(out, f, s, NULL);
-    (void)buf_printf(out, " %.17g\n%s_count", s->value, f->name);
+    (void)buf_printf(out, " %.15g\n%s_count", s->value, f->name);
     add_labels(out, f, s, NULL);
-    (void)buf_printf(out, " %.17g\n", s->count);
+    (void)buf_printf(out, " %.15g\n", s->count);
 }
 
 static void render_family(struct buf *out, const struct metrics_family *f)
@@ -355,7 +355,7 @@ static void render_family(struct buf *out, const struct metrics_family *f)
         }
         (void)buf_adds(out, f->name);
         add_labels(out, f, s, NULL);
-        (void)buf_printf(out, " %.17g\n", s->value);
+        (void)buf_printf(out, " %.15g\n", s->value);
     }
 }
 

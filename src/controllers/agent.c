@@ -184,6 +184,64 @@ static int parse_seconds(const char *s, double *ret)
     return 0;
 }
 
+/* The options that take a string as it is: where each goes in the configuration. */
+static const char **string_option(int c, struct agent_config *cfg)
+{
+    switch (c) {
+    case 'n':
+        return &cfg->node_name;
+    case 'k':
+        return &cfg->kubeconfig;
+    case 's':
+        return &cfg->sysfs_root;
+    case 'p':
+        return &cfg->pci_ids;
+    case 'D':
+        return &cfg->dev_root;
+    case 'P':
+        return &cfg->proc_root;
+    case 'l':
+        return &cfg->listen;
+    default:
+        return NULL;
+    }
+}
+
+/* One option that needs checking. Returns 0, 1 (--help printed) or -EINVAL (logged). */
+static int checked_option(int c, const char *arg, struct agent_config *cfg)
+{
+    enum node_udev_source src;
+    char *end;
+    long v;
+    switch (c) {
+    case 'r':
+        if (parse_seconds(arg, &cfg->resync) == 0)
+            return 0;
+        log_error("Invalid --resync", KV_STR("value", arg),
+                  KV_STR("hint", "seconds (300, 300s) or minutes (5m)"));
+        return -EINVAL;
+    case 'u':
+        cfg->uevent_source = arg;
+        if (strcmp(arg, "none") == 0 || node_udev_source_from_string(arg, &src) == 0)
+            return 0;
+        log_error("Invalid --uevent-source", KV_STR("value", arg),
+                  KV_STR("hint", "kernel, udev or none"));
+        return -EINVAL;
+    case 'v':
+        v = strtol(arg, &end, 10);
+        if (*end || v < 0 || v > 10)
+            return -EINVAL;
+        log_set_verbosity((int)v);
+        return 0;
+    case 'h':
+        usage(stdout);
+        return 1;
+    default:
+        usage(stderr);
+        return -EINVAL;
+    }
+}
+
 int agent_parse_args(int argc, char **argv, struct agent_config *ret)
 {
     static const struct option opts[] = {
@@ -209,60 +267,12 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "v:h", opts, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case 'n':
-            ret->node_name = optarg;
-            break;
-        case 'k':
-            ret->kubeconfig = optarg;
-            break;
-        case 's':
-            ret->sysfs_root = optarg;
-            break;
-        case 'p':
-            ret->pci_ids = optarg;
-            break;
-        case 'D':
-            ret->dev_root = optarg;
-            break;
-        case 'P':
-            ret->proc_root = optarg;
-            break;
-        case 'l':
-            ret->listen = optarg;
-            break;
-        case 'r':
-            if (parse_seconds(optarg, &ret->resync) < 0) {
-                log_error("Invalid --resync", KV_STR("value", optarg),
-                          KV_STR("hint", "seconds (300, 300s) or minutes (5m)"));
-                return -EINVAL;
-            }
-            break;
-        case 'u': {
-            enum node_udev_source src;
-            if (strcmp(optarg, "none") != 0 && node_udev_source_from_string(optarg, &src) < 0) {
-                log_error("Invalid --uevent-source", KV_STR("value", optarg),
-                          KV_STR("hint", "kernel, udev or none"));
-                return -EINVAL;
-            }
-            ret->uevent_source = optarg;
-            break;
-        }
-        case 'v': {
-            long v = strtol(optarg, &end, 10);
-            if (*end || v < 0 || v > 10)
-                return -EINVAL;
-            log_set_verbosity((int)v);
-            break;
-        }
-        case 'h':
-            usage(stdout);
-            return 1;
-        default:
-            usage(stderr);
-            return -EINVAL;
-        }
+        const char **dst = string_option(c, ret);
+        int r = dst ? 0 : checked_option(c, optarg, ret);
+        if (dst)
+            *dst = optarg;
+        else if (r != 0)
+            return r;
     }
     if (optind < argc || !ret->node_name || !kube_names_is_dns_subdomain(ret->node_name)) {
         log_error("A valid node name is required",

@@ -259,9 +259,11 @@ static void register_metrics(struct inventory *inv)
     m->unbound = metrics_series(f, "unbound");
     m->no_iommu = one(inv, METRICS_GAUGE, "hostdevd_pci_devices_without_iommu_group",
                       "Published PCI devices with no IOMMU group (cannot be passed through).");
-    m->bridges = one(inv, METRICS_GAUGE, "hostdevd_pci_bridges", "PCI bridges found (not published).");
+    m->bridges =
+            one(inv, METRICS_GAUGE, "hostdevd_pci_bridges", "PCI bridges found (not published).");
     m->scans = one(inv, METRICS_COUNTER, "hostdevd_pci_scans_total", "PCI scans.");
-    m->scan_errors = one(inv, METRICS_COUNTER, "hostdevd_pci_scan_errors_total", "Failed PCI scans.");
+    m->scan_errors =
+            one(inv, METRICS_COUNTER, "hostdevd_pci_scan_errors_total", "Failed PCI scans.");
     m->uevents = one(inv, METRICS_COUNTER, "hostdevd_uevents_total",
                      "Kernel device events received (PCI).");
     m->overflows = one(inv, METRICS_COUNTER, "hostdevd_uevent_overflows_total",

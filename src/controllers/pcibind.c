@@ -108,7 +108,8 @@ static void check(struct pcibind_job *j, struct node_vfio_dev *d)
         f.driver = d->driver;
         int u = node_hostuse_collect(j->env->proc_root, &use);
         if (d->present && strcmp(d->driver, NODE_VFIO_DRIVER) != 0)
-            f.host_critical = u < 0 ? u : node_hostuse_check(fd, j->address, &use, why, sizeof(why));
+            f.host_critical =
+                    u < 0 ? u : node_hostuse_check(fd, j->address, &use, why, sizeof(why));
         if (d->present && d->iommu_group >= 0)
             f.group_blockers = group_blockers(j, d->iommu_group, u == 0 ? &use : NULL, &blockers,
                                               &f.blockers_essential);
@@ -169,8 +170,8 @@ static void run_restore(struct pcibind_job *j)
     if (r < 0) {
         j->out.kind = PCICLAIM_FAILED;
         j->out.reason = "RestoreFailed";
-        (void)snprintf(j->out.message, sizeof(j->out.message),
-                       "cannot read device %s in sysfs: %s", j->address, strerror(-r));
+        (void)snprintf(j->out.message, sizeof(j->out.message), "cannot read device %s in sysfs: %s",
+                       j->address, strerror(-r));
         return;
     }
     if (d.present && strcmp(d.driver, NODE_VFIO_DRIVER) == 0 && d.iommu_group >= 0 &&

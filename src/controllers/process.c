@@ -101,10 +101,10 @@ static int setup_metrics(struct process *p)
     if (!p->metrics)
         return -ENOMEM;
     p->api_requests = counter(p, "hostdevd_api_requests_total", "API requests started.");
-    p->api_failed = counter(p, "hostdevd_api_transport_errors_total",
-                            "API requests that got no response.");
-    p->api_http_errors = counter(p, "hostdevd_api_http_errors_total",
-                                 "API responses with status >= 400.");
+    p->api_failed =
+            counter(p, "hostdevd_api_transport_errors_total", "API requests that got no response.");
+    p->api_http_errors =
+            counter(p, "hostdevd_api_http_errors_total", "API responses with status >= 400.");
     p->ready = metrics_series(metrics_family(p->metrics, METRICS_GAUGE, "hostdevd_ready",
                                              "1 when /readyz answers ok.", NULL, NULL, 0));
     return metrics_add_collector(p->metrics, collect, p);
@@ -119,8 +119,7 @@ static int setup_endpoint(struct process *p)
         log_error("Cannot listen", KV_STR("address", p->cfg.listen), KV_ERRNO(err));
         return err < 0 ? err : -EINVAL;
     }
-    log_info("Serving health and metrics", KV_STR("address", p->cfg.listen),
-             KV_INT("port", port));
+    log_info("Serving health and metrics", KV_STR("address", p->cfg.listen), KV_INT("port", port));
     return 0;
 }
 

@@ -36,10 +36,10 @@ struct process_part {
     const char *name;
     /* Ready: true, or false and a short reason in `why`. */
     bool (*ready)(struct buf *why, void *userdata);
-    void (*stop)(void *userdata);      /* SIGTERM: take no new work */
-    int (*in_flight)(void *userdata);  /* work still to finish before the process exits */
-    void (*rescan)(void *userdata);    /* SIGHUP */
-    void (*free)(void *userdata);      /* teardown, in reverse order of adding */
+    void (*stop)(void *userdata);     /* SIGTERM: take no new work */
+    int (*in_flight)(void *userdata); /* work still to finish before the process exits */
+    void (*rescan)(void *userdata);   /* SIGHUP */
+    void (*free)(void *userdata);     /* teardown, in reverse order of adding */
     void *userdata;
 };
 

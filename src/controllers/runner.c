@@ -255,18 +255,21 @@ static struct metrics_family *fam(struct runner *r, enum metrics_type t, const c
 
 static void register_reconcile_metrics(struct runner *r)
 {
-    static const char *const c[] = {"controller", NULL}, *const cr[] = {"controller", "result", NULL};
+    static const char *const c[] = {"controller", NULL}, *const cr[] = {"controller", "result",
+                                                                        NULL};
     struct metrics_family *total = fam(r, METRICS_COUNTER, "controller_runtime_reconcile_total",
                                        "Total number of reconciliations per controller.", cr);
     r->m.success = metrics_series(total, r->name, "success");
     r->m.error = metrics_series(total, r->name, "error");
     r->m.requeue_after = metrics_series(total, r->name, "requeue_after");
-    r->m.errors = metrics_series(fam(r, METRICS_COUNTER, "controller_runtime_reconcile_errors_total",
-                                     "Total number of reconciliation errors per controller.", c),
-                                 r->name);
-    r->m.time = metrics_series(fam(r, METRICS_HISTOGRAM, "controller_runtime_reconcile_time_seconds",
-                                   "Length of time per reconciliation per controller.", c),
-                               r->name);
+    r->m.errors =
+            metrics_series(fam(r, METRICS_COUNTER, "controller_runtime_reconcile_errors_total",
+                               "Total number of reconciliation errors per controller.", c),
+                           r->name);
+    r->m.time =
+            metrics_series(fam(r, METRICS_HISTOGRAM, "controller_runtime_reconcile_time_seconds",
+                               "Length of time per reconciliation per controller.", c),
+                           r->name);
     r->m.active = metrics_series(fam(r, METRICS_GAUGE, "controller_runtime_active_workers",
                                      "Number of currently used workers per controller.", c),
                                  r->name);

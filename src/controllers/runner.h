@@ -73,8 +73,8 @@ struct runner_config {
     /* The kind, namespace and selectors of the runner's informer (its handlers and userdata
      * are the runner's). */
     struct kube_informer_config informer;
-    int max_in_flight;  /* keys in act at once; <= 0: 1 */
-    double max_backoff; /* cap of a key's retry delay, seconds; <= 0: 300 */
+    int max_in_flight;       /* keys in act at once; <= 0: 1 */
+    double max_backoff;      /* cap of a key's retry delay, seconds; <= 0: 300 */
     struct metrics *metrics; /* where to register (may be NULL) */
     const struct runner_ops *ops;
     void *ctx; /* the reconciler, given to every op */

@@ -82,6 +82,31 @@ VFIO=$(grep -vE '^\s*(#|$)' "$DESC" | awk '$2 != "0604" && /driver=vfio-pci/' | 
 expect_contains "metrics count the published devices" "$OUT" "hostdevd_pci_devices $WANT" \
     "hostdevd_pci_devices_by_state{state=\"vfio-pci\"} $VFIO" \
     "hostdevd_ready 1" "hostdevd_api_writes_total{verb=\"create\"} $WANT"
+if command -v promtool >/dev/null; then
+    LINT=$(promtool check metrics <<<"$OUT" 2>&1) && pass "promtool accepts the /metrics exposition" ||
+        fail "promtool accepts the /metrics exposition" "$LINT"
+else
+    fail "promtool accepts the /metrics exposition" "promtool missing (make deps installs prometheus)"
+fi
+# controller-runtime's families, for both reconcilers, read as numbers
+metric() { awk -v k="$1" '$1 == k {print $2}' <<<"$OUT"; }
+CR_DEV=$(metric 'controller_runtime_reconcile_total{controller="pcidevice",result="success"}')
+CR_CLAIM=$(metric 'controller_runtime_reconcile_total{controller="pcideviceclaim",result="success"}')
+CR_TIME=$(metric 'controller_runtime_reconcile_time_seconds_count{controller="pcidevice"}')
+WQ_ADDS=$(metric 'workqueue_adds_total{controller="pcidevice",name="pcidevice"}')
+WQ_DEPTH=$(metric 'workqueue_depth{controller="pcidevice",name="pcidevice"}')
+WQ_CLAIM=$(metric 'workqueue_depth{controller="pcideviceclaim",name="pcideviceclaim"}')
+if [ "${CR_DEV:-0}" -ge "$WANT" ] && [ -n "$CR_CLAIM" ] && [ "${CR_TIME:-0}" -ge "$CR_DEV" ] &&
+    [ "${WQ_ADDS:-0}" -ge "$WANT" ] && [ "$WQ_DEPTH" = 0 ] && [ "$WQ_CLAIM" = 0 ]; then
+    pass "controller-runtime metrics for both reconcilers ($CR_DEV PCIDevice reconciles, $WQ_ADDS adds)"
+else
+    fail "controller-runtime metrics for both reconcilers" "$(grep -E '^(controller_runtime|workqueue)_' <<<"$OUT")"
+fi
+for f in controller_runtime_reconcile_errors_total workqueue_queue_duration_seconds_bucket \
+    workqueue_retries_total controller_runtime_active_workers; do
+    grep -q "^$f{controller=\"pcideviceclaim\"" <<<"$OUT" ||
+        fail "metric family $f for the claim reconciler" "missing"
+done
 
 echo "--- restart with nothing changed"
 before=$(writes)

@@ -90,6 +90,14 @@ if eventually 20 gone_claim "$GPU" && eventually 5 gone_claim "$NVME" && eventua
 else
     fail "their finalizers were released at once" "$(kubectl get pcideviceclaims 2>&1)"
 fi
+# A claim that never bound the device says nothing was changed, never "restored to driver \"\""
+EV=$(kubectl get events -A --field-selector involvedObject.name="$(name_of "$GPU")" \
+    -o jsonpath='{range .items[*]}{.reason}: {.message}{"\n"}{end}' 2>&1)
+if grep -q '^Released: nothing was changed' <<<"$EV" && ! grep -q 'Restored' <<<"$EV"; then
+    pass "a never-bound claim's deletion says nothing was changed (Event Released)"
+else
+    fail "a never-bound claim's deletion says nothing was changed" "$EV"
+fi
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID"
 rc=$?

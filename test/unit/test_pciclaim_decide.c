@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test/unit/test_pciclaim_decide.c - the claim reconciler's pure decisions: which step a cached
+ * claim starts with (another node's, malformed, finalizer, node work), every bind check's
+ * reason from the worker's facts, and what a reconcile says and writes for each outcome.
+ */
+#include <CUnit/CUnit.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controllers/pciclaim.h"
+
+static cJSON *claim(const char *node, const char *address, bool finalizer, bool deleting,
+                    const char *status)
+{
+    char text[2048];
+    (void)snprintf(text, sizeof(text),
+                   "{\"metadata\":{\"name\":\"n-000002000\",\"generation\":1,\"uid\":\"u1\","
+                   "\"resourceVersion\":\"41\"%s%s},\"spec\":{\"address\":\"%s\","
+                   "\"nodeName\":\"%s\"}%s%s}",
+                   finalizer ? ",\"finalizers\":[\"" PCICLAIM_FINALIZER "\"]" : "",
+                   deleting ? ",\"deletionTimestamp\":\"2026-11-23T10:00:00Z\"" : "", address,
+                   node, status ? ",\"status\":" : "", status ? status : "");
+    cJSON *o = cJSON_Parse(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    return o;
+}
+
+static void test_next_step(void)
+{
+    cJSON *c = claim("n", "0000:02:00.0", false, false, NULL);
+    CU_ASSERT_EQUAL(pciclaim_next_step(c, "n-000002000", "n"), PCICLAIM_ADD_FINALIZER);
+    CU_ASSERT_EQUAL(pciclaim_next_step(c, "n-000002000", "other"), PCICLAIM_NOTHING);
+    CU_ASSERT_EQUAL(pciclaim_next_step(NULL, "n-000002000", "n"), PCICLAIM_NOTHING);
+    cJSON_Delete(c);
+    c = claim("n", "0000:02:00.0", true, false, NULL);
+    CU_ASSERT_EQUAL(pciclaim_next_step(c, "n-000002000", "n"), PCICLAIM_NODE_WORK);
+    CU_ASSERT_EQUAL(pciclaim_next_step(c, "n-000003000", "n"), PCICLAIM_INVALID); /* misnamed */
+    cJSON_Delete(c);
+    c = claim("n", "0000:02:00.9", true, false, NULL); /* function 9 does not exist */
+    CU_ASSERT_EQUAL(pciclaim_next_step(c, "n-000002009", "n"), PCICLAIM_INVALID);
+    cJSON_Delete(c);
+    c = claim("n", "0000:02:00.0", true, true, NULL); /* deleting: restore */
+    CU_ASSERT_EQUAL(pciclaim_next_step(c, "n-000002000", "n"), PCICLAIM_NODE_WORK);
+    cJSON_Delete(c);
+    c = claim("n", "0000:02:00.0", false, true, NULL); /* deleting, not ours: leave it */
+    CU_ASSERT_EQUAL(pciclaim_next_step(c, "n-000002000", "n"), PCICLAIM_NOTHING);
+    cJSON_Delete(c);
+    c = claim("n", "bogus", false, true, NULL); /* a malformed claim being deleted */
+    CU_ASSERT_EQUAL(pciclaim_next_step(c, "n-000002000", "n"), PCICLAIM_NOTHING);
+    cJSON_Delete(c);
+}
+
+static struct pciclaim_facts good(void)
+{
+    return (struct pciclaim_facts){.node = "n",
+                                   .address = "0000:02:00.0",
+                                   .present = true,
+                                   .iommu_group = 7,
+                                   .driver = "e1000e",
+                                   .host_why = "",
+                                   .blockers = "",
+                                   .annotation = "e1000e"};
+}
+
+static void check(const struct pciclaim_facts *f, enum pciclaim_outcome_kind kind,
+                  const char *reason, const char *in_message)
+{
+    struct pciclaim_outcome o;
+    pciclaim_check_bind(f, &o);
+    CU_ASSERT_EQUAL(o.kind, kind);
+    if (reason) {
+        CU_ASSERT_PTR_NOT_NULL_FATAL(o.reason);
+        CU_ASSERT_STRING_EQUAL(o.reason, reason);
+    }
+    if (in_message && !strstr(o.message, in_message)) {
+        CU_FAIL("message");
+        fprintf(stderr, "\nmessage: %s (wanted %s)\n", o.message, in_message);
+    }
+}
+
+static void test_check_reasons(void)
+{
+    struct pciclaim_facts f = good();
+    f.read_error = -EIO;
+    check(&f, PCICLAIM_REFUSED, "SysfsError", "cannot read device 0000:02:00.0");
+    f = good();
+    f.present = false;
+    check(&f, PCICLAIM_REFUSED, "DeviceNotFound", "no PCI device 0000:02:00.0 on node n");
+    f = good();
+    f.iommu_group = -1;
+    check(&f, PCICLAIM_REFUSED, "NoIOMMUGroup", "intel_iommu=on");
+    f = good();
+    f.host_critical = 1;
+    f.host_why = "it holds the network interface eth0, which has address 10.0.2.15";
+    check(&f, PCICLAIM_REFUSED, "HostCritical", "eth0");
+    f.host_critical = -EACCES;
+    check(&f, PCICLAIM_REFUSED, "HostCritical", "cannot tell");
+    f = good();
+    f.group_blockers = 1;
+    f.blockers = "0000:02:00.1 (snd_hda_intel; claim n-000002001)";
+    check(&f, PCICLAIM_REFUSED, "IOMMUGroupIncomplete", "claim that device too");
+    f.blockers_essential = true; /* never tell the user to claim the LPC bridge */
+    check(&f, PCICLAIM_REFUSED, "IOMMUGroupUnsafe", "cannot be passed through safely");
+    struct pciclaim_outcome o;
+    pciclaim_check_bind(&f, &o);
+    CU_ASSERT_PTR_NULL(strstr(o.message, "claim that"));
+    f = good();
+    f.group_blockers = -ENOENT;
+    check(&f, PCICLAIM_REFUSED, "SysfsError", "IOMMU group 7");
+}
+
+static void test_check_record_then_go(void)
+{
+    struct pciclaim_facts f = good();
+    struct pciclaim_outcome o;
+    pciclaim_check_bind(&f, &o); /* first the original driver is recorded */
+    CU_ASSERT_EQUAL(o.kind, PCICLAIM_RECORD);
+    CU_ASSERT_STRING_EQUAL(o.driver, "e1000e");
+    f.recorded = true;
+    check(&f, PCICLAIM_GO, NULL, NULL);
+    /* already on vfio-pci (a crash, or vfio-pci.ids=): the driver at first sight is the one
+     * to restore, and a host-critical check does not apply */
+    f = good();
+    f.driver = "vfio-pci";
+    f.host_critical = 0;
+    pciclaim_check_bind(&f, &o);
+    CU_ASSERT_EQUAL(o.kind, PCICLAIM_RECORD);
+    CU_ASSERT_STRING_EQUAL(o.driver, "e1000e");
+    f.annotation = "vfio-pci";
+    pciclaim_check_bind(&f, &o);
+    CU_ASSERT_STRING_EQUAL(o.driver, "");
+}
+
+static void test_decide_refused(void)
+{
+    cJSON *c = claim("n", "0000:02:00.0", true, false, NULL);
+    struct pciclaim_outcome o = {.kind = PCICLAIM_REFUSED, .reason = "NoIOMMUGroup"};
+    (void)snprintf(o.message, sizeof(o.message), "no group");
+    struct pciclaim_decision d;
+    pciclaim_decide(c, &o, &d);
+    CU_ASSERT(d.write_status);
+    CU_ASSERT(d.warning);
+    CU_ASSERT_STRING_EQUAL(d.event_reason, "NoIOMMUGroup");
+    CU_ASSERT_STRING_EQUAL(d.result, "refused");
+    CU_ASSERT(!d.status.ready && !d.status.passthrough);
+    CU_ASSERT(!d.retry && d.requeue_after == 0);
+    /* the claim says it already: no write, no Event, no log line */
+    cJSON *c2 = claim("n", "0000:02:00.0", true, false,
+                      "{\"passthroughEnabled\":false,\"conditions\":[{\"type\":\"Ready\","
+                      "\"status\":\"False\",\"reason\":\"NoIOMMUGroup\",\"message\":\"no group\","
+                      "\"observedGeneration\":1}]}");
+    pciclaim_decide(c2, &o, &d);
+    CU_ASSERT(!d.write_status);
+    CU_ASSERT_PTR_NULL(d.event_reason);
+    CU_ASSERT_PTR_NULL(d.log);
+    cJSON_Delete(c);
+    cJSON_Delete(c2);
+}
+
+static void test_decide_bind_path(void)
+{
+    cJSON *c = claim("n", "0000:02:00.0", true, false, NULL);
+    struct pciclaim_outcome o = {.kind = PCICLAIM_RECORD};
+    (void)snprintf(o.driver, sizeof(o.driver), "e1000e");
+    struct pciclaim_decision d;
+    pciclaim_decide(c, &o, &d);
+    CU_ASSERT(d.write_status);
+    CU_ASSERT_STRING_EQUAL(d.status.driver, "e1000e");
+    CU_ASSERT_STRING_EQUAL(d.status.reason, "Binding");
+    CU_ASSERT_STRING_EQUAL(d.fault, "record-driver");
+    o = (struct pciclaim_outcome){.kind = PCICLAIM_BOUND, .group = 7};
+    pciclaim_decide(c, &o, &d);
+    CU_ASSERT(d.write_status && d.status.ready && d.status.passthrough);
+    CU_ASSERT_STRING_EQUAL(d.status.reason, "Bound");
+    CU_ASSERT_PTR_NOT_NULL(strstr(d.status.message, "/dev/vfio/7"));
+    CU_ASSERT_STRING_EQUAL(d.event_reason, "Bound");
+    CU_ASSERT_STRING_EQUAL(d.result, "bound");
+    CU_ASSERT(!d.warning);
+    o = (struct pciclaim_outcome){.kind = PCICLAIM_FAILED, .reason = "BindFailed"};
+    (void)snprintf(o.message, sizeof(o.message), "probe did not bind");
+    pciclaim_decide(c, &o, &d);
+    CU_ASSERT(d.retry && d.warning);
+    CU_ASSERT_STRING_EQUAL(d.event_reason, "BindFailed");
+    CU_ASSERT_STRING_EQUAL(d.result, "failed");
+    cJSON_Delete(c);
+}
+
+static void test_decide_restore_paths(void)
+{
+    cJSON *c = claim("n", "0000:02:00.0", true, true, "{\"kernelDriverToUnbind\":\"e1000e\"}");
+    struct pciclaim_outcome o = {.kind = PCICLAIM_BUSY, .group = 7};
+    struct pciclaim_decision d;
+    pciclaim_decide(c, &o, &d);
+    CU_ASSERT(d.write_status);
+    CU_ASSERT_STRING_EQUAL(d.status.reason, "DeviceInUse");
+    CU_ASSERT(d.status.passthrough); /* still bound */
+    CU_ASSERT_DOUBLE_EQUAL(d.requeue_after, PCICLAIM_BUSY_RETRY, 1e-9);
+    CU_ASSERT(!d.remove_finalizer);
+    o = (struct pciclaim_outcome){.kind = PCICLAIM_RESTORED};
+    (void)snprintf(o.driver, sizeof(o.driver), "e1000e");
+    pciclaim_decide(c, &o, &d);
+    CU_ASSERT(d.remove_finalizer && !d.write_status);
+    CU_ASSERT_STRING_EQUAL(d.event_reason, "Restored");
+    CU_ASSERT_PTR_NOT_NULL(strstr(d.message, "restored to driver \"e1000e\""));
+    /* a claim that never bound (refused): nothing was changed, and it says so */
+    o = (struct pciclaim_outcome){.kind = PCICLAIM_RELEASED};
+    pciclaim_decide(c, &o, &d);
+    CU_ASSERT(d.remove_finalizer);
+    CU_ASSERT_STRING_EQUAL(d.event_reason, "Released");
+    CU_ASSERT_PTR_NULL(strstr(d.message, "restored to driver"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d.message, "nothing was changed"));
+    o = (struct pciclaim_outcome){.kind = PCICLAIM_FAILED, .reason = "RestoreFailed"};
+    pciclaim_decide(c, &o, &d);
+    CU_ASSERT(d.retry && !d.remove_finalizer);
+    cJSON_Delete(c);
+}
+
+static CU_TestInfo tests[] = {
+        {"next step: other node, malformed, finalizer, node work", test_next_step},
+        {"bind checks: every refusal reason", test_check_reasons},
+        {"bind checks: record the original driver, then go", test_check_record_then_go},
+        {"decide: refusal said once", test_decide_refused},
+        {"decide: record, bound, failed", test_decide_bind_path},
+        {"decide: busy, restored, released, restore failed", test_decide_restore_paths},
+        CU_TEST_INFO_NULL,
+};
+
+CU_SuiteInfo pciclaim_decide_suites[] = {
+        {"pciclaim_decide", NULL, NULL, NULL, NULL, tests},
+        CU_SUITE_INFO_NULL,
+};
