@@ -225,6 +225,21 @@ struct metrics_series *metrics_series(struct metrics_family *f, ...)
     return series_make(f, values);
 }
 
+struct metrics_series *metrics_one(struct metrics *m, enum metrics_type type, const char *name,
+                                   const char *help)
+{
+    return metrics_series(metrics_family(m, type, name, help, NULL, NULL, 0));
+}
+
+void metrics_enum(struct metrics *m, enum metrics_type type, const char *name, const char *help,
+                  const char *label, const char *const *values, struct metrics_series **ret)
+{
+    const char *const labels[] = {label, NULL};
+    struct metrics_family *f = metrics_family(m, type, name, help, labels, NULL, 0);
+    for (size_t i = 0; values[i]; i++)
+        ret[i] = metrics_series(f, values[i]);
+}
+
 void metrics_inc(struct metrics_series *s)
 {
     metrics_add(s, 1);

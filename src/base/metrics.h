@@ -45,6 +45,14 @@ struct metrics_family *metrics_family(struct metrics *m, enum metrics_type type,
  * first use. NULL on OOM. */
 struct metrics_series *metrics_series(struct metrics_family *f, ...);
 
+/* The one series of a family without labels (a gauge or counter). NULL on failure. */
+struct metrics_series *metrics_one(struct metrics *m, enum metrics_type type, const char *name,
+                                   const char *help);
+/* A family with one label and one series per value: ret[i] is the series of values[i] (a
+ * NULL-terminated list); ret has room for them all. */
+void metrics_enum(struct metrics *m, enum metrics_type type, const char *name, const char *help,
+                  const char *label, const char *const *values, struct metrics_series **ret);
+
 void metrics_inc(struct metrics_series *s);
 /* Counters: adds v (>= 0). Gauges: adds v. */
 void metrics_add(struct metrics_series *s, double v);

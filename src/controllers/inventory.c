@@ -23,8 +23,10 @@
 #define UEVENT_QUIET    0.25 /* rescan once uevents have been quiet this long */
 #define UEVENT_MAX_WAIT 2.0  /* ... but no later than this after the first one */
 
+enum { ON_VFIO, ON_HOST, UNBOUND };
+
 struct inventory_metrics {
-    struct metrics_series *devices, *bridges, *on_vfio, *on_host, *unbound, *no_iommu;
+    struct metrics_series *devices, *bridges, *by_state[3], *no_iommu;
     struct metrics_series *scans, *scan_errors, *scan_seconds, *uevents, *overflows;
 };
 
@@ -132,9 +134,9 @@ static void set_tally(struct inventory *inv, const struct tally *t)
 {
     metrics_set(inv->m.devices, (double)t->devices);
     metrics_set(inv->m.bridges, (double)t->bridges);
-    metrics_set(inv->m.on_vfio, (double)t->on_vfio);
-    metrics_set(inv->m.on_host, (double)t->on_host);
-    metrics_set(inv->m.unbound, (double)t->unbound);
+    metrics_set(inv->m.by_state[ON_VFIO], (double)t->on_vfio);
+    metrics_set(inv->m.by_state[ON_HOST], (double)t->on_host);
+    metrics_set(inv->m.by_state[UNBOUND], (double)t->unbound);
     metrics_set(inv->m.no_iommu, (double)t->no_iommu);
 }
 
@@ -239,37 +241,29 @@ static void start_uevents(struct inventory *inv)
 
 /* --- metrics and life ----------------------------------------------------------------------- */
 
-static struct metrics_series *one(struct inventory *inv, enum metrics_type t, const char *name,
-                                  const char *help)
-{
-    return metrics_series(metrics_family(inv->cfg.metrics, t, name, help, NULL, NULL, 0));
-}
-
 static void register_metrics(struct inventory *inv)
 {
-    static const char *const state[] = {"state", NULL};
+    static const char *const states[] = {"vfio-pci", "host-driver", "unbound", NULL};
+    struct metrics *reg = inv->cfg.metrics;
     struct inventory_metrics *m = &inv->m;
-    m->devices = one(inv, METRICS_GAUGE, "hostdevd_pci_devices",
-                     "PCI functions published as PCIDevices.");
-    struct metrics_family *f =
-            metrics_family(inv->cfg.metrics, METRICS_GAUGE, "hostdevd_pci_devices_by_state",
-                           "Published PCI devices by driver state.", state, NULL, 0);
-    m->on_vfio = metrics_series(f, "vfio-pci");
-    m->on_host = metrics_series(f, "host-driver");
-    m->unbound = metrics_series(f, "unbound");
-    m->no_iommu = one(inv, METRICS_GAUGE, "hostdevd_pci_devices_without_iommu_group",
-                      "Published PCI devices with no IOMMU group (cannot be passed through).");
-    m->bridges =
-            one(inv, METRICS_GAUGE, "hostdevd_pci_bridges", "PCI bridges found (not published).");
-    m->scans = one(inv, METRICS_COUNTER, "hostdevd_pci_scans_total", "PCI scans.");
-    m->scan_errors =
-            one(inv, METRICS_COUNTER, "hostdevd_pci_scan_errors_total", "Failed PCI scans.");
-    m->uevents = one(inv, METRICS_COUNTER, "hostdevd_uevents_total",
-                     "Kernel device events received (PCI).");
-    m->overflows = one(inv, METRICS_COUNTER, "hostdevd_uevent_overflows_total",
-                       "Times kernel events were lost (each causes a rescan).");
-    m->scan_seconds = one(inv, METRICS_GAUGE, "hostdevd_pci_scan_duration_seconds",
-                          "Duration of the last scan.");
+    m->devices = metrics_one(reg, METRICS_GAUGE, "hostdevd_pci_devices",
+                             "PCI functions published as PCIDevices.");
+    metrics_enum(reg, METRICS_GAUGE, "hostdevd_pci_devices_by_state",
+                 "Published PCI devices by driver state.", "state", states, m->by_state);
+    m->no_iommu = metrics_one(reg, METRICS_GAUGE, "hostdevd_pci_devices_without_iommu_group",
+                              "Published PCI devices with no IOMMU group (cannot be passed "
+                              "through).");
+    m->bridges = metrics_one(reg, METRICS_GAUGE, "hostdevd_pci_bridges",
+                             "PCI bridges found (not published).");
+    m->scans = metrics_one(reg, METRICS_COUNTER, "hostdevd_pci_scans_total", "PCI scans.");
+    m->scan_errors = metrics_one(reg, METRICS_COUNTER, "hostdevd_pci_scan_errors_total",
+                                 "Failed PCI scans.");
+    m->uevents = metrics_one(reg, METRICS_COUNTER, "hostdevd_uevents_total",
+                             "Kernel device events received (PCI).");
+    m->overflows = metrics_one(reg, METRICS_COUNTER, "hostdevd_uevent_overflows_total",
+                               "Times kernel events were lost (each causes a rescan).");
+    m->scan_seconds = metrics_one(reg, METRICS_GAUGE, "hostdevd_pci_scan_duration_seconds",
+                                  "Duration of the last scan.");
 }
 
 int inventory_new(const struct inventory_config *cfg, struct inventory **ret)

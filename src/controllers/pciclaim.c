@@ -359,8 +359,7 @@ struct pciclaim {
     struct map *first_seen; /* claim uid -> double *: when this agent first saw it unbound */
     struct pcibind_env env;
     bool stopping;
-    struct metrics_series *bound, *restored, *released, *refused, *failed, *busy, *bind_seconds,
-            *last_bind;
+    struct metrics_series *results[7], *bind_seconds, *last_bind;
 };
 
 struct cjob {                /* one reconcile: the plan and, for node work, the worker job */
@@ -482,17 +481,15 @@ static int write_claim(struct cjob *j)
     return r < 0 ? r : 1;
 }
 
+static const char *const results[] = {"bound",  "restored", "released", "refused",
+                                      "failed", "busy",     NULL};
+
 static void count_result(struct pciclaim *c, const char *result, const cJSON *claim)
 {
-    if (!result)
-        return;
-    metrics_inc(strcmp(result, "bound") == 0      ? c->bound
-                : strcmp(result, "restored") == 0 ? c->restored
-                : strcmp(result, "released") == 0 ? c->released
-                : strcmp(result, "refused") == 0  ? c->refused
-                : strcmp(result, "failed") == 0   ? c->failed
-                                                  : c->busy);
-    const double *t = strcmp(result, "bound") == 0 ? first_seen(c, claim) : NULL;
+    for (size_t i = 0; result && results[i]; i++)
+        if (strcmp(results[i], result) == 0)
+            metrics_inc(c->results[i]);
+    const double *t = result && strcmp(result, "bound") == 0 ? first_seen(c, claim) : NULL;
     if (t) {
         metrics_observe(c->bind_seconds, ev_time() - *t);
         metrics_set(c->last_bind, ev_time() - *t);
@@ -628,24 +625,15 @@ static void free_double(void *p)
 
 static void register_metrics(struct pciclaim *c)
 {
-    static const char *const result[] = {"result", NULL};
     struct metrics *m = c->cfg.metrics;
-    struct metrics_family *f =
-            metrics_family(m, METRICS_COUNTER, "hostdevd_claim_results_total",
-                           "PCIDeviceClaim reconciles by result.", result, NULL, 0);
-    c->bound = metrics_series(f, "bound");
-    c->restored = metrics_series(f, "restored");
-    c->released = metrics_series(f, "released");
-    c->refused = metrics_series(f, "refused");
-    c->failed = metrics_series(f, "failed");
-    c->busy = metrics_series(f, "busy");
+    metrics_enum(m, METRICS_COUNTER, "hostdevd_claim_results_total",
+                 "PCIDeviceClaim reconciles by result.", "result", results, c->results);
     c->bind_seconds =
             metrics_series(metrics_family(m, METRICS_HISTOGRAM, "hostdevd_claim_bind_seconds",
                                           "From first sight of a claim to its verified bind.", NULL,
                                           metrics_reconcile_buckets, metrics_reconcile_buckets_n));
-    c->last_bind =
-            metrics_series(metrics_family(m, METRICS_GAUGE, "hostdevd_claim_last_bind_seconds",
-                                          "The last claim's time to bind.", NULL, NULL, 0));
+    c->last_bind = metrics_one(m, METRICS_GAUGE, "hostdevd_claim_last_bind_seconds",
+                               "The last claim's time to bind.");
 }
 
 static int make_runner(struct pciclaim *c)

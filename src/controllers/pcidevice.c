@@ -235,8 +235,10 @@ struct pcidevices {
     char *node_uid;
     double node_retry_in;
     ev_timer node_retry;
-    struct metrics_series *creates, *patches, *deletes;
+    struct metrics_series *writes[3]; /* by verb: WRITE_CREATE, WRITE_PATCH, WRITE_DELETE */
 };
+
+enum { WRITE_CREATE, WRITE_PATCH, WRITE_DELETE };
 
 struct write_job { /* a plan being carried out */
     struct pcidevices *d;
@@ -299,7 +301,7 @@ static int write_step(struct write_job *w, int step)
         cJSON *o = pcidevice_new_object(&w->want, d->node_uid);
         int e = o ? kube_client_create(d->cfg.http, r, NULL, o, on_write, w) : -ENOMEM;
         cJSON_Delete(o);
-        metrics_inc(d->creates);
+        metrics_inc(d->writes[WRITE_CREATE]);
         log_info("Creating PCIDevice", KV_STR("pcidevice", key),
                  KV_STR("address", w->want.address));
         return e < 0 ? e : 1;
@@ -307,14 +309,14 @@ static int write_step(struct write_job *w, int step)
     /* status first: a new object is complete as early as possible; then labels and owners */
     const char *patch = step == 1 ? w->plan.status_patch : step == 2 ? w->plan.meta_patch : NULL;
     if (patch) {
-        metrics_inc(d->patches);
+        metrics_inc(d->writes[WRITE_PATCH]);
         log_v(2, "Patching PCIDevice", KV_STR("pcidevice", key), KV_STR("patch", patch));
         int e = kube_client_patch(d->cfg.http, r, NULL, key, KUBE_PATCH_MERGE, patch, step == 1,
                                   on_write, w);
         return e < 0 ? e : 1;
     }
     if (step == 3 && w->plan.delete) {
-        metrics_inc(d->deletes);
+        metrics_inc(d->writes[WRITE_DELETE]);
         log_info("Deleting PCIDevice of a device that is gone", KV_STR("pcidevice", key));
         int e = kube_client_delete(d->cfg.http, r, NULL, key, w->plan.uid, NULL, on_write, w);
         return e < 0 ? e : 1;
@@ -419,13 +421,9 @@ static void free_spec(void *p)
 
 static void register_metrics(struct pcidevices *d)
 {
-    static const char *const verb[] = {"verb", NULL};
-    struct metrics_family *f =
-            metrics_family(d->cfg.metrics, METRICS_COUNTER, "hostdevd_api_writes_total",
-                           "PCIDevice writes by verb.", verb, NULL, 0);
-    d->creates = metrics_series(f, "create");
-    d->patches = metrics_series(f, "patch");
-    d->deletes = metrics_series(f, "delete");
+    static const char *const verbs[] = {"create", "patch", "delete", NULL};
+    metrics_enum(d->cfg.metrics, METRICS_COUNTER, "hostdevd_api_writes_total",
+                 "PCIDevice writes by verb.", "verb", verbs, d->writes);
 }
 
 struct pcidevices *pcidevices_new(const struct pcidevices_config *cfg)

@@ -90,23 +90,19 @@ static void write_metrics(struct buf *out, void *userdata)
     (void)metrics_render(p->metrics, out);
 }
 
-static struct metrics_series *counter(struct process *p, const char *name, const char *help)
-{
-    return metrics_series(metrics_family(p->metrics, METRICS_COUNTER, name, help, NULL, NULL, 0));
-}
-
 static int setup_metrics(struct process *p)
 {
     p->metrics = metrics_new();
     if (!p->metrics)
         return -ENOMEM;
-    p->api_requests = counter(p, "hostdevd_api_requests_total", "API requests started.");
-    p->api_failed =
-            counter(p, "hostdevd_api_transport_errors_total", "API requests that got no response.");
-    p->api_http_errors =
-            counter(p, "hostdevd_api_http_errors_total", "API responses with status >= 400.");
-    p->ready = metrics_series(metrics_family(p->metrics, METRICS_GAUGE, "hostdevd_ready",
-                                             "1 when /readyz answers ok.", NULL, NULL, 0));
+    struct metrics *m = p->metrics;
+    p->api_requests =
+            metrics_one(m, METRICS_COUNTER, "hostdevd_api_requests_total", "API requests started.");
+    p->api_failed = metrics_one(m, METRICS_COUNTER, "hostdevd_api_transport_errors_total",
+                                "API requests that got no response.");
+    p->api_http_errors = metrics_one(m, METRICS_COUNTER, "hostdevd_api_http_errors_total",
+                                     "API responses with status >= 400.");
+    p->ready = metrics_one(m, METRICS_GAUGE, "hostdevd_ready", "1 when /readyz answers ok.");
     return metrics_add_collector(p->metrics, collect, p);
 }
 

@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stddef.h>
 #include <ev.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,75 +240,74 @@ static void collect(void *userdata)
     metrics_set(r->m.relists, (double)is.relists_gone);
 }
 
-static struct metrics_family *fam(struct runner *r, enum metrics_type t, const char *name,
-                                  const char *help, const char *const *labels)
+enum labels { BY_CONTROLLER, BY_QUEUE };
+
+/* The runner's series without a result label, one per controller. */
+static const struct series_def {
+    size_t offset; /* of the series pointer in struct runner_metrics */
+    enum metrics_type type;
+    enum labels labels;
+    const char *name, *help;
+} series_defs[] = {
+        {offsetof(struct runner_metrics, errors), METRICS_COUNTER, BY_CONTROLLER,
+         "controller_runtime_reconcile_errors_total",
+         "Total number of reconciliation errors per controller."},
+        {offsetof(struct runner_metrics, time), METRICS_HISTOGRAM, BY_CONTROLLER,
+         "controller_runtime_reconcile_time_seconds",
+         "Length of time per reconciliation per controller."},
+        {offsetof(struct runner_metrics, active), METRICS_GAUGE, BY_CONTROLLER,
+         "controller_runtime_active_workers", "Number of currently used workers per controller."},
+        {offsetof(struct runner_metrics, max_active), METRICS_GAUGE, BY_CONTROLLER,
+         "controller_runtime_max_concurrent_reconciles",
+         "Maximum number of concurrent reconciles per controller."},
+        {offsetof(struct runner_metrics, expect_waits), METRICS_COUNTER, BY_CONTROLLER,
+         "hostdevd_expectation_waits_total",
+         "Reconciles held until the informer showed the controller's last write."},
+        {offsetof(struct runner_metrics, watch_restarts), METRICS_COUNTER, BY_CONTROLLER,
+         "hostdevd_watch_restarts_total",
+         "Watches of the controller's informer that ended and restarted."},
+        {offsetof(struct runner_metrics, relists), METRICS_COUNTER, BY_CONTROLLER,
+         "hostdevd_relists_total", "LISTs of the controller's informer after 410 Gone."},
+        {offsetof(struct runner_metrics, depth), METRICS_GAUGE, BY_QUEUE, "workqueue_depth",
+         "Current depth of workqueue."},
+        {offsetof(struct runner_metrics, adds), METRICS_COUNTER, BY_QUEUE, "workqueue_adds_total",
+         "Total number of adds handled by workqueue."},
+        {offsetof(struct runner_metrics, retries), METRICS_COUNTER, BY_QUEUE,
+         "workqueue_retries_total", "Total number of retries handled by workqueue."},
+        {offsetof(struct runner_metrics, wait), METRICS_HISTOGRAM, BY_QUEUE,
+         "workqueue_queue_duration_seconds",
+         "How long in seconds an item stays in workqueue before being requested."},
+};
+
+static struct metrics_series *make_series(struct runner *r, const struct series_def *d)
 {
-    bool hist = t == METRICS_HISTOGRAM;
-    bool wq = strncmp(name, "workqueue_", 10) == 0;
-    return metrics_family(r->registry, t, name, help, labels,
-                          !hist ? NULL
-                          : wq  ? metrics_workqueue_buckets
-                                : metrics_reconcile_buckets,
-                          !hist ? 0
-                          : wq  ? metrics_workqueue_buckets_n
-                                : metrics_reconcile_buckets_n);
+    static const char *const by_controller[] = {"controller", NULL};
+    static const char *const by_queue[] = {"controller", "name", NULL};
+    bool hist = d->type == METRICS_HISTOGRAM, queue = d->labels == BY_QUEUE;
+    struct metrics_family *f =
+            metrics_family(r->registry, d->type, d->name, d->help, queue ? by_queue : by_controller,
+                           !hist   ? NULL
+                           : queue ? metrics_workqueue_buckets
+                                   : metrics_reconcile_buckets,
+                           !hist   ? 0
+                           : queue ? metrics_workqueue_buckets_n
+                                   : metrics_reconcile_buckets_n);
+    return metrics_series(f, r->name, r->name); /* the second value only for two labels */
 }
 
-static void register_reconcile_metrics(struct runner *r)
+static void register_metrics(struct runner *r)
 {
-    static const char *const c[] = {"controller", NULL}, *const cr[] = {"controller", "result",
-                                                                        NULL};
-    struct metrics_family *total = fam(r, METRICS_COUNTER, "controller_runtime_reconcile_total",
-                                       "Total number of reconciliations per controller.", cr);
+    static const char *const cr[] = {"controller", "result", NULL};
+    struct metrics_family *total =
+            metrics_family(r->registry, METRICS_COUNTER, "controller_runtime_reconcile_total",
+                           "Total number of reconciliations per controller.", cr, NULL, 0);
     r->m.success = metrics_series(total, r->name, "success");
     r->m.error = metrics_series(total, r->name, "error");
     r->m.requeue_after = metrics_series(total, r->name, "requeue_after");
-    r->m.errors =
-            metrics_series(fam(r, METRICS_COUNTER, "controller_runtime_reconcile_errors_total",
-                               "Total number of reconciliation errors per controller.", c),
-                           r->name);
-    r->m.time =
-            metrics_series(fam(r, METRICS_HISTOGRAM, "controller_runtime_reconcile_time_seconds",
-                               "Length of time per reconciliation per controller.", c),
-                           r->name);
-    r->m.active = metrics_series(fam(r, METRICS_GAUGE, "controller_runtime_active_workers",
-                                     "Number of currently used workers per controller.", c),
-                                 r->name);
-    r->m.max_active =
-            metrics_series(fam(r, METRICS_GAUGE, "controller_runtime_max_concurrent_reconciles",
-                               "Maximum number of concurrent reconciles per controller.", c),
-                           r->name);
+    for (size_t i = 0; i < sizeof(series_defs) / sizeof(series_defs[0]); i++)
+        *(struct metrics_series **)((char *)&r->m + series_defs[i].offset) =
+                make_series(r, &series_defs[i]);
     metrics_set(r->m.max_active, r->max_in_flight);
-    r->m.expect_waits = metrics_series(
-            fam(r, METRICS_COUNTER, "hostdevd_expectation_waits_total",
-                "Reconciles held until the informer showed the controller's last write.", c),
-            r->name);
-    r->m.watch_restarts =
-            metrics_series(fam(r, METRICS_COUNTER, "hostdevd_watch_restarts_total",
-                               "Watches of the controller's informer that ended and restarted.", c),
-                           r->name);
-    r->m.relists = metrics_series(fam(r, METRICS_COUNTER, "hostdevd_relists_total",
-                                      "LISTs of the controller's informer after 410 Gone.", c),
-                                  r->name);
-}
-
-static void register_queue_metrics(struct runner *r)
-{
-    static const char *const l[] = {"controller", "name", NULL};
-    r->m.depth = metrics_series(
-            fam(r, METRICS_GAUGE, "workqueue_depth", "Current depth of workqueue.", l), r->name,
-            r->name);
-    r->m.adds = metrics_series(fam(r, METRICS_COUNTER, "workqueue_adds_total",
-                                   "Total number of adds handled by workqueue.", l),
-                               r->name, r->name);
-    r->m.retries = metrics_series(fam(r, METRICS_COUNTER, "workqueue_retries_total",
-                                      "Total number of retries handled by workqueue.", l),
-                                  r->name, r->name);
-    r->m.wait = metrics_series(fam(r, METRICS_HISTOGRAM, "workqueue_queue_duration_seconds",
-                                   "How long in seconds an item stays in workqueue before being "
-                                   "requested.",
-                                   l),
-                               r->name, r->name);
 }
 
 /* --- the runner ----------------------------------------------------------------------------- */
@@ -332,8 +332,7 @@ static int make_parts(struct runner *r, const struct runner_config *cfg)
         return -ENOMEM;
     if (!r->registry)
         return 0;
-    register_reconcile_metrics(r);
-    register_queue_metrics(r);
+    register_metrics(r);
     return metrics_add_collector(r->registry, collect, r);
 }
 

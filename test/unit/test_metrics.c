@@ -104,8 +104,8 @@ static void test_histogram_and_collector(void)
 {
     struct metrics *m = metrics_new();
     static const double b[] = {0.1, 1};
-    struct metrics_series *h = metrics_series(
-            metrics_family(m, METRICS_HISTOGRAM, "t_seconds", "T.", NULL, b, 2));
+    struct metrics_series *h =
+            metrics_series(metrics_family(m, METRICS_HISTOGRAM, "t_seconds", "T.", NULL, b, 2));
     metrics_observe(h, 0.05);
     metrics_observe(h, 0.5);
     metrics_observe(h, 5);

@@ -21,8 +21,8 @@ static cJSON *claim(const char *node, const char *address, bool finalizer, bool 
                    "\"resourceVersion\":\"41\"%s%s},\"spec\":{\"address\":\"%s\","
                    "\"nodeName\":\"%s\"}%s%s}",
                    finalizer ? ",\"finalizers\":[\"" PCICLAIM_FINALIZER "\"]" : "",
-                   deleting ? ",\"deletionTimestamp\":\"2026-11-23T10:00:00Z\"" : "", address,
-                   node, status ? ",\"status\":" : "", status ? status : "");
+                   deleting ? ",\"deletionTimestamp\":\"2026-11-23T10:00:00Z\"" : "", address, node,
+                   status ? ",\"status\":" : "", status ? status : "");
     cJSON *o = cJSON_Parse(text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);
     return o;
