@@ -3,7 +3,7 @@
 #   make          bin/hostdevd (release flags, warnings are errors)
 #   make test     deps + sanitizer build (ASan+UBSan) + every test suite that exists
 #   make demo     deps + local control plane + CRDs + sample objects; prints what to try
-#   make lint     clang-format, cppcheck, clang-tidy, dependency rules
+#   make lint     clang-format, cppcheck, clang-tidy, shellcheck (qemu node), dependency rules
 #   make bench    benchmarks against a private control plane; prints figures
 #   make fuzz     libFuzzer runs of every parser (FUZZ_RUNS, FUZZ_TARGETS)
 #   make deps     installs the Debian packages the build and the tests need

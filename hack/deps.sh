@@ -8,7 +8,7 @@ packages=(
     libcurl4-openssl-dev libcjson-dev libpci-dev libudev-dev libev-dev libkmod-dev
     libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
     # tests, lint, fuzz
-    libcunit1-dev clang libclang-rt-14-dev clang-format clang-tidy cppcheck valgrind
+    libcunit1-dev clang libclang-rt-14-dev clang-format clang-tidy cppcheck valgrind shellcheck
     prometheus # promtool checks the /metrics exposition
     # control plane harness and data
     openssl curl python3 ca-certificates pci.ids usb.ids util-linux bc jq pciutils

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make lint: clang-format, cppcheck, clang-tidy, and the project's own rules (module
-# dependencies, one place per library, banned calls, O_CLOEXEC). Any finding fails.
+# make lint: clang-format, cppcheck, clang-tidy, shellcheck (the qemu node's scripts), and the
+# project's own rules (module dependencies, one place per library, banned calls, O_CLOEXEC). Any
+# finding fails.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 rc=0
@@ -31,6 +32,15 @@ if ! clang-tidy --quiet "${csrc[@]}" -- "${CFLAGS[@]}" >"$tidy_out" 2>/dev/null;
 fi
 grep -v '^[0-9]* warnings generated' "$tidy_out"
 rm -f "$tidy_out"
+
+# The qemu node's scripts: hack/qemu-node.sh and the guest's shell files in hack/qemu-guest/
+# (those starting with #!/bin/sh or a shellcheck shell directive; inittab, passwd are not).
+step "shellcheck ($(shellcheck --version | awk '/^version:/{print $2}'))"
+is_sh() { head -1 "$1" | grep -qE '^(#!/bin/sh|# shellcheck shell=)'; }
+mapfile -t guest < <(git ls-files --cached --others --exclude-standard -- hack/qemu-guest | sort -u)
+shfiles=(hack/qemu-node.sh)
+for f in "${guest[@]}"; do is_sh "$f" && shfiles+=("$f"); done
+shellcheck "${shfiles[@]}" || rc=1
 
 step "module dependencies (base -> nothing; kube, node -> base; controllers -> all)"
 check_includes() { # dir forbidden-regex

@@ -35,7 +35,8 @@
 # initrd-boot.img (image + per-boot config archive), boot.cpio.
 #
 # In the guest: agentctl start|stop|restart|status|run-once|log|cmdline (see `agentctl help`),
-# the agent's log in /var/log/hostdevd.log, config in /etc/hostdevd/.
+# the agent's log in /var/log/hostdevd.log, config in /etc/hostdevd/. The guest's own files
+# (/init, inittab, boot script, control loop, agent supervisor, agentctl) are hack/qemu-guest/.
 # Environment: HOSTDEVD_QEMU_CACHE (default ~/.cache/hostdevd-qemu), QEMU_NODE_KERNEL_PKG
 # (default: the package linux-image-amd64 depends on), QEMU_NODE_EXTRA_MODULES (more modules
 # for the image's tree), QEMU_NODE_APPEND (more kernel arguments), QEMU_NODE_QEMU_ARGS (more
@@ -45,6 +46,7 @@ set -euo pipefail
 HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HACK/.." && pwd)
 GUESTCTL=$ROOT/test/e2e/guestctl.py
+GUEST=$HACK/qemu-guest
 CACHE=${HOSTDEVD_QEMU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hostdevd-qemu}
 export DEBIAN_FRONTEND=noninteractive
 
@@ -267,7 +269,7 @@ cmd_build() {
     depmod -b "$r" "$k"
     [ -s "$mods/modules.dep" ] || die "depmod made no modules.dep"
 
-    write_guest_files "$r" "$k"
+    write_guest_files "$r"
     [ -e "$r/dev/console" ] || mknod -m 600 "$r/dev/console" c 5 1 2>/dev/null || true
     [ -e "$r/dev/null" ] || mknod -m 666 "$r/dev/null" c 1 3 2>/dev/null || true
 
@@ -289,241 +291,17 @@ cmd_build() {
         "$(find "$mods" -name '*.ko' | wc -l) modules) in $((SECONDS - t0))s"
 }
 
-# The files of the guest's userland: /init, busybox init's inittab, the boot script, the control
-# loop, the agent supervisor and agentctl.
-write_guest_files() { # root kernel-version
-    local r=$1
-    cat >"$r/init" <<'EOF'
-#!/bin/sh
-# Early mounts, then busybox init (/etc/inittab).
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mkdir -p /dev/pts /dev/shm
-mount -t devpts devpts /dev/pts
-mount -t tmpfs -o mode=755 tmpfs /run
-mount -t tmpfs -o mode=1777 tmpfs /tmp
-mount -t tmpfs tmpfs /dev/shm
-exec /sbin/init
-EOF
-    cat >"$r/etc/inittab" <<'EOF'
-::sysinit:/etc/rc.boot
-::respawn:/sbin/ctl-loop
-::respawn:/sbin/agent-supervise
-::ctrlaltdel:/sbin/reboot -f
-::shutdown:/sbin/agentctl stop
-EOF
-    cat >"$r/etc/rc.boot" <<'EOF'
-#!/bin/sh
-# Boot: drivers of the node's devices (not vfio: the agent loads it), network, hostname.
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-NODE_NAME=qnode
-[ -f /etc/hostdevd/node.env ] && . /etc/hostdevd/node.env
-echo /sbin/modprobe >/proc/sys/kernel/modprobe
-for m in @BOOT_MODULES@; do
-    modprobe "$m" || echo "rc.boot: modprobe $m failed"
-done
-hostname "$NODE_NAME"
-printf '127.0.0.1 localhost\n10.0.2.15 %s\n' "$NODE_NAME" >/etc/hosts
-ip link set lo up
-# The management NIC is the virtio-net at 00:02.0, whatever its name.
-MGMT=
-for n in /sys/bus/pci/devices/0000:00:02.0/virtio*/net/*; do [ -e "$n" ] && MGMT=${n##*/}; done
-if [ -n "$MGMT" ]; then
-    ip link set "$MGMT" up
-    ip addr add 10.0.2.15/24 dev "$MGMT"
-    ip route add default via 10.0.2.2
-    echo "$MGMT" >/run/mgmt-if
-else
-    echo "rc.boot: no management NIC at 0000:00:02.0"
-fi
-echo "nameserver 10.0.2.3" >/etc/resolv.conf
-cut -d' ' -f1 /proc/uptime >/run/boot-done
-echo "rc.boot: node $NODE_NAME up (mgmt ${MGMT:-none}) after $(cat /run/boot-done)s"
-EOF
-    sed -i "s/@BOOT_MODULES@/$BOOT_MODULES/" "$r/etc/rc.boot"
-    cat >"$r/sbin/ctl-loop" <<'EOF'
-#!/bin/sh
-# The control channel on ttyS1. A request is one line "@@HDQ ID TIMEOUT BASE64(script)"; the
-# script runs with /bin/sh (stdin /dev/null, stdout and stderr captured), and the answer is
-# "@@HDQ-BEGIN ID", the output in base64, "@@HDQ-END ID STATUS". Anything before "@@HDQ " on a
-# line (noise from before the port was opened) is ignored.
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
-TTY=/dev/ttyS1
-stty -F $TTY raw -echo -crtscts clocal 115200 2>/dev/null
-exec <$TTY >$TTY 2>/dev/null
-mkdir -p /run/ctl
-# Drop what was queued before the loop ran.
-while read -t 0.2 -r _; do :; done
-# Tells a waiting host that requests are read from now on.
-printf '\n@@HDQ-READY\n'
-while :; do
-    IFS= read -r line || { sleep 0.2; continue; }
-    case $line in *'@@HDQ '*) ;; *) continue ;; esac
-    line="@@HDQ ${line##*@@HDQ }"
-    set -- $line
-    [ $# -ge 4 ] || continue
-    id=$2 t=$3
-    printf '%s' "$4" | base64 -d >/run/ctl/cmd 2>/dev/null || { printf '@@HDQ-BEGIN %s\n@@HDQ-END %s 254\n' "$id" "$id"; continue; }
-    if [ "$t" -gt 0 ] 2>/dev/null; then
-        (cd / && timeout -s KILL "$t" /bin/sh /run/ctl/cmd) </dev/null >/run/ctl/out 2>&1
-    else
-        (cd / && /bin/sh /run/ctl/cmd) </dev/null >/run/ctl/out 2>&1
-    fi
-    rc=$?
-    printf '@@HDQ-BEGIN %s\n' "$id"
-    base64 </run/ctl/out
-    printf '@@HDQ-END %s %s\n' "$id" "$rc"
-done
-EOF
-    cat >"$r/sbin/agent-supervise" <<'EOF'
-#!/bin/sh
-# Runs the agent like a DaemonSet would: restarted (after AGENT_RESTART_DELAY seconds) whenever
-# it exits, unless stopped with agentctl stop. State in /run/agent: pid, starts, restarts,
-# last-exit, disabled.
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-S=/run/agent LOG=/var/log/hostdevd.log
-mkdir -p $S
-if [ ! -e $S/initialized ]; then
-    touch $S/initialized
-    echo 0 >$S/starts
-    echo 0 >$S/restarts
-    . /etc/hostdevd/node.env 2>/dev/null
-    [ "${AGENT_ENABLED:-0}" = 1 ] || touch $S/disabled
-fi
-while :; do
-    if [ -e $S/disabled ]; then sleep 0.2; continue; fi
-    . /etc/hostdevd/node.env 2>/dev/null
-    echo $(($(cat $S/starts) + 1)) >$S/starts
-    echo "=== $(date '+%F %T') agent-supervise: start #$(cat $S/starts): $(/sbin/agentctl cmdline)" >>$LOG
-    env ${AGENT_ENV:-} $(/sbin/agentctl cmdline) >>$LOG 2>&1 </dev/null &
-    pid=$!
-    echo $pid >$S/pid
-    wait $pid
-    rc=$?
-    echo $rc >$S/last-exit
-    rm -f $S/pid
-    if [ -e $S/disabled ]; then
-        echo "=== $(date '+%F %T') agent-supervise: stopped (exit $rc)" >>$LOG
-        continue
-    fi
-    echo $(($(cat $S/restarts) + 1)) >$S/restarts
-    echo "=== $(date '+%F %T') agent-supervise: agent exited with $rc, restarting" >>$LOG
-    sleep "${AGENT_RESTART_DELAY:-1}"
-done
-EOF
-    cat >"$r/sbin/agentctl" <<'EOF'
-#!/bin/sh
-# agentctl: controls the supervised agent (see /sbin/agent-supervise).
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-S=/run/agent LOG=/var/log/hostdevd.log
-NODE_NAME=qnode AGENT_ARGS="" AGENT_VERBOSITY=2
-[ -f /etc/hostdevd/node.env ] && . /etc/hostdevd/node.env
-usage() {
-    cat <<'USAGE'
-usage: agentctl start [TIMEOUT]   enable the supervised agent, wait until it runs
-       agentctl stop [TIMEOUT]    disable it: SIGTERM, SIGKILL after TIMEOUT (10) seconds
-       agentctl restart           stop + start (counts as a start, not as a restart)
-       agentctl status            running/stopped, pid, starts, restarts, last exit
-                                  (exit 0 when running, 3 when stopped)
-       agentctl kill [SIGNAL]     signal the running agent (default TERM), the supervisor restarts it
-       agentctl run-once [--timeout S] [VAR=VALUE...] [-- ARGS...]
-                                  run the agent in the foreground (the supervised one must be
-                                  stopped) with extra environment and arguments; prints its
-                                  output (also appended to the log), exits with its status
-       agentctl log [N]           the last N (all) lines of /var/log/hostdevd.log
-       agentctl cmdline           the agent's command line
-USAGE
-}
-running_pid() { p=$(cat $S/pid 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null && echo "$p"; }
-cmdline() {
-    echo "hostdevd agent --node-name $NODE_NAME --kubeconfig /etc/hostdevd/kubeconfig" \
-        "--pci-ids /usr/share/misc/pci.ids --listen 0.0.0.0:9808 -v $AGENT_VERBOSITY $AGENT_ARGS"
-}
-wait_for() { # tenths command...
-    n=$1; shift
-    while ! "$@"; do
-        n=$((n - 1)); [ $n -gt 0 ] || return 1
-        sleep 0.1
+# The guest's userland (/init, busybox init's inittab, the boot script, the control loop, the
+# agent supervisor, agentctl, ...): hack/qemu-guest/ is the image root's tree of these files.
+# What the build decides goes to /etc/hostdevd/image.env, which the scripts source.
+write_guest_files() { # root
+    local r=$1 f mode
+    (cd "$GUEST" && find . -type f | LC_ALL=C sort) | while read -r f; do
+        mode=644
+        [ -x "$GUEST/$f" ] && mode=755
+        install -D -m $mode "$GUEST/$f" "$r/${f#./}"
     done
-}
-no_pid_file() { [ ! -e $S/pid ]; }
-has_pid_file() { [ -e $S/pid ]; }
-case ${1:-help} in
-start)
-    rm -f $S/disabled
-    wait_for $((${2:-10} * 10)) has_pid_file || { echo "agentctl: the agent did not start"; exit 1; }
-    echo "started: pid $(cat $S/pid)"
-    ;;
-stop)
-    touch $S/disabled
-    p=$(running_pid)
-    if [ -n "$p" ]; then
-        kill -TERM "$p"
-        t=$((${2:-10} * 10))
-        while kill -0 "$p" 2>/dev/null && [ $t -gt 0 ]; do sleep 0.1; t=$((t - 1)); done
-        kill -0 "$p" 2>/dev/null && { echo "agentctl: SIGKILL $p"; kill -KILL "$p"; }
-    fi
-    wait_for 50 no_pid_file || rm -f $S/pid
-    echo "stopped${p:+: exit $(cat $S/last-exit 2>/dev/null)}"
-    ;;
-restart)
-    "$0" stop && "$0" start
-    ;;
-status)
-    p=$(running_pid)
-    echo "${p:+running pid $p}${p:-stopped}${p:+}$([ -e $S/disabled ] && echo ' (disabled)')" \
-        "starts $(cat $S/starts 2>/dev/null || echo 0) restarts $(cat $S/restarts 2>/dev/null || echo 0)" \
-        "last-exit $(cat $S/last-exit 2>/dev/null || echo -)"
-    [ -n "$p" ] || exit 3
-    ;;
-kill)
-    p=$(running_pid) || { echo "agentctl: not running"; exit 1; }
-    kill -"${2:-TERM}" "$p"
-    ;;
-run-once)
-    shift
-    if running_pid >/dev/null || [ ! -e $S/disabled ]; then
-        echo "agentctl: the supervised agent is enabled; agentctl stop first"
-        exit 2
-    fi
-    t=
-    [ "${1:-}" = --timeout ] && { t=$2; shift 2; }
-    envs=
-    while [ $# -gt 0 ]; do
-        case $1 in
-        --) shift; break ;;
-        *=*) envs="$envs $1"; shift ;;
-        *) break ;;
-        esac
-    done
-    echo "=== $(date '+%F %T') agentctl run-once:$envs $(cmdline) $*" >>$LOG
-    set -o pipefail
-    if [ -n "$t" ]; then
-        env $envs timeout -s TERM "$t" $(cmdline) "$@" 2>&1 </dev/null | tee -a $LOG
-    else
-        env $envs $(cmdline) "$@" 2>&1 </dev/null | tee -a $LOG
-    fi
-    rc=$?
-    echo "=== $(date '+%F %T') agentctl run-once: exit $rc" >>$LOG
-    exit $rc
-    ;;
-log)
-    if [ -n "${2:-}" ]; then tail -n "$2" $LOG; else cat $LOG; fi
-    ;;
-cmdline) cmdline ;;
-help | -h | --help) usage ;;
-*) usage; exit 2 ;;
-esac
-EOF
-    cat >"$r/etc/profile" <<'EOF'
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root PS1='\h:\w# '
-EOF
-    printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
-        >"$r/etc/passwd"
-    printf 'root:x:0:\nnogroup:x:65534:\n' >"$r/etc/group"
-    chmod 755 "$r/init" "$r/etc/rc.boot" "$r/sbin/ctl-loop" "$r/sbin/agent-supervise" "$r/sbin/agentctl"
+    echo "BOOT_MODULES=$(squote "$BOOT_MODULES")" >"$r/etc/hostdevd/image.env"
 }
 
 # --- running -------------------------------------------------------------------------------------
@@ -568,7 +346,7 @@ cmd_boot() {
         *) die "boot: unknown option $1" ;;
         esac
     done
-    [ -f "$image/vmlinuz" ] && [ -f "$image/initrd.img" ] || die "no image in $image (run: build $image)"
+    { [ -f "$image/vmlinuz" ] && [ -f "$image/initrd.img" ]; } || die "no image in $image (run: build $image)"
     need_qemu
     mkdir -p "$dir"
     [ -z "$(qemu_pid "$dir")" ] || die "a node already runs in $dir (stop it first)"
@@ -676,7 +454,7 @@ cmd_stop() {
 # Node and the ServiceAccount.
 cmd_kubeconfig() {
     [ $# -eq 2 ] || die "usage: kubeconfig NODE FILE"
-    [ -n "${K8S_SERVER:-}" ] && [ -n "${K8S_CA:-}" ] || die "K8S_SERVER and K8S_CA must be set (hack/cluster.sh env DIR)"
+    { [ -n "${K8S_SERVER:-}" ] && [ -n "${K8S_CA:-}" ]; } || die "K8S_SERVER and K8S_CA must be set (hack/cluster.sh env DIR)"
     local token
     token=$(kubectl create token hostdevd-agent -n hostdevd-system --bound-object-kind Node \
         --bound-object-name "$1" --duration "${QEMU_NODE_TOKEN_DURATION:-24h}") || return 1

@@ -67,7 +67,7 @@ if eventually 30 claim_gone "$MGMT"; then pass "a refused claim deletes at once"
 
 echo "--- a VM holding the group holds the deletion"
 claim "$NIC"
-eventually 60 enabled "$NIC"
+eventually 60 enabled "$NIC" || fail "claim on $NIC passthroughEnabled before the group is held" "$(reason "$NIC")"
 guest "sleep 600 </dev/vfio/$GROUP >/dev/null 2>&1 & echo \$! >/tmp/holder"
 expect_ok "claim deleted while /dev/vfio/$GROUP is open" kubectl delete pcideviceclaim "$(name_of "$NIC")" --wait=false
 if eventually 30 has_reason "$NIC" DeviceInUse; then pass "deletion waits: Ready=False DeviceInUse"; else fail "deletion waits: DeviceInUse" "$(reason "$NIC")"; fi
@@ -78,15 +78,15 @@ expect_ok "$NIC back on e1000e" on_driver "$NIC" e1000e
 
 echo "--- reboot with a claim in place"
 claim "$NIC2"
-eventually 60 enabled "$NIC2"
+eventually 60 enabled "$NIC2" || fail "claim on $NIC2 passthroughEnabled before the reboot" "$(reason "$NIC2")"
 RV=$(field "$NIC2" '{.metadata.resourceVersion}')
 if node_reboot; then pass "node rebooted (${REBOOT_SECONDS}s)"; else fail "node rebooted"; fi
 if eventually 120 on_driver "$NIC2" vfio-pci; then pass "after the reboot $NIC2 is on vfio-pci again"; else fail "after the reboot $NIC2 is on vfio-pci again" "$(node_logs)"; fi
 [ "$(field "$NIC2" '{.metadata.resourceVersion}')" = "$RV" ] && pass "without any change to the claim" ||
     fail "without any change to the claim" "resourceVersion $RV -> $(field "$NIC2" '{.metadata.resourceVersion}')"
 kubectl delete pcideviceclaim "$(name_of "$NIC2")" --wait=false >/dev/null
-eventually 60 claim_gone "$NIC2"
-eventually 30 guest_agent_ready
+eventually 60 claim_gone "$NIC2" || fail "claim on $NIC2 gone after the reboot case" "$(reason "$NIC2")"
+eventually 30 guest_agent_ready || fail "agent ready before the abort cases" "$(node_logs)"
 
 echo "--- the agent aborted after each step, then restarted"
 crash_case() { # point: the claim's goal decides the end state
@@ -119,7 +119,7 @@ for p in claim:finalizer claim:record-driver bind:set-override bind:unbind bind:
     crash_case "$p"
     [ "$p" = bind:probe ] && break
     kubectl delete pcideviceclaim "$(name_of "$NIC")" --wait=false >/dev/null
-    eventually 60 claim_gone "$NIC"
+    eventually 60 claim_gone "$NIC" || fail "claim on $NIC gone before the next case" "$(reason "$NIC")"
 done
 for p in restore:clear-override restore:unbind restore:probe; do
     crash_case "$p"
@@ -129,13 +129,24 @@ for p in restore:clear-override restore:unbind restore:probe; do
 done
 
 echo "--- timing: claim creation to passthroughEnabled, 10 claims"
+# poll_enabled SECONDS ADDRESS: like eventually, but polls every 50 ms (the time is the measure).
+poll_enabled() {
+    local deadline=$((SECONDS + $1))
+    until enabled "$2"; do
+        [ $SECONDS -lt $deadline ] || return 1
+        sleep 0.05
+    done
+}
 times=()
-for _ in $(seq 1 10); do
+timeouts=""
+for i in $(seq 1 10); do
     t0=$(date +%s%N)
     claim "$NIC"
-    deadline=$((SECONDS + 60))
-    until enabled "$NIC" || [ $SECONDS -ge $deadline ]; do sleep 0.05; done
-    times+=($((($(date +%s%N) - t0) / 1000000)))
+    if poll_enabled 60 "$NIC"; then
+        times+=($((($(date +%s%N) - t0) / 1000000)))
+    else
+        timeouts+="claim $i: not passthroughEnabled within 60s ($(reason "$NIC"))"$'\n'
+    fi
     kubectl delete pcideviceclaim "$(name_of "$NIC")" >/dev/null
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -160,7 +171,7 @@ echo "  claim created -> passthroughEnabled (host, kubectl polling): median $(me
 [ -n "$AGENT_N" ] && echo "  agent's own measure (first sight -> status written): mean $(echo "$AGENT_SUM / $AGENT_N * 1000" | bc -l | awk '{printf "%.0f", $1}') ms over $AGENT_N binds"
 echo "  raw sysfs bind sequence in the guest, shell (override, unbind, drivers_probe): mean ${RAW:-?} ms (10 binds, 10 ms clock)"
 echo "  the same by \`hostdevd vfio bind\` (agent's steps and verification): median $(median $TOOL) ms of $(echo $TOOL)"
-[ "${#times[@]}" -eq 10 ] && pass "10 claims timed" || fail "10 claims timed"
+[ "${#times[@]}" -eq 10 ] && pass "10 claims timed" || fail "10 claims timed" "${timeouts%$'\n'}"
 [ "$(echo "$TOOL" | grep -c .)" -eq 10 ] && pass "hostdevd vfio bind/restore by hand, 10 times" ||
     fail "hostdevd vfio bind/restore by hand, 10 times" "$TOOL"
 expect_ok "$NIC back on e1000e after the timing runs" on_driver "$NIC" e1000e
