@@ -56,7 +56,7 @@ const double metrics_workqueue_buckets[] = {1e-8, 1e-7, 1e-6, 1e-5, 1e-4,  1e-3,
 const size_t metrics_workqueue_buckets_n =
         sizeof(metrics_workqueue_buckets) / sizeof(metrics_workqueue_buckets[0]);
 
-/* Grows an array of pointer-sized or larger elements to hold one more. */
+/* Grows an array of `size`-byte elements (pointers, collectors) to hold one more. */
 static int grow(void **items, size_t *alloc, size_t n, size_t size)
 {
     if (n < *alloc)
@@ -152,7 +152,7 @@ static struct metrics_family *family_make(enum metrics_type type, const char *na
     for (; ok && labels && labels[f->n_labels]; f->n_labels++)
         ok = valid_name(labels[f->n_labels]) &&
              (f->labels[f->n_labels] = strdup(labels[f->n_labels]));
-    if (type == METRICS_HISTOGRAM) {
+    if (type == METRICS_HISTOGRAM && n_buckets > 0) {
         memcpy(f->buckets, buckets, n_buckets * sizeof(*buckets));
         f->n_buckets = n_buckets;
     }
@@ -173,7 +173,7 @@ struct metrics_family *metrics_family(struct metrics *m, enum metrics_type type,
     for (size_t i = 0; i < m->n_families; i++)
         if (strcmp(m->families[i]->name, name) == 0)
             return same_shape(m->families[i], type, labels) ? m->families[i] : NULL;
-    if (grow((void **)&m->families, &m->alloc, m->n_families, sizeof(*m->families)) < 0)
+    if (grow((void **)&m->families, &m->alloc, m->n_families, sizeof(void *)) < 0)
         return NULL;
     struct metrics_family *f = family_make(type, name, help, labels, buckets, n_buckets);
     if (f)
@@ -183,7 +183,7 @@ struct metrics_family *metrics_family(struct metrics *m, enum metrics_type type,
 
 static struct metrics_series *series_make(struct metrics_family *f, const char **values)
 {
-    if (grow((void **)&f->series, &f->alloc, f->n_series, sizeof(*f->series)) < 0)
+    if (grow((void **)&f->series, &f->alloc, f->n_series, sizeof(void *)) < 0)
         return NULL;
     struct metrics_series *s = calloc(1, sizeof(*s));
     bool ok = s != NULL;
@@ -210,6 +210,7 @@ struct metrics_series *metrics_series(struct metrics_family *f, ...)
     va_list ap;
     va_start(ap, f);
     for (size_t i = 0; i < f->n_labels; i++) {
+        // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang-analyzer 14 false positive
         values[i] = va_arg(ap, const char *);
         if (!values[i])
             values[i] = "";
@@ -288,6 +289,8 @@ int metrics_add_collector(struct metrics *m, void (*collect)(void *userdata), vo
     return 0;
 }
 
+/* The pointers are compared, never written through; cppcheck would have them const. */
+// cppcheck-suppress constParameter
 void metrics_remove_collector(struct metrics *m, void (*collect)(void *userdata), void *userdata)
 {
     for (size_t i = 0; m && i < m->n_collectors; i++)

@@ -72,8 +72,9 @@ static void check(const struct pciclaim_facts *f, enum pciclaim_outcome_kind kin
     pciclaim_check_bind(f, &o);
     CU_ASSERT_EQUAL(o.kind, kind);
     if (reason) {
-        CU_ASSERT_PTR_NOT_NULL_FATAL(o.reason);
-        CU_ASSERT_STRING_EQUAL(o.reason, reason);
+        CU_ASSERT_PTR_NOT_NULL(o.reason);
+        if (o.reason)
+            CU_ASSERT_STRING_EQUAL(o.reason, reason);
     }
     if (in_message && !strstr(o.message, in_message)) {
         CU_FAIL("message");
