@@ -346,7 +346,7 @@ static int spec_from_dev(const struct agent *a, const struct node_pci_dev *d,
     r = node_pciname_resource(&ids, s->resource_name, sizeof(s->resource_name));
     if (r == 0)
         r = node_pciname_description(&ids, s->description, sizeof(s->description));
-    if (r == 0 && !kube_names_is_extended_resource_name(s->resource_name))
+    if (r == 0 && !names_is_extended_resource_name(s->resource_name))
         r = -EINVAL;
     return r;
 }
@@ -906,7 +906,7 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
             return -EINVAL;
         }
     }
-    if (optind < argc || !ret->node_name || !kube_names_is_dns_subdomain(ret->node_name)) {
+    if (optind < argc || !ret->node_name || !names_is_dns_subdomain(ret->node_name)) {
         log_error("A valid node name is required",
                   KV_STR("hint", "--node-name or NODE_NAME, a lower-case DNS subdomain"));
         return -EINVAL;
