@@ -19,6 +19,7 @@
 #include "base/backoff.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/json.h"
 #include "base/map.h"
 #include "kube/client.h"
 #include "kube/http.h"
@@ -207,10 +208,11 @@ static void list_page(struct kube_informer *inf);
 /* A page arrived: store its items, then fetch the next page or finish the LIST. */
 static int list_page_done(struct kube_informer *inf, const struct kube_resp *resp)
 {
-    cJSON *list = cJSON_ParseWithLength(resp->body, resp->body_len);
-    if (!list)
-        return -EBADMSG;
-    int e = take_items(inf, list);
+    cJSON *list = NULL;
+    int e = json_parse_strict(resp->body, resp->body_len, &list, NULL);
+    if (e < 0)
+        return e;
+    e = take_items(inf, list);
     const char *cont = kube_meta_str(list, "continue");
     const char *rv = kube_meta_str(list, "resourceVersion");
     if (e == 0)
