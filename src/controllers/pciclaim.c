@@ -36,7 +36,7 @@
 #include "node/sysfs.h"
 #include "node/vfio.h"
 
-#define DRIVER_ANNOTATION "harvesterhci.io/pcideviceDriver"
+#define DRIVER_ANNOTATION KUBE_PCIDEVICE_DRIVER_ANNOTATION
 #define BUSY_RETRY        5.0 /* seconds between checks of a group a VM holds */
 #define MESSAGE_SIZE      1024
 

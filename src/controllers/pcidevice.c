@@ -12,8 +12,9 @@
 #include <string.h>
 
 #include "kube/client.h"
+#include "kube/names.h"
 
-#define DRIVER_ANNOTATION "harvesterhci.io/pcideviceDriver"
+#define DRIVER_ANNOTATION KUBE_PCIDEVICE_DRIVER_ANNOTATION
 
 /* The status fields this agent writes; any other field is someone else's. */
 static const char *const managed[] = {

@@ -17,6 +17,11 @@
 /* Longest object name the API server accepts (DNS subdomain). */
 #define KUBE_NAME_MAX NAMES_DNS_SUBDOMAIN_MAX
 
+/* The PCIDevice annotation with the driver the device had when the agent first saw it
+ * (harvester's name; written on create only; a claim of a device already on vfio-pci takes
+ * the driver to restore from it). */
+#define KUBE_PCIDEVICE_DRIVER_ANNOTATION "harvesterhci.io/pcideviceDriver"
+
 /* A PCI address as sysfs writes it: "0000:00:1f.6" (domain of 4-8 hex digits, lower case). */
 bool kube_names_is_pci_address(const char *s);
 
