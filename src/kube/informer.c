@@ -244,8 +244,8 @@ static void on_list_done(const struct kube_resp *resp, void *userdata)
         return;
     }
     struct kube_err err;
-    if (resp->http == 0)
-        kube_err_transport(resp->err ? resp->err : -EIO, resp->error, &err);
+    if (resp->http == 0 || (resp->err < 0 && resp->http < 300)) /* no or a cut-off response */
+        kube_err_transport(resp->err < 0 ? resp->err : -EIO, resp->error, &err);
     else
         (void)kube_status_decode(resp->http, resp->body, resp->body_len, resp->retry_after, &err);
     retry(inf, STEP_LIST, &err); /* a 410 on a continue token also starts over */
@@ -369,11 +369,14 @@ static void on_watch_done(const struct kube_resp *resp, void *userdata)
         retry(inf, STEP_WATCH, &err);
         return;
     }
-    bool short_empty =
-            ev_now(inf->loop) - inf->watch_started < SHORT_WATCH && inf->watch_events == 0;
-    if (resp->err < 0 || resp->http == 0 || short_empty) {
+    /* A transport failure says why (http.c names the server); only a stream that was
+     * answered and ended cleanly, at once and empty, is "ended at once". */
+    bool failed = resp->err < 0 || resp->http == 0;
+    bool short_empty = !failed && ev_now(inf->loop) - inf->watch_started < SHORT_WATCH &&
+                       inf->watch_events == 0;
+    if (failed || short_empty) {
         kube_err_transport(resp->err < 0 ? resp->err : -ECONNRESET,
-                           short_empty ? "watch ended at once" : resp->error, &err);
+                           failed ? resp->error : "watch ended at once", &err);
         retry(inf, STEP_WATCH, &err);
         return;
     }
