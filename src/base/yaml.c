@@ -5,7 +5,7 @@
  * Works on lines: the text is split into lines (indentation measured, blank and comment lines
  * dropped), block nodes are parsed by indentation with a recursive descent whose depth is
  * capped at YAML_MAX_DEPTH, and scalars and one-line flow collections are read through a
- * cursor over one line. A document starting with '{' goes to cJSON's JSON parser (after a
+ * cursor over one line. A document starting with '{' goes to json_parse_strict() (after a
  * depth check, so cJSON never recurses deeper than we do). Scratch copies of scalars are wiped
  * before they are freed, since kubeconfigs hold keys. Pure: no I/O, no logging.
  */
@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "base/json.h"
 
 struct line {
     const char *s; /* content after the indentation, trailing blanks removed; never empty */
@@ -69,6 +70,14 @@ static void *fail(struct parser *p, int no, const char *fmt, ...)
         p->nomem = true;
     }
     free(msg);
+    return NULL;
+}
+
+/* Records `msg`, already "line N: ...", as the first error and returns NULL. */
+static void *fail_as_is(struct parser *p, const char *msg)
+{
+    if (!p->err && !p->nomem && !(p->err = strdup(msg)))
+        p->nomem = true;
     return NULL;
 }
 
@@ -878,17 +887,10 @@ static cJSON *parse_json(struct parser *p, const char *text, size_t len)
     size_t deep = json_too_deep(text, len);
     if (deep < len)
         return fail(p, line_at(text, deep), "nesting deeper than %d levels", YAML_MAX_DEPTH);
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
-    size_t off = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
-    if (!root)
-        return fail(p, line_at(text, off), "invalid JSON");
-    while (off < len && is_json_space(text[off]))
-        off++;
-    if (off < len) {
-        cJSON_Delete(root);
-        return fail(p, line_at(text, off), "unexpected text after the JSON document");
-    }
+    cJSON *root = NULL;
+    struct err err;
+    if (json_parse_strict(text, len, &root, &err) < 0)
+        return fail_as_is(p, err.msg);
     return root;
 }
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/names.h"
 #include "controllers/inventory.h"
 #include "controllers/pciclaim.h"
 #include "controllers/pcidevice.h"
@@ -274,7 +275,7 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
         else if (r != 0)
             return r;
     }
-    if (optind < argc || !ret->node_name || !kube_names_is_dns_subdomain(ret->node_name)) {
+    if (optind < argc || !ret->node_name || !names_is_dns_subdomain(ret->node_name)) {
         log_error("A valid node name is required",
                   KV_STR("hint", "--node-name or NODE_NAME, a lower-case DNS subdomain"));
         return -EINVAL;

@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
+#include "base/names.h"
 #include "controllers/pcidevice.h"
 #include "kube/names.h"
 #include "node/pci.h"
@@ -61,7 +62,7 @@ static int names_of(const struct node_pci_dev *d, struct pcidevice_spec *s)
     int r = node_pciname_resource(&ids, s->resource_name, sizeof(s->resource_name));
     if (r == 0)
         r = node_pciname_description(&ids, s->description, sizeof(s->description));
-    if (r == 0 && !kube_names_is_extended_resource_name(s->resource_name))
+    if (r == 0 && !names_is_extended_resource_name(s->resource_name))
         r = -EINVAL;
     return r;
 }

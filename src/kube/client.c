@@ -6,11 +6,13 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/json.h"
 #include "kube/http.h"
 
 #define PATH_MAX_LEN ((size_t)8 * 1024)
@@ -88,9 +90,11 @@ static void on_done(const struct kube_resp *resp, void *userdata)
     }
     cJSON *obj = NULL;
     if (resp->body_len > 0) {
-        obj = cJSON_ParseWithLength(resp->body, resp->body_len);
-        if (!obj) {
-            kube_err_transport(-EBADMSG, "response is not JSON", &err);
+        struct err why;
+        if (json_parse_strict(resp->body, resp->body_len, &obj, &why) < 0) {
+            char msg[sizeof(why.msg) + 32];
+            (void)snprintf(msg, sizeof(msg), "response is not JSON: %s", why.msg);
+            kube_err_transport(-EBADMSG, msg, &err);
             err.http = resp->http;
             c->cb(&err, NULL, c->userdata);
             return;

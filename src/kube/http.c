@@ -2,18 +2,21 @@
 /*
  * kube/http.c - curl multi socket API driven by libev. See http.h.
  *
- * The glue follows the rules of ../shared/reference/style-anchors.md §3.5 and §4.1: copy the
- * socket context's fields before curl_multi_socket_action() (its REMOVE callback may free
- * it); never call curl from the timer callback (arm a 0 s ev_timer instead); drain
- * curl_multi_info_read() after every action; re-init the ev_io whenever the interest mask
- * changes; remove an easy handle before running its completion callback, and never from
- * inside a curl callback.
+ * The glue keeps libcurl's rules (https://curl.se/libcurl/c/libcurl-multi.html,
+ * https://curl.se/libcurl/c/CURLMOPT_SOCKETFUNCTION.html,
+ * https://curl.se/libcurl/c/CURLMOPT_TIMERFUNCTION.html; curl's docs/examples/evhiperfifo.c is
+ * the same loop on libev): copy the socket context's fields before curl_multi_socket_action()
+ * (its REMOVE callback may free it); never call curl from the timer callback (arm a 0 s
+ * ev_timer instead); drain curl_multi_info_read() after every action; re-init the ev_io
+ * whenever the interest mask changes; remove an easy handle before running its completion
+ * callback, and never from inside a curl callback.
  */
 #include "kube/http.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <ev.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -26,6 +29,8 @@
 #define DEFAULT_LOW_SPEED_TIME 90L
 #define CONNECT_TIMEOUT_MS     10000L
 #define STREAM_ERROR_BODY_MAX  ((size_t)64 * 1024)
+#define ERROR_MAX              1024 /* resp.error: method, URL and curl's message */
+#define URL_IN_ERROR_MAX       512  /* bytes of the URL in resp.error */
 
 struct kube_http {
     struct ev_loop *loop;
@@ -216,6 +221,45 @@ static int errno_of(CURLcode rc)
     }
 }
 
+/*
+ * What failed and why, as client-go says it: `GET "https://127.0.0.1:6443/api/v1/nodes?limit=500":
+ * Failed to connect to 127.0.0.1 port 6443 after 0 ms: Couldn't connect to server`. A URL over
+ * URL_IN_ERROR_MAX bytes is cut (and ends in "...") so that the reason always fits.
+ */
+static void describe_failure(const struct kube_req *r, CURLcode rc, int err, char *out, size_t size)
+{
+    const char *method = NULL, *url = NULL, *why = r->errbuf;
+    (void)curl_easy_getinfo(r->easy, CURLINFO_EFFECTIVE_METHOD, &method);
+    (void)curl_easy_getinfo(r->easy, CURLINFO_EFFECTIVE_URL, &url);
+    char stream[128];
+    if (r->overflow) {
+        why = "response body over its cap";
+    } else if (rc == CURLE_WRITE_ERROR && r->data_err < 0) {
+        (void)snprintf(stream, sizeof(stream), "stream aborted: %s", strerror(-err));
+        why = stream;
+    } else if (why[0] == '\0') {
+        why = curl_easy_strerror(rc);
+    }
+    url = url ? url : r->h->config->server;
+    size_t len = strnlen(url, URL_IN_ERROR_MAX + 1);
+    (void)snprintf(out, size, "%s \"%.*s%s\": %s", method ? method : "GET",
+                   (int)(len > URL_IN_ERROR_MAX ? URL_IN_ERROR_MAX : len), url,
+                   len > URL_IN_ERROR_MAX ? "..." : "", why);
+}
+
+/* Counts what the response says about the server. */
+static void count(struct kube_http *h, CURL *easy, long code, int err)
+{
+    if (err < 0 && code == 0)
+        h->stats.failed++;
+    if (code >= 400)
+        h->stats.http_errors++;
+    long version = 0;
+    if (curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK &&
+        version == CURL_HTTP_VERSION_2_0)
+        h->stats.http2++;
+}
+
 /* Removes a finished request from curl, runs its completion and frees it. */
 static void finish(struct kube_req *r, CURLcode rc)
 {
@@ -225,10 +269,11 @@ static void finish(struct kube_req *r, CURLcode rc)
     (void)curl_multi_remove_handle(h->multi, r->easy);
     unlink_req(r);
 
+    char error[ERROR_MAX] = "";
     struct kube_resp resp = {
             .http = (int)code,
             .err = errno_of(rc),
-            .error = r->errbuf,
+            .error = error,
             .body = buf_str(&r->body),
             .body_len = r->body.len,
             .retry_after = r->retry_after,
@@ -237,16 +282,9 @@ static void finish(struct kube_req *r, CURLcode rc)
         resp.err = -EMSGSIZE;
     else if (rc == CURLE_WRITE_ERROR && r->data_err < 0)
         resp.err = r->data_err;
-    if (resp.err < 0 && resp.error[0] == '\0')
-        resp.error = curl_easy_strerror(rc);
-    if (resp.err < 0 && code == 0)
-        h->stats.failed++;
-    if (code >= 400)
-        h->stats.http_errors++;
-    long version = 0;
-    if (curl_easy_getinfo(r->easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK &&
-        version == CURL_HTTP_VERSION_2_0)
-        h->stats.http2++;
+    if (resp.err < 0)
+        describe_failure(r, rc, resp.err, error, sizeof(error));
+    count(h, r->easy, code, resp.err);
     if (code == 401 && h->config->token_file)
         (void)kube_config_refresh_token(h->config, clock_monotonic(), true);
     if (r->on_done && !r->cancelled)

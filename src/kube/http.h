@@ -29,10 +29,17 @@ struct kube_req;
 /* Largest buffered response body of a short request (a list page is far smaller). */
 #define KUBE_HTTP_BODY_MAX ((size_t)64 * 1024 * 1024)
 
+/*
+ * A finished request. For a transport failure `error` names the request and the server and
+ * says why, as client-go does: `GET "https://127.0.0.1:6443/api/v1/nodes?limit=500": Failed to
+ * connect to 127.0.0.1 port 6443 after 0 ms: Couldn't connect to server` (a URL over 512 bytes
+ * is cut).
+ */
 struct kube_resp {
     int http;          /* HTTP status, 0 when no response arrived */
     int err;           /* 0, or a negative errno for a transport failure / aborted stream */
-    const char *error; /* curl's message for `err` ("" when none) */
+    const char *error; /* when `err` < 0, what failed and why, for people (see above); ""
+                          when `err` is 0 */
     const char *body;  /* buffered body of a short request, NUL-terminated ("" for streams) */
     size_t body_len;
     int retry_after; /* Retry-After header in seconds, -1 when absent */

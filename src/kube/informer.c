@@ -19,6 +19,7 @@
 #include "base/backoff.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/json.h"
 #include "base/map.h"
 #include "kube/client.h"
 #include "kube/http.h"
@@ -207,10 +208,11 @@ static void list_page(struct kube_informer *inf);
 /* A page arrived: store its items, then fetch the next page or finish the LIST. */
 static int list_page_done(struct kube_informer *inf, const struct kube_resp *resp)
 {
-    cJSON *list = cJSON_ParseWithLength(resp->body, resp->body_len);
-    if (!list)
-        return -EBADMSG;
-    int e = take_items(inf, list);
+    cJSON *list = NULL;
+    int e = json_parse_strict(resp->body, resp->body_len, &list, NULL);
+    if (e < 0)
+        return e;
+    e = take_items(inf, list);
     const char *cont = kube_meta_str(list, "continue");
     const char *rv = kube_meta_str(list, "resourceVersion");
     if (e == 0)
@@ -242,8 +244,8 @@ static void on_list_done(const struct kube_resp *resp, void *userdata)
         return;
     }
     struct kube_err err;
-    if (resp->http == 0)
-        kube_err_transport(resp->err ? resp->err : -EIO, resp->error, &err);
+    if (resp->http == 0 || (resp->err < 0 && resp->http < 300)) /* no or a cut-off response */
+        kube_err_transport(resp->err < 0 ? resp->err : -EIO, resp->error, &err);
     else
         (void)kube_status_decode(resp->http, resp->body, resp->body_len, resp->retry_after, &err);
     retry(inf, STEP_LIST, &err); /* a 410 on a continue token also starts over */
@@ -367,11 +369,14 @@ static void on_watch_done(const struct kube_resp *resp, void *userdata)
         retry(inf, STEP_WATCH, &err);
         return;
     }
-    bool short_empty =
-            ev_now(inf->loop) - inf->watch_started < SHORT_WATCH && inf->watch_events == 0;
-    if (resp->err < 0 || resp->http == 0 || short_empty) {
+    /* A transport failure says why (http.c names the server); only a stream that was
+     * answered and ended cleanly, at once and empty, is "ended at once". */
+    bool failed = resp->err < 0 || resp->http == 0;
+    bool short_empty = !failed && ev_now(inf->loop) - inf->watch_started < SHORT_WATCH &&
+                       inf->watch_events == 0;
+    if (failed || short_empty) {
         kube_err_transport(resp->err < 0 ? resp->err : -ECONNRESET,
-                           short_empty ? "watch ended at once" : resp->error, &err);
+                           failed ? resp->error : "watch ended at once", &err);
         retry(inf, STEP_WATCH, &err);
         return;
     }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * kube/names.c - names and formats of the devices.harvesterhci.io API. See names.h. Pure.
+ * kube/names.c - names and formats of the devices.harvesterhci.io API. See names.h. The
+ * Kubernetes name rules themselves live in base/names.c. Pure.
  */
 #include "kube/names.h"
 
@@ -8,16 +9,7 @@
 #include <string.h>
 
 #include "base/buf.h"
-
-static bool is_lower_alnum(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-static bool is_alnum(char c)
-{
-    return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
-}
+#include "base/names.h"
 
 static bool is_hex(char c)
 {
@@ -39,39 +31,6 @@ static size_t digit_run(const char *s)
     while (s[n] >= '0' && s[n] <= '9')
         n++;
     return n;
-}
-
-/* One DNS label of `len` bytes: alphanumerics and '-', alphanumeric at both ends. */
-static bool is_dns_label(const char *s, size_t len)
-{
-    if (len == 0 || len > 63 || !is_lower_alnum(s[0]) || !is_lower_alnum(s[len - 1]))
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!is_lower_alnum(s[i]) && s[i] != '-')
-            return false;
-    return true;
-}
-
-static bool is_dns_subdomain_n(const char *s, size_t len)
-{
-    if (len == 0 || len > KUBE_NAME_MAX)
-        return false;
-    const char *end = s + len;
-    while (s < end) {
-        const char *dot = memchr(s, '.', (size_t)(end - s));
-        size_t n = dot ? (size_t)(dot - s) : (size_t)(end - s);
-        if (!is_dns_label(s, n))
-            return false;
-        s += n + (dot ? 1 : 0);
-        if (dot && s == end)
-            return false;
-    }
-    return true;
-}
-
-bool kube_names_is_dns_subdomain(const char *s)
-{
-    return is_dns_subdomain_n(s, strlen(s));
 }
 
 bool kube_names_is_pci_address(const char *s)
@@ -112,38 +71,6 @@ bool kube_names_is_usb_port_path(const char *s)
     }
 }
 
-static bool is_qualified_name_part(const char *s)
-{
-    size_t len = strlen(s);
-    if (len == 0 || len > 63 || !is_alnum(s[0]) || !is_alnum(s[len - 1]))
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
-            return false;
-    return true;
-}
-
-static bool ends_with(const char *s, size_t len, const char *suffix)
-{
-    size_t n = strlen(suffix);
-    return len >= n && memcmp(s + len - n, suffix, n) == 0;
-}
-
-bool kube_names_is_extended_resource_name(const char *s)
-{
-    const char *slash = strchr(s, '/');
-    if (!slash)
-        return false;
-    size_t dlen = (size_t)(slash - s);
-    if (!is_dns_subdomain_n(s, dlen))
-        return false;
-    /* kubernetes.io and *.kubernetes.io are reserved for native resources. */
-    if ((dlen == strlen("kubernetes.io") && memcmp(s, "kubernetes.io", dlen) == 0) ||
-        ends_with(s, dlen, ".kubernetes.io"))
-        return false;
-    return is_qualified_name_part(slash + 1);
-}
-
 /* Copies `s` into `out` without the characters in `drop`, with '.' turned into `dot`. */
 static int add_filtered(struct buf *out, const char *s, const char *drop, char dot)
 {
@@ -175,7 +102,7 @@ static int finish_name(struct buf *b, int r, char *ret, size_t size)
 
 int kube_names_pcidevice(const char *node, const char *address, char *ret, size_t size)
 {
-    if (!kube_names_is_dns_subdomain(node) || !kube_names_is_pci_address(address))
+    if (!names_is_dns_subdomain(node) || !kube_names_is_pci_address(address))
         return -EINVAL;
     struct buf b;
     buf_init(&b, KUBE_NAME_MAX);
@@ -188,8 +115,8 @@ int kube_names_pcidevice(const char *node, const char *address, char *ret, size_
 int kube_names_usbdevice(const char *node, const char *vid, const char *pid, const char *port_path,
                          char *ret, size_t size)
 {
-    if (!kube_names_is_dns_subdomain(node) || !kube_names_is_hex4(vid) ||
-        !kube_names_is_hex4(pid) || !kube_names_is_usb_port_path(port_path))
+    if (!names_is_dns_subdomain(node) || !kube_names_is_hex4(vid) || !kube_names_is_hex4(pid) ||
+        !kube_names_is_usb_port_path(port_path))
         return -EINVAL;
     struct buf b;
     buf_init(&b, KUBE_NAME_MAX);

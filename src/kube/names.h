@@ -3,22 +3,24 @@
  * kube/names.h - object names and the formats of the devices.harvesterhci.io API.
  *
  * The same rules as the CRD schemas in crds/ (patterns and CEL), so the agent never writes an
- * object the API server would reject: PCI addresses, 4-hex ids, node names (DNS subdomains),
- * extended resource names, and the names of PCIDevice/USBDevice objects. Pure: no I/O.
+ * object the API server would reject: PCI addresses, 4-hex ids, USB port paths, and the names
+ * of PCIDevice/USBDevice objects. Node names (DNS subdomains) and extended resource names are
+ * checked by base/names.h. Pure: no I/O.
  */
 #pragma once
-
-/* The annotation holding a PCI device's driver when the agent first saw it (harvester's). */
-#define KUBE_PCIDEVICE_DRIVER_ANNOTATION "harvesterhci.io/pcideviceDriver"
 
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Longest object name the API server accepts (DNS subdomain). */
-#define KUBE_NAME_MAX 253
+#include "base/names.h"
 
-/* RFC 1123 subdomain: lower-case alphanumerics, '-' and '.', at most 253 characters. */
-bool kube_names_is_dns_subdomain(const char *s);
+/* Longest object name the API server accepts (DNS subdomain). */
+#define KUBE_NAME_MAX NAMES_DNS_SUBDOMAIN_MAX
+
+/* The PCIDevice annotation with the driver the device had when the agent first saw it
+ * (harvester's name; written on create only; a claim of a device already on vfio-pci takes
+ * the driver to restore from it). */
+#define KUBE_PCIDEVICE_DRIVER_ANNOTATION "harvesterhci.io/pcideviceDriver"
 
 /* A PCI address as sysfs writes it: "0000:00:1f.6" (domain of 4-8 hex digits, lower case). */
 bool kube_names_is_pci_address(const char *s);
@@ -28,13 +30,6 @@ bool kube_names_is_hex4(const char *s);
 
 /* A USB port path as sysfs names the device: "2-1.4" (bus, then ports separated by '.'). */
 bool kube_names_is_usb_port_path(const char *s);
-
-/*
- * An extended resource name as kubelet and the scheduler accept it: "<domain>/<name>", the
- * domain a DNS subdomain outside kubernetes.io, the name at most 63 characters of
- * [A-Za-z0-9_.-] that starts and ends with an alphanumeric ("intel.com/I219LM").
- */
-bool kube_names_is_extended_resource_name(const char *s);
 
 /*
  * The PCIDevice (and PCIDeviceClaim) name for a device: "<node>-<address without ':' and '.'>",

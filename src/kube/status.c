@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "base/json.h"
 
 /* The reasons client-go knows (apimachinery's knownReasons). For any other reason, "" included,
  * the predicates fall back to the code. */
@@ -172,35 +173,13 @@ int kube_status_from_json(const struct cJSON *status, int http, struct kube_err 
     return 0;
 }
 
-static bool is_json_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-/* Parses `body` as one JSON value with nothing but whitespace after it; NULL if it is not. */
-static cJSON *parse_json(const char *body, size_t len)
-{
-    if (len == 0)
-        return NULL;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, false);
-    if (!root)
-        return NULL;
-    for (const char *p = end; p && p < body + len; p++) {
-        if (!is_json_space(*p)) {
-            cJSON_Delete(root);
-            return NULL;
-        }
-    }
-    return root;
-}
-
 int kube_status_decode(int http, const char *body, size_t len, int retry_after_header,
                        struct kube_err *ret)
 {
     if (!body)
         len = 0;
-    cJSON *root = parse_json(body, len);
+    cJSON *root = NULL;
+    (void)json_parse_strict(body, len, &root, NULL);
     bool status = root && is_status(root);
     if (status)
         fill_from_status(root, http, ret);

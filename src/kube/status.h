@@ -7,8 +7,9 @@
  * Pure: no I/O, no logging. Fuzzed by test/fuzz/fuzz_status.c.
  *
  * Decisions (where client-go leaves room):
- * - A body is a Status when it is a JSON object (whitespace around it allowed, nothing else) with
- *   "kind": "Status" and "apiVersion" absent, "v1" or "meta.k8s.io/v1" (client-go's FromObject).
+ * - A body is a Status when it is a JSON object (read by json_parse_strict(): whitespace around
+ *   it allowed, nothing else) with "kind": "Status" and "apiVersion" absent, "v1" or
+ *   "meta.k8s.io/v1" (client-go's FromObject).
  *   Its fields count only when well typed: code a whole number in 100..999 (else `http` is used,
  *   as when it is missing), reason and message strings, details.retryAfterSeconds a whole number
  *   in 1..INT32_MAX. "status" ("Failure") is not checked.

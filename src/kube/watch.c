@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/json.h"
+
 static const char *const type_names[_KUBE_WATCH_TYPE_MAX] = {
         [KUBE_WATCH_ADDED] = "ADDED",     [KUBE_WATCH_MODIFIED] = "MODIFIED",
         [KUBE_WATCH_DELETED] = "DELETED", [KUBE_WATCH_BOOKMARK] = "BOOKMARK",
@@ -68,27 +70,6 @@ static int parse_type(const cJSON *item)
     return -EBADMSG;
 }
 
-static bool is_json_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-/* Parses one JSON value with nothing but whitespace after it; NULL if the line is not that. */
-static cJSON *parse_line(const char *line, size_t len)
-{
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(line, len, &end, false);
-    if (!root)
-        return NULL;
-    for (const char *p = end; p && p < line + len; p++) {
-        if (!is_json_space(*p)) {
-            cJSON_Delete(root);
-            return NULL;
-        }
-    }
-    return root;
-}
-
 static int event_from_json(const cJSON *root, struct kube_watch_event *ret)
 {
     int type = parse_type(field(root, "type"));
@@ -116,11 +97,12 @@ static int event_from_json(const cJSON *root, struct kube_watch_event *ret)
 int kube_watch_decode(const char *line, size_t len, struct kube_watch_event *ret,
                       struct cJSON **ret_root)
 {
-    cJSON *root = parse_line(line, len);
-    if (!root)
-        return -EBADMSG;
+    cJSON *root = NULL;
+    int r = json_parse_strict(line, len, &root, NULL);
+    if (r < 0)
+        return r;
     struct kube_watch_event ev;
-    int r = event_from_json(root, &ev);
+    r = event_from_json(root, &ev);
     if (r < 0) {
         cJSON_Delete(root);
         return r;

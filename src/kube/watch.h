@@ -84,9 +84,10 @@ bool kube_watch_framer_pending(const struct kube_watch_framer *f);
  * Returns 0 or -EBADMSG (not JSON, not an object, unknown type, missing or non-object
  * "object", an ADDED/MODIFIED/DELETED object without metadata.name, a BOOKMARK without
  * metadata.resourceVersion) or -ENOMEM.
- * JSON means one value with only JSON whitespace after it. A name or resourceVersion must be a
- * non-empty string. An ERROR object is not checked here: kube_status_from_json() does that.
- * cJSON does not tell a failed allocation from bad input, so that is -EBADMSG too.
+ * The line is read by json_parse_strict() (base/json.h): one value, only whitespace around it.
+ * A name or resourceVersion must be a non-empty string. An ERROR object is not checked here:
+ * kube_status_from_json() does that. cJSON does not tell a failed allocation from bad input,
+ * so that is -EBADMSG too.
  */
 int kube_watch_decode(const char *line, size_t len, struct kube_watch_event *ret,
                       struct cJSON **ret_root);

@@ -5,7 +5,8 @@
  * harvester/pcidevices (pkg/apis/devices.harvesterhci.io/v1beta1/pcidevice.go) works on Go
  * strings with Go regexps; the comments name the Go step each loop reproduces. Non-ASCII bytes
  * never survive its character classes, so working on bytes gives the same results, except for
- * the two letters whose upper case is ASCII (see upper_ascii()).
+ * the two letters whose upper case is ASCII (see upper_ascii()). Whether a name is valid is
+ * base/names' rule (names_is_extended_resource_name()).
  */
 #include "node/pciname.h"
 
@@ -13,10 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Longest name part and longest DNS label, DNS subdomain. */
-#define NAME_PART_MAX 63
-#define LABEL_MAX     63
-#define DOMAIN_MAX    253
+#include "base/names.h"
 
 /*
  * harvester's socket-length guard: len("/var/lib/kubelet/device-plugins/kubevirt-" + "/" +
@@ -28,14 +26,9 @@
 
 #define UNKNOWN_DOMAIN "unknown.com"
 
-static bool is_lower_alnum(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
 static bool is_alnum(char c)
 {
-    return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
 static bool is_empty(const char *s)
@@ -51,69 +44,6 @@ static int copy_out(const char *s, size_t n, char *ret, size_t size)
     memcpy(ret, s, n);
     ret[n] = '\0';
     return 0;
-}
-
-/* ---- validation ---------------------------------------------------------------------------- */
-
-/* One DNS label of `len` bytes: lower-case alphanumerics and '-', alphanumeric at both ends. */
-static bool is_dns_label(const char *s, size_t len)
-{
-    if (len == 0 || len > LABEL_MAX || !is_lower_alnum(s[0]) || !is_lower_alnum(s[len - 1]))
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!is_lower_alnum(s[i]) && s[i] != '-')
-            return false;
-    return true;
-}
-
-static bool is_dns_subdomain(const char *s, size_t len)
-{
-    if (len == 0 || len > DOMAIN_MAX)
-        return false;
-    size_t start = 0;
-    for (size_t i = 0; i <= len; i++) {
-        if (i < len && s[i] != '.')
-            continue;
-        if (!is_dns_label(s + start, i - start))
-            return false;
-        start = i + 1;
-    }
-    return true;
-}
-
-static bool has_suffix(const char *s, size_t len, const char *suffix)
-{
-    size_t n = strlen(suffix);
-    return len >= n && memcmp(s + len - n, suffix, n) == 0;
-}
-
-/* kubernetes.io and *.kubernetes.io are reserved for native resources. */
-static bool is_reserved_domain(const char *s, size_t len)
-{
-    return (len == strlen("kubernetes.io") && memcmp(s, "kubernetes.io", len) == 0) ||
-           has_suffix(s, len, ".kubernetes.io");
-}
-
-static bool is_name_part(const char *s)
-{
-    size_t len = strlen(s);
-    if (len == 0 || len > NAME_PART_MAX || !is_alnum(s[0]) || !is_alnum(s[len - 1]))
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
-            return false;
-    return true;
-}
-
-bool node_pciname_is_resource_name(const char *s)
-{
-    if (!s)
-        return false;
-    const char *slash = strchr(s, '/');
-    if (!slash)
-        return false;
-    size_t dlen = (size_t)(slash - s);
-    return is_dns_subdomain(s, dlen) && !is_reserved_domain(s, dlen) && is_name_part(slash + 1);
 }
 
 /* ---- vendor domain ------------------------------------------------------------------------- */
@@ -172,9 +102,10 @@ int node_pciname_vendor_domain(const char *vendor_name, char *ret, size_t size)
 {
     if (!ret)
         return -EINVAL;
-    char domain[LABEL_MAX + 2 + sizeof(".com")];
-    size_t len = is_empty(vendor_name) ? 0 : vendor_base(vendor_name, domain, LABEL_MAX + 2);
-    if (len == 0 || len > LABEL_MAX)
+    char domain[NAMES_DNS_LABEL_MAX + 2 + sizeof(".com")];
+    size_t len =
+            is_empty(vendor_name) ? 0 : vendor_base(vendor_name, domain, NAMES_DNS_LABEL_MAX + 2);
+    if (len == 0 || len > NAMES_DNS_LABEL_MAX)
         return copy_out(UNKNOWN_DOMAIN, strlen(UNKNOWN_DOMAIN), ret, size);
     memcpy(domain + len, ".com", sizeof(".com"));
     return copy_out(domain, len + strlen(".com"), ret, size);
@@ -320,7 +251,7 @@ int node_pciname_resource(const struct node_pciname_ids *ids, char *ret, size_t 
     char name[sizeof(domain) + sizeof(product) + 1];
     int n = snprintf(name, sizeof(name), "%s/%s", domain, product);
     if (product[0] == '\0' || n < 0 || (size_t)n >= sizeof(name) ||
-        !node_pciname_is_resource_name(name))
+        !names_is_extended_resource_name(name))
         n = snprintf(name, sizeof(name), "%s/%04x", domain, ids->device_id);
     if (n < 0 || (size_t)n >= sizeof(name))
         return -ENAMETOOLONG;
@@ -336,12 +267,12 @@ int node_pciname_resource_unpooled(const char *vendor_name, const char *pcidevic
     int r = node_pciname_vendor_domain(vendor_name, domain, sizeof(domain));
     if (r < 0)
         return r;
-    size_t dlen = strlen(domain), plen = strnlen(pcidevice_name, NAME_PART_MAX + 1);
-    if (plen > NAME_PART_MAX || !is_name_part(pcidevice_name))
+    size_t dlen = strlen(domain), plen = strnlen(pcidevice_name, NAMES_QUALIFIED_NAME_MAX + 1);
+    if (plen > NAMES_QUALIFIED_NAME_MAX || !names_is_qualified_name_part(pcidevice_name))
         return -EINVAL;
     if (!socket_fits(dlen, plen))
         return -ENAMETOOLONG;
-    char name[sizeof(domain) + NAME_PART_MAX + 1];
+    char name[sizeof(domain) + NAMES_QUALIFIED_NAME_MAX + 1];
     int n = snprintf(name, sizeof(name), "%s/%s", domain, pcidevice_name);
     if (n < 0 || (size_t)n >= sizeof(name))
         return -ENAMETOOLONG;

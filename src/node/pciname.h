@@ -82,11 +82,3 @@ int node_pciname_resource_unpooled(const char *vendor_name, const char *pcidevic
  * Returns 0, -EINVAL for NULL arguments, -ENAMETOOLONG when it does not fit in `size` bytes.
  */
 int node_pciname_description(const struct node_pciname_ids *ids, char *ret, size_t size);
-
-/*
- * Whether `s` is an extended resource name the kubelet and the scheduler accept: a DNS
- * subdomain outside kubernetes.io, '/', then at most 63 characters of [A-Za-z0-9_.-] starting
- * and ending with an alphanumeric. "intel.com/I219LM" yes; "intel.com/I219_", ".com/X",
- * "kubernetes.io/X" no. For override annotations read from the API as well.
- */
-bool node_pciname_is_resource_name(const char *s);

@@ -6,6 +6,9 @@
  *   kubetool crud KUBECONFIG NAME
  *       create/get/merge-patch/status-patch/stale update/delete with preconditions of the
  *       PCIDevice NAME; prints "ok <step>" per step, exits 1 at the first unexpected result.
+ *   kubetool get KUBECONFIG NAME
+ *       one GET of the PCIDevice NAME; prints "ok get" and exits 0, or prints the error as
+ *       "FAIL get: http=... reason=... message=..." on stderr and exits 1.
  *   kubetool informer KUBECONFIG DIR [LABEL_SELECTOR [FIELD_SELECTOR]]  (LIST page size from
  *       $KUBETOOL_PAGE_SIZE, default 500)
  *       runs a PCIDevice informer; appends "ADD|UPDATE|DELETE <key> <rv>" to DIR/events,
@@ -205,6 +208,24 @@ static void crud_next(struct ctx *c)
         fail(c, "start request", NULL);
 }
 
+static void on_get(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct ctx *c = userdata;
+    (void)obj;
+    if (err)
+        return fail(c, "get", err);
+    printf("ok get\n");
+    ev_break(c->loop, EVBREAK_ALL);
+}
+
+static int run_get(struct ctx *c, const char *name)
+{
+    if (kube_client_get(c->http, &kube_res_pcidevices, NULL, name, on_get, c) < 0)
+        return 1;
+    ev_run(c->loop, 0);
+    return c->failed;
+}
+
 /* --- informer -------------------------------------------------------------------------------- */
 
 static const char *rv_of(const cJSON *obj)
@@ -286,7 +307,7 @@ static void on_error(const struct kube_err *err, void *userdata)
 {
     (void)userdata;
     log_warning("Informer request failed", KV_INT("http", err->http), KV_STR("reason", err->reason),
-                KV_ERRNO(err->transport ? err->transport : -EIO));
+                KV_STR("message", err->message), KV_ERRNO(err->transport ? err->transport : -EIO));
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -547,6 +568,8 @@ int main(int argc, char **argv)
         struct kube_http_stats st;
         kube_http_get_stats(c.http, &st);
         printf("responses %lu, over HTTP/2 %lu\n", st.requests - st.failed, st.http2);
+    } else if (c.http && strcmp(argv[1], "get") == 0) {
+        rc = run_get(&c, argv[3]);
     } else if (c.http && strcmp(argv[1], "events") == 0) {
         rc = run_events(&c, argv[3]);
     } else if (c.http && strcmp(argv[1], "leader") == 0 && argc == 7) {

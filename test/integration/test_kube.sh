@@ -2,8 +2,9 @@
 # test/integration/test_kube.sh - src/kube (the C client) against the real control plane:
 # verbs with conflicts and preconditions, an informer that sees create/update/delete in order
 # and whose store equals `kubectl get`, a forced 410 (etcd compacted and the apiserver
-# restarted while the informer is frozen) that makes it relist and emit deletes, and an
-# apiserver restart mid-watch. Also measures create-to-handler latency (printed, not asserted).
+# restarted while the informer is frozen) that makes it relist and emit deletes, an apiserver
+# restart mid-watch, and errors that name the server and say why when a GET, a LIST or a WATCH
+# is refused. Also measures create-to-handler latency (printed, not asserted).
 SUITE=kube
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -138,6 +139,60 @@ kubectl delete pcidevice inf-a-0000001f6 >/dev/null
 if eventually 90 store_matches; then pass "store converged after the restart"; else fail "store converged after the restart" "$(cat "$W/diff"; stats)"; fi
 echo "  stats before: ${before#\# stats }"
 echo "  stats after:  $(stats | sed 's/^# stats //')"
+
+echo "--- transport failures say why and where"
+# curl says "Couldn't connect to server" (newer versions "Connection refused").
+says_refused() { [[ $1 == *"Couldn't connect"* || $1 == *"onnection refused"* ]]; }
+CLOSED_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+CLOSED=$TEST_DIR/closed.kubeconfig
+sed "s#server: https://127.0.0.1:[0-9]*#server: https://127.0.0.1:$CLOSED_PORT#" "$ADMIN" >"$CLOSED"
+OUT=$("$KT" get "$CLOSED" itest-0000001f6 2>&1)
+if [ $? -eq 1 ] && says_refused "$OUT" &&
+    [[ $OUT == *"GET \"https://127.0.0.1:$CLOSED_PORT/apis/devices.harvesterhci.io/v1beta1/pcidevices/itest-0000001f6\""* ]]; then
+    pass "a refused GET names the request and the server and says the connection failed"
+else
+    fail "a refused GET names the request and the server and says the connection failed" "$OUT"
+fi
+C=$TEST_DIR/closed
+mkdir -p "$C"
+"$KT" informer "$CLOSED" "$C" >"$C/log" 2>&1 &
+CINF=$!
+eventually 20 grep -q "Informer request failed" "$C/log"
+kill -TERM "$CINF"
+wait "$CINF"
+OUT=$(grep -m1 "Informer request failed" "$C/log" | sed -n 's/.* message="\(.*\)" err=.*/\1/p')
+if says_refused "$OUT" && [[ $OUT == *"https://127.0.0.1:$CLOSED_PORT/apis/devices.harvesterhci.io/v1beta1/pcidevices?limit="* ]]; then
+    pass "a refused LIST names the server and says the connection failed"
+else
+    fail "a refused LIST names the server and says the connection failed" "$(tail -5 "$C/log")"
+fi
+# The synced informer is watching: with the apiserver gone its WATCH is refused, and must say
+# so, not "watch ended at once".
+from=$(wc -l <"$W/log")
+since_stop() { tail -n +$((from + 1)) "$W/log" | grep "Informer request failed"; }
+# The message="..." values of the informer's error lines since the stop.
+messages_since_stop() { since_stop | sed -n 's/.* message="\(.*\)" err=.*/\1/p'; }
+watch_refused() {
+    local m
+    while IFS= read -r m; do
+        [[ $m == *"https://${K8S_SERVER#https://}/apis/devices.harvesterhci.io/v1beta1/pcidevices?"*watch=1* ]] &&
+            says_refused "$m" && return 0
+    done < <(messages_since_stop)
+    return 1
+}
+expect_ok "kube-apiserver stopped" "$ROOT/hack/cluster.sh" stop "$TEST_DIR/cluster" apiserver
+if eventually 30 watch_refused; then
+    pass "a refused WATCH names the server and says the connection failed"
+else
+    fail "a refused WATCH names the server and says the connection failed" "$(since_stop | tail -5)"
+fi
+if since_stop | grep -q "watch ended at once"; then
+    fail "no refused WATCH is reported as \"watch ended at once\"" "$(since_stop | grep "watch ended at once" | head -3)"
+else
+    pass "no refused WATCH is reported as \"watch ended at once\""
+fi
+expect_ok "kube-apiserver started" "$ROOT/hack/cluster.sh" start "$TEST_DIR/cluster" apiserver
+if eventually 90 store_matches; then pass "store converged after the apiserver came back"; else fail "store converged after the apiserver came back" "$(cat "$W/diff"; stats)"; fi
 
 echo "--- shutdown"
 stop_informer

@@ -3,9 +3,9 @@
  * test/unit/test_pciname.c - resource names and descriptions of PCI devices (node/pciname).
  *
  * The expected names are harvester's (a Go transcription of pcidevice.go gave the same for
- * every case here except the documented fallbacks). Every computed name is checked twice: by
- * node_pciname_is_resource_name() and by the independent kube/names validator. The last test
- * runs every vendor/device pair of the system's pci.ids.
+ * every case here except the documented fallbacks). Every computed name is checked by the one
+ * validator, base/names (its own cases are in test_names.c). The last test runs every
+ * vendor/device pair of the system's pci.ids.
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kube/names.h"
+#include "base/names.h"
 #include "node/pciname.h"
 
 #ifndef FIXTURES
@@ -27,11 +27,6 @@ struct name_case {
     unsigned vendor_id, device_id;
     const char *want;
 };
-
-static bool both_valid(const char *name)
-{
-    return node_pciname_is_resource_name(name) && kube_names_is_extended_resource_name(name);
-}
 
 static void check_cases(const struct name_case *cases, size_t n)
 {
@@ -47,7 +42,7 @@ static void check_cases(const struct name_case *cases, size_t n)
             fprintf(stderr, "\n  \"%s\" \"%s\": got %s, want %s\n", c->vendor ? c->vendor : "",
                     c->device ? c->device : "", name, c->want);
         CU_ASSERT_STRING_EQUAL(name, c->want);
-        CU_ASSERT_TRUE(both_valid(name));
+        CU_ASSERT_TRUE(names_is_extended_resource_name(name));
     }
 }
 
@@ -207,7 +202,7 @@ static void test_vendor_domains(void)
         if (strcmp(domain, cases[i][1]) != 0)
             fprintf(stderr, "\n  vendor \"%s\": got %s\n", cases[i][0], domain);
         CU_ASSERT_STRING_EQUAL(domain, cases[i][1]);
-        CU_ASSERT_TRUE(kube_names_is_dns_subdomain(domain));
+        CU_ASSERT_TRUE(names_is_dns_subdomain(domain));
     }
     char domain[NODE_PCINAME_RESOURCE_MAX] = "";
     CU_ASSERT_EQUAL(node_pciname_vendor_domain(NULL, domain, sizeof(domain)), 0);
@@ -254,12 +249,12 @@ static void test_unpooled(void)
                                                    sizeof(name)),
                     0);
     CU_ASSERT_STRING_EQUAL(name, "intel.com/titan-0000001f6");
-    CU_ASSERT_TRUE(both_valid(name));
+    CU_ASSERT_TRUE(names_is_extended_resource_name(name));
     CU_ASSERT_EQUAL(node_pciname_resource_unpooled("Advanced Micro Devices, Inc. [AMD/ATI]",
                                                    "n1.example.com-000003000", name, sizeof(name)),
                     0);
     CU_ASSERT_STRING_EQUAL(name, "amd.com/n1.example.com-000003000");
-    CU_ASSERT_TRUE(both_valid(name));
+    CU_ASSERT_TRUE(names_is_extended_resource_name(name));
     CU_ASSERT_EQUAL(node_pciname_resource_unpooled(NULL, "titan-0000001f6", name, sizeof(name)), 0);
     CU_ASSERT_STRING_EQUAL(name, "unknown.com/titan-0000001f6");
 
@@ -282,7 +277,7 @@ static void test_unpooled(void)
     CU_ASSERT_EQUAL(strlen(fifty_one), 51);
     CU_ASSERT_EQUAL(
             node_pciname_resource_unpooled("Intel Corporation", fifty_one, name, sizeof(name)), 0);
-    CU_ASSERT_TRUE(both_valid(name));
+    CU_ASSERT_TRUE(names_is_extended_resource_name(name));
     CU_ASSERT_EQUAL(
             node_pciname_resource_unpooled("Mellanox Technologies", fifty_one, name, sizeof(name)),
             -ENAMETOOLONG);
@@ -327,54 +322,6 @@ static void test_description(void)
     CU_ASSERT_EQUAL(node_pciname_description(&ids, NULL, 0), -EINVAL);
 }
 
-/* The validator agrees with kube/names on the shared formats fixture and on edge cases. */
-static void test_validator(void)
-{
-    FILE *f = fopen(FIXTURES "/formats.txt", "re");
-    CU_ASSERT_PTR_NOT_NULL(f);
-    int cases = 0;
-    char line[512];
-    while (f && fgets(line, sizeof(line), f)) {
-        line[strcspn(line, "\n")] = '\0';
-        char validity[16];
-        int off = 0;
-        if (sscanf(line, "resource %15s %n", validity, &off) != 1 || off == 0)
-            continue;
-        const char *value = strcmp(line + off, "<empty>") == 0 ? "" : line + off;
-        CU_ASSERT_EQUAL(node_pciname_is_resource_name(value), strcmp(validity, "valid") == 0);
-        CU_ASSERT_EQUAL(node_pciname_is_resource_name(value),
-                        kube_names_is_extended_resource_name(value));
-        cases++;
-    }
-    if (f)
-        fclose(f);
-    CU_ASSERT(cases >= 10);
-    static const char *const more[] = {
-            "intel.com/I219LM",
-            "a.b.c/x",
-            "x-y.com/A.b-C_d",
-            ".com/X",
-            "intel..com/X",
-            "-intel.com/X",
-            "intel-.com/X",
-            "INTEL.com/X",
-            "intel.com/X_",
-            "intel.com/-X",
-            "intel.com/X Y",
-            "kubernetes.io/X",
-            "a.kubernetes.io/X",
-            "kubernetes.io.com/X",
-            "intel.com/",
-            "/X",
-            "",
-            "intel.com",
-    };
-    for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++)
-        CU_ASSERT_EQUAL(node_pciname_is_resource_name(more[i]),
-                        kube_names_is_extended_resource_name(more[i]));
-    CU_ASSERT_FALSE(node_pciname_is_resource_name(NULL));
-}
-
 static bool is_hex4(const char *s)
 {
     for (int i = 0; i < 4; i++)
@@ -392,7 +339,8 @@ static bool check_pair(unsigned vid, const char *vendor, unsigned did, const cha
                                    .vendor_name = vendor,
                                    .device_name = device};
     char name[NODE_PCINAME_RESOURCE_MAX], desc[2200], want[2200];
-    if (node_pciname_resource(&ids, name, sizeof(name)) != 0 || !both_valid(name)) {
+    if (node_pciname_resource(&ids, name, sizeof(name)) != 0 ||
+        !names_is_extended_resource_name(name)) {
         fprintf(stderr, "\n  %04x:%04x \"%s\" \"%s\": bad name\n", vid, did, vendor, device);
         return false;
     }
@@ -450,7 +398,6 @@ static CU_TestInfo tests[] = {
         {"resource errors", test_resource_errors},
         {"unpooled", test_unpooled},
         {"description", test_description},
-        {"validator", test_validator},
         {"all of pci.ids", test_all_pci_ids},
         CU_TEST_INFO_NULL,
 };

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * base/json.c - strict JSON parsing: one value, whitespace around it, nothing else. See
+ * json.h. Pure: no I/O, no logging.
+ */
+#include "base/json.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdbool.h>
+
+static bool is_json_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* The 1-based line of byte `off` of `s`. */
+static int line_at(const char *s, size_t off)
+{
+    int no = 1;
+    for (size_t i = 0; i < off; i++)
+        no += s[i] == '\n';
+    return no;
+}
+
+int json_parse_strict(const char *s, size_t len, struct cJSON **ret, struct err *ret_err)
+{
+    if (!s || len == 0)
+        return err_set(ret_err, -EBADMSG, "line 1: empty JSON document");
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(s, len, &end, false);
+    size_t off = end && end >= s && end <= s + len ? (size_t)(end - s) : 0;
+    if (!root)
+        return err_set(ret_err, -EBADMSG, "line %d: invalid JSON", line_at(s, off));
+    while (off < len && is_json_space(s[off]))
+        off++;
+    if (off < len) {
+        cJSON_Delete(root);
+        return err_set(ret_err, -EBADMSG, "line %d: unexpected text after the JSON document",
+                       line_at(s, off));
+    }
+    *ret = root;
+    return 0;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * base/json.h - the one strict JSON parse of outside input (API responses, Status bodies, watch
+ * lines, kubeconfigs written as JSON) into a cJSON tree.
+ *
+ * Strict means: exactly one JSON value, with nothing but JSON whitespace (space, tab, CR, LF)
+ * around it; trailing text, a second value and an empty input are errors. Nesting is capped by
+ * cJSON at CJSON_NESTING_LIMIT (1000 unless the library was built otherwise); deeper input is
+ * invalid JSON. There is no size cap here: every caller caps its buffer first (the watch
+ * framer's line cap, KUBE_HTTP_BODY_MAX, the kubeconfig file cap). Keys are kept as they come
+ * (duplicates too; cJSON lookups return the first). Pure: no I/O, no logging.
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "base/err.h"
+
+struct cJSON;
+
+/*
+ * Parses `len` bytes of `s` (no NUL needed; NULL with `len` 0 is the empty input). On success
+ * writes the tree to `*ret` (the caller frees it with cJSON_Delete) and returns 0. Returns
+ * -EBADMSG for anything else, with `ret_err` (may be NULL) saying what and where, as
+ * "line 2: invalid JSON" or "line 1: unexpected text after the JSON document". cJSON does not
+ * tell a failed allocation from bad input, so that is -EBADMSG too.
+ */
+int json_parse_strict(const char *s, size_t len, struct cJSON **ret, struct err *ret_err);

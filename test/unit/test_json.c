@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test/unit/test_json.c - the strict JSON parse (base/json): what it takes, what it refuses and
+ * the message that says where.
+ */
+#include <CUnit/CUnit.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/json.h"
+
+static void test_accepts(void)
+{
+    static const char *const good[] = {
+            "{}", " {\"a\":1} \n", "[1,2]", "\"s\"", "1", "null", "{\"a\":1}\r\n", "\t\n{}\t\n",
+    };
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        cJSON *root = NULL;
+        CU_ASSERT_EQUAL(json_parse_strict(good[i], strlen(good[i]), &root, NULL), 0);
+        CU_ASSERT_PTR_NOT_NULL(root);
+        cJSON_Delete(root);
+    }
+    /* The length counts, not a NUL: the bytes after it are not looked at. */
+    cJSON *root = NULL;
+    CU_ASSERT_EQUAL(json_parse_strict("{\"a\":1}garbage", 7, &root, NULL), 0);
+    CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(root, "a")->valueint, 1);
+    cJSON_Delete(root);
+}
+
+static void check_refused(const char *s, size_t len, const char *want)
+{
+    cJSON *sentinel = (cJSON *)&sentinel, *root = sentinel;
+    struct err err = {.msg = "untouched"};
+    CU_ASSERT_EQUAL(json_parse_strict(s, len, &root, &err), -EBADMSG);
+    CU_ASSERT_PTR_EQUAL(root, sentinel); /* written only on success */
+    if (strcmp(err.msg, want) != 0)
+        fprintf(stderr, "\n  \"%.*s\": got \"%s\", want \"%s\"\n", (int)len, s ? s : "", err.msg,
+                want);
+    CU_ASSERT_STRING_EQUAL(err.msg, want);
+    CU_ASSERT_EQUAL(json_parse_strict(s, len, &root, NULL), -EBADMSG);
+}
+
+static void test_refuses(void)
+{
+    check_refused("", 0, "line 1: empty JSON document");
+    check_refused(NULL, 0, "line 1: empty JSON document");
+    check_refused(" \n ", 3, "line 2: invalid JSON"); /* only whitespace */
+    check_refused("{} x", 4, "line 1: unexpected text after the JSON document");
+    check_refused("{}{}", 4, "line 1: unexpected text after the JSON document");
+    check_refused("{\"a\":1}\n\n x", 11, "line 3: unexpected text after the JSON document");
+    check_refused("{}\0", 3, "line 1: unexpected text after the JSON document");
+    check_refused("{\"a\": 1,\n \"b\": }", 17, "line 2: invalid JSON");
+    check_refused("{a: b}", 6, "line 1: invalid JSON");
+    check_refused("{\"a\":", 5, "line 1: invalid JSON");
+    check_refused("{\"a\":1}", 6, "line 1: invalid JSON"); /* cut by the length */
+}
+
+/* Nesting: CJSON_NESTING_LIMIT levels parse, one more does not (and nothing overflows). */
+static void test_depth(void)
+{
+    static char s[2 * (CJSON_NESTING_LIMIT + 1)];
+    size_t n = CJSON_NESTING_LIMIT + 1;
+    memset(s, '[', n);
+    memset(s + n, ']', n);
+    cJSON *root = NULL;
+    CU_ASSERT_EQUAL(json_parse_strict(s + 1, 2 * n - 2, &root, NULL), 0);
+    cJSON_Delete(root);
+    root = NULL;
+    CU_ASSERT_EQUAL(json_parse_strict(s, 2 * n, &root, NULL), -EBADMSG);
+    CU_ASSERT_PTR_NULL(root);
+}
+
+static CU_TestInfo tests[] = {
+        {"accepts one value", test_accepts},
+        {"refuses the rest, saying where", test_refuses},
+        {"nesting limit", test_depth},
+        CU_TEST_INFO_NULL,
+};
+
+CU_SuiteInfo json_suites[] = {
+        {"json", NULL, NULL, NULL, NULL, tests},
+        CU_SUITE_INFO_NULL,
+};
