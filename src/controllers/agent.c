@@ -391,19 +391,18 @@ static int build_want(struct agent *a, const struct node_pci_dev *devs, size_t n
 static void scan(struct agent *a, const char *why)
 {
     double t0 = ev_time();
-    struct node_pci_dev *devs = NULL;
-    size_t n = 0;
-    struct node_pci_err err = {{0}};
-    int r = node_pci_scan(a->pci, &devs, &n, &err);
+    struct node_pci_scan_result found = {0};
+    struct err err = {{0}};
+    int r = node_pci_scan(a->pci, &found, &err);
     struct map *want = r == 0 ? map_new(free_spec) : NULL;
     if (r == 0 && want)
-        r = build_want(a, devs, n, want);
-    node_pci_devs_free(devs);
+        r = build_want(a, found.devs, found.n_devs, want);
+    node_pci_scan_result_done(&found);
     a->stats.scans++;
     if (r < 0 || !want) {
         a->stats.scan_errors++;
         log_error("PCI scan failed; keeping the previous inventory", KV_STR("why", why),
-                  KV_STR("message", err.message), KV_ERRNO(r < 0 ? r : -ENOMEM));
+                  KV_STR("message", err.msg), KV_ERRNO(r < 0 ? r : -ENOMEM));
         map_free(want);
         return;
     }
