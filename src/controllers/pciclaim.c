@@ -320,10 +320,10 @@ static bool check_safe(struct cjob *j, int fd, const struct node_vfio_dev *d)
     }
     if (strcmp(d->driver, NODE_VFIO_DRIVER) != 0) {
         struct node_hostuse use = {0};
-        char why[512] = "";
+        struct err why = {""};
         int r = node_hostuse_collect(j->c->cfg.proc_root, &use);
         if (r == 0)
-            r = node_hostuse_check(fd, j->address, &use, why, sizeof(why));
+            r = node_hostuse_check(fd, j->address, &use, NULL, &why);
         node_hostuse_done(&use);
         if (r != 0) {
             refuse(j, "HostCritical",
@@ -331,7 +331,7 @@ static bool check_safe(struct cjob *j, int fd, const struct node_vfio_dev *d)
                            "node off. Move that use to another device first"
                          : "cannot tell whether device %s is host-critical (%s); refusing to "
                            "be safe",
-                   j->address, r > 0 ? why : strerror(-r));
+                   j->address, r > 0 ? why.msg : strerror(-r));
             return false;
         }
     }
@@ -354,14 +354,15 @@ static bool check_safe(struct cjob *j, int fd, const struct node_vfio_dev *d)
 static int load_modules(struct cjob *j)
 {
     static const char *const mods[] = {"vfio-pci", "vfio_iommu_type1", NULL};
-    char err[512] = "";
+    struct err e = {""};
+    char *err = e.msg;
     if (j->c->modules_loaded)
         return 0;
-    int r = node_kmod_load(mods, err, sizeof(err));
+    int r = node_kmod_load(mods, &e);
     char **names = NULL;
     size_t n = 0;
     if (r == 0 && (r = node_sysfs_list(j->c->sysfs_fd, "bus/pci/drivers/vfio-pci", &names, &n)) < 0)
-        (void)snprintf(err, sizeof(err),
+        (void)snprintf(err, sizeof(e.msg),
                        "the vfio-pci driver is not registered (no bus/pci/drivers/vfio-pci in "
                        "sysfs) although its module loaded: %s",
                        strerror(-r));
@@ -397,9 +398,10 @@ static void run_bind(struct cjob *j, int fd)
     }
     if (load_modules(j) < 0)
         return;
-    r = node_vfio_converge(fd, j->address, NODE_VFIO_BIND, j->original, on_vfio_step, NULL, &d,
-                           j->message, sizeof(j->message));
+    struct err e = {""};
+    r = node_vfio_converge(fd, j->address, NODE_VFIO_BIND, j->original, on_vfio_step, NULL, &d, &e);
     if (r < 0) {
+        (void)snprintf(j->message, sizeof(j->message), "%s", e.msg);
         j->out = OUT_FAILED;
         j->reason = "BindFailed";
         return;
@@ -427,9 +429,11 @@ static void run_restore(struct cjob *j, int fd)
         j->out = OUT_BUSY;
         return;
     }
+    struct err e = {""};
     r = node_vfio_converge(fd, j->address, NODE_VFIO_RESTORE, j->original, on_vfio_step, NULL, &d,
-                           j->message, sizeof(j->message));
+                           &e);
     if (r < 0) {
+        (void)snprintf(j->message, sizeof(j->message), "%s", e.msg);
         j->out = OUT_FAILED;
         j->reason = "RestoreFailed";
         return;
