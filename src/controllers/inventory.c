@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "base/map.h"
@@ -17,7 +18,10 @@
 #include "base/names.h"
 #include "controllers/pcidevice.h"
 #include "kube/names.h"
+#include "node/blockers.h"
+#include "node/hostuse.h"
 #include "node/pci.h"
+#include "node/sysfs.h"
 #include "node/pciname.h"
 #include "node/udev.h"
 
@@ -34,6 +38,8 @@ struct inventory_metrics {
 struct inventory {
     struct inventory_config cfg;
     struct node_pci *pci;
+    int sysfs_fd;         /* for the blockers' group and host-use checks */
+    struct map *reported; /* address or entry -> the problem last logged for it */
     struct node_udev *udev;
     ev_io uevent_io;
     ev_timer resync, uevent_timer;
@@ -109,25 +115,66 @@ static void count_dev(struct tally *t, const struct node_pci_dev *d)
         t->no_iommu++;
 }
 
-static void build_want(const struct inventory *inv, const struct node_pci_dev *devs, size_t n,
-                       struct map *want, struct tally *t)
+/* One log line per device and problem, not per rescan: `key` is logged again only when what
+ * is wrong with it changes. */
+static void report(struct inventory *inv, const char *key, const char *what, const char *why)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (devs[i].is_bridge) { /* not passthrough candidates, as in harvester */
+    const char *last = map_get(inv->reported, key);
+    if (last && strcmp(last, why) == 0)
+        return;
+    char *copy = strdup(why);
+    if (copy && map_put(inv->reported, key, copy) < 0)
+        free(copy);
+    log_warning(what, KV_STR("device", key), KV_STR("problem", why));
+}
+
+/* status.passthroughBlockers: the claim's checks, and a device whose sysfs is unreadable. */
+static void add_blockers(struct inventory *inv, const struct node_pci_dev *d,
+                         const struct node_hostuse *use, struct pcidevice_spec *s)
+{
+    struct err err = {{0}};
+    int n = node_blockers_for(inv->sysfs_fd, d->address, d->iommu_group, d->driver, use, NULL, NULL,
+                              s->blockers, NODE_BLOCKERS_MAX, &err);
+    s->n_blockers = n < 0 ? 0 : n < NODE_BLOCKERS_MAX ? n : NODE_BLOCKERS_MAX;
+    const char *problem = d->problem[0] ? d->problem : n < 0 ? err.msg : NULL;
+    if (problem && s->n_blockers < NODE_BLOCKERS_MAX) {
+        struct node_blocker *b = &s->blockers[s->n_blockers++];
+        (void)snprintf(b->reason, sizeof(b->reason), "SysfsUnreadable");
+        (void)snprintf(b->message, sizeof(b->message),
+                       "some of its sysfs facts could not be read (%.300s), so whether it can "
+                       "be passed through safely cannot be told",
+                       problem);
+    }
+    if (problem)
+        report(inv, d->address, "PCI device partly unreadable; published with what was read",
+               problem);
+    else
+        map_remove(inv->reported, d->address);
+}
+
+static void build_want(struct inventory *inv, const struct node_pci_scan_result *res,
+                       const struct node_hostuse *use, struct map *want, struct tally *t)
+{
+    for (size_t i = 0; i < res->n_skipped; i++)
+        report(inv, res->skipped[i].entry, "PCI device unreadable; skipped", res->skipped[i].why);
+    for (size_t i = 0; i < res->n_devs; i++) {
+        const struct node_pci_dev *d = &res->devs[i];
+        if (d->is_bridge) { /* not passthrough candidates, as in harvester */
             t->bridges++;
             continue;
         }
         struct pcidevice_spec *s = malloc(sizeof(*s));
-        int r = s ? spec_from_dev(inv->cfg.node_name, &devs[i], s) : -ENOMEM;
-        if (r == 0)
+        int r = s ? spec_from_dev(inv->cfg.node_name, d, s) : -ENOMEM;
+        if (r == 0) {
+            add_blockers(inv, d, use, s);
             r = map_put(want, s->name, s);
+        }
         if (r < 0) {
             free(s);
-            log_error("Cannot describe PCI device; skipped", KV_STR("address", devs[i].address),
-                      KV_ERRNO(r));
+            report(inv, d->address, "Cannot describe PCI device; skipped", strerror(-r));
             continue;
         }
-        count_dev(t, &devs[i]);
+        count_dev(t, d);
     }
 }
 
@@ -144,20 +191,25 @@ static void set_tally(struct inventory *inv, const struct tally *t)
 void inventory_scan(struct inventory *inv, const char *why)
 {
     double t0 = ev_time();
-    struct node_pci_dev *devs = NULL;
-    size_t n = 0;
-    struct node_pci_err err = {{0}};
+    struct node_pci_scan_result res = {0};
+    struct node_hostuse use = {0};
+    struct err err = {{0}};
     struct tally t = {0};
-    int r = node_pci_scan(inv->pci, &devs, &n, &err);
+    int r = node_pci_scan(inv->pci, &res, &err);
+    int u = r == 0 ? node_hostuse_collect(inv->cfg.proc_root, &use) : 0;
+    if (u < 0) /* the host-use blockers are left out of this scan, not the devices */
+        log_warning("Cannot read what the host uses; host-use blockers left out",
+                    KV_STR("procRoot", inv->cfg.proc_root), KV_ERRNO(u));
     struct map *want = r == 0 ? pcidevices_new_want() : NULL;
     if (want)
-        build_want(inv, devs, n, want, &t);
-    node_pci_devs_free(devs);
+        build_want(inv, &res, u == 0 ? &use : NULL, want, &t);
+    node_pci_scan_result_done(&res);
+    node_hostuse_done(&use);
     metrics_inc(inv->m.scans);
     if (!want) {
         metrics_inc(inv->m.scan_errors);
         log_error("PCI scan failed; keeping the previous inventory", KV_STR("why", why),
-                  KV_STR("message", err.message), KV_ERRNO(r < 0 ? r : -ENOMEM));
+                  KV_STR("message", err.msg), KV_ERRNO(r < 0 ? r : -ENOMEM));
         return;
     }
     set_tally(inv, &t);
@@ -280,6 +332,14 @@ int inventory_new(const struct inventory_config *cfg, struct inventory **ret)
         free(inv);
         return r;
     }
+    inv->sysfs_fd = node_sysfs_open_root(cfg->sysfs_root);
+    inv->reported = map_new(free);
+    if (inv->sysfs_fd < 0 || !inv->reported) {
+        r = inv->sysfs_fd < 0 ? inv->sysfs_fd : -ENOMEM;
+        log_error("Cannot open the sysfs root", KV_STR("sysfsRoot", cfg->sysfs_root), KV_ERRNO(r));
+        inventory_free(inv);
+        return r;
+    }
     register_metrics(inv);
     ev_timer_init(&inv->resync, on_resync, cfg->resync, cfg->resync);
     inv->resync.data = inv;
@@ -318,5 +378,8 @@ void inventory_free(void *userdata)
     inventory_stop(inv);
     inv->udev = node_udev_free(inv->udev);
     inv->pci = node_pci_free(inv->pci);
+    if (inv->sysfs_fd >= 0)
+        close(inv->sysfs_fd);
+    map_free(inv->reported);
     free(inv);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/err.h"
 #include "base/log.h"
 #include "kube/names.h"
 #include "node/hostuse.h"
@@ -52,16 +53,6 @@ static bool is_claimed(const char *address, void *arg)
     return false;
 }
 
-/* A member the host cannot give up: its platform devices (ISA/LPC bridge, SMBus, host bridge)
- * or a host-critical device. */
-static bool essential(int fd, const struct node_vfio_dev *m, const struct node_hostuse *use)
-{
-    unsigned cls = (unsigned)(m->class_id >> 8);
-    if (cls == 0x0601 || cls == 0x0c05 || cls == 0x0600)
-        return true;
-    return use && node_hostuse_check(fd, m->address, use, NULL, 0) != 0;
-}
-
 /* Lists the group members that stand in the way, as "0000:01:00.1 (snd_hda_intel; claim
  * name)". Returns how many, or -errno. */
 static int group_blockers(struct pcibind_job *j, int group, const struct node_hostuse *use,
@@ -76,8 +67,8 @@ static int group_blockers(struct pcibind_job *j, int group, const struct node_ho
         char name[KUBE_NAME_MAX + 1] = "";
         if (!node_vfio_member_blocks(&m[i], j->address, is_claimed, j))
             continue;
-        if (essential(j->env->sysfs_fd, &m[i], use))
-            *ret_essential = true;
+        if (node_vfio_member_essential(j->env->sysfs_fd, &m[i], use, NULL) != 0)
+            *ret_essential = true; /* (one that cannot be checked counts: refuse to be safe) */
         (void)kube_names_pcidevice(j->env->node_name, m[i].address, name, sizeof(name));
         (void)buf_printf(out, "%s%s (%s; claim %s)", count ? ", " : "", m[i].address,
                          m[i].driver[0] ? m[i].driver : "no driver", name);
@@ -91,14 +82,14 @@ static int group_blockers(struct pcibind_job *j, int group, const struct node_ho
 static void check(struct pcibind_job *j, struct node_vfio_dev *d)
 {
     int fd = j->env->sysfs_fd;
-    char why[512] = "";
+    struct err why = {{0}};
     struct buf blockers;
     struct node_hostuse use = {0};
     struct pciclaim_facts f = {.node = j->env->node_name,
                                .address = j->address,
                                .recorded = j->recorded,
                                .annotation = j->annotation,
-                               .host_why = why,
+                               .host_why = why.msg,
                                .blockers = ""};
     buf_init(&blockers, 4096);
     f.read_error = node_vfio_observe(fd, j->address, d);
@@ -108,8 +99,7 @@ static void check(struct pcibind_job *j, struct node_vfio_dev *d)
         f.driver = d->driver;
         int u = node_hostuse_collect(j->env->proc_root, &use);
         if (d->present && strcmp(d->driver, NODE_VFIO_DRIVER) != 0)
-            f.host_critical =
-                    u < 0 ? u : node_hostuse_check(fd, j->address, &use, why, sizeof(why));
+            f.host_critical = u < 0 ? u : node_hostuse_check(fd, j->address, &use, NULL, &why);
         if (d->present && d->iommu_group >= 0)
             f.group_blockers = group_blockers(j, d->iommu_group, u == 0 ? &use : NULL, &blockers,
                                               &f.blockers_essential);
@@ -123,23 +113,23 @@ static void check(struct pcibind_job *j, struct node_vfio_dev *d)
 static int load_modules(struct pcibind_job *j)
 {
     static const char *const mods[] = {"vfio-pci", "vfio_iommu_type1", NULL};
-    char err[512] = "";
+    struct err err = {{0}};
     if (j->env->modules_loaded)
         return 0;
-    int r = node_kmod_load(mods, err, sizeof(err));
+    int r = node_kmod_load(mods, &err);
     char **names = NULL;
     size_t n = 0;
     if (r == 0 &&
         (r = node_sysfs_list(j->env->sysfs_fd, "bus/pci/drivers/vfio-pci", &names, &n)) < 0)
-        (void)snprintf(err, sizeof(err),
-                       "the vfio-pci driver is not registered (no bus/pci/drivers/vfio-pci in "
-                       "sysfs) although its module loaded: %s",
-                       strerror(-r));
+        (void)err_set(&err, r,
+                      "the vfio-pci driver is not registered (no bus/pci/drivers/vfio-pci in "
+                      "sysfs) although its module loaded: %s",
+                      strerror(-r));
     node_sysfs_names_free(names);
     if (r < 0) {
         j->out.kind = PCICLAIM_FAILED;
         j->out.reason = "VFIOUnavailable";
-        (void)snprintf(j->out.message, sizeof(j->out.message), "%s", err);
+        (void)snprintf(j->out.message, sizeof(j->out.message), "%s", err.msg);
         return r;
     }
     j->env->modules_loaded = true;
@@ -152,8 +142,10 @@ static void run_bind(struct pcibind_job *j)
     check(j, &d);
     if (j->out.kind != PCICLAIM_GO || load_modules(j) < 0)
         return;
+    struct err err = {{0}};
     int r = node_vfio_converge(j->env->sysfs_fd, j->address, NODE_VFIO_BIND, j->original,
-                               on_vfio_step, NULL, &d, j->out.message, sizeof(j->out.message));
+                               on_vfio_step, NULL, &d, &err);
+    (void)snprintf(j->out.message, sizeof(j->out.message), "%s", err.msg);
     j->out.kind = r < 0 ? PCICLAIM_FAILED : PCICLAIM_BOUND;
     j->out.reason = r < 0 ? "BindFailed" : "Bound";
 }
@@ -179,8 +171,10 @@ static void run_restore(struct pcibind_job *j)
         j->out.kind = PCICLAIM_BUSY;
         return;
     }
+    struct err err = {{0}};
     r = node_vfio_converge(fd, j->address, NODE_VFIO_RESTORE, j->original, on_vfio_step, NULL, &d,
-                           j->out.message, sizeof(j->out.message));
+                           &err);
+    (void)snprintf(j->out.message, sizeof(j->out.message), "%s", err.msg);
     j->out.kind = r < 0 ? PCICLAIM_FAILED : PCICLAIM_RESTORED;
     j->out.reason = r < 0 ? "RestoreFailed" : "Restored";
     if (r == 0)

@@ -24,10 +24,21 @@
 
 /* The status fields this agent writes; any other field is someone else's. */
 static const char *const managed[] = {
-        "address",           "vendorId", "deviceId",     "subsystemVendorId",
-        "subsystemDeviceId", "classId",  "revision",     "iommuGroup",
-        "numaNode",          "nodeName", "resourceName", "description",
-        "kernelDriverInUse", "sriov",
+        "address",
+        "vendorId",
+        "deviceId",
+        "subsystemVendorId",
+        "subsystemDeviceId",
+        "classId",
+        "revision",
+        "iommuGroup",
+        "numaNode",
+        "nodeName",
+        "resourceName",
+        "description",
+        "kernelDriverInUse",
+        "sriov",
+        "passthroughBlockers",
 };
 
 static void add_str(cJSON *o, const char *key, const char *value)
@@ -47,6 +58,20 @@ static cJSON *sriov_json(const struct pcidevice_spec *s)
         cJSON_AddNumberToObject(o, "numVFs", s->sriov_numvfs >= 0 ? s->sriov_numvfs : 0);
     }
     return o;
+}
+
+static cJSON *blockers_json(const struct pcidevice_spec *s)
+{
+    if (s->n_blockers <= 0)
+        return NULL;
+    cJSON *list = cJSON_CreateArray();
+    for (int i = 0; list && i < s->n_blockers && i < NODE_BLOCKERS_MAX; i++) {
+        cJSON *b = cJSON_CreateObject();
+        cJSON_AddStringToObject(b, "reason", s->blockers[i].reason);
+        cJSON_AddStringToObject(b, "message", s->blockers[i].message);
+        cJSON_AddItemToArray(list, b);
+    }
+    return list;
 }
 
 cJSON *pcidevice_status(const struct pcidevice_spec *s)
@@ -71,6 +96,9 @@ cJSON *pcidevice_status(const struct pcidevice_spec *s)
     cJSON *sriov = sriov_json(s);
     if (sriov)
         cJSON_AddItemToObject(st, "sriov", sriov);
+    cJSON *blockers = blockers_json(s);
+    if (blockers)
+        cJSON_AddItemToObject(st, "passthroughBlockers", blockers);
     return st;
 }
 

@@ -20,6 +20,8 @@
 
 #include <stdbool.h>
 
+#include "node/blockers.h"
+
 struct cJSON;
 
 /* The desired state of one PCIDevice, as discovery computed it. */
@@ -39,6 +41,9 @@ struct pcidevice_spec {
     char physfn[20];    /* SR-IOV VF: the PF's address, else "" */
     int sriov_totalvfs; /* SR-IOV PF: >= 0, else -1 */
     int sriov_numvfs;
+    /* status.passthroughBlockers: why it cannot be passed through now (none: it can) */
+    struct node_blocker blockers[NODE_BLOCKERS_MAX];
+    int n_blockers;
 };
 
 struct pcidevice_plan {

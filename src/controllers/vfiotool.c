@@ -55,7 +55,7 @@ static int run(int fd, const char *verb, const char *address, const char *origin
 {
     static const char *const mods[] = {"vfio-pci", "vfio_iommu_type1", NULL};
     struct node_vfio_dev d;
-    char err[512] = "";
+    struct err err = {""};
     int r = node_vfio_observe(fd, address, &d);
     if (r < 0) {
         log_error("Cannot read the device", KV_STR("device", address), KV_ERRNO(r));
@@ -64,17 +64,17 @@ static int run(int fd, const char *verb, const char *address, const char *origin
     if (strcmp(verb, "show") == 0)
         return show(&d);
     enum node_vfio_goal goal = strcmp(verb, "bind") == 0 ? NODE_VFIO_BIND : NODE_VFIO_RESTORE;
-    if (goal == NODE_VFIO_BIND && (r = node_kmod_load(mods, err, sizeof(err))) < 0) {
-        log_error("Cannot load vfio-pci", KV_STR("why", err), KV_ERRNO(r));
+    if (goal == NODE_VFIO_BIND && (r = node_kmod_load(mods, &err)) < 0) {
+        log_error("Cannot load vfio-pci", KV_STR("why", err.msg), KV_ERRNO(r));
         return 1;
     }
     printf("%s %s: steps", verb, address);
     double t0 = now();
-    r = node_vfio_converge(fd, address, goal, original, print_step, NULL, &d, err, sizeof(err));
+    r = node_vfio_converge(fd, address, goal, original, print_step, NULL, &d, &err);
     double ms = (now() - t0) * 1000;
     printf(" (%.1f ms)\n", ms);
     if (r < 0) {
-        log_error("Failed", KV_STR("why", err), KV_ERRNO(r));
+        log_error("Failed", KV_STR("why", err.msg), KV_ERRNO(r));
         return 1;
     }
     return show(&d);

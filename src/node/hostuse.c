@@ -448,21 +448,27 @@ struct check {
     int root_fd;
     const char *address;
     const struct node_hostuse *use;
-    char *reason;
-    size_t size;
+    enum node_hostuse_kind kind; /* of the finding, once there is one */
+    struct err found;            /* its sentence */
 };
 
-static void say(const struct check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(const struct check *c, const char *fmt, ...)
+static void say(struct check *c, enum node_hostuse_kind kind, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void say(struct check *c, enum node_hostuse_kind kind, const char *fmt, ...)
 {
-    if (!c->reason || c->size == 0)
-        return;
     va_list ap;
     va_start(ap, fmt);
+    c->kind = kind;
     /* clang-analyzer 14 takes `ap` for uninitialized when it has analyzed another file before. */
     // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized)
-    vsnprintf(c->reason, c->size, fmt, ap);
+    vsnprintf(c->found.msg, sizeof(c->found.msg), fmt, ap);
     va_end(ap);
+}
+
+/* What backing block device `b` means. */
+static enum node_hostuse_kind blk_kind(const struct node_hostuse_blk *b)
+{
+    return b->what[0] == '/' ? NODE_HOSTUSE_MOUNT : NODE_HOSTUSE_SWAP;
 }
 
 /* `s` has `name` as a whole '/'-separated component. */
@@ -513,10 +519,10 @@ static const char *mount_word(const struct node_hostuse_blk *b)
     return b->what[0] == '/' ? "the mount " : "";
 }
 
-static int below_blk(const struct check *c, const char *dir, int depth, const struct top *top);
+static int below_blk(struct check *c, const char *dir, int depth, const struct top *top);
 
 /* Slave (or path) `name` in directory `dir` of the device `top` stands on. */
-static int check_slave(const struct check *c, const char *dir, const char *name, int depth,
+static int check_slave(struct check *c, const char *dir, const char *name, int depth,
                        const struct top *top)
 {
     char path[SYS_PATH], slave[NAME_SIZE];
@@ -525,8 +531,8 @@ static int check_slave(const struct check *c, const char *dir, const char *name,
         r = link_below(c, path, slave);
     if (r == 1) {
         const struct node_hostuse_blk *b = top->blk;
-        say(c, "it holds block device %s, below %u:%u (%s), which backs %s%s", slave, b->major,
-            b->minor, top->name, mount_word(b), b->what);
+        say(c, blk_kind(b), "it holds block device %s, below %u:%u (%s), which backs %s%s", slave,
+            b->major, b->minor, top->name, mount_word(b), b->what);
         return 1;
     }
     if (r < 0 || depth + 1 >= MAX_DEPTH)
@@ -535,7 +541,7 @@ static int check_slave(const struct check *c, const char *dir, const char *name,
 }
 
 /* The devices listed in directory <dev>/<kind>. */
-static int check_slaves(const struct check *c, const char *dev, const char *kind, int depth,
+static int check_slaves(struct check *c, const char *dev, const char *kind, int depth,
                         const struct top *top)
 {
     char dir[SYS_PATH];
@@ -553,7 +559,7 @@ static int check_slaves(const struct check *c, const char *dev, const char *kind
 }
 
 /* Whether a device block device `dev` (a sysfs path) is built on is below the PCI device. */
-static int below_blk(const struct check *c, const char *dev, int depth, const struct top *top)
+static int below_blk(struct check *c, const char *dev, int depth, const struct top *top)
 {
     int r = check_slaves(c, dev, "slaves", depth, top);
     if (r == 0)
@@ -561,15 +567,15 @@ static int below_blk(const struct check *c, const char *dev, int depth, const st
     return r;
 }
 
-static int check_blk(const struct check *c, const struct node_hostuse_blk *b)
+static int check_blk(struct check *c, const struct node_hostuse_blk *b)
 {
     char path[SYS_PATH];
     struct top top = {.blk = b};
     snprintf(path, sizeof(path), "dev/block/%u:%u", b->major, b->minor);
     int r = link_below(c, path, top.name);
     if (r == 1)
-        say(c, "it holds block device %u:%u (%s), which backs %s%s", b->major, b->minor, top.name,
-            mount_word(b), b->what);
+        say(c, blk_kind(b), "it holds block device %u:%u (%s), which backs %s%s", b->major,
+            b->minor, top.name, mount_word(b), b->what);
     if (r != 0 || top.name[0] == '\0') /* no name: the link is absent */
         return r;
     return below_blk(c, path, 0, &top);
@@ -584,7 +590,7 @@ static const struct node_hostuse_net *find_net(const struct node_hostuse *use, c
     return NULL;
 }
 
-static int check_net(const struct check *c, const struct node_hostuse_net *e)
+static int check_net(struct check *c, const struct node_hostuse_net *e)
 {
     char path[SYS_PATH], name[NAME_SIZE];
     size_t len = strnlen(e->ifname, sizeof(e->ifname));
@@ -593,13 +599,14 @@ static int check_net(const struct check *c, const struct node_hostuse_net *e)
     snprintf(path, sizeof(path), "class/net/%s", e->ifname);
     int r = link_below(c, path, name);
     if (r == 1)
-        say(c, "it holds network interface %s, which has %s", e->ifname, e->what);
+        say(c, NODE_HOSTUSE_NETWORK, "it holds network interface %s, which has %s", e->ifname,
+            e->what);
     return r;
 }
 
 /* Whether an interface above `ifname` (an upper_* link, recursively) is in use; `lower` is the
  * interface of the device the search started from. */
-static int check_uppers(const struct check *c, const char *lower, const char *ifname, int depth)
+static int check_uppers(struct check *c, const char *lower, const char *ifname, int depth)
 {
     char path[SYS_PATH];
     char **names = NULL;
@@ -616,8 +623,9 @@ static int check_uppers(const struct check *c, const char *lower, const char *if
         const char *upper = names[i] + 6;
         const struct node_hostuse_net *e = find_net(c->use, upper);
         if (e) {
-            say(c, "it holds network interface %s, a lower device of %s, which has %s", lower,
-                upper, e->what);
+            say(c, NODE_HOSTUSE_NETWORK,
+                "it holds network interface %s, a lower device of %s, which has %s", lower, upper,
+                e->what);
             r = 1;
         } else {
             r = check_uppers(c, lower, upper, depth + 1);
@@ -628,7 +636,7 @@ static int check_uppers(const struct check *c, const char *lower, const char *if
 }
 
 /* The interfaces in <dev>/net. */
-static int check_net_dir(const struct check *c, const char *dev)
+static int check_net_dir(struct check *c, const char *dev)
 {
     char dir[SYS_PATH];
     char **names = NULL;
@@ -646,7 +654,7 @@ static int check_net_dir(const struct check *c, const char *dev)
 
 /* The interfaces of the device (in net/, or in virtioN/net/ for virtio-net) that are lower
  * devices of an interface in use. */
-static int check_lowers(const struct check *c)
+static int check_lowers(struct check *c)
 {
     char dev[SYS_PATH], sub[SYS_PATH];
     char **names = NULL;
@@ -678,21 +686,24 @@ static bool address_ok(const char *address)
 }
 
 int node_hostuse_check(int sysfs_root_fd, const char *address, const struct node_hostuse *use,
-                       char *reason, size_t size)
+                       enum node_hostuse_kind *ret_kind, struct err *ret_err)
 {
-    if (reason && size > 0)
-        reason[0] = '\0';
     if (!address_ok(address))
-        return -EINVAL;
-    if (!use)
-        return 0;
-    struct check c = {sysfs_root_fd, address, use, reason, size};
+        return err_set(ret_err, -EINVAL, "\"%s\" is not a PCI address", address ? address : "");
+    struct check c = {.root_fd = sysfs_root_fd, .address = address, .use = use};
     int r = 0;
-    for (size_t i = 0; r == 0 && i < use->n_blk; i++)
+    for (size_t i = 0; use && r == 0 && i < use->n_blk; i++)
         r = check_blk(&c, &use->blk[i]);
-    for (size_t i = 0; r == 0 && i < use->n_net; i++)
+    for (size_t i = 0; use && r == 0 && i < use->n_net; i++)
         r = check_net(&c, &use->net[i]);
-    if (r == 0 && use->n_net > 0)
+    if (use && r == 0 && use->n_net > 0)
         r = check_lowers(&c);
+    if (r < 0)
+        return err_set(ret_err, r, "cannot follow the sysfs links of %s: %s", address,
+                       strerror(-r));
+    if (ret_kind)
+        *ret_kind = r > 0 ? c.kind : NODE_HOSTUSE_NONE;
+    if (r > 0 && ret_err)
+        *ret_err = c.found;
     return r;
 }

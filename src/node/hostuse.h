@@ -25,6 +25,8 @@
 
 #include <stddef.h>
 
+#include "base/err.h"
+
 #define NODE_HOSTUSE_IFNAME 16 /* IFNAMSIZ */
 
 struct node_hostuse_blk {
@@ -51,11 +53,22 @@ int node_hostuse_collect(const char *proc_root, struct node_hostuse *ret);
 
 void node_hostuse_done(struct node_hostuse *u);
 
+/* What a host-critical device holds. */
+enum node_hostuse_kind {
+    NODE_HOSTUSE_NONE,
+    NODE_HOSTUSE_MOUNT,   /* a block device that backs a mounted filesystem */
+    NODE_HOSTUSE_SWAP,    /* a block device that backs an active swap area */
+    NODE_HOSTUSE_NETWORK, /* an interface with an address or a default route (or below one) */
+};
+
 /*
- * Checks PCI device `address` ("0000:00:1f.2") against `use`. Returns 0 when it is not
- * host-critical, 1 when it is (with `reason` set to a sentence a user can act on, e.g.
- * "it holds the block device 8:0 (sda) that backs the mount /" or "it holds the network
- * interface eth0, which has address 10.0.2.15"), or -errno when sysfs cannot be read.
+ * Checks PCI device `address` ("0000:00:1f.2") against `use` (NULL: nothing is used). Returns 0
+ * when it is not host-critical (`*ret_kind` = NODE_HOSTUSE_NONE), 1 when it is, with `*ret_kind`
+ * saying what it holds and `ret_err->msg` a sentence a user can act on, e.g. "it holds block
+ * device 8:0 (sda), which backs the mount /" or "it holds network interface eth0, which has
+ * address 10.0.2.15"; or -errno when sysfs cannot be read (-EINVAL for a bad address), with
+ * `ret_err` saying so. `ret_kind` and `ret_err` may be NULL. The first finding wins: blocks
+ * first, then interfaces.
  */
 int node_hostuse_check(int sysfs_root_fd, const char *address, const struct node_hostuse *use,
-                       char *reason, size_t size);
+                       enum node_hostuse_kind *ret_kind, struct err *ret_err);

@@ -9,9 +9,9 @@
  */
 #pragma once
 
-#include <stddef.h>
+#include "base/err.h"
 
-/* Loads every module of the NULL-terminated `names`. Returns 0, or -errno with `err` saying
- * which module and why (e.g. -ENOENT: "module vfio-pci is not in /lib/modules/6.1.0-28-amd64
- * (mount /lib/modules from the host)"). */
-int node_kmod_load(const char *const *names, char *err, size_t size);
+/* Loads every module of the NULL-terminated `names`. Returns 0, or -errno with `ret_err` (may be
+ * NULL) saying which module and why (e.g. -ENOENT: "module vfio-pci is not in
+ * /lib/modules/6.1.0-28-amd64 (mount /lib/modules from the host, ...)"). */
+int node_kmod_load(const char *const *names, struct err *ret_err);

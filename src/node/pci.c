@@ -1,21 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node/pci.c - PCI discovery with libpci (the only includer of <pci/pci.h>). See pci.h.
+ * Blocking (sysfs reads); no logging.
  *
  * Decisions:
  * - libpci's error callback cannot return. Calls into libpci run under a `struct guard`: the
  *   callback formats the message into the innermost guard of this thread and siglongjmp()s to
- *   it. A guard is heap-allocated, so nothing the jump skips over lives in a local variable.
- *   Warnings and debug messages are dropped (a library layer does not log).
- * - libpci leaks in one error path we cannot reach: an entry of bus/pci/devices whose name is
- *   not an address (lib/sysfs.c allocates the device before parsing the name). The kernel never
- *   makes such entries.
+ *   it. Guards live in the heap-allocated `struct scan`, so nothing the jump skips over lives
+ *   in a local variable. Each device's pci_fill_info() runs under a guard of its own, whose
+ *   jump skips that device; libpci's warnings during it (an optional attribute it cannot read)
+ *   become the device's problem. Other warnings and debug messages are dropped.
+ * - bus/pci/devices is listed here, not by pci_scan_bus(): libpci's scan gives up (and leaks)
+ *   on the first entry whose name is not an address. An entry is taken only when its name is an
+ *   address exactly as the kernel prints it (so libpci, which formats the path from the
+ *   numbers, reads the same directory) and it leads to a directory inside the root.
  * - Names: the udev hwdb is never asked (PCI_LOOKUP_NO_HWDB), so names come from the pci.ids
  *   file alone. An unknown subclass falls back to the class name, which libpci returns as
  *   "Name [cccc]"; the number is cut off. Names are cut at a UTF-8 character boundary when they
  *   do not fit.
  * - Absent optional attributes (driver, iommu_group, numa_node, physfn, sriov_*) give the
- *   "none" values; one that exists but cannot be read or parsed fails the scan, naming it.
+ *   "none" values; one that exists but cannot be read or parsed gives them too, and the
+ *   device's problem names it. A driver, iommu_group or physfn link counts only when it leads to
+ *   the directory of that name in bus/pci/drivers, kernel/iommu_groups or bus/pci/devices.
  */
 #include "node/pci.h"
 
@@ -43,14 +49,25 @@ struct node_pci {
     struct pci_access *names; /* pci.ids, loaded once; no devices */
 };
 
-/* Where libpci's error callback jumps to. */
+/* Where libpci's error callback jumps to. While `collect` is set, warnings go to `notes`. */
 struct guard {
     sigjmp_buf jmp;
     char message[256];
+    bool collect;
+    char notes[256];
     struct guard *prev;
 };
 
 static __thread struct guard *current_guard;
+
+/* Appends `text` to the string in `dst`, after "; " when it is not empty; cut to fit. */
+static void append(char *dst, size_t size, const char *text)
+{
+    size_t len = strnlen(dst, size);
+    if (len + 1 >= size)
+        return;
+    (void)snprintf(dst + len, size - len, "%s%s", len ? "; " : "", text);
+}
 
 static void on_error(char *msg, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void on_error(char *msg, ...)
@@ -69,6 +86,21 @@ static void on_error(char *msg, ...)
 
 static void on_warning(char *msg, ...) __attribute__((format(printf, 1, 2)));
 static void on_warning(char *msg, ...) /* NOLINT(readability-non-const-parameter): libpci's type */
+{
+    struct guard *g = current_guard;
+    if (!g || !g->collect)
+        return;
+    char text[256];
+    va_list ap;
+    va_start(ap, msg);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang-analyzer 14 false positive
+    vsnprintf(text, sizeof(text), msg, ap);
+    va_end(ap);
+    append(g->notes, sizeof(g->notes), text);
+}
+
+static void on_debug(char *msg, ...) __attribute__((format(printf, 1, 2)));
+static void on_debug(char *msg, ...) /* NOLINT(readability-non-const-parameter): libpci's type */
 {
     (void)msg;
 }
@@ -90,17 +122,9 @@ static struct pci_access *access_new(void)
     if (a) {
         a->error = on_error;
         a->warning = on_warning;
-        a->debug = on_warning;
+        a->debug = on_debug;
     }
     return a;
-}
-
-/* Copies `message` into `err` (if the caller wants it) and returns r. */
-static int set_err(struct node_pci_err *err, int r, const char *message)
-{
-    if (err)
-        snprintf(err->message, sizeof(err->message), "%s", message);
-    return r;
 }
 
 /* pci_load_name_list() under the guard `g`; 0 when it failed or libpci raised an error. */
@@ -180,9 +204,13 @@ int node_pci_new(const char *sysfs_root, const char *ids_path, struct node_pci *
     return 0;
 }
 
-void node_pci_devs_free(struct node_pci_dev *devs)
+void node_pci_scan_result_done(struct node_pci_scan_result *r)
 {
-    free(devs);
+    if (!r)
+        return;
+    free(r->devs);
+    free(r->skipped);
+    memset(r, 0, sizeof(*r));
 }
 
 /* Copies `src` (NULL = "") into `dst`, cutting it at a UTF-8 character boundary if needed. */
@@ -218,102 +246,117 @@ static void lookup_names(struct pci_access *a, struct node_pci_dev *out)
         out->class_name[len - (size_t)n] = '\0';
 }
 
-/* libpci's devices in our order. */
-struct sort_entry {
-    struct pci_dev *dev;
+/* ---- the scan -------------------------------------------------------------------------------- */
+
+/* An entry of bus/pci/devices that names a device directory. */
+struct entry {
+    unsigned domain, bus, dev, func;
+    char address[NODE_PCI_ADDRESS_SIZE];
 };
 
 struct scan {
-    struct guard guard;
+    struct guard guard;     /* setup and names: a jump fails the scan */
+    struct guard dev_guard; /* one device's pci_fill_info(): a jump skips the device */
     struct node_pci *pci;
     struct pci_access *access;
-    struct node_pci_dev *devs;
-    struct sort_entry *order;
-    size_t count;
-    char message[256]; /* for errors of our own */
+    struct pci_dev *current; /* the libpci device being read; freed by the end of the scan */
+    struct entry *entries;
+    size_t n_entries, skipped_alloc;
+    struct node_pci_scan_result res;
 };
 
-/* Records a failed read of attribute `name` of `addr`. Returns r. */
-static int attr_failed(struct scan *s, int r, const char *addr, const char *name)
+/* What went wrong, in words, for an -errno of node/sysfs. */
+static const char *trouble(int r)
 {
-    snprintf(s->message, sizeof(s->message), "cannot read bus/pci/devices/%s/%s: %s", addr, name,
-             strerror(-r));
-    return r;
-}
-
-/* The name a link of device `addr` points to, "" when absent. */
-static int dev_link(struct scan *s, const char *addr, const char *name, char *buf, size_t size)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "bus/pci/devices/%s/%s", addr, name);
-    int r = node_sysfs_read_link(s->pci->root_fd, path, buf, size);
-    if (r == -ENOENT)
-        return 0;
-    return r < 0 ? attr_failed(s, r, addr, name) : 0;
-}
-
-/* A decimal attribute (or, with link = true, the name of a link) of device `addr` in
- * [min, INT_MAX]; -1 when absent. */
-static int dev_int(struct scan *s, const char *addr, const char *name, bool link, int min, int *ret)
-{
-    char path[128], buf[32];
-    long long v;
-    snprintf(path, sizeof(path), "bus/pci/devices/%s/%s", addr, name);
-    int r = link ? node_sysfs_read_link(s->pci->root_fd, path, buf, sizeof(buf))
-                 : node_sysfs_read_int(s->pci->root_fd, path, 10, &v);
-    if (r == -ENOENT) {
-        *ret = -1;
-        return 0;
+    switch (r) {
+    case -ENOENT:
+        return "leads nowhere (a dangling link)";
+    case -ENOTDIR:
+        return "not a directory";
+    case -ELOOP:
+        return "a symbolic link loop";
+    case -EFBIG:
+        return "too long";
+    case -EINVAL:
+        return "malformed";
+    case -ERANGE:
+        return "out of range";
+    default:
+        return strerror(-r);
     }
-    if (r >= 0 && link)
-        r = node_sysfs_parse_int(buf, 10, &v);
-    if (r >= 0 && (v < min || v > INT_MAX))
-        r = -ERANGE;
-    if (r < 0)
-        return attr_failed(s, r, addr, name);
-    *ret = (int)v;
+}
+
+/* Records that entry `name` of bus/pci/devices is left out, because of `why`. */
+static int skip(struct scan *s, const char *name, const char *why)
+{
+    struct node_pci_scan_result *res = &s->res;
+    if (res->n_skipped == s->skipped_alloc) {
+        size_t n = s->skipped_alloc ? s->skipped_alloc * 2 : 8;
+        struct node_pci_skipped *p = reallocarray(res->skipped, n, sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        res->skipped = p;
+        s->skipped_alloc = n;
+    }
+    struct node_pci_skipped *k = &res->skipped[res->n_skipped++];
+    copy_name(k->entry, sizeof(k->entry), name);
+    copy_name(k->why, sizeof(k->why), why);
     return 0;
 }
 
-/* The facts libpci does not give (or caches): driver, IOMMU group, NUMA node, SR-IOV. */
-static int read_facts(struct scan *s, struct node_pci_dev *out)
+/* Lowercase hex digits at *p, `min` to `max` of them, then `end` (skipped). */
+static bool hex_field(const char **p, size_t min, size_t max, char end, unsigned *ret)
 {
-    const char *a = out->address;
-    int r = dev_link(s, a, "driver", out->driver, sizeof(out->driver));
-    if (r == 0)
-        r = dev_link(s, a, "physfn", out->physfn, sizeof(out->physfn));
-    if (r == 0)
-        r = dev_int(s, a, "iommu_group", true, 0, &out->iommu_group);
-    if (r == 0)
-        r = dev_int(s, a, "numa_node", false, -1, &out->numa_node);
-    if (r == 0)
-        r = dev_int(s, a, "sriov_totalvfs", false, 0, &out->sriov_totalvfs);
-    if (r == 0)
-        r = dev_int(s, a, "sriov_numvfs", false, 0, &out->sriov_numvfs);
-    return r;
+    unsigned v = 0;
+    size_t n = 0;
+    const char *s = *p;
+    for (; n < max && ((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')); n++)
+        v = v * 16 + (unsigned)(s[n] <= '9' ? s[n] - '0' : s[n] - 'a' + 10);
+    if (n < min || s[n] != end)
+        return false;
+    *p = s + n + (end ? 1 : 0);
+    *ret = v;
+    return true;
 }
 
-static int fill_device(struct scan *s, struct pci_dev *d, struct node_pci_dev *out)
+/* A PCI address exactly as the kernel names its devices: "0000:00:1f.6", "10000:01:00.0" (a
+ * domain of more than 4 digits has no leading zero, so that libpci's "%04x" gives it back). */
+static bool parse_address(const char *name, struct entry *ret)
 {
-    pci_fill_info(d, PCI_FILL_IDENT | PCI_FILL_CLASS | PCI_FILL_CLASS_EXT | PCI_FILL_SUBSYS);
-    snprintf(out->address, sizeof(out->address), "%04x:%02x:%02x.%u", (unsigned)d->domain, d->bus,
-             d->dev, d->func);
-    out->vendor_id = d->vendor_id;
-    out->device_id = d->device_id;
-    out->subsystem_vendor_id = d->subsys_vendor_id;
-    out->subsystem_device_id = d->subsys_id;
-    out->class_id = d->device_class;
-    out->prog_if = d->prog_if;
-    out->revision = d->rev_id;
-    out->is_bridge = d->device_class == PCI_CLASS_BRIDGE_PCI;
-    lookup_names(s->pci->names, out);
-    return read_facts(s, out);
+    unsigned dom, bus, dev, func;
+    const char *p = name;
+    if (!hex_field(&p, 4, 8, ':', &dom) || !hex_field(&p, 2, 2, ':', &bus) ||
+        !hex_field(&p, 2, 2, '.', &dev) || !hex_field(&p, 1, 1, '\0', &func))
+        return false;
+    size_t dom_len = strcspn(name, ":");
+    if (dom > INT_MAX || dev > 0x1f || func > 7 || (dom_len > 4 && name[0] == '0'))
+        return false;
+    *ret = (struct entry){.domain = dom, .bus = bus, .dev = dev, .func = func};
+    memcpy(ret->address, name, strlen(name) + 1);
+    return true;
 }
 
-static int compare_devs(const void *a, const void *b)
+/* Takes entry `name` of bus/pci/devices as a device, or skips it. */
+static int take_entry(struct scan *s, const char *name)
 {
-    const struct pci_dev *x = ((const struct sort_entry *)a)->dev;
-    const struct pci_dev *y = ((const struct sort_entry *)b)->dev;
+    struct entry e;
+    char path[64];
+    if (!parse_address(name, &e))
+        return skip(s, name, "the name is not a PCI address");
+    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s", e.address);
+    int r = node_sysfs_check_dir(s->pci->root_fd, path);
+    if (r < 0) {
+        char why[160];
+        (void)snprintf(why, sizeof(why), "%s: %s", path, trouble(r));
+        return skip(s, name, why);
+    }
+    s->entries[s->n_entries++] = e;
+    return 0;
+}
+
+static int compare_entries(const void *a, const void *b)
+{
+    const struct entry *x = a, *y = b;
     if (x->domain != y->domain)
         return x->domain < y->domain ? -1 : 1;
     if (x->bus != y->bus)
@@ -323,7 +366,156 @@ static int compare_devs(const void *a, const void *b)
     return (int)x->func - (int)y->func;
 }
 
-/* The scan proper; runs under s->guard, leaves everything it allocates in `s`. */
+/* Lists bus/pci/devices into s->entries (sorted) and s->res.skipped. */
+static int list_entries(struct scan *s, struct err *ret_err)
+{
+    char **names = NULL;
+    size_t n = 0;
+    int r = node_sysfs_list(s->pci->root_fd, "bus/pci/devices", &names, &n);
+    if (r < 0)
+        return err_set(ret_err, r, "cannot list bus/pci/devices: %s", strerror(-r));
+    s->entries = calloc(n ? n : 1, sizeof(*s->entries));
+    if (!s->entries)
+        r = -ENOMEM;
+    for (size_t i = 0; r == 0 && i < n; i++)
+        r = take_entry(s, names[i]);
+    node_sysfs_names_free(names);
+    if (r < 0)
+        return err_set(ret_err, r, "out of memory");
+    qsort(s->entries, s->n_entries, sizeof(*s->entries), compare_entries);
+    return 0;
+}
+
+/* Notes in out->problem that fact `name` could not be read. `dir`: where its link must lead. */
+static void add_problem(struct node_pci_dev *out, const char *name, int r, const char *dir)
+{
+    char text[160];
+    if (r == -EXDEV)
+        (void)snprintf(text, sizeof(text), "%s: does not lead to a directory in %s", name, dir);
+    else
+        (void)snprintf(text, sizeof(text), "%s: %s", name, trouble(r));
+    append(out->problem, sizeof(out->problem), text);
+}
+
+/* A link of the device that must lead to `<dir>/<name>`; its name into `buf`, "" when absent
+ * or unusable. */
+static void link_fact(struct scan *s, struct node_pci_dev *out, const char *name, const char *dir,
+                      char *buf, size_t size)
+{
+    char path[128];
+    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/%s", out->address, name);
+    int r = node_sysfs_read_link_in(s->pci->root_fd, path, dir, buf, size);
+    if (r < 0 && r != -ENOENT)
+        add_problem(out, name, r, dir);
+}
+
+/* The device's IOMMU group: the number its link is named, -1 when absent or unusable. */
+static void group_fact(struct scan *s, struct node_pci_dev *out)
+{
+    char name[32];
+    long long v = -1;
+    out->iommu_group = -1;
+    link_fact(s, out, "iommu_group", "kernel/iommu_groups", name, sizeof(name));
+    if (!name[0])
+        return;
+    int r = node_sysfs_parse_int(name, 10, &v);
+    if (r == 0 && (v < 0 || v > INT_MAX))
+        r = -ERANGE;
+    if (r < 0)
+        add_problem(out, "iommu_group", r, NULL);
+    else
+        out->iommu_group = (int)v;
+}
+
+/* A decimal attribute of the device in [min, INT_MAX]; -1 when absent or unusable. */
+static void int_fact(struct scan *s, struct node_pci_dev *out, const char *name, int min, int *ret)
+{
+    char path[128];
+    long long v;
+    *ret = -1;
+    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/%s", out->address, name);
+    int r = node_sysfs_read_int(s->pci->root_fd, path, 10, &v);
+    if (r == -ENOENT)
+        return;
+    if (r == 0 && (v < min || v > INT_MAX))
+        r = -ERANGE;
+    if (r < 0)
+        add_problem(out, name, r, NULL);
+    else
+        *ret = (int)v;
+}
+
+/* The facts libpci does not give (or caches): driver, IOMMU group, NUMA node, SR-IOV. */
+static void read_facts(struct scan *s, struct node_pci_dev *out)
+{
+    link_fact(s, out, "driver", "bus/pci/drivers", out->driver, sizeof(out->driver));
+    link_fact(s, out, "physfn", "bus/pci/devices", out->physfn, sizeof(out->physfn));
+    group_fact(s, out);
+    int_fact(s, out, "numa_node", -1, &out->numa_node);
+    int_fact(s, out, "sriov_totalvfs", 0, &out->sriov_totalvfs);
+    int_fact(s, out, "sriov_numvfs", 0, &out->sriov_numvfs);
+}
+
+#define FILL_FLAGS (PCI_FILL_IDENT | PCI_FILL_CLASS | PCI_FILL_CLASS_EXT | PCI_FILL_SUBSYS)
+
+/* pci_fill_info() under g; -EIO when libpci raised an error. */
+static int fill_jump(struct guard *g, struct pci_dev *d)
+{
+    if (sigsetjmp(g->jmp, 0) != 0)
+        return -EIO;
+    pci_fill_info(d, FILL_FLAGS);
+    return 0;
+}
+
+/* pci_fill_info() under the device guard, collecting libpci's warnings. */
+static int fill_guarded(struct scan *s, struct pci_dev *d)
+{
+    struct guard *g = &s->dev_guard;
+    g->message[0] = '\0';
+    g->notes[0] = '\0';
+    g->collect = true;
+    guard_push(g);
+    int r = fill_jump(g, d);
+    guard_pop(g);
+    g->collect = false;
+    return r;
+}
+
+static void copy_ident(const struct pci_dev *d, struct node_pci_dev *out)
+{
+    out->vendor_id = d->vendor_id;
+    out->device_id = d->device_id;
+    out->subsystem_vendor_id = d->subsys_vendor_id;
+    out->subsystem_device_id = d->subsys_id;
+    out->class_id = d->device_class;
+    out->prog_if = d->prog_if;
+    out->revision = d->rev_id;
+    out->is_bridge = d->device_class == PCI_CLASS_BRIDGE_PCI;
+}
+
+/* Reads the device of entry `e` into the next slot of s->res.devs, or skips it. */
+static int read_device(struct scan *s, const struct entry *e)
+{
+    struct node_pci_dev *out = &s->res.devs[s->res.n_devs];
+    memset(out, 0, sizeof(*out));
+    s->current = pci_get_dev(s->access, (int)e->domain, (int)e->bus, (int)e->dev, (int)e->func);
+    int r = fill_guarded(s, s->current);
+    if (r == 0) {
+        memcpy(out->address, e->address, sizeof(out->address));
+        copy_ident(s->current, out);
+        append(out->problem, sizeof(out->problem), s->dev_guard.notes);
+    }
+    pci_free_dev(s->current);
+    s->current = NULL;
+    if (r < 0)
+        return skip(s, e->address, s->dev_guard.message);
+    lookup_names(s->pci->names, out);
+    read_facts(s, out);
+    s->res.n_devs++;
+    return 0;
+}
+
+/* The scan proper, after the listing; runs under s->guard, leaves what it allocates in `s`. */
 static int scan_devices(struct scan *s)
 {
     struct pci_access *a = s->access = access_new();
@@ -333,21 +525,13 @@ static int scan_devices(struct scan *s)
     if (pci_set_param(a, sysfs_path_param, s->pci->bus_path) < 0)
         return -EINVAL;
     pci_init(a);
-    pci_scan_bus(a);
-    size_t n = 0;
-    for (struct pci_dev *d = a->devices; d; d = d->next)
-        n++;
-    if (n == 0)
+    if (s->n_entries == 0)
         return 0;
-    s->order = calloc(n, sizeof(*s->order));
-    s->devs = calloc(n, sizeof(*s->devs));
-    if (!s->order || !s->devs)
+    s->res.devs = calloc(s->n_entries, sizeof(*s->res.devs));
+    if (!s->res.devs)
         return -ENOMEM;
-    for (struct pci_dev *d = a->devices; d; d = d->next)
-        s->order[s->count++].dev = d;
-    qsort(s->order, n, sizeof(*s->order), compare_devs);
-    for (size_t i = 0; i < n; i++) {
-        int r = fill_device(s, s->order[i].dev, &s->devs[i]);
+    for (size_t i = 0; i < s->n_entries; i++) {
+        int r = read_device(s, &s->entries[i]);
         if (r < 0)
             return r;
     }
@@ -362,36 +546,51 @@ static int scan_guarded(struct scan *s)
     return scan_devices(s);
 }
 
-int node_pci_scan(struct node_pci *p, struct node_pci_dev **ret_devs, size_t *ret_count,
-                  struct node_pci_err *err)
+/* Lists and reads the devices into s->res. */
+static int run_scan(struct scan *s, struct err *ret_err)
+{
+    int r = list_entries(s, ret_err);
+    if (r < 0)
+        return r;
+    guard_push(&s->guard);
+    r = scan_guarded(s);
+    guard_pop(&s->guard);
+    if (s->current)
+        pci_free_dev(s->current);
+    if (s->access)
+        pci_cleanup(s->access);
+    if (r == -EIO && s->guard.message[0])
+        return err_set(ret_err, r, "libpci: %s", s->guard.message);
+    if (r < 0)
+        return err_set(ret_err, r, "cannot scan bus/pci/devices: %s", strerror(-r));
+    if (s->res.n_devs == 0) {
+        free(s->res.devs);
+        s->res.devs = NULL;
+    }
+    return 0;
+}
+
+int node_pci_scan(struct node_pci *p, struct node_pci_scan_result *ret, struct err *ret_err)
 {
     /* A fresh root every time, so a scan never reads through a stale directory (the root
      * replaced or remounted since the last scan), as libpci, going by path, would not. */
     int fd = node_sysfs_open_root(p->root_path);
     if (fd < 0)
-        return set_err(err, fd, "cannot open the sysfs root");
+        return err_set(ret_err, fd, "cannot open the sysfs root %s: %s", p->root_path,
+                       strerror(-fd));
     close(p->root_fd);
     p->root_fd = fd;
     struct scan *s = calloc(1, sizeof(*s));
     if (!s)
-        return set_err(err, -ENOMEM, "out of memory");
+        return err_set(ret_err, -ENOMEM, "out of memory");
     s->pci = p;
-    guard_push(&s->guard);
-    int r = scan_guarded(s);
-    guard_pop(&s->guard);
-    if (s->access)
-        pci_cleanup(s->access);
+    int r = run_scan(s, ret_err);
     if (r == 0) {
-        *ret_devs = s->devs;
-        s->devs = NULL;
-        *ret_count = s->count;
-    } else if (s->guard.message[0]) {
-        set_err(err, r, s->guard.message);
-    } else {
-        set_err(err, r, s->message[0] ? s->message : strerror(-r));
+        *ret = s->res;
+        memset(&s->res, 0, sizeof(s->res));
     }
-    free(s->devs);
-    free(s->order);
+    node_pci_scan_result_done(&s->res);
+    free(s->entries);
     free(s);
     return r;
 }

@@ -4,14 +4,20 @@
  *
  * A `struct node_pci` lives as long as the agent: it holds the sysfs root (an fd and the path
  * libpci is pointed at) and one libpci context used only for name lookups, which loads pci.ids
- * once. node_pci_scan() makes a fresh libpci context for every scan (pci_scan_bus() appends to
- * the device list, so a reused context would list every device twice) and takes identity and
- * class from libpci, the driver, IOMMU group, NUMA node and SR-IOV facts from sysfs (node/sysfs).
+ * once. node_pci_scan() lists bus/pci/devices itself (through the root fd, node/sysfs), makes a
+ * fresh libpci context for every scan, asks it for each listed device (pci_get_dev) and takes
+ * identity and class from libpci, the driver, IOMMU group, NUMA node and SR-IOV facts from sysfs.
  *
- * libpci's error callback is declared noreturn and its default calls exit(1); it fires when a
- * mandatory attribute (vendor, device, class) cannot be read, e.g. when a VF disappears while
- * sriov_numvfs changes. Ours records the message and siglongjmp()s back into the scan, which
- * cleans up its context and returns -EIO with the message; the caller retries later.
+ * One bad device never hides the others. An entry of bus/pci/devices whose name is not a PCI
+ * address, that is not a directory (a regular file, a dangling link, a link loop), or whose
+ * identity (vendor, device, class) libpci cannot read is skipped and described in the result's
+ * `skipped` list. A device whose other facts cannot be read (an oversized or malformed
+ * attribute, a link that loops or leads outside its directory) is listed with what could be
+ * read and a `problem` sentence; the facts it lacks take their "none" values.
+ *
+ * libpci's error callback is declared noreturn and its default calls exit(1). Ours records the
+ * message and siglongjmp()s back: around one device's fill_info, the device is skipped; around
+ * the rest of the scan (setup), the scan fails with -EIO and the message.
  *
  * This is the only file that includes <pci/pci.h>. Blocking (sysfs reads; a 1024-function
  * scan takes milliseconds), so run it where blocking is allowed. No logging. A `struct
@@ -22,6 +28,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "base/err.h"
 
 /* Room for the longest address, "ffffffff:ff:1f.7" (an 8-digit domain), and its NUL. */
 #define NODE_PCI_ADDRESS_SIZE 17
@@ -34,20 +42,32 @@ struct node_pci_dev {
     char vendor_name[128]; /* from pci.ids; "" when unknown */
     char device_name[256]; /* "" when unknown */
     char class_name[128];  /* the subclass name, else the class name; "" when unknown */
-    char driver[64];       /* "" when unbound */
+    char driver[64];       /* "" when unbound (or the link does not lead to bus/pci/drivers/) */
     int iommu_group;       /* -1 when none */
     int numa_node;         /* -1 when unknown */
     char physfn[NODE_PCI_ADDRESS_SIZE]; /* the PF's address for an SR-IOV VF, else "" */
     int sriov_totalvfs, sriov_numvfs;   /* -1 unless an SR-IOV PF */
     bool is_bridge;                     /* class 0x0604 */
+    /* What could not be read, for people ("numa_node: malformed; iommu_group: symbolic link
+     * loop"); "" when everything could. */
+    char problem[256];
+};
+
+/* An entry of bus/pci/devices left out of a scan, because not even its identity could be read. */
+struct node_pci_skipped {
+    char entry[64]; /* the entry's name as found, cut to fit: usually an address */
+    char why[256];  /* "not a directory", libpci's message, ... */
+};
+
+/* What a scan found. Owned by the caller; freed with node_pci_scan_result_done(). */
+struct node_pci_scan_result {
+    struct node_pci_dev *devs; /* sorted by (domain, bus, device, function); NULL when none */
+    size_t n_devs;
+    struct node_pci_skipped *skipped; /* in the order of their names; NULL when none */
+    size_t n_skipped;
 };
 
 struct node_pci;
-
-/* The error message of a failed scan: libpci's, or which attribute could not be read. */
-struct node_pci_err {
-    char message[256];
-};
 
 /*
  * Opens the sysfs root `sysfs_root` (NULL = "/sys") and loads the names from `ids_path`
@@ -62,14 +82,12 @@ int node_pci_new(const char *sysfs_root, const char *ids_path, struct node_pci *
 struct node_pci *node_pci_free(struct node_pci *p);
 
 /*
- * Lists the PCI functions below the root, sorted by (domain, bus, device, function). On success
- * returns 0 and sets `*ret_devs` (an array the caller frees with node_pci_devs_free(); NULL when
- * there are none) and `*ret_count`. On failure returns -EIO when libpci failed (a device
- * vanished mid-scan, an unreadable root) or the -errno of a sysfs attribute that exists but
- * cannot be read or parsed, -ENOMEM, and fills `err` (may be NULL) with the reason.
+ * Lists the PCI functions below the root. On success returns 0 and fills `*ret` (devices that
+ * could be read, possibly with a problem each, and entries that were skipped). Fails only when
+ * the scan as a whole cannot be made: -errno when bus/pci/devices cannot be listed, -EIO when
+ * libpci failed to set up, -ENOMEM; `ret_err` (may be NULL) then says why.
  */
-int node_pci_scan(struct node_pci *p, struct node_pci_dev **ret_devs, size_t *ret_count,
-                  struct node_pci_err *err);
+int node_pci_scan(struct node_pci *p, struct node_pci_scan_result *ret, struct err *ret_err);
 
-/* Frees an array from node_pci_scan(). Takes NULL. */
-void node_pci_devs_free(struct node_pci_dev *devs);
+/* Frees what a scan result holds and zeroes it. Takes NULL. */
+void node_pci_scan_result_done(struct node_pci_scan_result *r);

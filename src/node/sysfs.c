@@ -13,10 +13,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
+
+/* Tries of openat2 that raced a rename (EAGAIN) before giving up with -EAGAIN. */
+#define OPENAT2_TRIES 64
 
 /* Set once openat2 turned out to be missing (ENOSYS); then plain openat is used. */
 static int no_openat2;
@@ -37,23 +41,36 @@ static bool path_ok(const char *path)
     return true;
 }
 
+/* openat2(RESOLVE_IN_ROOT): the fd or -errno. The kernel answers EAGAIN when a rename or mount
+ * anywhere in the system raced a ".." step of the lookup (sysfs links are full of them), and
+ * expects the caller to try again; a busy node sees that on a few percent of lookups. */
+static int openat2_in_root(int root_fd, const char *path, int flags)
+{
+    struct open_how how = {
+            .flags = (uint64_t)(flags | O_CLOEXEC),
+            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+    };
+    for (int i = 0; i < OPENAT2_TRIES; i++) {
+        long fd = syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+        if (fd >= 0)
+            return (int)fd;
+        if (errno != EAGAIN)
+            break;
+    }
+    return -errno;
+}
+
 /* Opens `path` below `root_fd`, keeping symlink resolution inside the root when the kernel can. */
 static int open_in_root(int root_fd, const char *path, int flags)
 {
     if (!path_ok(path))
         return -EINVAL;
     if (!__atomic_load_n(&no_openat2, __ATOMIC_RELAXED)) {
-        struct open_how how = {
-                .flags = (uint64_t)(flags | O_CLOEXEC),
-                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-        };
-        long fd = syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
-        if (fd >= 0)
-            return (int)fd;
-        if (errno == ENOSYS)
+        int fd = openat2_in_root(root_fd, path, flags);
+        if (fd >= 0 || (fd != -ENOSYS && fd != -EPERM)) /* some seccomp filters answer EPERM */
+            return fd;
+        if (fd == -ENOSYS)
             __atomic_store_n(&no_openat2, 1, __ATOMIC_RELAXED);
-        else if (errno != EPERM) /* some seccomp filters answer EPERM for unknown calls */
-            return -errno;
     }
     int fd = openat(root_fd, path, flags | O_CLOEXEC);
     return fd < 0 ? -errno : fd;
@@ -225,6 +242,58 @@ int node_sysfs_read_link(int root_fd, const char *path, char *buf, size_t size)
         return -EFBIG;
     memcpy(buf, base, len + 1);
     return (int)len;
+}
+
+int node_sysfs_check_dir(int root_fd, const char *path)
+{
+    int fd = open_in_root(root_fd, path, O_PATH | O_DIRECTORY);
+    if (fd < 0)
+        return fd;
+    close(fd);
+    return 0;
+}
+
+/* fstat(2) of the directory `path` leads to. */
+static int stat_dir(int root_fd, const char *path, struct stat *ret)
+{
+    _cleanup_close_ int fd = open_in_root(root_fd, path, O_PATH | O_DIRECTORY);
+    if (fd < 0)
+        return fd;
+    return fstat(fd, ret) < 0 ? -errno : 0;
+}
+
+/* Whether link `path` leads to the same directory as `<dir>/<name>`. */
+static int same_dir(int root_fd, const char *path, const char *dir, const char *name)
+{
+    char want[PATH_MAX];
+    struct stat got, expect;
+    int n = snprintf(want, sizeof(want), "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= sizeof(want))
+        return -ENAMETOOLONG;
+    int r = stat_dir(root_fd, path, &got);
+    if (r < 0)
+        return r;
+    if (stat_dir(root_fd, want, &expect) < 0)
+        return -EXDEV;
+    return got.st_dev == expect.st_dev && got.st_ino == expect.st_ino ? 0 : -EXDEV;
+}
+
+int node_sysfs_read_link_in(int root_fd, const char *path, const char *dir, char *buf, size_t size)
+{
+    char name[NAME_MAX + 1];
+    if (size == 0)
+        return -EFBIG;
+    buf[0] = '\0';
+    int n = node_sysfs_read_link(root_fd, path, name, sizeof(name));
+    if (n < 0)
+        return n == -EFBIG ? -ENAMETOOLONG : n;
+    int r = same_dir(root_fd, path, dir, name);
+    if (r < 0)
+        return r;
+    if ((size_t)n >= size)
+        return -EFBIG;
+    memcpy(buf, name, (size_t)n + 1);
+    return n;
 }
 
 void node_sysfs_names_free(char **names)

@@ -6,7 +6,8 @@
  * path is relative to the root fd; absolute paths and ".." components are refused. Files are
  * opened with openat2(RESOLVE_IN_ROOT) so that symlinks (bus/pci/devices/X -> ../../../devices/..)
  * resolve inside the root, falling back to openat() where openat2 is not available (kernels
- * before 5.6, some seccomp filters). All descriptors are O_CLOEXEC.
+ * before 5.6, some seccomp filters). openat2 calls that race a rename elsewhere (EAGAIN) are
+ * tried again. All descriptors are O_CLOEXEC.
  *
  * Blocking: reads are quick; a write to unbind/bind/drivers_probe can block for seconds (driver
  * remove and probe paths), so callers run writes off the event loop. No logging; errors are
@@ -65,6 +66,20 @@ int node_sysfs_read_link(int root_fd, const char *path, char *buf, size_t size);
  * is bad, -EFBIG when the target does not fit in `size` - 1.
  */
 int node_sysfs_read_link_target(int root_fd, const char *path, char *buf, size_t size);
+
+/*
+ * Reads the symlink `path` as node_sysfs_read_link() does and checks that it resolves, inside
+ * the root, to the directory `<dir>/<name>`, e.g. a driver link to "bus/pci/drivers/mlx5_core".
+ * Returns the length of the name written to `buf`, -ENOENT when the link is absent or leads
+ * nowhere (dangling), -EXDEV when it leads to a directory that is not `<dir>/<name>`, -ELOOP,
+ * -ENOTDIR and other -errno when its target cannot be opened as a directory, or the errors of
+ * node_sysfs_read_link(). On failure `buf` is "" (when size > 0).
+ */
+int node_sysfs_read_link_in(int root_fd, const char *path, const char *dir, char *buf, size_t size);
+
+/* Whether `path` is (or leads, through links inside the root, to) a directory: 0, or -ENOENT
+ * (absent, or a dangling link), -ENOTDIR, -ELOOP (a link loop), -EINVAL (a bad path), -errno. */
+int node_sysfs_check_dir(int root_fd, const char *path);
 
 /*
  * Lists the entries of directory `path` ("." and ".." excluded), sorted with strcmp. On success

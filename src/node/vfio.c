@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * node/vfio.c - vfio-pci binding and restoring, one observed step at a time (see vfio.h).
+ * node/vfio.c - vfio-pci binding and restoring, one observed step at a time, and the IOMMU
+ * group checks (see vfio.h). Blocking (sysfs writes run driver remove and probe); no logging.
  */
 #include "node/vfio.h"
 
@@ -25,7 +26,7 @@ static int read_group(int root_fd, const char *address, int *ret)
     char path[128], name[32];
     long long g;
     dev_path(path, sizeof(path), address, "iommu_group");
-    int r = node_sysfs_read_link(root_fd, path, name, sizeof(name));
+    int r = node_sysfs_read_link_in(root_fd, path, "kernel/iommu_groups", name, sizeof(name));
     *ret = -1;
     if (r == -ENOENT)
         return 0;
@@ -35,6 +36,18 @@ static int read_group(int root_fd, const char *address, int *ret)
         return -EINVAL;
     *ret = (int)g;
     return 0;
+}
+
+/* The driver of `address`: "" when its link is absent or does not lead to a directory of
+ * bus/pci/drivers (dangling, a loop, elsewhere). */
+static int read_driver(int root_fd, const char *address, char *buf, size_t size)
+{
+    char path[128];
+    dev_path(path, sizeof(path), address, "driver");
+    int r = node_sysfs_read_link_in(root_fd, path, "bus/pci/drivers", buf, size);
+    if (r == -ENOENT || r == -EXDEV || r == -ELOOP || r == -ENOTDIR)
+        return 0;
+    return r < 0 ? r : 0;
 }
 
 int node_vfio_observe(int root_fd, const char *address, struct node_vfio_dev *ret)
@@ -55,9 +68,8 @@ int node_vfio_observe(int root_fd, const char *address, struct node_vfio_dev *re
         return r;
     d.present = true;
     d.class_id = (uint32_t)cls;
-    dev_path(path, sizeof(path), address, "driver");
-    r = node_sysfs_read_link(root_fd, path, d.driver, sizeof(d.driver));
-    if (r < 0 && r != -ENOENT)
+    r = read_driver(root_fd, address, d.driver, sizeof(d.driver));
+    if (r < 0)
         return r;
     dev_path(path, sizeof(path), address, "driver_override");
     r = node_sysfs_read(root_fd, path, d.override, sizeof(d.override));
@@ -186,9 +198,19 @@ static bool benign(enum node_vfio_step step, int r)
            (step == NODE_VFIO_BIND_ORIGINAL && r == -EBUSY);
 }
 
+/* The error of a convergence that ended on `d` without reaching `goal`. */
+static int not_reached(const struct node_vfio_dev *d, const char *goal_name, struct err *ret_err)
+{
+    char state[160];
+    if (!d->present)
+        return err_set(ret_err, -ENODEV, "PCI device %s does not exist", d->address);
+    describe(d, state, sizeof(state));
+    return err_set(ret_err, -EIO, "%s of %s did not take effect: %s", goal_name, d->address, state);
+}
+
 int node_vfio_converge(int root_fd, const char *address, enum node_vfio_goal goal,
                        const char *original, node_vfio_step_fn after_step, void *arg,
-                       struct node_vfio_dev *ret, char *err, size_t size)
+                       struct node_vfio_dev *ret, struct err *ret_err)
 {
     const char *goal_name = goal == NODE_VFIO_BIND ? "bind" : "restore";
     struct node_vfio_dev d;
@@ -196,38 +218,27 @@ int node_vfio_converge(int root_fd, const char *address, enum node_vfio_goal goa
     unsigned tried = 0;
     for (int i = 0; i < MAX_STEPS; i++) {
         int r = node_vfio_observe(root_fd, address, &d);
-        if (r < 0) {
-            (void)snprintf(err, size, "cannot read %s in sysfs: %s", address, strerror(-r));
-            return r;
-        }
+        if (r < 0)
+            return err_set(ret_err, r, "cannot read %s in sysfs: %s", address, strerror(-r));
         enum node_vfio_step step = node_vfio_next(&d, goal, original, tried);
         if (step == NODE_VFIO_DONE || step == NODE_VFIO_STUCK) {
+            if (!goal_reached(&d, goal))
+                return not_reached(&d, goal_name, ret_err);
             *ret = d;
-            if (goal_reached(&d, goal))
-                return 0;
-            describe(&d, state, sizeof(state));
-            if (!d.present) {
-                (void)snprintf(err, size, "PCI device %s does not exist", address);
-                return -ENODEV;
-            }
-            (void)snprintf(err, size, "%s of %s did not take effect: %s", goal_name, address,
-                           state);
-            return -EIO;
+            return 0;
         }
         r = node_vfio_apply(root_fd, &d, step, original);
         if (r < 0 && !benign(step, r)) {
             describe(&d, state, sizeof(state));
-            (void)snprintf(err, size, "%s of %s: step %s failed: %s (%s)", goal_name, address,
+            return err_set(ret_err, r, "%s of %s: step %s failed: %s (%s)", goal_name, address,
                            node_vfio_step_name(step), strerror(-r), state);
-            return r;
         }
         tried |= 1u << step;
         if (after_step)
             after_step(goal_name, node_vfio_step_name(step), arg);
     }
-    (void)snprintf(err, size, "%s of %s did not converge in %d steps", goal_name, address,
+    return err_set(ret_err, -EIO, "%s of %s did not converge in %d steps", goal_name, address,
                    MAX_STEPS);
-    return -EIO;
 }
 
 int node_vfio_group_members(int root_fd, int group, struct node_vfio_dev **ret, size_t *ret_n)
@@ -265,6 +276,37 @@ bool node_vfio_member_blocks(const struct node_vfio_dev *member, const char *add
     if (strcmp(member->driver, NODE_VFIO_DRIVER) == 0)
         return false;
     return !(claimed && claimed(member->address, arg));
+}
+
+/* What a member of class `class_id` (0x060100) is when the host cannot give it up, or NULL. */
+static const char *essential_class(uint32_t class_id)
+{
+    switch (class_id >> 8) {
+    case 0x0600:
+        return "a host bridge (the PCI root complex)";
+    case 0x0601:
+        return "an ISA/LPC bridge (the platform's legacy devices, TPM and firmware flash hang off "
+               "it)";
+    case 0x0c05:
+        return "an SMBus controller (sensors and memory SPD hang off it)";
+    default:
+        return NULL;
+    }
+}
+
+int node_vfio_member_essential(int root_fd, const struct node_vfio_dev *m,
+                               const struct node_hostuse *use, struct err *ret_err)
+{
+    const char *what = essential_class(m->class_id);
+    if (what)
+        return err_set(ret_err, 1, "%s is %s, which the host cannot give up", m->address, what);
+    struct err why;
+    int r = node_hostuse_check(root_fd, m->address, use, NULL, &why);
+    if (r < 0)
+        return err_set(ret_err, r, "%s", why.msg);
+    if (r > 0)
+        return err_set(ret_err, 1, "%s is host-critical: %s", m->address, why.msg);
+    return 0;
 }
 
 int node_vfio_group_busy(const char *dev_root, int group)

@@ -14,10 +14,17 @@
  *            did not take the device, bind it explicitly through drivers/<orig>/bind; verify.
  *            With no original driver, the device is left unbound.
  *
- * Safety (node_vfio_group_problems): every other member of the device's IOMMU group must be on
- * vfio-pci or claimed as well, bridges excepted (class 0x0604, or bound to pcieport); the group
- * is VFIO's unit of ownership. node_vfio_group_busy() tells whether /dev/vfio/<group> is open
- * (a VM holds it): unbinding then blocks in the kernel until the VM lets go, so restore waits.
+ * Safety (node_vfio_group_members, node_vfio_member_blocks): every other member of the
+ * device's IOMMU group must be on vfio-pci or claimed as well, bridges excepted (class 0x0604,
+ * or bound to pcieport); the group is VFIO's unit of ownership. node_vfio_member_essential()
+ * tells a member the host cannot give up (an ISA/LPC bridge, an SMBus controller, a host
+ * bridge, or a host-critical device, node/hostuse.h): asking to claim it too would be wrong,
+ * the device cannot be passed through safely in this slot. node_vfio_group_busy() tells whether
+ * /dev/vfio/<group> is open (a VM holds it): unbinding then blocks in the kernel until the VM
+ * lets go, so restore waits.
+ *
+ * A driver link counts only when it leads to bus/pci/drivers/<name> inside the root, an
+ * iommu_group link only when it leads to kernel/iommu_groups/<N> (node_sysfs_read_link_in()).
  *
  * Paths are relative to a sysfs root fd (node/sysfs.h). Blocking: writes to unbind and
  * drivers_probe run driver remove/probe paths and can take seconds, so run this on the
@@ -29,6 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/err.h"
+#include "node/hostuse.h"
 #include "node/pci.h"
 
 #define NODE_VFIO_DRIVER "vfio-pci"
@@ -57,7 +66,9 @@ enum node_vfio_step {
     NODE_VFIO_STUCK,          /* nothing left to try: the caller reports what sysfs shows */
 };
 
-/* Reads device `address`. Returns 0 (with present=false when it does not exist) or -errno. */
+/* Reads device `address`. Returns 0 (with present=false when it does not exist) or -errno
+ * (-ELOOP for an iommu_group link that loops, ...). A driver link that does not lead to a
+ * directory of bus/pci/drivers is no driver. */
 int node_vfio_observe(int root_fd, const char *address, struct node_vfio_dev *ret);
 
 /*
@@ -80,12 +91,12 @@ typedef void (*node_vfio_step_fn)(const char *goal, const char *step, void *arg)
 
 /*
  * Moves device `address` to `goal` and verifies it. Returns 0 with `*ret` the final state, or
- * -errno with `err` saying which step failed and what sysfs shows (-ENODEV: the device is gone;
- * -EIO: the driver link is not what the goal needs after every step was tried).
+ * -errno with `ret_err` (may be NULL) saying which step failed and what sysfs shows (-ENODEV: the
+ * device is gone; -EIO: the driver link is not what the goal needs after every step was tried).
  */
 int node_vfio_converge(int root_fd, const char *address, enum node_vfio_goal goal,
                        const char *original, node_vfio_step_fn after_step, void *arg,
-                       struct node_vfio_dev *ret, char *err, size_t size);
+                       struct node_vfio_dev *ret, struct err *ret_err);
 
 /* Lists the members of IOMMU group `group` (observed as above), sorted by address. Returns 0
  * with `*ret`/`*ret_n` (free() the array) or -errno. */
@@ -95,6 +106,18 @@ int node_vfio_group_members(int root_fd, int group, struct node_vfio_dev **ret, 
  * on vfio-pci and not claimed (`claimed(address, arg)` true). */
 bool node_vfio_member_blocks(const struct node_vfio_dev *member, const char *address,
                              bool (*claimed)(const char *address, void *arg), void *arg);
+
+/*
+ * Whether group member `m` is one the host cannot give up: 1 for an ISA/LPC bridge (class
+ * 0x0601: the platform's legacy devices, TPM, firmware flash hang off it), an SMBus controller
+ * (0x0c05: sensors, memory SPD), a host bridge (0x0600: the root complex itself), or a device
+ * that is host-critical by `use` (NULL: not checked), with `ret_err->msg` saying what it is
+ * ("0000:00:1f.0 is an ISA/LPC bridge, which the host cannot give up"); 0 otherwise; -errno
+ * when the host-use check cannot read sysfs. `ret_err` may be NULL. Ask it of members that
+ * block (node_vfio_member_blocks()); one on vfio-pci already has been given up.
+ */
+int node_vfio_member_essential(int root_fd, const struct node_vfio_dev *m,
+                               const struct node_hostuse *use, struct err *ret_err);
 
 /* 1 when /dev/vfio/<group> below `dev_root` is open elsewhere (EBUSY), 0 when it is free or
  * absent, -errno otherwise. Opens and closes the group node at once. */

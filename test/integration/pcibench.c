@@ -39,17 +39,18 @@ int main(int argc, char **argv)
     double *times = calloc((size_t)runs, sizeof(double));
     size_t count = 0;
     for (int i = 0; times && i < runs; i++) {
-        struct node_pci_dev *devs = NULL;
-        struct node_pci_err err = {{0}};
+        struct node_pci_scan_result found = {0};
+        struct err err = {{0}};
         t = now();
-        if (node_pci_scan(p, &devs, &count, &err) < 0) {
-            fprintf(stderr, "scan failed: %s\n", err.message);
+        if (node_pci_scan(p, &found, &err) < 0) {
+            fprintf(stderr, "scan failed: %s\n", err.msg);
             free(times);
             node_pci_free(p);
             return 1;
         }
         times[i] = now() - t;
-        node_pci_devs_free(devs);
+        count = found.n_devs;
+        node_pci_scan_result_done(&found);
     }
     if (!times) {
         node_pci_free(p);

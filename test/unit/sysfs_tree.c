@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,6 +90,28 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     (void)ftw;
     remove(path);
     return 0;
+}
+
+int sysfs_tree_unlink(const struct sysfs_tree *t, const char *path)
+{
+    char full[1024];
+    struct stat st;
+    snprintf(full, sizeof(full), "%s/%s", t->root, path);
+    if (lstat(full, &st) < 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode))
+        return unlink(full) < 0 ? -errno : 0;
+    return nftw(full, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
+}
+
+int sysfs_tree_link(const struct sysfs_tree *t, const char *path, const char *target)
+{
+    char full[1024];
+    int r = sysfs_tree_unlink(t, path);
+    if (r < 0 && r != -ENOENT)
+        return r;
+    snprintf(full, sizeof(full), "%s/%s", t->root, path);
+    return symlink(target, full) < 0 ? -errno : 0;
 }
 
 void sysfs_tree_remove(struct sysfs_tree *t)

@@ -26,5 +26,13 @@ int sysfs_tree_make_text(struct sysfs_tree *t, const char *text);
 /* Writes `text` to <root>/<path>, creating or replacing the file. Returns 0 or -errno. */
 int sysfs_tree_put(const struct sysfs_tree *t, const char *path, const char *text, size_t len);
 
+/* Replaces whatever is at <root>/<path> (a file, a link, a directory tree) with a symbolic
+ * link to `target`. Returns 0 or -errno. */
+int sysfs_tree_link(const struct sysfs_tree *t, const char *path, const char *target);
+
+/* Removes <root>/<path>: a file, a link (not followed) or a directory tree. Returns 0 or
+ * -errno (-ENOENT when there is nothing). */
+int sysfs_tree_unlink(const struct sysfs_tree *t, const char *path);
+
 /* Deletes the temporary directory and everything below it (links are not followed). */
 void sysfs_tree_remove(struct sysfs_tree *t);

@@ -162,22 +162,42 @@ static int suite_clean(void)
     return 0;
 }
 
-/* node_hostuse_check() of `address` against `use`, expecting `want` and, when given, `reason`. */
+/* node_hostuse_check() of `address` against `use`, expecting `want` and, when given, `reason`
+ * and (for a finding) `kind`. */
+static void expect_kind(const char *address, const struct node_hostuse *use, int want,
+                        const char *reason, enum node_hostuse_kind kind)
+{
+    struct err e = {"unset"};
+    enum node_hostuse_kind got = (enum node_hostuse_kind)99;
+    int r = node_hostuse_check(root, address, use, &got, &e);
+    CU_ASSERT_EQUAL(r, want);
+    if (r != want)
+        fprintf(stderr, "\n%s: got %d (%s), want %d\n", address, r, e.msg, want);
+    if (reason) {
+        CU_ASSERT_STRING_EQUAL(e.msg, reason);
+        if (strcmp(e.msg, reason) != 0)
+            fprintf(stderr, "\n%s: reason \"%s\"\n", address, e.msg);
+    } else if (want == 0) {
+        CU_ASSERT_STRING_EQUAL(e.msg, "unset"); /* written only for a finding or a failure */
+    }
+    if (want >= 0)
+        CU_ASSERT_EQUAL(got, want > 0 ? kind : NODE_HOSTUSE_NONE);
+}
+
+/* What a reason says it holds. */
+static enum node_hostuse_kind kind_of(const char *reason)
+{
+    if (!reason)
+        return NODE_HOSTUSE_NONE;
+    if (strstr(reason, "network interface"))
+        return NODE_HOSTUSE_NETWORK;
+    return strstr(reason, "backs swap") ? NODE_HOSTUSE_SWAP : NODE_HOSTUSE_MOUNT;
+}
+
 static void expect(const char *address, const struct node_hostuse *use, int want,
                    const char *reason)
 {
-    char buf[256] = "unset";
-    int r = node_hostuse_check(root, address, use, buf, sizeof(buf));
-    CU_ASSERT_EQUAL(r, want);
-    if (r != want)
-        fprintf(stderr, "\n%s: got %d (%s), want %d\n", address, r, buf, want);
-    if (reason) {
-        CU_ASSERT_STRING_EQUAL(buf, reason);
-        if (strcmp(buf, reason) != 0)
-            fprintf(stderr, "\n%s: reason \"%s\"\n", address, buf);
-    } else if (want == 0) {
-        CU_ASSERT_STRING_EQUAL(buf, "");
-    }
+    expect_kind(address, use, want, reason, kind_of(reason));
 }
 
 #define BLK(a)                                                                                     \
@@ -290,28 +310,50 @@ static void test_virtio_net(void)
 
 static void test_no_use_and_bad_input(void)
 {
-    char buf[64] = "unset";
+    struct err e = {"unset"};
+    enum node_hostuse_kind kind = NODE_HOSTUSE_MOUNT;
     struct node_hostuse empty = {0};
-    CU_ASSERT_EQUAL(node_hostuse_check(root, "0000:00:1f.2", NULL, buf, sizeof(buf)), 0);
-    CU_ASSERT_STRING_EQUAL(buf, "");
-    CU_ASSERT_EQUAL(node_hostuse_check(root, "0000:00:1f.2", &empty, buf, sizeof(buf)), 0);
-    CU_ASSERT_EQUAL(node_hostuse_check(root, "0000:00:1f.2", &empty, NULL, 0), 0);
+    CU_ASSERT_EQUAL(node_hostuse_check(root, "0000:00:1f.2", NULL, &kind, &e), 0);
+    CU_ASSERT_EQUAL(kind, NODE_HOSTUSE_NONE);
+    CU_ASSERT_STRING_EQUAL(e.msg, "unset");
+    CU_ASSERT_EQUAL(node_hostuse_check(root, "0000:00:1f.2", &empty, &kind, &e), 0);
+    CU_ASSERT_EQUAL(node_hostuse_check(root, "0000:00:1f.2", &empty, NULL, NULL), 0);
     static const char *const bad[] = {"", "..", ".", "0000:00/1f.2", "../0000:00:1f.2"};
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        CU_ASSERT_EQUAL(node_hostuse_check(root, bad[i], &empty, buf, sizeof(buf)), -EINVAL);
-    CU_ASSERT_EQUAL(node_hostuse_check(root, NULL, &empty, buf, sizeof(buf)), -EINVAL);
-    /* The reason is cut to fit, or not written at all. */
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        kind = NODE_HOSTUSE_MOUNT;
+        CU_ASSERT_EQUAL(node_hostuse_check(root, bad[i], &empty, &kind, &e), -EINVAL);
+        CU_ASSERT_EQUAL(kind, NODE_HOSTUSE_MOUNT); /* not written on failure */
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "is not a PCI address"));
+    }
+    CU_ASSERT_EQUAL(node_hostuse_check(root, NULL, &empty, NULL, &e), -EINVAL);
+    /* No error detail wanted. */
     struct node_hostuse_blk blk[] = {{8, 1, "/"}};
     struct node_hostuse use = BLK(blk);
-    char small[8];
-    CU_ASSERT_EQUAL(node_hostuse_check(root, "0000:00:1f.2", &use, small, sizeof(small)), 1);
-    CU_ASSERT_STRING_EQUAL(small, "it hold");
-    CU_ASSERT_EQUAL(node_hostuse_check(root, "0000:00:1f.2", &use, NULL, 0), 1);
+    CU_ASSERT_EQUAL(node_hostuse_check(root, "0000:00:1f.2", &use, NULL, NULL), 1);
     /* dev/block/8:99 is a file: sysfs is not what it should be. */
     struct node_hostuse_blk odd[] = {{8, 99, "/odd"}};
     struct node_hostuse use2 = BLK(odd);
-    CU_ASSERT_EQUAL(node_hostuse_check(root, "0000:00:1f.2", &use2, buf, sizeof(buf)), -EINVAL);
-    CU_ASSERT_EQUAL(node_hostuse_check(-1, "0000:00:1f.2", &use, buf, sizeof(buf)), -EBADF);
+    CU_ASSERT_EQUAL(node_hostuse_check(root, "0000:00:1f.2", &use2, &kind, &e), -EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "cannot follow the sysfs links of 0000:00:1f.2"));
+    CU_ASSERT_EQUAL(node_hostuse_check(-1, "0000:00:1f.2", &use, NULL, &e), -EBADF);
+}
+
+/* Which kind a finding has: a mount, swap or an interface. */
+static void test_kinds(void)
+{
+    struct node_hostuse_blk blk[] = {{8, 16, "swap"}, {8, 1, "/var/lib"}};
+    struct node_hostuse_net net[] = {{"eth0", "address 10.0.2.15"}};
+    struct node_hostuse use = {.blk = blk, .n_blk = 2, .net = net, .n_net = 1};
+    expect_kind("0000:00:06.0", &use, 1, NULL, NODE_HOSTUSE_SWAP);
+    expect_kind("0000:00:1f.2", &use, 1, NULL, NODE_HOSTUSE_MOUNT);
+    expect_kind("0000:00:03.0", &use, 1, NULL, NODE_HOSTUSE_NETWORK);
+    expect_kind("0000:01:00.0", &use, 0, NULL, NODE_HOSTUSE_NONE);
+    /* Through device-mapper and a bond: the kind of what is on top. */
+    struct node_hostuse_blk lvm[] = {{253, 0, "swap"}};
+    struct node_hostuse_net bond[] = {{"bond0", "default route"}};
+    struct node_hostuse use2 = {.blk = lvm, .n_blk = 1, .net = bond, .n_net = 1};
+    expect_kind("0000:00:1f.2", &use2, 1, NULL, NODE_HOSTUSE_SWAP);
+    expect_kind("0000:00:05.0", &use2, 1, NULL, NODE_HOSTUSE_NETWORK);
 }
 
 /* ---- collecting from a fake /proc ---------------------------------------------------------- */
@@ -632,6 +674,7 @@ static CU_TestInfo tests[] = {
         {"bond and bridge lower devices", test_bond_lower},
         {"virtio-net", test_virtio_net},
         {"no use, bad input, errors", test_no_use_and_bad_input},
+        {"what a finding holds", test_kinds},
         {"collect from a fake /proc", test_collect_fake_proc},
         {"collect falls back to self/mountinfo", test_collect_fallback},
         {"collect caps entries", test_collect_cap},

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "node/pci.h"
@@ -39,6 +40,7 @@ struct expect {
 
 static struct sysfs_tree small_tree;
 static struct node_pci *small_pci;
+static struct node_pci_scan_result small_res;
 static struct node_pci_dev *small_devs;
 static size_t small_count;
 static struct expect *small_expect;
@@ -141,13 +143,16 @@ static int suite_init(void)
         return -1;
     if (node_pci_new(small_tree.root, PCI_IDS, &small_pci) < 0)
         return -1;
-    struct node_pci_err err;
-    return node_pci_scan(small_pci, &small_devs, &small_count, &err) < 0 ? -1 : 0;
+    if (node_pci_scan(small_pci, &small_res, NULL) < 0 || small_res.n_skipped != 0)
+        return -1;
+    small_devs = small_res.devs;
+    small_count = small_res.n_devs;
+    return 0;
 }
 
 static int suite_clean(void)
 {
-    node_pci_devs_free(small_devs);
+    node_pci_scan_result_done(&small_res);
     small_devs = NULL;
     small_pci = node_pci_free(small_pci);
     sysfs_tree_remove(&small_tree);
@@ -186,6 +191,7 @@ static void check_device(const struct node_pci_dev *d, const struct expect *e)
     CU_ASSERT_EQUAL(d->sriov_totalvfs, e->totalvfs);
     CU_ASSERT_EQUAL(d->sriov_numvfs, e->numvfs);
     CU_ASSERT_EQUAL(d->is_bridge, e->class_id == 0x0604);
+    CU_ASSERT_STRING_EQUAL(d->problem, "");
 }
 
 static void test_scan_matches_description(void)
@@ -383,18 +389,20 @@ static bool dev_equal(const struct node_pci_dev *a, const struct node_pci_dev *b
            strcmp(a->class_name, b->class_name) == 0 && strcmp(a->driver, b->driver) == 0 &&
            a->iommu_group == b->iommu_group && a->numa_node == b->numa_node &&
            strcmp(a->physfn, b->physfn) == 0 && a->sriov_totalvfs == b->sriov_totalvfs &&
-           a->sriov_numvfs == b->sriov_numvfs && a->is_bridge == b->is_bridge;
+           a->sriov_numvfs == b->sriov_numvfs && a->is_bridge == b->is_bridge &&
+           strcmp(a->problem, b->problem) == 0;
 }
 
 static void test_second_scan_identical(void)
 {
-    struct node_pci_dev *devs = NULL;
-    size_t n = 0;
-    CU_ASSERT_EQUAL(node_pci_scan(small_pci, &devs, &n, NULL), 0);
-    CU_ASSERT_EQUAL(n, small_count);
-    for (size_t i = 0; devs && i < n && i < small_count; i++)
-        CU_ASSERT_TRUE(dev_equal(&devs[i], &small_devs[i]));
-    node_pci_devs_free(devs);
+    struct node_pci_scan_result res = {0};
+    CU_ASSERT_EQUAL(node_pci_scan(small_pci, &res, NULL), 0);
+    CU_ASSERT_EQUAL(res.n_devs, small_count);
+    CU_ASSERT_EQUAL(res.n_skipped, 0);
+    for (size_t i = 0; res.devs && i < res.n_devs && i < small_count; i++)
+        CU_ASSERT_TRUE(dev_equal(&res.devs[i], &small_devs[i]));
+    node_pci_scan_result_done(&res);
+    node_pci_scan_result_done(NULL);
 }
 
 /* A tree from `text` and a node_pci on it (names from pci.ids). */
@@ -409,62 +417,334 @@ static int make_text(struct sysfs_tree *t, const char *text, struct node_pci **r
     return 0;
 }
 
-static void test_missing_vendor(void)
+/* ---- hostile trees: one bad device never hides the others ---------------------------------- */
+
+#define BAD     "0000:00:01.0"
+#define BAD_DIR "devices/pci0000:00/" BAD "/"
+#define BAD_BUS "bus/pci/devices/" BAD
+
+static const char hostile_text[] = "0000:00:00.0 0600 8086:2020 iommu=0 numa=0\n" BAD
+                                   " 0200 8086:1521 driver=igb iommu=1 numa=0\n"
+                                   "0000:00:02.0 0200 8086:1521 driver=igb iommu=2 numa=0\n";
+
+static struct sysfs_tree hostile;
+static struct node_pci *hostile_pci;
+
+/* Before each hostile test: a fresh three-device tree; BAD is the one the test spoils. */
+static bool hostile_open(void)
 {
-    struct sysfs_tree t = {0};
-    struct node_pci *p = NULL;
-    int r = make_text(&t,
-                      "0000:00:00.0 0600 8086:2020\n"
-                      "0000:3b:00.0 0200 15b3:1017 driver=mlx5_core iommu=40\n"
-                      "0000:3b:00.2 0200 15b3:1018 physfn=0000:3b:00.0 omit=vendor\n"
-                      "0000:3b:00.3 0200 15b3:1018 physfn=0000:3b:00.0\n",
-                      &p);
+    memset(&hostile, 0, sizeof(hostile));
+    hostile_pci = NULL;
+    int r = make_text(&hostile, hostile_text, &hostile_pci);
     CU_ASSERT_EQUAL(r, 0);
-    if (r < 0)
+    return r == 0;
+}
+
+static void hostile_close(void)
+{
+    node_pci_free(hostile_pci);
+    hostile_pci = NULL;
+    sysfs_tree_remove(&hostile);
+}
+
+static void put(const char *path, const char *text)
+{
+    CU_ASSERT_EQUAL(sysfs_tree_put(&hostile, path, text, strlen(text)), 0);
+}
+
+static void put_big(const char *path, size_t n)
+{
+    char *big = malloc(n);
+    CU_ASSERT_PTR_NOT_NULL(big);
+    if (!big)
         return;
-    struct node_pci_dev *devs = SENTINEL;
-    size_t n = 77;
-    struct node_pci_err err = {"stale"};
-    CU_ASSERT_EQUAL(node_pci_scan(p, &devs, &n, &err), -EIO);
-    CU_ASSERT_PTR_EQUAL(devs, SENTINEL);
-    CU_ASSERT_EQUAL(n, 77);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "0000:3b:00.2/vendor"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "No such file or directory"));
-    /* Still failing, and still not leaking, on a second try; no error buffer is fine too. */
-    CU_ASSERT_EQUAL(node_pci_scan(p, &devs, &n, NULL), -EIO);
-    node_pci_free(p);
-    sysfs_tree_remove(&t);
-    /* Scans after a jump out of libpci work as before. */
-    CU_ASSERT_EQUAL(node_pci_scan(small_pci, &devs, &n, NULL), 0);
-    CU_ASSERT_EQUAL(n, small_count);
-    if (devs != SENTINEL)
-        node_pci_devs_free(devs);
+    memset(big, '1', n);
+    CU_ASSERT_EQUAL(sysfs_tree_put(&hostile, path, big, n), 0);
+    free(big);
+}
+
+static void mkdir_in(const char *path)
+{
+    char full[512];
+    snprintf(full, sizeof(full), "%s/%s", hostile.root, path);
+    CU_ASSERT_EQUAL(mkdir(full, 0755), 0);
+}
+
+static void link_to(const char *path, const char *target)
+{
+    CU_ASSERT_EQUAL(sysfs_tree_link(&hostile, path, target), 0);
+}
+
+/* Scans the hostile tree, which always succeeds. */
+static struct node_pci_scan_result scan_hostile(void)
+{
+    struct node_pci_scan_result res = {0};
+    struct err err = {"untouched"};
+    CU_ASSERT_EQUAL(node_pci_scan(hostile_pci, &res, &err), 0);
+    CU_ASSERT_STRING_EQUAL(err.msg, "untouched");
+    return res;
+}
+
+/* The other two devices are there and fine. */
+static void check_others(const struct node_pci_scan_result *res)
+{
+    const struct node_pci_dev *a = find_dev(res->devs, res->n_devs, "0000:00:00.0");
+    const struct node_pci_dev *b = find_dev(res->devs, res->n_devs, "0000:00:02.0");
+    CU_ASSERT_PTR_NOT_NULL(a);
+    CU_ASSERT_PTR_NOT_NULL(b);
+    if (a && b) {
+        CU_ASSERT_STRING_EQUAL(a->problem, "");
+        CU_ASSERT_STRING_EQUAL(b->problem, "");
+        CU_ASSERT_EQUAL(a->class_id, 0x0600);
+        CU_ASSERT_STRING_EQUAL(b->driver, "igb");
+        CU_ASSERT_EQUAL(b->iommu_group, 2);
+    }
+}
+
+/* BAD was skipped with a reason containing `why`; the others are published. */
+static void expect_skipped(const char *entry, const char *why)
+{
+    struct node_pci_scan_result res = scan_hostile();
+    CU_ASSERT_EQUAL(res.n_devs, 2);
+    CU_ASSERT_EQUAL(res.n_skipped, 1);
+    check_others(&res);
+    CU_ASSERT_PTR_NULL(find_dev(res.devs, res.n_devs, BAD));
+    if (res.n_skipped == 1) {
+        CU_ASSERT_STRING_EQUAL(res.skipped[0].entry, entry);
+        CU_ASSERT_PTR_NOT_NULL(strstr(res.skipped[0].why, why));
+        if (!strstr(res.skipped[0].why, why))
+            fprintf(stderr, "\nskipped %s: \"%s\"\n", entry, res.skipped[0].why);
+    }
+    node_pci_scan_result_done(&res);
+}
+
+/* BAD is published with a problem containing `problem` ("" for none); returns a copy. */
+static struct node_pci_dev expect_problem(const char *problem)
+{
+    struct node_pci_dev out = {.iommu_group = -2};
+    struct node_pci_scan_result res = scan_hostile();
+    CU_ASSERT_EQUAL(res.n_devs, 3);
+    CU_ASSERT_EQUAL(res.n_skipped, 0);
+    check_others(&res);
+    const struct node_pci_dev *d = find_dev(res.devs, res.n_devs, BAD);
+    CU_ASSERT_PTR_NOT_NULL(d);
+    if (d) {
+        out = *d;
+        CU_ASSERT_EQUAL(d->vendor_id, 0x8086);
+        CU_ASSERT_EQUAL(d->device_id, 0x1521);
+        if (!problem[0])
+            CU_ASSERT_STRING_EQUAL(d->problem, "");
+        if (problem[0] && !strstr(d->problem, problem)) {
+            CU_FAIL("problem");
+            fprintf(stderr, "\nproblem of %s: \"%s\", want \"%s\"\n", BAD, d->problem, problem);
+        }
+    }
+    node_pci_scan_result_done(&res);
+    return out;
+}
+
+static void test_device_not_a_directory(void)
+{
+    if (!hostile_open())
+        return;
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&hostile, BAD_BUS), 0);
+    put(BAD_BUS, "a regular file\n");
+    expect_skipped(BAD, BAD_BUS ": not a directory");
+    /* A link to a regular file: the same. */
+    link_to(BAD_BUS, "../../../" BAD_DIR "vendor");
+    expect_skipped(BAD, "not a directory");
+    hostile_close();
+}
+
+static void test_device_dangling_link(void)
+{
+    if (!hostile_open())
+        return;
+    link_to(BAD_BUS, "../../../devices/pci0000:00/gone");
+    expect_skipped(BAD, "leads nowhere");
+    hostile_close();
+}
+
+static void test_device_link_loop(void)
+{
+    if (!hostile_open())
+        return;
+    link_to(BAD_BUS, BAD);
+    expect_skipped(BAD, "a symbolic link loop");
+    link_to(BAD_BUS, "loop-a");
+    link_to("bus/pci/devices/loop-a", BAD);
+    struct node_pci_scan_result res = scan_hostile();
+    CU_ASSERT_EQUAL(res.n_devs, 2);
+    CU_ASSERT_EQUAL(res.n_skipped, 2); /* BAD (a loop) and loop-a (not an address) */
+    check_others(&res);
+    node_pci_scan_result_done(&res);
+    hostile_close();
+}
+
+static void test_entry_not_an_address(void)
+{
+    if (!hostile_open())
+        return;
+    /* Names libpci would read as some other device's address, or not at all. */
+    static const char *const names[] = {"garbage",       "0000:00:1:0.0",    "0:00:03.0",
+                                        "0000:00:03.0x", "0000:00:20.0",     "0000:00:03.8",
+                                        "0000:0A:00.0",  "80000000:00:00.0", "00000:00:03.0",
+                                        "+000:00:03.0",  "0000:00:03.0\n"};
+    size_t n = sizeof(names) / sizeof(names[0]);
+    for (size_t i = 0; i < n; i++) {
+        char path[128];
+        snprintf(path, sizeof(path), "bus/pci/devices/%s", names[i]);
+        link_to(path, "../../../" BAD_DIR);
+    }
+    struct node_pci_scan_result res = scan_hostile();
+    CU_ASSERT_EQUAL(res.n_devs, 3);
+    CU_ASSERT_EQUAL(res.n_skipped, n);
+    check_others(&res);
+    for (size_t i = 0; i < res.n_skipped; i++)
+        CU_ASSERT_STRING_EQUAL(res.skipped[i].why, "the name is not a PCI address");
+    if (res.n_skipped == n)
+        CU_ASSERT_STRING_EQUAL(res.skipped[n - 1].entry, "garbage"); /* in name order */
+    node_pci_scan_result_done(&res);
+    hostile_close();
+}
+
+static void test_identity_unreadable(void)
+{
+    if (!hostile_open())
+        return;
+    /* libpci cannot read a mandatory attribute: its error skips the device. */
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&hostile, BAD_DIR "vendor"), 0);
+    expect_skipped(BAD, BAD "/vendor: No such file or directory");
+    put_big(BAD_DIR "vendor", 2000);
+    expect_skipped(BAD, BAD "/vendor too long");
+    put(BAD_DIR "vendor", "0x8086\n");
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&hostile, BAD_DIR "class"), 0);
+    mkdir_in(BAD_DIR "class");
+    expect_skipped(BAD, BAD "/class");
+    hostile_close();
 }
 
 static void test_bad_optional_attribute(void)
 {
-    struct sysfs_tree t = {0};
-    struct node_pci *p = NULL;
-    int r = make_text(&t, "0000:00:00.0 0600 8086:2020 numa=0\n", &p);
-    CU_ASSERT_EQUAL(r, 0);
-    if (r < 0)
+    if (!hostile_open())
         return;
-    struct node_pci_dev *devs = NULL;
-    size_t n = 0;
-    struct node_pci_err err;
-    CU_ASSERT_EQUAL(sysfs_tree_put(&t, "devices/pci0000:00/0000:00:00.0/numa_node", "zero\n", 5),
-                    0);
-    CU_ASSERT_EQUAL(node_pci_scan(p, &devs, &n, &err), -EINVAL);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "0000:00:00.0/numa_node"));
-    CU_ASSERT_EQUAL(sysfs_tree_put(&t, "devices/pci0000:00/0000:00:00.0/numa_node", "-2\n", 3), 0);
-    CU_ASSERT_EQUAL(node_pci_scan(p, &devs, &n, &err), -ERANGE);
-    CU_ASSERT_EQUAL(sysfs_tree_put(&t, "devices/pci0000:00/0000:00:00.0/numa_node", "1\n", 2), 0);
-    CU_ASSERT_EQUAL(node_pci_scan(p, &devs, &n, &err), 0);
-    CU_ASSERT_EQUAL(n, 1);
-    CU_ASSERT_EQUAL(devs ? devs[0].numa_node : -2, 1);
-    node_pci_devs_free(devs);
-    node_pci_free(p);
-    sysfs_tree_remove(&t);
+    put(BAD_DIR "numa_node", "zero\n");
+    struct node_pci_dev d = expect_problem("numa_node: malformed");
+    CU_ASSERT_EQUAL(d.numa_node, -1);
+    CU_ASSERT_EQUAL(d.iommu_group, 1); /* the rest is read */
+    CU_ASSERT_STRING_EQUAL(d.driver, "igb");
+    CU_ASSERT_STRING_EQUAL(d.vendor_name, "Intel Corporation");
+    put(BAD_DIR "numa_node", "-2\n");
+    CU_ASSERT_EQUAL(expect_problem("numa_node: out of range").numa_node, -1);
+    put_big(BAD_DIR "numa_node", 5000); /* more than a sysfs page */
+    d = expect_problem("numa_node: too long");
+    CU_ASSERT_EQUAL(d.numa_node, -1);
+    put(BAD_DIR "sriov_totalvfs", "8 VFs\n");
+    d = expect_problem("numa_node: too long; sriov_totalvfs: malformed");
+    CU_ASSERT_EQUAL(d.sriov_totalvfs, -1);
+    put(BAD_DIR "numa_node", "1\n");
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&hostile, BAD_DIR "sriov_totalvfs"), 0);
+    d = expect_problem("");
+    CU_ASSERT_EQUAL(d.numa_node, 1);
+    hostile_close();
+}
+
+/* libpci's warnings about optional attributes it reads become the problem. */
+static void test_libpci_warning(void)
+{
+    if (!hostile_open())
+        return;
+    put_big(BAD_DIR "subsystem_vendor", 2000);
+    struct node_pci_dev d = expect_problem(BAD "/subsystem_vendor too long");
+    CU_ASSERT_EQUAL(d.subsystem_vendor_id, 0);
+    CU_ASSERT_EQUAL(d.iommu_group, 1);
+    hostile_close();
+}
+
+static void test_iommu_group_loop(void)
+{
+    if (!hostile_open())
+        return;
+    link_to(BAD_DIR "iommu_group", "iommu_group");
+    struct node_pci_dev d = expect_problem("iommu_group: a symbolic link loop");
+    CU_ASSERT_EQUAL(d.iommu_group, -1);
+    CU_ASSERT_STRING_EQUAL(d.driver, "igb");
+    CU_ASSERT_EQUAL(d.numa_node, 0);
+    /* A loop further on, through a group directory that is a link to itself. */
+    link_to(BAD_DIR "iommu_group", "../../../kernel/iommu_groups/7");
+    link_to("kernel/iommu_groups/7", "7");
+    d = expect_problem("iommu_group: a symbolic link loop");
+    CU_ASSERT_EQUAL(d.iommu_group, -1);
+    /* A link named like a group that leads elsewhere; a group that is not a number. */
+    link_to(BAD_DIR "iommu_group",
+            "../../../bus/pci/drivers/igb/../../../../kernel/iommu_groups/2");
+    d = expect_problem("");
+    CU_ASSERT_EQUAL(d.iommu_group, 2);
+    mkdir_in("devices/7");
+    link_to(BAD_DIR "iommu_group", "../../7");
+    d = expect_problem("iommu_group: does not lead to a directory in kernel/iommu_groups");
+    CU_ASSERT_EQUAL(d.iommu_group, -1);
+    mkdir_in("kernel/iommu_groups/x");
+    link_to(BAD_DIR "iommu_group", "../../../kernel/iommu_groups/x");
+    d = expect_problem("iommu_group: malformed");
+    CU_ASSERT_EQUAL(d.iommu_group, -1);
+    hostile_close();
+}
+
+static void test_driver_link_outside_drivers(void)
+{
+    if (!hostile_open())
+        return;
+    /* Named like a driver, but leads to another directory. */
+    mkdir_in("devices/igb");
+    link_to(BAD_DIR "driver", "../../igb");
+    struct node_pci_dev d =
+            expect_problem("driver: does not lead to a directory in bus/pci/drivers");
+    CU_ASSERT_STRING_EQUAL(d.driver, "");
+    CU_ASSERT_EQUAL(d.iommu_group, 1);
+    link_to(BAD_DIR "driver", "../../../kernel/iommu_groups/1");
+    d = expect_problem("driver: does not lead to a directory in bus/pci/drivers");
+    CU_ASSERT_STRING_EQUAL(d.driver, "");
+    link_to(BAD_DIR "driver", "driver");
+    d = expect_problem("driver: a symbolic link loop");
+    CU_ASSERT_STRING_EQUAL(d.driver, "");
+    /* Dangling (the driver went away): unbound, nothing wrong. */
+    link_to(BAD_DIR "driver", "../../../bus/pci/drivers/gone");
+    d = expect_problem("");
+    CU_ASSERT_STRING_EQUAL(d.driver, "");
+    hostile_close();
+}
+
+static void test_physfn_outside_devices(void)
+{
+    if (!hostile_open())
+        return;
+    link_to(BAD_DIR "physfn", "../../../kernel/iommu_groups/0");
+    struct node_pci_dev d =
+            expect_problem("physfn: does not lead to a directory in bus/pci/devices");
+    CU_ASSERT_STRING_EQUAL(d.physfn, "");
+    link_to(BAD_DIR "physfn", "../0000:00:02.0");
+    d = expect_problem("");
+    CU_ASSERT_STRING_EQUAL(d.physfn, "0000:00:02.0");
+    hostile_close();
+}
+
+static void test_scan_errors(void)
+{
+    if (!hostile_open())
+        return;
+    struct node_pci_scan_result res = {.n_devs = 77};
+    struct err err = {""};
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&hostile, "bus/pci/devices"), 0);
+    CU_ASSERT_EQUAL(node_pci_scan(hostile_pci, &res, &err), -ENOENT);
+    CU_ASSERT_EQUAL(res.n_devs, 77);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "cannot list bus/pci/devices"));
+    CU_ASSERT_EQUAL(node_pci_scan(hostile_pci, &res, NULL), -ENOENT);
+    hostile_close();
+    /* Scans after a jump out of libpci work as before. */
+    CU_ASSERT_EQUAL(node_pci_scan(small_pci, &res, NULL), 0);
+    CU_ASSERT_EQUAL(res.n_devs, small_count);
+    node_pci_scan_result_done(&res);
 }
 
 static void test_unknown_ids_and_class_fallback(void)
@@ -479,11 +759,11 @@ static void test_unknown_ids_and_class_fallback(void)
     CU_ASSERT_EQUAL(r, 0);
     if (r < 0)
         return;
-    struct node_pci_dev *devs = NULL;
-    size_t n = 0;
-    CU_ASSERT_EQUAL(node_pci_scan(p, &devs, &n, NULL), 0);
-    CU_ASSERT_EQUAL(n, 3);
-    if (devs && n == 3) {
+    struct node_pci_scan_result res = {0};
+    CU_ASSERT_EQUAL(node_pci_scan(p, &res, NULL), 0);
+    const struct node_pci_dev *devs = res.devs;
+    CU_ASSERT_EQUAL(res.n_devs, 3);
+    if (devs && res.n_devs == 3) {
         CU_ASSERT_STRING_EQUAL(devs[0].vendor_name, "");
         CU_ASSERT_STRING_EQUAL(devs[0].device_name, "");
         CU_ASSERT_STRING_EQUAL(devs[0].class_name, "Processor");
@@ -497,7 +777,7 @@ static void test_unknown_ids_and_class_fallback(void)
         CU_ASSERT_EQUAL(devs[0].numa_node, -1);
         CU_ASSERT_EQUAL(devs[0].subsystem_vendor_id, 0);
     }
-    node_pci_devs_free(devs);
+    node_pci_scan_result_done(&res);
     node_pci_free(p);
     sysfs_tree_remove(&t);
 }
@@ -518,16 +798,16 @@ static void test_own_ids_file(void)
     snprintf(path, sizeof(path), "%s/pci.ids", t.dir);
     struct node_pci *p = NULL;
     CU_ASSERT_EQUAL(node_pci_new(t.root, path, &p), 0);
-    struct node_pci_dev *devs = NULL;
-    size_t n = 0;
-    CU_ASSERT_EQUAL(p ? node_pci_scan(p, &devs, &n, NULL) : -1, 0);
-    if (devs && n == 1) {
+    struct node_pci_scan_result res = {0};
+    CU_ASSERT_EQUAL(p ? node_pci_scan(p, &res, NULL) : -1, 0);
+    const struct node_pci_dev *devs = res.devs;
+    if (devs && res.n_devs == 1) {
         CU_ASSERT_EQUAL(strlen(devs[0].vendor_name), 126);
         CU_ASSERT_EQUAL(strspn(devs[0].vendor_name, "x"), 126);
         CU_ASSERT_STRING_EQUAL(devs[0].device_name, "Test Device");
         CU_ASSERT_STRING_EQUAL(devs[0].class_name, "Eth");
     }
-    node_pci_devs_free(devs);
+    node_pci_scan_result_done(&res);
     node_pci_free(p);
     sysfs_tree_remove(&t);
 }
@@ -548,7 +828,7 @@ static void test_new_errors(void)
     CU_ASSERT_EQUAL(node_pci_new(small_tree.root, path, &p), -EINVAL);
     CU_ASSERT_PTR_EQUAL(p, PCI_SENTINEL);
     CU_ASSERT_PTR_NULL(node_pci_free(NULL));
-    node_pci_devs_free(NULL);
+    node_pci_scan_result_done(NULL);
     /* The default root and names (on this machine, whatever its /sys holds). */
     CU_ASSERT_EQUAL(node_pci_new(NULL, NULL, &p), 0);
     if (p != PCI_SENTINEL)
@@ -563,11 +843,12 @@ static void test_empty_tree(void)
     CU_ASSERT_EQUAL(r, 0);
     if (r < 0)
         return;
-    struct node_pci_dev *devs = SENTINEL;
-    size_t n = 77;
-    CU_ASSERT_EQUAL(node_pci_scan(p, &devs, &n, NULL), 0);
-    CU_ASSERT_EQUAL(n, 0);
-    CU_ASSERT_PTR_NULL(devs);
+    struct node_pci_scan_result res = {.devs = SENTINEL, .n_devs = 77};
+    CU_ASSERT_EQUAL(node_pci_scan(p, &res, NULL), 0);
+    CU_ASSERT_EQUAL(res.n_devs, 0);
+    CU_ASSERT_PTR_NULL(res.devs);
+    CU_ASSERT_EQUAL(res.n_skipped, 0);
+    CU_ASSERT_PTR_NULL(res.skipped);
     node_pci_free(p);
     sysfs_tree_remove(&t);
 }
@@ -586,10 +867,13 @@ static void test_large_tree(void)
     struct node_pci *p = NULL;
     CU_ASSERT_EQUAL(sysfs_tree_make(&t, LARGE), 0);
     CU_ASSERT_EQUAL(t.dir[0] ? node_pci_new(t.root, PCI_IDS, &p) : -1, 0);
-    struct node_pci_dev *devs = NULL;
-    size_t n = 0, vfs = 0, bridges = 0;
-    CU_ASSERT_EQUAL(p ? node_pci_scan(p, &devs, &n, NULL) : -1, 0);
+    struct node_pci_scan_result res = {0};
+    size_t vfs = 0, bridges = 0;
+    CU_ASSERT_EQUAL(p ? node_pci_scan(p, &res, NULL) : -1, 0);
+    const struct node_pci_dev *devs = res.devs;
+    size_t n = res.n_devs;
     CU_ASSERT_EQUAL(n, 1024);
+    CU_ASSERT_EQUAL(res.n_skipped, 0);
     for (size_t i = 0; devs && i < n; i++) {
         vfs += devs[i].physfn[0] != '\0';
         bridges += devs[i].is_bridge;
@@ -598,7 +882,7 @@ static void test_large_tree(void)
     }
     CU_ASSERT_EQUAL(vfs, want_vfs);
     CU_ASSERT_EQUAL(bridges, want_bridges);
-    node_pci_devs_free(devs);
+    node_pci_scan_result_done(&res);
     node_pci_free(p);
     sysfs_tree_remove(&t);
 }
@@ -611,8 +895,17 @@ static CU_TestInfo tests[] = {
         {"SR-IOV PF and VFs", test_sriov},
         {"unbound device and no IOMMU group", test_unbound_and_no_iommu},
         {"second scan identical", test_second_scan_identical},
-        {"missing vendor gives -EIO", test_missing_vendor},
-        {"bad optional attribute fails the scan", test_bad_optional_attribute},
+        {"hostile: device entry not a directory", test_device_not_a_directory},
+        {"hostile: device entry a dangling link", test_device_dangling_link},
+        {"hostile: device entry a link loop", test_device_link_loop},
+        {"hostile: entries that are not addresses", test_entry_not_an_address},
+        {"hostile: identity unreadable (libpci error)", test_identity_unreadable},
+        {"hostile: bad optional attributes", test_bad_optional_attribute},
+        {"hostile: libpci warning", test_libpci_warning},
+        {"hostile: iommu_group link loop", test_iommu_group_loop},
+        {"hostile: driver link outside bus/pci/drivers", test_driver_link_outside_drivers},
+        {"hostile: physfn link outside bus/pci/devices", test_physfn_outside_devices},
+        {"scan errors", test_scan_errors},
         {"unknown ids and class fallback", test_unknown_ids_and_class_fallback},
         {"own pci.ids file", test_own_ids_file},
         {"new errors", test_new_errors},

@@ -7,8 +7,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <linux/openat2.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -268,6 +270,106 @@ static void test_read_link_odd_targets(void)
     unlink(path);
 }
 
+static void test_read_link_in(void)
+{
+    char buf[64], path[400];
+    CU_ASSERT_EQUAL(node_sysfs_read_link_in(root, PF "driver", "bus/pci/drivers", buf, sizeof(buf)),
+                    9);
+    CU_ASSERT_STRING_EQUAL(buf, "mlx5_core");
+    CU_ASSERT_EQUAL(node_sysfs_read_link_in(root, PF "iommu_group", "kernel/iommu_groups", buf,
+                                            sizeof(buf)),
+                    2);
+    CU_ASSERT_STRING_EQUAL(buf, "40");
+    CU_ASSERT_EQUAL(node_sysfs_read_link_in(root, "bus/pci/devices/0000:3b:00.3/physfn",
+                                            "bus/pci/devices", buf, sizeof(buf)),
+                    12);
+    /* Absent; leads to a directory elsewhere; the right name in the wrong directory. */
+    CU_ASSERT_EQUAL(node_sysfs_read_link_in(root, "bus/pci/devices/0000:d8:00.2/driver",
+                                            "bus/pci/drivers", buf, sizeof(buf)),
+                    -ENOENT);
+    CU_ASSERT_EQUAL(
+            node_sysfs_read_link_in(root, PF "driver", "kernel/iommu_groups", buf, sizeof(buf)),
+            -EXDEV);
+    CU_ASSERT_STRING_EQUAL(buf, "");
+    CU_ASSERT_EQUAL(
+            node_sysfs_read_link_in(root, PF "iommu_group", "bus/pci/drivers", buf, sizeof(buf)),
+            -EXDEV);
+    /* Too small a buffer; not a link. */
+    CU_ASSERT_EQUAL(node_sysfs_read_link_in(root, PF "driver", "bus/pci/drivers", buf, 9), -EFBIG);
+    CU_ASSERT_EQUAL(node_sysfs_read_link_in(root, PF "vendor", "bus/pci/drivers", buf, sizeof(buf)),
+                    -EINVAL);
+    /* Dangling, a loop, a file. */
+    snprintf(path, sizeof(path), "%s/linkin", tree.root);
+    CU_ASSERT_EQUAL(symlink("bus/pci/drivers/gone", path), 0);
+    CU_ASSERT_EQUAL(node_sysfs_read_link_in(root, "linkin", "bus/pci/drivers", buf, sizeof(buf)),
+                    -ENOENT);
+    unlink(path);
+    CU_ASSERT_EQUAL(symlink("linkin", path), 0);
+    CU_ASSERT_EQUAL(node_sysfs_read_link_in(root, "linkin", ".", buf, sizeof(buf)), -ELOOP);
+    unlink(path);
+    CU_ASSERT_EQUAL(symlink(PF "vendor", path), 0);
+    CU_ASSERT_EQUAL(node_sysfs_read_link_in(root, "linkin", PF, buf, sizeof(buf)), -ENOTDIR);
+    unlink(path);
+}
+
+/* Renames a file back and forth until told to stop: a rename that lands while a concurrent
+ * openat2(RESOLVE_IN_ROOT) steps through ".." makes it fail with EAGAIN. */
+struct renamer {
+    char a[400], b[400];
+    volatile int stop;
+    volatile long renames;
+};
+
+static void *rename_loop(void *arg)
+{
+    struct renamer *rn = arg;
+    while (!rn->stop) {
+        (void)rename(rn->a, rn->b);
+        (void)rename(rn->b, rn->a);
+        rn->renames += 2;
+    }
+    return NULL;
+}
+
+/* Reads through links full of ".." succeed while renames race them (EAGAIN is retried). A race
+ * needs both threads running at once; on an idle machine a few percent of lookups meet one. */
+static void test_reads_survive_renames(void)
+{
+    struct renamer rn = {.stop = 0};
+    snprintf(rn.a, sizeof(rn.a), "%s/rename-a", tree.dir);
+    snprintf(rn.b, sizeof(rn.b), "%s/rename-b", tree.dir);
+    int fd = open(rn.a, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    CU_ASSERT(fd >= 0);
+    if (fd >= 0)
+        close(fd);
+    pthread_t t;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, rename_loop, &rn), 0);
+    long failed = 0, reads = 0;
+    char buf[64];
+    /* At least 20000 reads, and renames all along (up to 200000 reads on a busy machine). */
+    for (; reads < 20000 || (rn.renames < 20000 && reads < 200000); reads++)
+        failed += node_sysfs_read(root, PF "numa_node", buf, sizeof(buf)) != 1;
+    rn.stop = 1;
+    pthread_join(t, NULL);
+    CU_ASSERT_EQUAL(failed, 0);
+    (void)unlink(rn.a);
+    (void)unlink(rn.b);
+}
+
+static void test_check_dir(void)
+{
+    char path[400];
+    CU_ASSERT_EQUAL(node_sysfs_check_dir(root, "bus/pci/devices/0000:3b:00.0"), 0);
+    CU_ASSERT_EQUAL(node_sysfs_check_dir(root, PF "driver"), 0);
+    CU_ASSERT_EQUAL(node_sysfs_check_dir(root, PF "vendor"), -ENOTDIR);
+    CU_ASSERT_EQUAL(node_sysfs_check_dir(root, "bus/pci/devices/0000:99:00.0"), -ENOENT);
+    CU_ASSERT_EQUAL(node_sysfs_check_dir(root, "../"), -EINVAL);
+    snprintf(path, sizeof(path), "%s/loop", tree.root);
+    CU_ASSERT_EQUAL(symlink("loop", path), 0);
+    CU_ASSERT_EQUAL(node_sysfs_check_dir(root, "loop"), -ELOOP);
+    unlink(path);
+}
+
 /* Whether this kernel (or valgrind) has openat2; without it links are followed as usual. */
 static bool have_openat2(void)
 {
@@ -381,6 +483,9 @@ static CU_TestInfo tests[] = {
         {"list directories", test_list},
         {"list empty directories and errors", test_list_empty_and_errors},
         {"write attributes", test_write},
+        {"read a link that must lead into a directory", test_read_link_in},
+        {"check a directory", test_check_dir},
+        {"reads survive concurrent renames", test_reads_survive_renames},
         CU_TEST_INFO_NULL,
 };
 

@@ -131,6 +131,78 @@ static void test_observe(void)
     CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "../../etc", &d), -EINVAL);
 }
 
+/* A link of 0000:03:00.0 replaced by one to `target`. */
+static void relink(const char *name, const char *target)
+{
+    char path[512];
+    (void)snprintf(path, sizeof(path), "%s/devices/pci0000:03/0000:03:00.0/%s", tree.root, name);
+    (void)unlink(path);
+    CU_ASSERT_EQUAL(symlink(target, path), 0);
+}
+
+/* A driver link that does not lead to bus/pci/drivers/<name> is no driver; an iommu_group link
+ * that loops is an error of that device. */
+static void test_observe_hostile_links(void)
+{
+    struct node_vfio_dev d;
+    char dir[512];
+    (void)snprintf(dir, sizeof(dir), "%s/devices/vfio-pci", tree.root);
+    CU_ASSERT_EQUAL(mkdir(dir, 0755), 0);
+    relink("driver", "../../vfio-pci"); /* named vfio-pci, but not the driver */
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "");
+    relink("driver", "driver");
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "");
+    relink("driver", "../../../bus/pci/drivers/vfio-pci");
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "vfio-pci");
+    relink("iommu_group", "iommu_group");
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), -ELOOP);
+    relink("iommu_group", "../../vfio-pci");
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), -EXDEV);
+    /* As the tree had it. */
+    relink("iommu_group", "../../../kernel/iommu_groups/8");
+    (void)snprintf(dir, sizeof(dir), "%s/devices/pci0000:03/0000:03:00.0/driver", tree.root);
+    CU_ASSERT_EQUAL(unlink(dir), 0);
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), 0);
+    CU_ASSERT_EQUAL(d.iommu_group, 8);
+    CU_ASSERT_STRING_EQUAL(d.driver, "");
+}
+
+static struct node_vfio_dev member(const char *address, uint32_t class_id, const char *driver)
+{
+    struct node_vfio_dev d = {.present = true, .iommu_group = 11, .class_id = class_id};
+    (void)snprintf(d.address, sizeof(d.address), "%s", address);
+    (void)snprintf(d.driver, sizeof(d.driver), "%s", driver);
+    return d;
+}
+
+/* Members the host cannot give up, by class. */
+static void test_member_essential_classes(void)
+{
+    struct err e = {"unset"};
+    struct node_vfio_dev lpc = member("0000:00:1f.0", 0x060100, "");
+    CU_ASSERT_EQUAL(node_vfio_member_essential(root_fd, &lpc, NULL, &e), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "0000:00:1f.0 is an ISA/LPC bridge"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "which the host cannot give up"));
+    struct node_vfio_dev smbus = member("0000:00:1f.4", 0x0c0500, "i801_smbus");
+    CU_ASSERT_EQUAL(node_vfio_member_essential(root_fd, &smbus, NULL, &e), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "0000:00:1f.4 is an SMBus controller"));
+    struct node_vfio_dev host = member("0000:00:00.0", 0x060000, "");
+    CU_ASSERT_EQUAL(node_vfio_member_essential(root_fd, &host, NULL, &e), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "is a host bridge"));
+    /* A bridge to other buses, an audio function, another bridge class: not by class. */
+    static const uint32_t others[] = {0x060400, 0x040300, 0x068000, 0x0c0330, 0x020000};
+    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+        struct node_vfio_dev m = member("0000:00:1f.3", others[i], "snd_hda_intel");
+        (void)snprintf(e.msg, sizeof(e.msg), "unset");
+        CU_ASSERT_EQUAL(node_vfio_member_essential(root_fd, &m, NULL, &e), 0);
+        CU_ASSERT_STRING_EQUAL(e.msg, "unset");
+    }
+    CU_ASSERT_EQUAL(node_vfio_member_essential(root_fd, &lpc, NULL, NULL), 1);
+}
+
 static bool claimed_audio(const char *address, void *arg)
 {
     (void)arg;
@@ -223,11 +295,10 @@ static void kernel_step(const char *goal, const char *step, void *arg)
 
 static int converge(struct fake_kernel *k, enum node_vfio_goal goal, struct node_vfio_dev *d)
 {
-    char err[256] = "";
-    int r = node_vfio_converge(root_fd, k->address, goal, "e1000e", kernel_step, k, d, err,
-                               sizeof(err));
+    struct err err = {""};
+    int r = node_vfio_converge(root_fd, k->address, goal, "e1000e", kernel_step, k, d, &err);
     if (r < 0)
-        fprintf(stderr, "converge: %s\n", err);
+        fprintf(stderr, "converge: %s\n", err.msg);
     return r;
 }
 
@@ -281,19 +352,21 @@ static void test_converge_failures(void)
     /* a kernel that ignores drivers_probe: restore falls back to bind-original, bind fails
      * with a message naming the state */
     struct fake_kernel k = {.address = "0000:03:00.0", .normal_driver = NULL};
-    struct node_vfio_dev d;
-    char err[256] = "";
-    int r = node_vfio_converge(root_fd, "0000:09:00.0", NODE_VFIO_BIND, "", NULL, NULL, &d, err,
-                               sizeof(err));
+    struct node_vfio_dev d = {.iommu_group = 77};
+    struct err err = {""};
+    int r = node_vfio_converge(root_fd, "0000:09:00.0", NODE_VFIO_BIND, "", NULL, NULL, &d, &err);
     CU_ASSERT_EQUAL(r, -ENODEV);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "does not exist"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "does not exist"));
+    CU_ASSERT_EQUAL(d.iommu_group, 77); /* not written on failure */
     r = node_vfio_converge(root_fd, "0000:09:00.0", NODE_VFIO_RESTORE, "e1000e", NULL, NULL, &d,
-                           err, sizeof(err));
+                           NULL);
     CU_ASSERT_EQUAL(r, 0); /* nothing to restore on a device that is gone */
-    r = node_vfio_converge(root_fd, "0000:04:00.0", NODE_VFIO_BIND, "", NULL, NULL, &d, err,
-                           sizeof(err));
+    r = node_vfio_converge(root_fd, "0000:04:00.0", NODE_VFIO_BIND, "", NULL, NULL, &d, &err);
     CU_ASSERT_EQUAL(r, -EIO); /* the fake tree's unbind changes nothing */
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "driver=e1000e driver_override=vfio-pci"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "driver=e1000e driver_override=vfio-pci"));
+    r = node_vfio_converge(root_fd, "../x", NODE_VFIO_BIND, "", NULL, NULL, &d, &err);
+    CU_ASSERT_EQUAL(r, -EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "cannot read ../x in sysfs"));
     k.address = "0000:04:00.0";
     k.normal_driver = "e1000e";
     CU_ASSERT_EQUAL(converge(&k, NODE_VFIO_RESTORE, &d), 0);
@@ -305,6 +378,8 @@ static CU_TestInfo tests[] = {
         {"plan: restore", test_plan_restore},
         {"observe a fake tree", test_observe},
         {"IOMMU group members and blockers", test_groups},
+        {"observe: hostile driver and iommu_group links", test_observe_hostile_links},
+        {"members the host cannot give up, by class", test_member_essential_classes},
         {"group busy check", test_busy},
         {"bind and restore round trip", test_converge_round_trip},
         {"crash after every step, then converge", test_converge_crash_at_every_step},

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * node/blockers.c - why a PCI device cannot be passed through safely now (see blockers.h).
+ * Blocking (sysfs reads); no logging.
+ *
+ * Decisions:
+ * - One IOMMUGroupShared blocker names the members in the way (the first SHOWN of them, then
+ *   a count). When one of them is a member the host cannot give up (node_vfio_member_essential),
+ *   the advice is not "claim them too" but that the device cannot be passed through safely in
+ *   this slot.
+ * - node_hostuse_check() reports its first finding, so a device has at most one host-use
+ *   blocker; the reason follows what it holds.
+ */
+#include "node/blockers.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node/vfio.h"
+
+#define SHOWN 4 /* group members named in a message; the rest are counted */
+
+struct found {
+    struct node_blocker b[NODE_BLOCKERS_MAX];
+    size_t n;
+};
+
+static void add(struct found *f, const char *reason, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void add(struct found *f, const char *reason, const char *fmt, ...)
+{
+    if (f->n == NODE_BLOCKERS_MAX)
+        return;
+    struct node_blocker *b = &f->b[f->n++];
+    (void)snprintf(b->reason, sizeof(b->reason), "%s", reason);
+    va_list ap;
+    va_start(ap, fmt);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang-analyzer 14 false positive
+    (void)vsnprintf(b->message, sizeof(b->message), fmt, ap);
+    va_end(ap);
+}
+
+/* The members of a group that stand in the way of a device. */
+struct members {
+    char list[320]; /* "0000:01:00.1 (snd_hda_intel), 0000:01:00.2 (no driver)" */
+    size_t n;
+    bool essential;      /* one of them the host cannot give up */
+    struct err why_kept; /* why, for the first such member */
+};
+
+static void note_member(struct members *ms, const struct node_vfio_dev *m)
+{
+    size_t len = strlen(ms->list);
+    if (ms->n < SHOWN && len < sizeof(ms->list))
+        (void)snprintf(ms->list + len, sizeof(ms->list) - len, "%s%s (%s)", ms->n ? ", " : "",
+                       m->address, m->driver[0] ? m->driver : "no driver");
+    ms->n++;
+}
+
+/* Collects the members of group `group` that stand in the way of `address`. */
+static int collect_members(int fd, const char *address, int group, const struct node_hostuse *use,
+                           bool (*is_claimed)(const char *, void *), void *arg, struct members *ms,
+                           struct err *ret_err)
+{
+    struct node_vfio_dev *m = NULL;
+    size_t n = 0;
+    int r = node_vfio_group_members(fd, group, &m, &n);
+    if (r < 0)
+        return err_set(ret_err, r, "cannot read the members of IOMMU group %d in sysfs: %s", group,
+                       strerror(-r));
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        if (!node_vfio_member_blocks(&m[i], address, is_claimed, arg))
+            continue;
+        note_member(ms, &m[i]);
+        if (ms->essential)
+            continue;
+        r = node_vfio_member_essential(fd, &m[i], use, &ms->why_kept);
+        ms->essential = r > 0;
+        if (r < 0)
+            (void)err_set(ret_err, r, "%s", ms->why_kept.msg);
+    }
+    free(m);
+    return r < 0 ? r : 0;
+}
+
+/* The "and N more" after a list of members. */
+static void more(const struct members *ms, char *out, size_t size)
+{
+    if (ms->n > SHOWN)
+        (void)snprintf(out, size, " and %zu more", ms->n - SHOWN);
+    else
+        out[0] = '\0';
+}
+
+static int group_blockers(struct found *f, int fd, const char *address, int group,
+                          const struct node_hostuse *use, bool (*is_claimed)(const char *, void *),
+                          void *arg, struct err *ret_err)
+{
+    if (group < 0) {
+        add(f, "NoIOMMUGroup",
+            "device %s has no IOMMU group, so it cannot be passed through safely: turn on the "
+            "IOMMU (VT-d or AMD-Vi in the firmware, intel_iommu=on or amd_iommu=on on the kernel "
+            "command line) and reboot the node",
+            address);
+        return 0;
+    }
+    struct members ms = {.n = 0};
+    char tail[32];
+    int r = collect_members(fd, address, group, use, is_claimed, arg, &ms, ret_err);
+    if (r < 0 || ms.n == 0)
+        return r;
+    more(&ms, tail, sizeof(tail));
+    bool one = ms.n == 1;
+    if (ms.essential)
+        add(f, "IOMMUGroupShared",
+            "IOMMU group %d also holds %s%s; %s, so device %s cannot be passed through safely in "
+            "this slot (in another slot, or behind a switch with ACS, it may get an IOMMU group "
+            "of its own)",
+            group, ms.list, tail, ms.why_kept.msg, address);
+    else
+        add(f, "IOMMUGroupShared",
+            "IOMMU group %d also holds %s%s, which %s not on vfio-pci; the whole group goes to one "
+            "VM, so claim %s too (or bind %s to vfio-pci)",
+            group, ms.list, tail, one ? "is" : "are", one ? "that device" : "those devices",
+            one ? "it" : "them");
+    return 0;
+}
+
+static int use_blockers(struct found *f, int fd, const char *address,
+                        const struct node_hostuse *use, struct err *ret_err)
+{
+    enum node_hostuse_kind kind = NODE_HOSTUSE_NONE;
+    struct err why;
+    int r = node_hostuse_check(fd, address, use, &kind, &why);
+    if (r < 0)
+        return err_set(ret_err, r, "cannot tell whether device %s is host-critical: %s", address,
+                       why.msg);
+    if (r == 0)
+        return 0;
+    if (kind == NODE_HOSTUSE_MOUNT)
+        add(f, "MountedFilesystem",
+            "device %s is host-critical: %s; passing it through would take that filesystem away "
+            "from the node: move it to another device first",
+            address, why.msg);
+    else if (kind == NODE_HOSTUSE_SWAP)
+        add(f, "Swap",
+            "device %s is host-critical: %s; passing it through would take that swap away from "
+            "the node: turn it off (swapoff) or move it to another device first",
+            address, why.msg);
+    else
+        add(f, "HostNetwork",
+            "device %s is host-critical: %s; passing it through would cut the node off the "
+            "network: move that address or route to another interface first",
+            address, why.msg);
+    return 0;
+}
+
+int node_blockers_for(int sysfs_fd, const char *address, int iommu_group, const char *driver,
+                      const struct node_hostuse *use,
+                      bool (*is_claimed)(const char *address, void *arg), void *arg,
+                      struct node_blocker *ret, size_t max, struct err *ret_err)
+{
+    struct found f = {.n = 0};
+    int r = group_blockers(&f, sysfs_fd, address, iommu_group, use, is_claimed, arg, ret_err);
+    if (r == 0 && (!driver || strcmp(driver, NODE_VFIO_DRIVER) != 0))
+        r = use_blockers(&f, sysfs_fd, address, use, ret_err);
+    if (r < 0)
+        return r;
+    size_t k = f.n < max ? f.n : max;
+    if (k > 0)
+        memcpy(ret, f.b, k * sizeof(*ret));
+    return (int)f.n;
+}
