@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "base/err.h"
 
 struct line {
     const char *s; /* content after the indentation, trailing blanks removed; never empty */
@@ -915,7 +916,7 @@ static cJSON *parse(struct parser *p, const char *text, size_t len)
     return parse_yaml(p, text, len);
 }
 
-int yaml_parse(const char *text, size_t len, struct cJSON **ret, char **reterr)
+int yaml_parse(const char *text, size_t len, struct cJSON **ret, struct err *ret_err)
 {
     struct parser p = {0};
     cJSON *root = parse(&p, text ? text : "", text ? len : 0);
@@ -926,9 +927,7 @@ int yaml_parse(const char *text, size_t len, struct cJSON **ret, char **reterr)
         return 0;
     }
     int r = p.nomem || !p.err ? -ENOMEM : -EINVAL;
-    if (reterr)
-        *reterr = p.err ? p.err : strdup("out of memory");
-    else
-        free(p.err);
+    err_set(ret_err, r, "%s", p.err ? p.err : "out of memory");
+    free(p.err);
     return r;
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 struct cJSON;
+struct err;
 
 /* The deepest nesting of collections accepted (the root collection is level 1). */
 #define YAML_MAX_DEPTH 64
@@ -39,14 +40,13 @@ struct cJSON;
  *   refused, {a: } is a null value); a trailing comma is accepted.
  * - Tabs may separate tokens within a line but never indent. Control characters other than
  *   tab (and the CR of CRLF) are refused. A leading UTF-8 BOM is skipped; "..." is refused.
- * - `*ret` is written only on success, `*reterr` only on failure (NULL if even the message
- *   could not be allocated).
+ * - `*ret` is written only on success, `*ret_err` (base/err.h) only on failure.
  */
 
 /*
- * Parses `len` bytes of `text`. On success writes the root (a mapping, sequence or scalar;
- * the caller frees it with cJSON_Delete) to `ret`. On failure returns -EINVAL (or -ENOMEM)
- * and, if `reterr` is not NULL, a message such as "line 12: tabs are not allowed for
- * indentation" (malloc'd; the caller frees it).
+ * Parses `len` bytes of `text` (at most INT_MAX). On success writes the root (a mapping,
+ * sequence or scalar; the caller frees it with cJSON_Delete) to `ret`. On failure returns
+ * -EINVAL (or -ENOMEM) and, if `ret_err` is not NULL, fills it with a message such as
+ * "line 12: tabs are not allowed for indentation".
  */
-int yaml_parse(const char *text, size_t len, struct cJSON **ret, char **reterr);
+int yaml_parse(const char *text, size_t len, struct cJSON **ret, struct err *ret_err);

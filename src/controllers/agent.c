@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/err.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "controllers/endpoint.h"
@@ -646,18 +647,14 @@ static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
 
 static int load_config(struct agent *a)
 {
-    char *msg = NULL;
-    int r = kube_config_in_cluster(NULL, &a->kcfg, &msg);
+    struct err err = {0};
+    int r = kube_config_in_cluster(NULL, &a->kcfg, &err);
     if (a->cfg->kubeconfig || getenv("KUBECONFIG") || r == -ENOENT) {
-        free(msg);
-        msg = NULL;
         kube_config_done(&a->kcfg);
-        r = kube_config_load_kubeconfig(a->cfg->kubeconfig, NULL, &a->kcfg, &msg);
+        r = kube_config_load_kubeconfig(a->cfg->kubeconfig, NULL, &a->kcfg, &err);
     }
     if (r < 0)
-        log_error("Cannot load the API server configuration", KV_STR("why", msg ? msg : ""),
-                  KV_ERRNO(r));
-    free(msg);
+        log_error("Cannot load the API server configuration", KV_STR("why", err.msg), KV_ERRNO(r));
     return r;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/err.h"
 #include "base/yaml.h"
 
 struct good {
@@ -149,10 +150,10 @@ static const struct bad bads[] = {
         {"{a: b}", "line 1: invalid JSON"},
 };
 
-static char *parse_to_json(const char *yaml, char **reterr)
+static char *parse_to_json(const char *yaml, struct err *err)
 {
     cJSON *root = NULL;
-    if (yaml_parse(yaml, strlen(yaml), &root, reterr) < 0)
+    if (yaml_parse(yaml, strlen(yaml), &root, err) < 0)
         return NULL;
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
@@ -162,17 +163,16 @@ static char *parse_to_json(const char *yaml, char **reterr)
 static void test_accepts(void)
 {
     for (size_t i = 0; i < sizeof(goods) / sizeof(goods[0]); i++) {
-        char *err = NULL;
+        struct err err = {0};
         char *json = parse_to_json(goods[i].yaml, &err);
         if (!json || strcmp(json, goods[i].json) != 0)
             fprintf(stderr, "\n  yaml %zu: got %s (%s), want %s\n", i, json ? json : "error",
-                    err ? err : "-", goods[i].json);
+                    err.msg[0] ? err.msg : "-", goods[i].json);
         CU_ASSERT_PTR_NOT_NULL(json);
-        CU_ASSERT_PTR_NULL(err);
+        CU_ASSERT_STRING_EQUAL(err.msg, "");
         if (json)
             CU_ASSERT_STRING_EQUAL(json, goods[i].json);
         free(json);
-        free(err);
     }
 }
 
@@ -180,17 +180,15 @@ static void test_refuses(void)
 {
     for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
         cJSON *root = NULL;
-        char *err = NULL;
+        struct err err = {0};
         int r = yaml_parse(bads[i].yaml, strlen(bads[i].yaml), &root, &err);
-        if (r != -EINVAL || !err || strcmp(err, bads[i].err) != 0)
-            fprintf(stderr, "\n  bad %zu: got %d \"%s\", want \"%s\"\n", i, r, err ? err : "-",
+        if (r != -EINVAL || strcmp(err.msg, bads[i].err) != 0)
+            fprintf(stderr, "\n  bad %zu: got %d \"%s\", want \"%s\"\n", i, r, err.msg,
                     bads[i].err);
         CU_ASSERT_EQUAL(r, -EINVAL);
         CU_ASSERT_PTR_NULL(root);
-        CU_ASSERT_PTR_NOT_NULL(err);
-        if (err)
-            CU_ASSERT_STRING_EQUAL(err, bads[i].err);
-        free(err);
+        CU_ASSERT_NOT_EQUAL(err.msg[0], '\0');
+        CU_ASSERT_STRING_EQUAL(err.msg, bads[i].err);
         cJSON_Delete(root);
     }
 }
@@ -255,20 +253,17 @@ static void check_depth(char *(*gen)(int levels), int per_level)
     char *ok = gen(YAML_MAX_DEPTH / per_level);
     char *deep = gen(YAML_MAX_DEPTH / per_level + 1);
     cJSON *root = NULL;
-    char *err = NULL;
+    struct err err = {0};
     CU_ASSERT_EQUAL(yaml_parse(ok, strlen(ok), &root, &err), 0);
-    if (err)
-        fprintf(stderr, "\n  depth: %s\n", err);
+    if (err.msg[0])
+        fprintf(stderr, "\n  depth: %s\n", err.msg);
     cJSON_Delete(root);
-    free(err);
-    err = NULL;
+    err = (struct err){0};
     root = NULL;
     CU_ASSERT_EQUAL(yaml_parse(deep, strlen(deep), &root, &err), -EINVAL);
     CU_ASSERT_PTR_NULL(root);
-    CU_ASSERT_PTR_NOT_NULL(err);
-    if (err)
-        CU_ASSERT_PTR_NOT_NULL(strstr(err, ": nesting deeper than 64 levels"));
-    free(err);
+    CU_ASSERT_NOT_EQUAL(err.msg[0], '\0');
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, ": nesting deeper than 64 levels"));
     free(ok);
     free(deep);
 }
@@ -297,12 +292,10 @@ static void test_depth_bomb_is_fast_and_bounded(void)
         char *doc = NULL;
         CU_ASSERT(asprintf(&doc, "%s%s", prefixes[i], s) > 0);
         cJSON *root = NULL;
-        char *err = NULL;
+        struct err err = {0};
         CU_ASSERT_EQUAL(yaml_parse(doc, strlen(doc), &root, &err), -EINVAL);
-        CU_ASSERT_PTR_NOT_NULL(err);
-        if (err)
-            CU_ASSERT_STRING_EQUAL(err, "line 1: nesting deeper than 64 levels");
-        free(err);
+        CU_ASSERT_NOT_EQUAL(err.msg[0], '\0');
+        CU_ASSERT_STRING_EQUAL(err.msg, "line 1: nesting deeper than 64 levels");
         free(doc);
     }
     free(s);
@@ -346,10 +339,10 @@ static void test_kubectl_layout(void)
 static void test_contract_edges(void)
 {
     cJSON *root = NULL;
-    char *err = (char *)"untouched";
-    /* reterr is left alone on success, optional on failure, and len is honoured. */
+    struct err err = {.msg = "untouched"};
+    /* ret_err is left alone on success, optional on failure, and len is honoured. */
     CU_ASSERT_EQUAL(yaml_parse("a: b", 4, &root, &err), 0);
-    CU_ASSERT_STRING_EQUAL(err, "untouched");
+    CU_ASSERT_STRING_EQUAL(err.msg, "untouched");
     cJSON_Delete(root);
     root = NULL;
     CU_ASSERT_EQUAL(yaml_parse("a: \"x", 5, &root, NULL), -EINVAL);
