@@ -68,7 +68,8 @@ static const struct good goods[] = {
         {"a: 'it''s # not a comment'", "{\"a\":\"it's # not a comment\"}"},
         {"a: ''\nb: \"\"", "{\"a\":\"\",\"b\":\"\"}"},
         {"a: \"q\\\" b\\\\s \\/ n\\n t\\t\"", "{\"a\":\"q\\\" b\\\\s / n\\n t\\t\"}"},
-        {"a: \"\\u00e9\\u20ac\\ud83d\\ude00\"", "{\"a\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}"},
+        /* A character beyond U+FFFF is \U (libyaml, like go-yaml, refuses surrogate escapes) */
+        {"a: \"\\u00e9\\u20ac\\U0001F600\"", "{\"a\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}"},
         {"\"quoted key\": 1\n'single: key': 2", "{\"quoted key\":\"1\",\"single: key\":\"2\"}"},
         {"\"k\" : v # c", "{\"k\":\"v\"}"},
         {"a: \"x: y # z\"  # c", "{\"a\":\"x: y # z\"}"},
@@ -101,6 +102,8 @@ static const struct bad bads[] = {
         {"a: \"\\u12\"", "line 1: invalid \\u escape (4 hex digits expected)"},
         {"a: \"\\ud800\"", "line 1: unpaired surrogate in \\u escape"},
         {"a: \"\\udc00\"", "line 1: unpaired surrogate in \\u escape"},
+        {"a: \"\\ud83d\\ude00\"",
+         "line 1: surrogate pairs are not supported (write the character as \\U and 8 hex digits)"},
         {"a: \"\\u0000\"", "line 1: NUL characters are not supported"},
         {"a: b: c", "line 1: \": \" is not allowed in a plain value (quote the value)"},
         {"a: &anchor b", "line 1: anchors (&) are not supported"},
