@@ -6,11 +6,14 @@
 #include <CUnit/CUnit.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "base/buf.h"
+#include "base/cleanup.h"
 #include "base/err.h"
 #include "base/yaml.h"
 
@@ -363,6 +366,197 @@ static void test_contract_edges(void)
     CU_ASSERT_EQUAL(yaml_parse("a: b\0c", 6, &root, NULL), -EINVAL);
 }
 
+/* --- anchors, tags, documents, bounds, encodings ------------------------------------------ */
+
+static void check_refusals(const char *what, const struct bad *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        cJSON *root = NULL;
+        struct err err = {0};
+        int r = yaml_parse(b[i].yaml, strlen(b[i].yaml), &root, &err);
+        if (r != -EINVAL || strcmp(err.msg, b[i].err) != 0)
+            fprintf(stderr, "\n  %s %zu: got %d \"%s\", want \"%s\"\n", what, i, r, err.msg,
+                    b[i].err);
+        CU_ASSERT_EQUAL(r, -EINVAL);
+        CU_ASSERT_PTR_NULL(root);
+        CU_ASSERT_STRING_EQUAL(err.msg, b[i].err);
+        cJSON_Delete(root);
+    }
+}
+
+static const struct bad anchors_and_tags[] = {
+        {"a: &x {b: c}", "line 1: anchors (&) are not supported"},
+        {"a:\n  b: &x [c]", "line 2: anchors (&) are not supported"},
+        {"- x\n- &s\n  - 1", "line 2: anchors (&) are not supported"},
+        {"a: {k: &v x}", "line 1: anchors (&) are not supported"},
+        {"base: &b {x: 1}\nother: *b", "line 1: anchors (&) are not supported"},
+        {"base: {x: 1}\nother: *b", "line 2: aliases (*) are not supported"},
+        {"a: [x, *y]", "line 1: aliases (*) are not supported"},
+        {"*a : b", "line 1: aliases (*) are not supported"},
+        {"a: {b: c}\n<<: *base", "line 2: aliases (*) are not supported"},
+        {"a: *", "line 1: aliases (*) are not supported"},
+        {"a: &", "line 1: anchors (&) are not supported"},
+        {"a: !!map {}", "line 1: tags (!) are not supported"},
+        {"- !!int 1", "line 1: tags (!) are not supported"},
+        {"a: !custom x", "line 1: tags (!) are not supported"},
+        {"a: !<tag:yaml.org,2002:str> x", "line 1: tags (!) are not supported"},
+        {"%TAG ! tag:example.com,2000:\n---\na: b", "line 1: directives (%) are not supported"},
+};
+
+static const struct bad documents[] = {
+        {"a: 1\n---\nb: 2\n", "line 2: multiple documents are not supported"},
+        {"---\na: 1\n---\nb: 2\n", "line 3: multiple documents are not supported"},
+        {"--- # one\n- a\n--- # two\n- b\n", "line 3: multiple documents are not supported"},
+        {"a: 1\n---\n", "line 2: multiple documents are not supported"},
+        {"a: 1\n...\n---\nb: 2", "line 2: document end markers (...) are not supported"},
+        {"{\"a\": 1}\n---\n{\"b\": 2}", "line 2: unexpected text after the JSON document"},
+};
+
+/* What libyaml reads differently from the hand-written parser it replaced, and its messages
+ * in the subset's words. */
+static const struct bad encodings_and_escapes[] = {
+        {"a: b\n\xff: c", "line 2: invalid leading UTF-8 octet"},
+        {"a: \xc3\xa9\xc2\x80", "line 1: control character U+0080 is not allowed"},
+        {"a: b\xc2\x85"
+         "c",
+         "line 1: line break U+0085 is not allowed"},
+        {"a: b\n\xe2\x80\xa8", "line 2: line break U+2028 is not allowed"},
+        {"a: \"\\x4g\"", "line 1: invalid \\x escape (2 hex digits expected)"},
+        {"a: \"\\U0011FFFF\"", "line 1: invalid \\U escape (beyond U+10FFFF)"},
+        {"a: \"\\x00\"", "line 1: NUL characters are not supported"},
+        {"a: \"\\0\"", "line 1: NUL characters are not supported"},
+        {"\xc3\xa9: \"x\\q\"", "line 1: unsupported escape in double-quoted string"},
+        {"[a]: b", "line 1: complex keys (?) are not supported"},
+        {"? [a]\n: b", "line 1: complex keys (?) are not supported"},
+        {": x", "line 1: expected \"key: value\""},
+        {"a: [b,\n  \"c]", "line 1: unclosed flow collection (they must end on the same line)"},
+        {"a: [b,\n  {c: d, c: e}]",
+         "line 1: unclosed flow collection (they must end on the same line)"},
+        {"a: b\n\n  c", "line 3: unexpected indentation (multi-line values are not supported)"},
+        {"- a\n\n  b\n  c", "line 3: multi-line values are not supported"},
+};
+
+static void test_anchors_and_tags(void)
+{
+    check_refusals("anchor", anchors_and_tags, ELEMENTSOF(anchors_and_tags));
+}
+
+static void test_documents(void)
+{
+    check_refusals("document", documents, ELEMENTSOF(documents));
+}
+
+static void test_encodings_and_escapes(void)
+{
+    check_refusals("encoding", encodings_and_escapes, ELEMENTSOF(encodings_and_escapes));
+    struct err err = {0};
+    char *json = parse_to_json("a: \"\\x41\\t\\U0001F600\"\nb: caf\xc3\xa9", &err);
+    CU_ASSERT_STRING_EQUAL(err.msg, "");
+    CU_ASSERT_PTR_NOT_NULL(json);
+    if (json)
+        CU_ASSERT_STRING_EQUAL(json, "{\"a\":\"A\\t\xf0\x9f\x98\x80\",\"b\":\"caf\xc3\xa9\"}");
+    free(json);
+}
+
+/* Two kubeconfigs written one after the other (cat a b) are refused at the second. */
+static void test_concatenated_kubeconfigs(void)
+{
+    const char *one = "apiVersion: v1\nkind: Config\ncurrent-context: a\n"
+                      "contexts:\n- name: a\n  context: {cluster: a}\n"
+                      "clusters:\n- name: a\n  cluster:\n    server: https://a\n";
+    char *two = NULL;
+    CU_ASSERT(asprintf(&two, "%s---\n%s", one, one) > 0);
+    if (!two)
+        return;
+    cJSON *root = NULL;
+    struct err err = {0};
+    CU_ASSERT_EQUAL(yaml_parse(two, strlen(two), &root, &err), -EINVAL);
+    CU_ASSERT_STRING_EQUAL(err.msg, "line 11: multiple documents are not supported");
+    CU_ASSERT_PTR_NULL(root);
+    free(two);
+}
+
+/* `levels` nested block mappings whose innermost value is `value`. */
+static char *nested_value(int levels, const char *value)
+{
+    struct buf b;
+    buf_init(&b, 1 << 20);
+    for (int i = 0; i < levels; i++)
+        buf_printf(&b, "%*sk%d:\n", 2 * i, "", i);
+    buf_printf(&b, "%*s%s\n", 2 * levels, "", value);
+    return buf_take(&b);
+}
+
+static int parse_nested(int levels, const char *value, struct err *err)
+{
+    char *doc = nested_value(levels, value);
+    cJSON *root = NULL;
+    int r = yaml_parse(doc, strlen(doc), &root, err);
+    cJSON_Delete(root);
+    free(doc);
+    return r;
+}
+
+/* Block and flow levels add up to the same cap. */
+static void test_depth_mixed(void)
+{
+    struct err err = {0};
+    CU_ASSERT_EQUAL(parse_nested(YAML_MAX_DEPTH - 1, "[x]", &err), 0);
+    CU_ASSERT_EQUAL(parse_nested(YAML_MAX_DEPTH - 2, "- {a: x}", &err), 0);
+    CU_ASSERT_STRING_EQUAL(err.msg, "");
+    CU_ASSERT_EQUAL(parse_nested(YAML_MAX_DEPTH - 1, "[[x]]", &err), -EINVAL);
+    CU_ASSERT_STRING_EQUAL(err.msg, "line 64: nesting deeper than 64 levels");
+    CU_ASSERT_EQUAL(parse_nested(YAML_MAX_DEPTH - 2, "- {a: [x]}", &err), -EINVAL);
+    CU_ASSERT_STRING_EQUAL(err.msg, "line 63: nesting deeper than 64 levels");
+}
+
+/* The length alone is refused: a 2 GiB mapping that is never read (reading it would say
+ * "control character 0x00"). */
+static void test_size_bound(void)
+{
+    size_t len = (size_t)INT_MAX + 1;
+    void *big = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    CU_ASSERT(big != MAP_FAILED);
+    if (big == MAP_FAILED)
+        return;
+    cJSON *root = NULL;
+    struct err err = {0};
+    CU_ASSERT_EQUAL(yaml_parse(big, len, &root, &err), -EINVAL);
+    CU_ASSERT_STRING_EQUAL(err.msg, "line 1: document too large");
+    CU_ASSERT_PTR_NULL(root);
+    munmap(big, len);
+}
+
+/* A document larger than libyaml's buffers, with non-ASCII text before the end: values,
+ * lines and positions stay right across the buffer refills. */
+static void test_large_document(void)
+{
+    struct buf b;
+    buf_init(&b, 4 << 20);
+    buf_adds(&b, "users:\n");
+    for (int i = 0; i < 20000; i++)
+        buf_printf(&b, "- name: us\xc3\xa9r-%d\n  user: {token: \"t\\u00e9-%d\"}\n", i, i);
+    char *ok = buf_take(&b);
+    cJSON *root = NULL;
+    struct err err = {0};
+    CU_ASSERT_EQUAL(yaml_parse(ok, strlen(ok), &root, &err), 0);
+    const cJSON *users = cJSON_GetObjectItemCaseSensitive(root, "users");
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(users), 20000);
+    const cJSON *last = cJSON_GetArrayItem(users, 19999);
+    const cJSON *token = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(last, "user"), "token");
+    CU_ASSERT(cJSON_IsString(token) && strcmp(token->valuestring, "t\xc3\xa9-19999") == 0);
+    cJSON_Delete(root);
+    root = NULL;
+    char *bad = NULL;
+    CU_ASSERT(asprintf(&bad, "%sx: @y\n", ok) > 0);
+    CU_ASSERT_EQUAL(yaml_parse(bad, strlen(bad), &root, &err), -EINVAL);
+    CU_ASSERT_STRING_EQUAL(err.msg,
+                           "line 40002: a plain value cannot start with %, @ or ` (quote it)");
+    free(bad);
+    free(ok);
+}
+
 static CU_TestInfo tests[] = {
         {"accepts the kubeconfig subset", test_accepts},
         {"refuses the rest with line numbers", test_refuses},
@@ -370,6 +564,13 @@ static CU_TestInfo tests[] = {
         {"depth bomb is bounded", test_depth_bomb_is_fast_and_bounded},
         {"kubectl layout", test_kubectl_layout},
         {"contract edges", test_contract_edges},
+        {"anchors, aliases, tags and directives are refused", test_anchors_and_tags},
+        {"one document only", test_documents},
+        {"encodings and escapes", test_encodings_and_escapes},
+        {"concatenated kubeconfigs are refused", test_concatenated_kubeconfigs},
+        {"block and flow levels share the depth cap", test_depth_mixed},
+        {"the size bound is checked before reading", test_size_bound},
+        {"a document larger than libyaml's buffers", test_large_document},
         CU_TEST_INFO_NULL,
 };
 
