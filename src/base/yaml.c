@@ -35,7 +35,7 @@ struct walker {
     yaml_event_t ev; /* the current event */
     const char *text;
     size_t len;
-    size_t at_index, at_off; /* a character index (libyaml's marks count characters) ... */
+    size_t at_index, at_off; /* a mark's index (in characters) and its byte offset */
     size_t flow_line;        /* libyaml's line of the outermost open flow collection, or NO_FLOW */
     struct err *err;
 };
