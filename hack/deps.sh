@@ -6,7 +6,7 @@ packages=(
     # build
     gcc make pkg-config
     libcurl4-openssl-dev libcjson-dev libpci-dev libudev-dev libev-dev libkmod-dev
-    libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
+    libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libyaml-dev
     # tests, lint, fuzz
     libcunit1-dev clang libclang-rt-14-dev clang-format clang-tidy cppcheck valgrind shellcheck
     prometheus # promtool checks the /metrics exposition

@@ -11,7 +11,7 @@ bad() { printf '%s\n' "$1"; rc=1; }
 mapfile -t files < <(git ls-files --cached --others --exclude-standard -- '*.c' '*.h' | sort -u)
 mapfile -t csrc < <(printf '%s\n' "${files[@]}" | grep -E '\.c$' | grep -v '\.pb-c\.c$')
 [ ${#files[@]} -gt 0 ] || { echo "lint: no C files"; exit 1; }
-PKGS="libcurl libcjson libpci libudev libkmod libnghttp2 libprotobuf-c"
+PKGS="libcurl libcjson libpci libudev libkmod libnghttp2 libprotobuf-c yaml-0.1"
 CFLAGS=(-std=gnu11 -Isrc -Itest/unit -Ibuild/gen -D_GNU_SOURCE -DUNIT_TESTING -DHOSTDEVD_VERSION='"lint"'
     $(pkg-config --cflags $PKGS))
 mkdir -p build/gen
@@ -63,6 +63,7 @@ only_in curl/curl.h src/kube/http.c
 only_in pci/pci.h src/node/pci.c
 only_in libudev.h src/node/udev.c
 only_in libkmod.h src/node/kmod.c
+only_in yaml.h src/base/yaml.c
 
 step "function length (STYLE.md: none over 60 lines in src/)"
 long=$(hack/funclen.sh src/*/*.c)

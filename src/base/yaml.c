@@ -1,98 +1,66 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * base/yaml.c - the YAML subset of kubeconfig files, parsed into cJSON. See yaml.h.
+ * base/yaml.c - the YAML subset of kubeconfig files, parsed by libyaml into cJSON. See yaml.h.
  *
- * Works on lines: the text is split into lines (indentation measured, blank and comment lines
- * dropped), block nodes are parsed by indentation with a recursive descent whose depth is
- * capped at YAML_MAX_DEPTH, and scalars and one-line flow collections are read through a
- * cursor over one line. A document starting with '{' goes to json_parse_strict() (after a
- * depth check, so cJSON never recurses deeper than we do). Scratch copies of scalars are wiped
- * before they are freed, since kubeconfigs hold keys. Pure: no I/O, no logging.
+ * The one file that includes libyaml. A pass over the bytes first refuses what libyaml would
+ * take but the subset does not (control characters, a CR outside CRLF, tabs in indentation).
+ * libyaml's event parser then drives a recursive walk, capped at YAML_MAX_DEPTH, that builds
+ * the tree and refuses anchors, aliases, tags, block and multi-line scalars, flow collections
+ * over several lines, complex keys, duplicate keys, directives and more than one document.
+ * libyaml's own errors are reworded into the subset's messages, with their line. A document
+ * starting with '{' goes to cJSON's JSON parser instead. Scalar values and libyaml's input
+ * buffers are wiped before they are freed, since kubeconfigs hold keys (libyaml's scratch
+ * strings are not reachable). Pure: no I/O, no logging, never blocks.
  */
 #include "base/yaml.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <yaml.h>
 
 #include "base/cleanup.h"
 #include "base/json.h"
+#include "base/err.h"
 
-struct line {
-    const char *s; /* content after the indentation, trailing blanks removed; never empty */
+#define NO_FLOW        SIZE_MAX
+#define TABS           "tabs are not allowed for indentation"
+#define UNCLOSED_QUOTE "unclosed quote (multi-line quoted strings are not supported)"
+#define UNCLOSED_FLOW  "unclosed flow collection (they must end on the same line)"
+
+struct walker {
+    yaml_parser_t parser;
+    yaml_event_t ev; /* the current event */
+    const char *text;
     size_t len;
-    size_t indent;
-    int no; /* 1-based line number */
+    size_t at_index, at_off; /* a mark's index (in characters) and its byte offset */
+    size_t flow_line;        /* libyaml's line of the outermost open flow collection, or NO_FLOW */
+    struct err *err;
 };
 
-struct parser {
-    struct line *lines;
-    size_t n;
-    size_t cur;      /* the next line to parse */
-    bool seen_start; /* a "---" line was seen */
-    char *err;
-    bool nomem;
-};
+static int node(struct walker *w, int depth, cJSON **ret);
 
-/* A position within one line. */
-struct cur {
-    const char *s;
-    size_t len;
-    size_t pos;
-    int no;
-};
-
-static cJSON *parse_node(struct parser *p, int depth);
-static cJSON *flow_node(struct parser *p, struct cur *c, int depth, bool in_flow);
-
-static void *fail(struct parser *p, int no, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-
-/*
- * Records the first error as "line N: ..." and returns NULL. (vasprintf, not vsnprintf: the
- * valist checker of clang-tidy 14 misreports vsnprintf in all but the first file it checks.)
- */
-static void *fail(struct parser *p, int no, const char *fmt, ...)
+static int oom(struct walker *w)
 {
-    char *msg = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
-    va_end(ap);
-    if (!p->err && !p->nomem && (!msg || asprintf(&p->err, "line %d: %s", no, msg) < 0)) {
-        p->err = NULL;
-        p->nomem = true;
-    }
-    free(msg);
-    return NULL;
+    return err_set(w->err, -ENOMEM, "out of memory");
 }
 
-/* Records `msg`, already "line N: ...", as the first error and returns NULL. */
-static void *fail_as_is(struct parser *p, const char *msg)
+static int line_no(yaml_mark_t m)
 {
-    if (!p->err && !p->nomem && !(p->err = strdup(msg)))
-        p->nomem = true;
-    return NULL;
+    return m.line < INT_MAX ? (int)m.line + 1 : INT_MAX;
 }
 
-static void *oom(struct parser *p)
+static int fail(struct walker *w, yaml_mark_t m, const char *msg)
 {
-    p->nomem = true;
-    return NULL;
+    return err_set(w->err, -EINVAL, "line %d: %s", line_no(m), msg);
 }
 
-static void free_wiped(char *s, size_t n)
+static bool is(const char *s, const char *want)
 {
-    if (!s)
-        return;
-    explicit_bzero(s, n);
-    free(s);
+    return s && strcmp(s, want) == 0;
 }
 
 static bool is_blank(char c)
@@ -100,10 +68,22 @@ static bool is_blank(char c)
     return c == ' ' || c == '\t';
 }
 
-static bool is_flow_indicator(char c)
+/* Whether `c` is one of `set` (never NUL). */
+static bool in_set(char c, const char *set)
 {
-    return c == ',' || c == '[' || c == ']' || c == '{' || c == '}';
+    return c != '\0' && strchr(set, c);
 }
+
+/* The 1-based line of byte `off`. */
+static int line_at(const char *text, size_t off)
+{
+    int no = 1;
+    for (size_t i = 0; i < off; i++)
+        no += text[i] == '\n';
+    return no;
+}
+
+/* --- bytes ------------------------------------------------------------------------------- */
 
 /* Bytes YAML does not allow in a stream (C0 controls other than tab, and DEL). */
 static bool is_forbidden(char c)
@@ -111,87 +91,61 @@ static bool is_forbidden(char c)
     return ((unsigned char)c < 0x20 && c != '\t') || c == 0x7f;
 }
 
-/* --- lines ------------------------------------------------------------------------------- */
-
-/* Fills `l` from one raw line; returns 0 (content), 1 (blank or comment) or -EINVAL. */
-static int scan_line(struct parser *p, const char *s, size_t len, int no, struct line *l)
+/* The YAML 1.1 line breaks libyaml honours besides LF and CR: NEL, LS and PS (in UTF-8). */
+static const char *other_break(const char *s, size_t n)
 {
-    if (len > 0 && s[len - 1] == '\r')
-        len--;
-    for (size_t i = 0; i < len; i++)
-        if (is_forbidden(s[i])) {
-            fail(p, no, "control character 0x%02x is not allowed", (unsigned char)s[i]);
-            return -EINVAL;
-        }
-    size_t first = 0;
-    while (first < len && is_blank(s[first]))
-        first++;
-    if (first == len || s[first] == '#')
-        return 1;
-    size_t indent = 0;
-    while (s[indent] == ' ')
-        indent++;
-    if (indent < first) {
-        fail(p, no, "tabs are not allowed for indentation");
-        return -EINVAL;
+    if (n >= 2 && memcmp(s, "\xc2\x85", 2) == 0)
+        return "U+0085";
+    if (n >= 3 && (memcmp(s, "\xe2\x80\xa8", 3) == 0 || memcmp(s, "\xe2\x80\xa9", 3) == 0))
+        return s[2] == '\xa8' ? "U+2028" : "U+2029";
+    return NULL;
+}
+
+/* Control characters and line breaks other than LF and CRLF (so that lines are counted as
+ * text editors count them). */
+static int check_chars(const char *s, size_t n, int no, struct err *e)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (is_forbidden(s[i]))
+            return err_set(e, -EINVAL, "line %d: control character 0x%02x is not allowed", no,
+                           (unsigned char)s[i]);
+        const char *brk = (unsigned char)s[i] >= 0xc2 ? other_break(s + i, n - i) : NULL;
+        if (brk)
+            return err_set(e, -EINVAL, "line %d: line break %s is not allowed", no, brk);
     }
-    while (is_blank(s[len - 1]))
-        len--;
-    *l = (struct line){.s = s + indent, .len = len - indent, .indent = indent, .no = no};
     return 0;
 }
 
-/* Whether `l` is the document marker `m` ("---" or "..."), alone or before a comment. */
-static bool is_marker(const struct line *l, const char *m)
+/* One line (without its '\n'): its characters, and tabs before its content (among the
+ * spaces and "-" of its indentation). Blank and comment lines may have tabs. */
+static int check_line(const char *s, size_t n, int no, struct err *e)
 {
-    return l->indent == 0 && l->len >= 3 && memcmp(l->s, m, 3) == 0 &&
-           (l->len == 3 || is_blank(l->s[3]));
+    if (n > 0 && s[n - 1] == '\r')
+        n--;
+    int r = check_chars(s, n, no, e);
+    if (r < 0)
+        return r;
+    while (n > 0 && is_blank(s[n - 1]))
+        n--;
+    size_t i = 0;
+    bool tab = false;
+    while (i < n && is_blank(s[i]))
+        tab |= s[i++] == '\t';
+    if (i == n || s[i] == '#')
+        return 0;
+    while (i + 1 < n && s[i] == '-' && is_blank(s[i + 1]))
+        for (i++; i < n && is_blank(s[i]); i++)
+            tab |= s[i] == '\t';
+    return tab ? err_set(e, -EINVAL, "line %d: " TABS, no) : 0;
 }
 
-static int marker_line(struct parser *p, const struct line *l)
+static int check_bytes(const char *text, size_t len, struct err *e)
 {
-    size_t i = 3;
-    while (i < l->len && is_blank(l->s[i]))
-        i++;
-    if (l->s[0] == '.')
-        fail(p, l->no, "document end markers (...) are not supported");
-    else if (p->n > 0 || p->seen_start)
-        fail(p, l->no, "multiple documents are not supported");
-    else if (i < l->len && l->s[i] != '#')
-        fail(p, l->no, "content after \"---\" is not supported");
-    p->seen_start = true;
-    return p->err ? -EINVAL : 0;
-}
-
-static int add_line(struct parser *p, const char *s, size_t len, int no)
-{
-    struct line l;
-    int r = scan_line(p, s, len, no, &l);
-    if (r != 0)
-        return r < 0 ? r : 0;
-    if (is_marker(&l, "---") || is_marker(&l, "..."))
-        return marker_line(p, &l);
-    if (l.indent == 0 && l.s[0] == '%') {
-        fail(p, no, "directives (%%) are not supported");
-        return -EINVAL;
-    }
-    p->lines[p->n++] = l;
-    return 0;
-}
-
-static int split_lines(struct parser *p, const char *text, size_t len)
-{
-    size_t max = 1;
-    for (size_t i = 0; i < len; i++)
-        max += text[i] == '\n';
-    p->lines = calloc(max, sizeof(*p->lines));
-    if (!p->lines)
-        return -ENOMEM;
     const char *s = text, *end = text + len;
     for (int no = 1; s < end; no++) {
         const char *nl = memchr(s, '\n', (size_t)(end - s));
         size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
-        int r = add_line(p, s, n, no);
+        int r = check_line(s, n, no, e);
         if (r < 0)
             return r;
         s = nl ? nl + 1 : end;
@@ -199,240 +153,299 @@ static int split_lines(struct parser *p, const char *text, size_t len)
     return 0;
 }
 
-static struct line *peek(struct parser *p)
+/* The byte offset of mark `m`. Marks count characters; a cursor walks forward over UTF-8. */
+static size_t offset_of(struct walker *w, yaml_mark_t m)
 {
-    return p->cur < p->n ? &p->lines[p->cur] : NULL;
+    if (m.index < w->at_index)
+        w->at_index = w->at_off = 0;
+    while (w->at_index < m.index && w->at_off < w->len) {
+        w->at_off++;
+        while (w->at_off < w->len && ((unsigned char)w->text[w->at_off] & 0xc0) == 0x80)
+            w->at_off++;
+        w->at_index++;
+    }
+    return w->at_off;
 }
 
-static bool is_seq_item(const struct line *l)
+static char char_at(struct walker *w, yaml_mark_t m)
 {
-    return l->s[0] == '-' && (l->len == 1 || is_blank(l->s[1]));
+    size_t off = offset_of(w, m);
+    if (off >= w->len)
+        return '\0';
+    return w->text[off];
 }
 
-static struct cur line_cur(const struct line *l)
+/* Whether only blanks precede byte `off` on its line. */
+static bool starts_line(const char *text, size_t off)
 {
-    return (struct cur){.s = l->s, .len = l->len, .pos = 0, .no = l->no};
+    while (off > 0 && is_blank(text[off - 1]))
+        off--;
+    return off == 0 || text[off - 1] == '\n';
+}
+
+/* --- libyaml's errors, reworded ---------------------------------------------------------- */
+
+static const char *cannot_start(struct walker *w, yaml_mark_t *at)
+{
+    char c = char_at(w, *at);
+    if (c == '\t')
+        return TABS;
+    if (c == '%' || c == '@' || c == '`')
+        return "a plain value cannot start with %, @ or ` (quote it)";
+    return NULL;
+}
+
+/* The mark is at the backslash; one at the very end leaves the quote open. */
+static const char *unknown_escape(struct walker *w, yaml_mark_t *at)
+{
+    if (offset_of(w, *at) + 1 < w->len)
+        return "unsupported escape in double-quoted string";
+    *at = w->parser.context_mark;
+    return UNCLOSED_QUOTE;
+}
+
+/* The mark is at the first hex digit, after the escape's letter. */
+static const char *short_hex(struct walker *w, yaml_mark_t *at)
+{
+    size_t off = offset_of(w, *at);
+    if (off > 0 && w->text[off - 1] == 'x')
+        return "invalid \\x escape (2 hex digits expected)";
+    if (off > 0 && w->text[off - 1] == 'U')
+        return "invalid \\U escape (8 hex digits expected)";
+    return "invalid \\u escape (4 hex digits expected)";
+}
+
+/* libyaml refuses \u escapes of surrogates, paired or not, and \U beyond U+10FFFF. */
+static const char *bad_code_point(struct walker *w, yaml_mark_t *at)
+{
+    size_t off = offset_of(w, *at);
+    const char *s = w->text + off;
+    if (off == 0 || s[-1] != 'u')
+        return "invalid \\U escape (beyond U+10FFFF)";
+    bool high = off + 10 <= w->len && in_set(s[0], "dD") && in_set(s[1], "89abAB");
+    bool low =
+            high && s[4] == '\\' && s[5] == 'u' && in_set(s[6], "dD") && in_set(s[7], "cdefCDEF");
+    if (low)
+        return "surrogate pairs are not supported (write the character as \\U and 8 hex digits)";
+    return "unpaired surrogate in \\u escape";
+}
+
+/* "did not find expected key" or "... '-' indicator": a token where the collection ended. */
+static const char *unexpected_token(struct walker *w, yaml_mark_t *at)
+{
+    size_t off = offset_of(w, *at);
+    if (off < w->len && !starts_line(w->text, off))
+        return "unexpected text after the value";
+    if (off < w->len && w->text[off] == ':')
+        return "expected \"key: value\"";
+    if (!is(w->parser.problem, "did not find expected key"))
+        return "unexpected line (check the indentation)";
+    bool item = off + 1 < w->len && w->text[off] == '-' && in_set(w->text[off + 1], " \t\r\n");
+    return item ? "a sequence item where a mapping key was expected"
+                : "unexpected indentation (multi-line values are not supported)";
+}
+
+static const char *flow_end(struct walker *w, yaml_mark_t *at, char close)
+{
+    if (at->line == w->parser.context_mark.line && offset_of(w, *at) < w->len)
+        return close == ']' ? "expected ',' or ']' in a flow collection"
+                            : "expected ',' or '}' in a flow collection";
+    *at = w->parser.context_mark;
+    return UNCLOSED_FLOW;
+}
+
+static const char *flow_seq_end(struct walker *w, yaml_mark_t *at)
+{
+    return flow_end(w, at, ']');
+}
+
+static const char *flow_map_end(struct walker *w, yaml_mark_t *at)
+{
+    return flow_end(w, at, '}');
+}
+
+static const char *no_content(struct walker *w, yaml_mark_t *at)
+{
+    char c = char_at(w, *at);
+    if (c == ',' || c == ']' || c == '}')
+        return "unexpected flow indicator";
+    return c == ':' ? "expected a key in a flow mapping" : NULL;
+}
+
+/* A plain key without its ':' on the line. */
+static const char *no_colon(struct walker *w, yaml_mark_t *at)
+{
+    *at = w->parser.context_mark;
+    return "expected \"key: value\"";
+}
+
+static const struct rewording {
+    const char *problem;
+    const char *msg;
+    const char *(*reword)(struct walker *w, yaml_mark_t *at); /* instead of msg; NULL = as is */
+} rewordings[] = {
+        {"found character that cannot start any token", NULL, cannot_start},
+        {"found a tab character that violates indentation", TABS, NULL},
+        {"found unknown escape character", NULL, unknown_escape},
+        {"did not find expected hexdecimal number", NULL, short_hex},
+        {"found invalid Unicode character escape code", NULL, bad_code_point},
+        {"mapping values are not allowed in this context",
+         "\": \" is not allowed in a plain value (quote the value)", NULL},
+        {"block sequence entries are not allowed in this context",
+         "a sequence cannot start on the line of its key", NULL},
+        {"did not find expected key", NULL, unexpected_token},
+        {"did not find expected '-' indicator", NULL, unexpected_token},
+        {"did not find expected <document start>", "unexpected line (check the indentation)", NULL},
+        {"could not find expected ':'", NULL, no_colon},
+        {"did not find expected ',' or ']'", NULL, flow_seq_end},
+        {"did not find expected ',' or '}'", NULL, flow_map_end},
+        {"did not find expected node content", NULL, no_content},
+};
+
+/* Scanning errors inside a construct the subset refuses anyway: said as that refusal, at the
+ * construct's mark. */
+static const struct {
+    const char *context;
+    const char *msg;
+} refused_contexts[] = {
+        {"while scanning a quoted scalar", UNCLOSED_QUOTE},
+        {"while scanning an anchor", "anchors (&) are not supported"},
+        {"while scanning an alias", "aliases (*) are not supported"},
+        {"while scanning a tag", "tags (!) are not supported"},
+        {"while scanning a block scalar", "block scalars (| and >) are not supported"},
+        {"while scanning a directive", "directives (%) are not supported"},
+};
+
+static int reader_error(struct walker *w)
+{
+    const yaml_parser_t *p = &w->parser;
+    int no = line_at(w->text, p->problem_offset < w->len ? p->problem_offset : w->len);
+    if (is(p->problem, "control characters are not allowed"))
+        return err_set(w->err, -EINVAL, "line %d: control character U+%04X is not allowed", no,
+                       (unsigned)p->problem_value);
+    return err_set(w->err, -EINVAL, "line %d: %s", no, p->problem ? p->problem : "invalid UTF-8");
+}
+
+/* libyaml failed: its problem in the subset's words where they differ. */
+static int parser_error(struct walker *w)
+{
+    const yaml_parser_t *p = &w->parser;
+    if (p->error == YAML_MEMORY_ERROR)
+        return oom(w);
+    if (p->error == YAML_READER_ERROR)
+        return reader_error(w);
+    yaml_mark_t at = p->problem_mark;
+    if (w->flow_line != NO_FLOW && at.line > w->flow_line)
+        return fail(w, (yaml_mark_t){.line = w->flow_line}, UNCLOSED_FLOW);
+    for (size_t i = 0; i < ELEMENTSOF(refused_contexts); i++)
+        if (is(p->context, refused_contexts[i].context))
+            return fail(w, p->context_mark, refused_contexts[i].msg);
+    for (size_t i = 0; i < ELEMENTSOF(rewordings); i++) {
+        const struct rewording *rw = &rewordings[i];
+        if (!is(p->problem, rw->problem))
+            continue;
+        const char *msg = rw->reword ? rw->reword(w, &at) : rw->msg;
+        return fail(w, at, msg ? msg : p->problem);
+    }
+    return fail(w, at, p->problem ? p->problem : "invalid YAML");
+}
+
+/* --- events ------------------------------------------------------------------------------ */
+
+static void event_done(yaml_event_t *e)
+{
+    if (e->type == YAML_SCALAR_EVENT && e->data.scalar.value)
+        explicit_bzero(e->data.scalar.value, e->data.scalar.length);
+    yaml_event_delete(e);
+}
+
+/* Moves to the next event. Inside a flow collection, every event must be on its line. */
+static int next(struct walker *w)
+{
+    event_done(&w->ev);
+    if (!yaml_parser_parse(&w->parser, &w->ev))
+        return parser_error(w);
+    if (w->flow_line != NO_FLOW && w->ev.start_mark.line != w->flow_line)
+        return fail(w, (yaml_mark_t){.line = w->flow_line}, UNCLOSED_FLOW);
+    return 0;
+}
+
+/* Marks the start of a flow collection; returns what to restore at its end. */
+static size_t enter_flow(struct walker *w, bool flow)
+{
+    size_t outer = w->flow_line;
+    if (flow && outer == NO_FLOW)
+        w->flow_line = w->ev.start_mark.line;
+    return outer;
+}
+
+/* Refuses aliases, anchors, tags and collections nested too deeply. */
+static int check_node(struct walker *w, int depth)
+{
+    const yaml_event_t *e = &w->ev;
+    const yaml_char_t *anchor, *tag;
+    if (e->type == YAML_SCALAR_EVENT) {
+        anchor = e->data.scalar.anchor;
+        tag = e->data.scalar.tag;
+    } else if (e->type == YAML_SEQUENCE_START_EVENT) {
+        anchor = e->data.sequence_start.anchor;
+        tag = e->data.sequence_start.tag;
+    } else if (e->type == YAML_MAPPING_START_EVENT) {
+        anchor = e->data.mapping_start.anchor;
+        tag = e->data.mapping_start.tag;
+    } else {
+        bool alias = e->type == YAML_ALIAS_EVENT;
+        return fail(w, e->start_mark, alias ? "aliases (*) are not supported" : "expected a value");
+    }
+    if (anchor)
+        return fail(w, e->start_mark, "anchors (&) are not supported");
+    if (tag)
+        return fail(w, e->start_mark, "tags (!) are not supported");
+    if (e->type != YAML_SCALAR_EVENT && depth > YAML_MAX_DEPTH)
+        return err_set(w->err, -EINVAL, "line %d: nesting deeper than %d levels",
+                       line_no(e->start_mark), YAML_MAX_DEPTH);
+    return 0;
 }
 
 /* --- scalars ----------------------------------------------------------------------------- */
 
-static bool at_end(const struct cur *c)
-{
-    return c->pos >= c->len;
-}
-
-/* Skips blanks, and a comment that follows them (which ends the line). */
-static void skip_space(struct cur *c)
-{
-    while (!at_end(c) && is_blank(c->s[c->pos]))
-        c->pos++;
-    if (!at_end(c) && c->s[c->pos] == '#' && (c->pos == 0 || is_blank(c->s[c->pos - 1])))
-        c->pos = c->len;
-}
-
-static bool is_colon_at(const struct cur *c, size_t i, bool in_flow)
-{
-    if (i >= c->len || c->s[i] != ':')
-        return false;
-    return i + 1 == c->len || is_blank(c->s[i + 1]) || (in_flow && is_flow_indicator(c->s[i + 1]));
-}
-
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* The value of 4 hex digits at `i`, or -1. */
-static long hex4(const struct cur *c, size_t i)
-{
-    long v = 0;
-    if (i + 4 > c->len)
-        return -1;
-    for (size_t k = i; k < i + 4; k++) {
-        int d = hex_digit(c->s[k]);
-        if (d < 0)
-            return -1;
-        v = v * 16 + d;
-    }
-    return v;
-}
-
-static size_t utf8_put(long cp, char *out)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xc0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3f));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xe0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        out[2] = (char)(0x80 | (cp & 0x3f));
-        return 3;
-    }
-    out[0] = (char)(0xf0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    out[3] = (char)(0x80 | (cp & 0x3f));
-    return 4;
-}
-
-/* "\uXXXX" (a surrogate pair as two escapes); `*i` is at the first hex digit. */
-static const char *unescape_u(const struct cur *c, size_t *i, char *out, size_t *n)
-{
-    long cp = hex4(c, *i);
-    if (cp < 0)
-        return "invalid \\u escape (4 hex digits expected)";
-    *i += 4;
-    if (cp >= 0xdc00 && cp <= 0xdfff)
-        return "unpaired surrogate in \\u escape";
-    if (cp >= 0xd800 && cp <= 0xdbff) {
-        bool pair = *i + 1 < c->len && c->s[*i] == '\\' && c->s[*i + 1] == 'u';
-        long lo = pair ? hex4(c, *i + 2) : -1;
-        if (lo < 0xdc00 || lo > 0xdfff)
-            return "unpaired surrogate in \\u escape";
-        cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-        *i += 6;
-    }
-    if (cp == 0)
-        return "NUL characters are not supported";
-    *n += utf8_put(cp, out + *n);
-    return NULL;
-}
-
-/* One escape of a double-quoted scalar; `*i` is just past the backslash. */
-static const char *unescape(const struct cur *c, size_t *i, char *out, size_t *n)
-{
-    static const char from[] = "\"\\/ntrbf";
-    static const char to[] = "\"\\/\n\t\r\b\f";
-    if (*i >= c->len)
-        return "unclosed quote (multi-line quoted strings are not supported)";
-    char e = c->s[(*i)++];
-    if (e == 'u')
-        return unescape_u(c, i, out, n);
-    const char *hit = memchr(from, e, sizeof(from) - 1);
-    if (!hit)
-        return "unsupported escape in double-quoted string";
-    out[(*n)++] = to[hit - from];
-    return NULL;
-}
-
-static const char *unquote_double(const struct cur *c, size_t *i, char *out, size_t *n)
-{
-    while (*i < c->len) {
-        char ch = c->s[(*i)++];
-        if (ch == '"')
-            return NULL;
-        if (ch != '\\') {
-            out[(*n)++] = ch;
-            continue;
-        }
-        const char *err = unescape(c, i, out, n);
-        if (err)
-            return err;
-    }
-    return "unclosed quote (multi-line quoted strings are not supported)";
-}
-
-static const char *unquote_single(const struct cur *c, size_t *i, char *out, size_t *n)
-{
-    while (*i < c->len) {
-        char ch = c->s[(*i)++];
-        if (ch != '\'') {
-            out[(*n)++] = ch;
-            continue;
-        }
-        if (*i >= c->len || c->s[*i] != '\'')
-            return NULL;
-        out[(*n)++] = '\'';
-        (*i)++;
-    }
-    return "unclosed quote (multi-line quoted strings are not supported)";
-}
-
-/* Reads the quoted scalar at the cursor into a malloc'd string and moves past it. */
-static char *read_quoted(struct parser *p, struct cur *c, size_t *ret_len)
-{
-    size_t alloc = c->len - c->pos + 1; /* the decoded text is never longer */
-    char *out = malloc(alloc);
-    if (!out)
-        return oom(p);
-    size_t i = c->pos + 1, n = 0;
-    const char *err =
-            c->s[c->pos] == '"' ? unquote_double(c, &i, out, &n) : unquote_single(c, &i, out, &n);
-    if (err) {
-        free_wiped(out, alloc);
-        return fail(p, c->no, "%s", err);
-    }
-    out[n] = '\0';
-    c->pos = i;
-    *ret_len = alloc;
-    return out;
-}
-
-static cJSON *quoted_node(struct parser *p, struct cur *c)
-{
-    size_t alloc = 0;
-    char *s = read_quoted(p, c, &alloc);
-    if (!s)
-        return NULL;
-    cJSON *v = cJSON_CreateString(s);
-    free_wiped(s, alloc);
-    return v ? v : oom(p);
-}
-
-/* Why a plain scalar cannot start at the cursor, or NULL. */
-static const char *bad_plain_start(const struct cur *c)
-{
-    char ch = c->s[c->pos];
-    bool alone = c->pos + 1 == c->len || is_blank(c->s[c->pos + 1]);
-    if (ch == '&')
-        return "anchors (&) are not supported";
-    if (ch == '*')
-        return "aliases (*) are not supported";
-    if (ch == '!')
-        return "tags (!) are not supported";
-    if (ch == '|' || ch == '>')
-        return "block scalars (| and >) are not supported";
-    if (ch == '%' || ch == '@' || ch == '`')
-        return "a plain value cannot start with %, @ or ` (quote it)";
-    if (ch == '?' && alone)
-        return "complex keys (?) are not supported";
-    if (ch == '-' && alone)
-        return "a sequence cannot start on the line of its key";
-    if (ch == ',' || ch == ']' || ch == '}')
-        return "unexpected flow indicator";
-    return NULL;
-}
-
 /*
- * Scans the plain scalar at the cursor: returns its length without trailing blanks, and in
- * `*stop` where it ended (a comment, ": ", in flow context also ",[]{}", or the line's end).
+ * A plain scalar that goes on to another line, reported at that line: "unexpected
+ * indentation" when it is indented less than the scalar starts (a value after "key:" or "-"
+ * whose next line holds something else), else "multi-line values".
  */
-static size_t plain_scan(const struct cur *c, bool in_flow, size_t *stop)
+static int multi_line(struct walker *w)
 {
-    size_t i = c->pos, end = c->pos;
-    for (; i < c->len; i++) {
-        char ch = c->s[i];
-        if (ch == '#' && i > c->pos && is_blank(c->s[i - 1]))
+    const yaml_event_t *e = &w->ev;
+    const char *s = w->text + offset_of(w, e->start_mark), *end = w->text + w->len;
+    yaml_mark_t at = e->start_mark;
+    size_t indent = 0;
+    do {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        if (!nl)
             break;
-        if ((in_flow && is_flow_indicator(ch)) || is_colon_at(c, i, in_flow))
-            break;
-        if (!is_blank(ch))
-            end = i + 1;
-    }
-    *stop = i;
-    return end - c->pos;
+        for (s = nl + 1, indent = 0; s + indent < end && is_blank(s[indent]); indent++)
+            ;
+        at.line++;
+    } while (s + indent < end && in_set(s[indent], "\r\n"));
+    return fail(w, at,
+                indent < e->start_mark.column
+                        ? "unexpected indentation (multi-line values are not supported)"
+                        : "multi-line values are not supported");
+}
+
+static int check_scalar(struct walker *w)
+{
+    const yaml_event_t *e = &w->ev;
+    yaml_scalar_style_t style = e->data.scalar.style;
+    if (style == YAML_LITERAL_SCALAR_STYLE || style == YAML_FOLDED_SCALAR_STYLE)
+        return fail(w, e->start_mark, "block scalars (| and >) are not supported");
+    if (e->start_mark.line != e->end_mark.line)
+        return style == YAML_PLAIN_SCALAR_STYLE ? multi_line(w)
+                                                : fail(w, e->start_mark, UNCLOSED_QUOTE);
+    if (memchr(e->data.scalar.value, '\0', e->data.scalar.length))
+        return fail(w, e->start_mark, "NUL characters are not supported");
+    return 0;
 }
 
 static bool word_is(const char *s, size_t n, const char *w1, const char *w2, const char *w3)
@@ -441,409 +454,246 @@ static bool word_is(const char *s, size_t n, const char *w1, const char *w2, con
            (n == strlen(w2) && memcmp(s, w2, n) == 0) || (n == strlen(w3) && memcmp(s, w3, n) == 0);
 }
 
-/* A plain scalar's value: true/false/null (YAML 1.2 core spellings) or a string. */
-static cJSON *plain_value(struct parser *p, const char *s, size_t n)
+/* Quoted scalars are strings; plain ones true/false/null (YAML 1.2 core spellings, and empty
+ * for null) or strings. */
+static cJSON *scalar_value(const yaml_event_t *e)
 {
-    cJSON *v;
+    const char *s = (const char *)e->data.scalar.value;
+    size_t n = e->data.scalar.length;
+    if (e->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return cJSON_CreateString(s);
     if (word_is(s, n, "true", "True", "TRUE"))
-        v = cJSON_CreateTrue();
-    else if (word_is(s, n, "false", "False", "FALSE"))
-        v = cJSON_CreateFalse();
-    else if (word_is(s, n, "null", "Null", "NULL") || (n == 1 && s[0] == '~'))
-        v = cJSON_CreateNull();
-    else {
-        char *copy = strndup(s, n);
-        if (!copy)
-            return oom(p);
-        v = cJSON_CreateString(copy);
-        free_wiped(copy, n);
-    }
-    return v ? v : oom(p);
+        return cJSON_CreateTrue();
+    if (word_is(s, n, "false", "False", "FALSE"))
+        return cJSON_CreateFalse();
+    if (n == 0 || word_is(s, n, "null", "Null", "NULL") || (n == 1 && s[0] == '~'))
+        return cJSON_CreateNull();
+    return cJSON_CreateString(s);
 }
 
-static cJSON *plain_node(struct parser *p, struct cur *c, bool in_flow)
+static int scalar(struct walker *w, cJSON **ret)
 {
-    const char *why = bad_plain_start(c);
-    if (why)
-        return fail(p, c->no, "%s", why);
-    size_t stop;
-    size_t n = plain_scan(c, in_flow, &stop);
-    if (!in_flow && is_colon_at(c, stop, false))
-        return fail(p, c->no, "\": \" is not allowed in a plain value (quote the value)");
-    if (n == 0)
-        return fail(p, c->no, "expected a value");
-    const char *s = c->s + c->pos;
-    c->pos += n;
-    return plain_value(p, s, n);
-}
-
-/* --- flow collections (one line) --------------------------------------------------------- */
-
-static int add_pair(struct parser *p, cJSON *obj, const char *key, cJSON *v, int no)
-{
-    if (cJSON_GetObjectItemCaseSensitive(obj, key)) {
-        cJSON_Delete(v);
-        fail(p, no, "duplicate key \"%.64s\"", key);
-        return -EINVAL;
-    }
-    if (!cJSON_AddItemToObject(obj, key, v)) {
-        cJSON_Delete(v);
-        oom(p);
-        return -ENOMEM;
-    }
-    return 0;
-}
-
-static int add_item(struct parser *p, cJSON *seq, cJSON *v)
-{
+    int r = check_scalar(w);
+    if (r < 0)
+        return r;
+    cJSON *v = scalar_value(&w->ev);
     if (!v)
-        return -EINVAL;
-    if (!cJSON_AddItemToArray(seq, v)) {
-        cJSON_Delete(v);
-        oom(p);
-        return -ENOMEM;
-    }
+        return oom(w);
+    *ret = v;
     return 0;
 }
 
-/* After an entry of a flow collection: ',' or the closing `close`. Returns 1 when closed. */
-static int flow_next(struct parser *p, struct cur *c, char close)
-{
-    skip_space(c);
-    if (at_end(c)) {
-        fail(p, c->no, "unclosed flow collection (they must end on the same line)");
-        return -EINVAL;
-    }
-    char ch = c->s[c->pos++];
-    if (ch == close)
-        return 1;
-    if (ch == ',')
-        return 0;
-    fail(p, c->no, "expected ',' or '%c' in a flow collection", close);
-    return -EINVAL;
-}
+/* --- collections ------------------------------------------------------------------------- */
 
-/* Skips to the next entry; returns 1 if the collection closes there instead. */
-static int flow_entry_start(struct parser *p, struct cur *c, char close)
-{
-    skip_space(c);
-    if (at_end(c)) {
-        fail(p, c->no, "unclosed flow collection (they must end on the same line)");
-        return -EINVAL;
-    }
-    if (c->s[c->pos] != close)
-        return 0;
-    c->pos++;
-    return 1;
-}
-
-static cJSON *flow_seq(struct parser *p, struct cur *c, int depth)
+static int sequence(struct walker *w, int depth, cJSON **ret)
 {
     cJSON *seq = cJSON_CreateArray();
     if (!seq)
-        return oom(p);
-    c->pos++;
-    int r = flow_entry_start(p, c, ']');
-    while (r == 0) {
-        r = add_item(p, seq, flow_node(p, c, depth + 1, true));
-        r = r < 0 ? r : flow_next(p, c, ']');
-        r = r != 0 ? r : flow_entry_start(p, c, ']');
+        return oom(w);
+    size_t outer = enter_flow(w, w->ev.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE);
+    int r;
+    while ((r = next(w)) == 0 && w->ev.type != YAML_SEQUENCE_END_EVENT) {
+        cJSON *v = NULL;
+        r = node(w, depth + 1, &v);
+        if (r == 0 && !cJSON_AddItemToArray(seq, v)) {
+            cJSON_Delete(v);
+            r = oom(w);
+        }
+        if (r < 0)
+            break;
     }
+    w->flow_line = outer;
     if (r < 0) {
         cJSON_Delete(seq);
-        return NULL;
+        return r;
     }
-    return seq;
+    *ret = seq;
+    return 0;
 }
 
-/* The key of a flow mapping entry, up to and past its ':'. */
-static char *flow_key(struct parser *p, struct cur *c, size_t *ret_alloc)
+/* Whether the current event is a key given with "?", whose indicator precedes it. */
+static bool is_explicit_key(struct walker *w)
 {
-    char *key;
-    if (c->s[c->pos] == '"' || c->s[c->pos] == '\'') {
-        key = read_quoted(p, c, ret_alloc);
-    } else {
-        size_t stop, n = plain_scan(c, true, &stop);
-        const char *why = bad_plain_start(c);
-        if (why || n == 0)
-            return fail(p, c->no, "%s", why ? why : "expected a key in a flow mapping");
-        key = strndup(c->s + c->pos, n);
-        c->pos += n;
-        *ret_alloc = n + 1;
-    }
-    if (!key)
-        return p->err ? NULL : oom(p);
-    skip_space(c);
-    if (at_end(c) || c->s[c->pos] != ':') {
-        free_wiped(key, *ret_alloc);
-        return fail(p, c->no, "expected ':' after a key in a flow mapping");
-    }
-    c->pos++;
-    return key;
+    size_t off = offset_of(w, w->ev.start_mark);
+    while (off > 0 && is_blank(w->text[off - 1]))
+        off--;
+    return off > 0 && w->text[off - 1] == '?';
 }
 
-/* One "key: value" of a flow mapping; a missing value is null. */
-static int flow_pair(struct parser *p, struct cur *c, cJSON *map, int depth)
+/* Takes the current event as a mapping key: a scalar, written "key:" or {key: ...}. */
+static int take_key(struct walker *w, bool flow, yaml_event_t *ret)
 {
-    size_t alloc = 0;
-    char *key = flow_key(p, c, &alloc);
-    if (!key)
-        return -EINVAL;
-    skip_space(c);
-    cJSON *v;
-    if (!at_end(c) && (c->s[c->pos] == ',' || c->s[c->pos] == '}'))
-        v = cJSON_CreateNull();
-    else
-        v = flow_node(p, c, depth + 1, true);
-    int r = v ? add_pair(p, map, key, v, c->no) : -EINVAL;
-    if (!v && !p->err)
-        oom(p);
-    free_wiped(key, alloc);
+    int r = check_node(w, 0);
+    if (r < 0)
+        return r;
+    if (w->ev.type != YAML_SCALAR_EVENT || is_explicit_key(w))
+        return fail(w, w->ev.start_mark, "complex keys (?) are not supported");
+    r = check_scalar(w);
+    if (r < 0)
+        return r;
+    if (w->ev.data.scalar.length == 0 && w->ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+        return fail(w, w->ev.start_mark,
+                    flow ? "expected a key in a flow mapping" : "expected \"key: value\"");
+    *ret = w->ev;
+    w->ev = (yaml_event_t){0};
+    return 0;
+}
+
+/* In a flow mapping, libyaml reads {a} as {a: null}; the subset wants the ':'. */
+static bool lacks_colon(struct walker *w, yaml_mark_t key_end)
+{
+    const yaml_event_t *e = &w->ev;
+    if (e->type != YAML_SCALAR_EVENT || e->data.scalar.length > 0 ||
+        e->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return false;
+    size_t from = offset_of(w, key_end), to = offset_of(w, e->start_mark);
+    return to <= from || !memchr(w->text + from, ':', to - from);
+}
+
+static int add_pair(struct walker *w, cJSON *map, const yaml_event_t *key, cJSON *v)
+{
+    const char *k = (const char *)key->data.scalar.value;
+    int r = 0;
+    if (cJSON_GetObjectItemCaseSensitive(map, k))
+        r = err_set(w->err, -EINVAL, "line %d: duplicate key \"%.64s\"", line_no(key->start_mark),
+                    k);
+    else if (!cJSON_AddItemToObject(map, k, v))
+        r = oom(w);
+    if (r < 0)
+        cJSON_Delete(v);
     return r;
 }
 
-static cJSON *flow_map(struct parser *p, struct cur *c, int depth)
+static int pair(struct walker *w, cJSON *map, bool flow, int depth)
+{
+    _cleanup_(event_done) yaml_event_t key = {0};
+    int r = take_key(w, flow, &key);
+    r = r < 0 ? r : next(w);
+    if (r < 0)
+        return r;
+    if (flow && lacks_colon(w, key.end_mark))
+        return fail(w, key.start_mark, "expected ':' after a key in a flow mapping");
+    cJSON *v = NULL;
+    r = node(w, depth + 1, &v);
+    return r < 0 ? r : add_pair(w, map, &key, v);
+}
+
+static int mapping(struct walker *w, int depth, cJSON **ret)
 {
     cJSON *map = cJSON_CreateObject();
     if (!map)
-        return oom(p);
-    c->pos++;
-    int r = flow_entry_start(p, c, '}');
-    while (r == 0) {
-        r = flow_pair(p, c, map, depth);
-        r = r < 0 ? r : flow_next(p, c, '}');
-        r = r != 0 ? r : flow_entry_start(p, c, '}');
-    }
+        return oom(w);
+    bool flow = w->ev.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE;
+    size_t outer = enter_flow(w, flow);
+    int r;
+    while ((r = next(w)) == 0 && w->ev.type != YAML_MAPPING_END_EVENT)
+        if ((r = pair(w, map, flow, depth)) < 0)
+            break;
+    w->flow_line = outer;
     if (r < 0) {
         cJSON_Delete(map);
-        return NULL;
+        return r;
     }
-    return map;
+    *ret = map;
+    return 0;
 }
 
-/* A node within one line: a flow collection, a quoted or a plain scalar. */
-static cJSON *flow_node(struct parser *p, struct cur *c, int depth, bool in_flow)
+/* The node starting at the current event; the root is at depth 1. */
+static int node(struct walker *w, int depth, cJSON **ret)
 {
-    if (at_end(c))
-        return fail(p, c->no, "unclosed flow collection (they must end on the same line)");
-    bool collection = c->s[c->pos] == '[' || c->s[c->pos] == '{';
-    if (collection && depth > YAML_MAX_DEPTH)
-        return fail(p, c->no, "nesting deeper than %d levels", YAML_MAX_DEPTH);
-    switch (c->s[c->pos]) {
-    case '[':
-        return flow_seq(p, c, depth);
-    case '{':
-        return flow_map(p, c, depth);
-    case '"':
-    case '\'':
-        return quoted_node(p, c);
-    default:
-        return plain_node(p, c, in_flow);
-    }
-}
-
-/* A value that fills the rest of its line (after which only a comment may follow). */
-static cJSON *inline_value(struct parser *p, struct cur *c, int depth)
-{
-    cJSON *v = flow_node(p, c, depth, false);
-    if (!v)
-        return NULL;
-    skip_space(c);
-    if (!at_end(c)) {
-        cJSON_Delete(v);
-        return fail(p, c->no, "unexpected text after the value");
-    }
-    return v;
-}
-
-/* --- block collections ------------------------------------------------------------------- */
-
-/*
- * If the cursor is at "key:" (a plain or quoted key, then ':' before a blank or the line's
- * end), stores the key, moves past the ':' and returns 1. Returns 0 if it is no key, or
- * a negative errno.
- */
-static int read_key(struct parser *p, struct cur *c, char **ret_key, size_t *ret_alloc)
-{
-    struct cur t = *c;
-    char *key;
-    size_t alloc = 0;
-    if (t.s[t.pos] == '"' || t.s[t.pos] == '\'') {
-        key = read_quoted(p, &t, &alloc);
-        if (!key)
-            return p->nomem ? -ENOMEM : -EINVAL;
-        while (!at_end(&t) && is_blank(t.s[t.pos]))
-            t.pos++;
-    } else {
-        size_t stop, n = plain_scan(&t, false, &stop);
-        char first = t.s[t.pos];
-        if (n == 0 || bad_plain_start(&t) || first == '[' || first == '{')
-            return 0;
-        key = strndup(t.s + t.pos, n);
-        if (!key) {
-            oom(p);
-            return -ENOMEM;
-        }
-        alloc = n + 1;
-        t.pos = stop;
-    }
-    if (!is_colon_at(&t, t.pos, false)) {
-        free_wiped(key, alloc);
-        return 0;
-    }
-    t.pos++;
-    *c = t;
-    *ret_key = key;
-    *ret_alloc = alloc;
-    return 1;
-}
-
-/* The value of a block mapping entry whose key (at `indent`) ended at the cursor. */
-static cJSON *map_value(struct parser *p, struct cur *c, size_t indent, int depth)
-{
-    p->cur++;
-    skip_space(c);
-    if (!at_end(c))
-        return inline_value(p, c, depth + 1);
-    const struct line *next = peek(p);
-    if (next && (next->indent > indent || (next->indent == indent && is_seq_item(next))))
-        return parse_node(p, depth + 1);
-    cJSON *v = cJSON_CreateNull();
-    return v ? v : oom(p);
-}
-
-static int map_entry(struct parser *p, cJSON *map, size_t indent, int depth)
-{
-    const struct line *l = peek(p);
-    if (l->indent > indent) {
-        fail(p, l->no, "unexpected indentation (multi-line values are not supported)");
-        return -EINVAL;
-    }
-    if (is_seq_item(l)) {
-        fail(p, l->no, "a sequence item where a mapping key was expected");
-        return -EINVAL;
-    }
-    struct cur c = line_cur(l);
-    char *key = NULL;
-    size_t alloc = 0;
-    int r = read_key(p, &c, &key, &alloc);
-    if (r == 0)
-        fail(p, l->no, "expected \"key: value\"");
-    if (r <= 0)
-        return r < 0 ? r : -EINVAL;
-    cJSON *v = map_value(p, &c, indent, depth);
-    r = v ? add_pair(p, map, key, v, l->no) : -EINVAL;
-    free_wiped(key, alloc);
-    return r;
-}
-
-static cJSON *parse_map(struct parser *p, size_t indent, int depth)
-{
-    cJSON *map = cJSON_CreateObject();
-    if (!map)
-        return oom(p);
-    for (const struct line *l = peek(p); l && l->indent >= indent; l = peek(p)) {
-        if (map_entry(p, map, indent, depth) < 0) {
-            cJSON_Delete(map);
-            return NULL;
-        }
-    }
-    return map;
-}
-
-/* One "- ..." item; its content continues as a node indented past the dash. */
-static cJSON *seq_item(struct parser *p, struct line *l, int depth)
-{
-    size_t off = 1;
-    while (off < l->len && l->s[off] == ' ')
-        off++;
-    if (off < l->len && l->s[off] == '\t')
-        return fail(p, l->no, "tabs are not allowed for indentation");
-    if (off < l->len && l->s[off] != '#') {
-        l->s += off;
-        l->len -= off;
-        l->indent += off;
-        return parse_node(p, depth + 1);
-    }
-    p->cur++;
-    const struct line *next = peek(p);
-    if (next && next->indent > l->indent)
-        return parse_node(p, depth + 1);
-    cJSON *v = cJSON_CreateNull();
-    return v ? v : oom(p);
-}
-
-static cJSON *parse_seq(struct parser *p, size_t indent, int depth)
-{
-    cJSON *seq = cJSON_CreateArray();
-    if (!seq)
-        return oom(p);
-    for (struct line *l = peek(p); l && l->indent >= indent; l = peek(p)) {
-        if (l->indent > indent) {
-            fail(p, l->no, "unexpected indentation (multi-line values are not supported)");
-            break;
-        }
-        if (!is_seq_item(l))
-            break; /* the next key of a mapping at the same indentation */
-        if (add_item(p, seq, seq_item(p, l, depth)) < 0)
-            break;
-    }
-    if (p->err || p->nomem) {
-        cJSON_Delete(seq);
-        return NULL;
-    }
-    return seq;
-}
-
-/* A scalar or flow collection alone on its line. */
-static cJSON *scalar_line(struct parser *p, int depth)
-{
-    const struct line *l = &p->lines[p->cur++];
-    struct cur c = line_cur(l);
-    cJSON *v = inline_value(p, &c, depth);
-    const struct line *next = peek(p);
-    if (v && next && next->indent >= l->indent) {
-        cJSON_Delete(v);
-        return fail(p, next->no, "multi-line values are not supported");
-    }
-    return v;
-}
-
-/* The block node starting at the current line: a sequence, a mapping or a scalar. */
-static cJSON *parse_node(struct parser *p, int depth)
-{
-    const struct line *l = peek(p);
-    bool seq = is_seq_item(l);
-    struct cur c = line_cur(l);
-    char *key = NULL;
-    size_t alloc = 0;
-    int r = seq ? 1 : read_key(p, &c, &key, &alloc);
-    free_wiped(key, alloc);
+    int r = check_node(w, depth);
     if (r < 0)
-        return NULL;
-    if (r == 0)
-        return scalar_line(p, depth);
-    if (depth > YAML_MAX_DEPTH)
-        return fail(p, l->no, "nesting deeper than %d levels", YAML_MAX_DEPTH);
-    return seq ? parse_seq(p, l->indent, depth) : parse_map(p, l->indent, depth);
+        return r;
+    if (w->ev.type == YAML_SEQUENCE_START_EVENT)
+        return sequence(w, depth, ret);
+    if (w->ev.type == YAML_MAPPING_START_EVENT)
+        return mapping(w, depth, ret);
+    return scalar(w, ret);
 }
 
-static cJSON *parse_yaml(struct parser *p, const char *text, size_t len)
+/* --- documents --------------------------------------------------------------------------- */
+
+static bool is_empty_plain(const yaml_event_t *e)
 {
-    int r = split_lines(p, text, len);
+    return e->type == YAML_SCALAR_EVENT && e->data.scalar.length == 0 &&
+           e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+}
+
+/* From DOCUMENT-START to DOCUMENT-END: no directives, nothing after "---", no "...". */
+static int document(struct walker *w, cJSON **ret)
+{
+    const yaml_event_t *e = &w->ev;
+    if (e->data.document_start.version_directive ||
+        e->data.document_start.tag_directives.start != e->data.document_start.tag_directives.end)
+        return fail(w, e->start_mark, "directives (%) are not supported");
+    bool marker = !e->data.document_start.implicit;
+    size_t marker_line = e->end_mark.line;
+    int r = next(w);
     if (r < 0)
-        return r == -ENOMEM ? oom(p) : NULL;
-    if (p->n == 0) {
-        cJSON *v = cJSON_CreateNull();
-        return v ? v : oom(p);
-    }
-    cJSON *root = parse_node(p, 1);
-    const struct line *left = peek(p);
-    if (root && left) {
+        return r;
+    if (marker && w->ev.start_mark.line == marker_line && !is_empty_plain(&w->ev))
+        return fail(w, w->ev.start_mark, "content after \"---\" is not supported");
+    cJSON *root = NULL;
+    r = node(w, 1, &root);
+    r = r < 0 ? r : next(w);
+    if (r == 0 && !w->ev.data.document_end.implicit)
+        r = fail(w, w->ev.start_mark, "document end markers (...) are not supported");
+    if (r < 0) {
         cJSON_Delete(root);
-        return fail(p, left->no, "unexpected line (check the indentation)");
+        return r;
     }
-    return root;
+    *ret = root;
+    return 0;
+}
+
+/* The stream: no document (a null) or one. */
+static int stream(struct walker *w, cJSON **ret)
+{
+    int r = next(w);
+    r = r < 0 ? r : next(w);
+    if (r < 0)
+        return r;
+    if (w->ev.type == YAML_STREAM_END_EVENT) {
+        *ret = cJSON_CreateNull();
+        return *ret ? 0 : oom(w);
+    }
+    cJSON *root = NULL;
+    r = document(w, &root);
+    r = r < 0 ? r : next(w);
+    if (r == 0 && w->ev.type == YAML_DOCUMENT_START_EVENT)
+        r = fail(w, w->ev.start_mark, "multiple documents are not supported");
+    if (r < 0) {
+        cJSON_Delete(root);
+        return r;
+    }
+    *ret = root;
+    return 0;
+}
+
+/* libyaml keeps (decoded) copies of the input; wiped before they are freed. */
+static void parser_done(yaml_parser_t *p)
+{
+    if (p->buffer.start)
+        explicit_bzero(p->buffer.start, (size_t)(p->buffer.end - p->buffer.start));
+    if (p->raw_buffer.start)
+        explicit_bzero(p->raw_buffer.start, (size_t)(p->raw_buffer.end - p->raw_buffer.start));
+    yaml_parser_delete(p);
+}
+
+static int parse_yaml(const char *text, size_t len, cJSON **ret, struct err *e)
+{
+    int r = check_bytes(text, len, e);
+    if (r < 0)
+        return r;
+    struct walker w = {.text = text, .len = len, .flow_line = NO_FLOW, .err = e};
+    if (!yaml_parser_initialize(&w.parser))
+        return err_set(e, -ENOMEM, "out of memory");
+    yaml_parser_set_input_string(&w.parser, (const unsigned char *)text, len);
+    yaml_parser_set_encoding(&w.parser, YAML_UTF8_ENCODING);
+    r = stream(&w, ret);
+    event_done(&w.ev);
+    parser_done(&w.parser);
+    return r;
 }
 
 /* --- JSON -------------------------------------------------------------------------------- */
@@ -851,14 +701,6 @@ static cJSON *parse_yaml(struct parser *p, const char *text, size_t len)
 static bool is_json_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-static int line_at(const char *text, size_t off)
-{
-    int no = 1;
-    for (size_t i = 0; i < off; i++)
-        no += text[i] == '\n';
-    return no;
 }
 
 /* The offset where JSON nesting first exceeds YAML_MAX_DEPTH, or `len`. */
@@ -882,16 +724,14 @@ static size_t json_too_deep(const char *text, size_t len)
     return len;
 }
 
-static cJSON *parse_json(struct parser *p, const char *text, size_t len)
+static int parse_json(const char *text, size_t len, cJSON **ret, struct err *e)
 {
     size_t deep = json_too_deep(text, len);
     if (deep < len)
-        return fail(p, line_at(text, deep), "nesting deeper than %d levels", YAML_MAX_DEPTH);
-    cJSON *root = NULL;
-    struct err err;
-    if (json_parse_strict(text, len, &root, &err) < 0)
-        return fail_as_is(p, err.msg);
-    return root;
+        return err_set(e, -EINVAL, "line %d: nesting deeper than %d levels", line_at(text, deep),
+                       YAML_MAX_DEPTH);
+    int r = json_parse_strict(text, len, ret, e);
+    return r < 0 ? -EINVAL : 0; /* yaml_parse's callers see -EINVAL for any malformed input */
 }
 
 static bool starts_json(const char *text, size_t len)
@@ -904,33 +744,19 @@ static bool starts_json(const char *text, size_t len)
 
 /* --- entry point ------------------------------------------------------------------------- */
 
-static cJSON *parse(struct parser *p, const char *text, size_t len)
+int yaml_parse(const char *text, size_t len, struct cJSON **ret, struct err *ret_err)
 {
+    if (!text) {
+        text = "";
+        len = 0;
+    }
     if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
         text += 3;
         len -= 3;
     }
     if (len > INT_MAX)
-        return fail(p, 1, "document too large");
+        return err_set(ret_err, -EINVAL, "line 1: document too large");
     if (starts_json(text, len))
-        return parse_json(p, text, len);
-    return parse_yaml(p, text, len);
-}
-
-int yaml_parse(const char *text, size_t len, struct cJSON **ret, char **reterr)
-{
-    struct parser p = {0};
-    cJSON *root = parse(&p, text ? text : "", text ? len : 0);
-    free(p.lines);
-    if (root) {
-        free(p.err);
-        *ret = root;
-        return 0;
-    }
-    int r = p.nomem || !p.err ? -ENOMEM : -EINVAL;
-    if (reterr)
-        *reterr = p.err ? p.err : strdup("out of memory");
-    else
-        free(p.err);
-    return r;
+        return parse_json(text, len, ret, ret_err);
+    return parse_yaml(text, len, ret, ret_err);
 }

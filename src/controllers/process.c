@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/err.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "controllers/endpoint.h"
@@ -42,18 +43,15 @@ struct process {
 
 static int load_config(struct process *p)
 {
-    char *msg = NULL;
-    int r = kube_config_in_cluster(NULL, &p->kcfg, &msg);
+    struct err err = {{0}};
+    int r = kube_config_in_cluster(NULL, &p->kcfg, &err);
     if (p->cfg.kubeconfig || getenv("KUBECONFIG") || r == -ENOENT) {
-        free(msg);
-        msg = NULL;
+        err = (struct err){{0}};
         kube_config_done(&p->kcfg);
-        r = kube_config_load_kubeconfig(p->cfg.kubeconfig, NULL, &p->kcfg, &msg);
+        r = kube_config_load_kubeconfig(p->cfg.kubeconfig, NULL, &p->kcfg, &err);
     }
     if (r < 0)
-        log_error("Cannot load the API server configuration", KV_STR("why", msg ? msg : ""),
-                  KV_ERRNO(r));
-    free(msg);
+        log_error("Cannot load the API server configuration", KV_STR("why", err.msg), KV_ERRNO(r));
     return r;
 }
 

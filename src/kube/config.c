@@ -4,14 +4,13 @@
  *
  * kube_kubeconfig_parse() is pure (text in, struct out); the loaders read files with a size
  * cap and blocking reads. Key material (keys, tokens, the kubeconfig text and its parsed tree)
- * is wiped before it is freed. No logging: errors come back as messages.
+ * is wiped before it is freed. No logging: errors come back as messages (base/err.h).
  */
 #include "kube/config.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,26 +19,21 @@
 
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/err.h"
 #include "base/yaml.h"
 
 /* How often a token file is re-read (client-go's cachingTokenSource uses a minute too). */
 #define TOKEN_REREAD_SECONDS 60.0
 #define READ_CHUNK           4096
 
-static void set_error(char **reterr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* err_set() as a macro that evaluates to `r`, so that the analyzers see the value. */
+#define errf(ret_err, r, ...) (err_set((ret_err), (r), __VA_ARGS__), (r))
 
-/* Stores a formatted message in `*reterr` if the caller wants one. */
-static void set_error(char **reterr, const char *fmt, ...)
+/* Fails with the message of the step that failed, or strerror when it left none (-ENOMEM). */
+static int pass_error(struct err *ret_err, int r, const struct err *e)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    if (reterr && vasprintf(reterr, fmt, ap) < 0)
-        *reterr = NULL;
-    va_end(ap);
+    return errf(ret_err, r, "%s", e->msg[0] ? e->msg : strerror(-r));
 }
-
-/* Sets the message and evaluates to `r` (a macro, so that the analyzers see the value). */
-#define errf(reterr, r, ...) (set_error((reterr), __VA_ARGS__), (r))
 
 static void free_wiped(char *s, size_t n)
 {
@@ -142,14 +136,14 @@ static int base64_decode(const char *in, char **ret, size_t *ret_len)
 /* The value of an optional string field of `obj` (`what` names it in messages), or NULL when
  * absent; "" and null count as absent. */
 static int optional_string(const cJSON *obj, const char *key, const char *what, const char **ret,
-                           char **reterr)
+                           struct err *ret_err)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     *ret = NULL;
     if (!v || cJSON_IsNull(v))
         return 0;
     if (!cJSON_IsString(v))
-        return errf(reterr, -EINVAL, "%s has invalid %s (not a string)", what, key);
+        return errf(ret_err, -EINVAL, "%s has invalid %s (not a string)", what, key);
     if (v->valuestring[0] != '\0')
         *ret = v->valuestring;
     return 0;
@@ -157,38 +151,39 @@ static int optional_string(const cJSON *obj, const char *key, const char *what, 
 
 /* An optional string field, copied. */
 static int get_string(const cJSON *obj, const char *key, const char *what, char **ret,
-                      char **reterr)
+                      struct err *ret_err)
 {
     const char *v;
-    int r = optional_string(obj, key, what, &v, reterr);
+    int r = optional_string(obj, key, what, &v, ret_err);
     if (r < 0 || !v)
         return r;
     *ret = strdup(v);
     return *ret ? 0 : -ENOMEM;
 }
 
-static int get_bool(const cJSON *obj, const char *key, const char *what, bool *ret, char **reterr)
+static int get_bool(const cJSON *obj, const char *key, const char *what, bool *ret,
+                    struct err *ret_err)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v || cJSON_IsNull(v))
         return 0;
     if (!cJSON_IsBool(v))
-        return errf(reterr, -EINVAL, "%s has invalid %s (not a boolean)", what, key);
+        return errf(ret_err, -EINVAL, "%s has invalid %s (not a boolean)", what, key);
     *ret = cJSON_IsTrue(v);
     return 0;
 }
 
 /* An optional base64 field, decoded. */
 static int get_data(const cJSON *obj, const char *key, const char *what, char **ret,
-                    size_t *ret_len, char **reterr)
+                    size_t *ret_len, struct err *ret_err)
 {
     const char *v;
-    int r = optional_string(obj, key, what, &v, reterr);
+    int r = optional_string(obj, key, what, &v, ret_err);
     if (r < 0 || !v)
         return r;
     r = base64_decode(v, ret, ret_len);
     if (r == -EINVAL)
-        return errf(reterr, r, "%s has invalid %s (not base64)", what, key);
+        return errf(ret_err, r, "%s has invalid %s (not base64)", what, key);
     return r;
 }
 
@@ -199,10 +194,10 @@ static bool is_set(const cJSON *obj, const char *key)
 }
 
 /* Checks an entry of a named list: a mapping whose "name" may be `name`. */
-static int match_entry(const cJSON *e, const char *list, const char *name, char **reterr)
+static int match_entry(const cJSON *e, const char *list, const char *name, struct err *ret_err)
 {
     if (!cJSON_IsObject(e))
-        return errf(reterr, -EINVAL, "\"%s\" has an entry that is not a mapping", list);
+        return errf(ret_err, -EINVAL, "\"%s\" has an entry that is not a mapping", list);
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
     return cJSON_IsString(n) && strcmp(n->valuestring, name) == 0;
 }
@@ -212,18 +207,18 @@ static int match_entry(const cJSON *e, const char *list, const char *name, char 
  * its `kind` mapping (NULL when empty). Returns 0, -ENOENT (no message) or -EINVAL.
  */
 static int find_entry(const cJSON *root, const char *list, const char *kind, const char *name,
-                      const cJSON **ret, char **reterr)
+                      const cJSON **ret, struct err *ret_err)
 {
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, list), *e, *found = NULL;
     if (arr && !cJSON_IsNull(arr) && !cJSON_IsArray(arr))
-        return errf(reterr, -EINVAL, "\"%s\" is not a list", list);
+        return errf(ret_err, -EINVAL, "\"%s\" is not a list", list);
     cJSON_ArrayForEach(e, arr)
     {
-        int r = match_entry(e, list, name, reterr);
+        int r = match_entry(e, list, name, ret_err);
         if (r < 0)
             return r;
         if (r > 0 && found)
-            return errf(reterr, -EINVAL, "%s \"%s\" is defined twice", kind, name);
+            return errf(ret_err, -EINVAL, "%s \"%s\" is defined twice", kind, name);
         if (r > 0)
             found = e;
     }
@@ -231,12 +226,13 @@ static int find_entry(const cJSON *root, const char *list, const char *kind, con
         return -ENOENT;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(found, kind);
     if (v && !cJSON_IsNull(v) && !cJSON_IsObject(v))
-        return errf(reterr, -EINVAL, "%s \"%s\" is not a mapping", kind, name);
+        return errf(ret_err, -EINVAL, "%s \"%s\" is not a mapping", kind, name);
     *ret = cJSON_IsObject(v) ? v : NULL;
     return 0;
 }
 
-static int selected_context(const cJSON *root, const char *context, const char **ret, char **reterr)
+static int selected_context(const cJSON *root, const char *context, const char **ret,
+                            struct err *ret_err)
 {
     if (context && context[0]) {
         *ret = context;
@@ -244,25 +240,25 @@ static int selected_context(const cJSON *root, const char *context, const char *
     }
     const cJSON *cur = cJSON_GetObjectItemCaseSensitive(root, "current-context");
     if (cur && !cJSON_IsNull(cur) && !cJSON_IsString(cur))
-        return errf(reterr, -EINVAL, "current-context is not a string");
+        return errf(ret_err, -EINVAL, "current-context is not a string");
     if (!cur || !cJSON_IsString(cur) || cur->valuestring[0] == '\0')
-        return errf(reterr, -EINVAL, "no context given and current-context is not set");
+        return errf(ret_err, -EINVAL, "no context given and current-context is not set");
     *ret = cur->valuestring;
     return 0;
 }
 
 /* Selects the context; stores the names of its cluster and user (NULL when none). */
 static int read_context(const cJSON *root, const char *context, struct kube_kubeconfig *k,
-                        char **ret_cluster, char **ret_user, char **reterr)
+                        char **ret_cluster, char **ret_user, struct err *ret_err)
 {
     const char *name;
     const cJSON *ctx = NULL;
-    int r = selected_context(root, context, &name, reterr);
+    int r = selected_context(root, context, &name, ret_err);
     if (r < 0)
         return r;
-    r = find_entry(root, "contexts", "context", name, &ctx, reterr);
+    r = find_entry(root, "contexts", "context", name, &ctx, ret_err);
     if (r == -ENOENT)
-        return errf(reterr, -EINVAL, "context \"%s\" not found", name);
+        return errf(ret_err, -EINVAL, "context \"%s\" not found", name);
     if (r < 0)
         return r;
     k->context = strdup(name);
@@ -271,60 +267,61 @@ static int read_context(const cJSON *root, const char *context, struct kube_kube
     _cleanup_free_ char *what = NULL;
     if (asprintf(&what, "context \"%s\"", name) < 0)
         return -ENOMEM;
-    r = get_string(ctx, "cluster", what, ret_cluster, reterr);
-    r = r < 0 ? r : get_string(ctx, "user", what, ret_user, reterr);
-    r = r < 0 ? r : get_string(ctx, "namespace", what, &k->namespace, reterr);
+    r = get_string(ctx, "cluster", what, ret_cluster, ret_err);
+    r = r < 0 ? r : get_string(ctx, "user", what, ret_user, ret_err);
+    r = r < 0 ? r : get_string(ctx, "namespace", what, &k->namespace, ret_err);
     if (r == 0 && !*ret_cluster)
-        return errf(reterr, -EINVAL, "%s has no cluster", what);
+        return errf(ret_err, -EINVAL, "%s has no cluster", what);
     return r;
 }
 
 static int read_cluster_fields(const cJSON *c, const char *what, struct kube_kubeconfig *k,
-                               char **reterr)
+                               struct err *ret_err)
 {
-    int r = get_string(c, "server", what, &k->server, reterr);
-    r = r < 0 ? r : get_string(c, "certificate-authority", what, &k->ca_file, reterr);
+    int r = get_string(c, "server", what, &k->server, ret_err);
+    r = r < 0 ? r : get_string(c, "certificate-authority", what, &k->ca_file, ret_err);
     r = r < 0 ? r
               : get_data(c, "certificate-authority-data", what, &k->ca_data, &k->ca_data_len,
-                         reterr);
+                         ret_err);
     r = r < 0 ? r
-              : get_bool(c, "insecure-skip-tls-verify", what, &k->insecure_skip_tls_verify, reterr);
-    r = r < 0 ? r : get_string(c, "tls-server-name", what, &k->tls_server_name, reterr);
+              : get_bool(c, "insecure-skip-tls-verify", what, &k->insecure_skip_tls_verify,
+                         ret_err);
+    r = r < 0 ? r : get_string(c, "tls-server-name", what, &k->tls_server_name, ret_err);
     return r;
 }
 
 static int read_cluster(const cJSON *root, const char *name, struct kube_kubeconfig *k,
-                        char **reterr)
+                        struct err *ret_err)
 {
     const cJSON *c = NULL;
-    int r = find_entry(root, "clusters", "cluster", name, &c, reterr);
+    int r = find_entry(root, "clusters", "cluster", name, &c, ret_err);
     if (r == -ENOENT)
-        return errf(reterr, -EINVAL, "cluster \"%s\" (of context \"%s\") not found", name,
+        return errf(ret_err, -EINVAL, "cluster \"%s\" (of context \"%s\") not found", name,
                     k->context);
     _cleanup_free_ char *what = NULL;
     if (r < 0 || asprintf(&what, "cluster \"%s\"", name) < 0)
         return r < 0 ? r : -ENOMEM;
-    r = read_cluster_fields(c, what, k, reterr);
+    r = read_cluster_fields(c, what, k, ret_err);
     if (r < 0)
         return r;
     if (!k->server)
-        return errf(reterr, -EINVAL, "%s has no server", what);
+        return errf(ret_err, -EINVAL, "%s has no server", what);
     if (k->ca_data && k->ca_file)
-        return errf(reterr, -EINVAL,
+        return errf(ret_err, -EINVAL,
                     "%s has both certificate-authority and certificate-authority-data", what);
     if (k->insecure_skip_tls_verify && (k->ca_data || k->ca_file))
-        return errf(reterr, -EINVAL,
+        return errf(ret_err, -EINVAL,
                     "%s combines insecure-skip-tls-verify with a certificate authority", what);
     return 0;
 }
 
 /* Authentication methods client-go has and we do not. */
-static int unsupported_auth(const cJSON *u, const char *what, char **reterr)
+static int unsupported_auth(const cJSON *u, const char *what, struct err *ret_err)
 {
     static const char *const keys[] = {"exec", "auth-provider", "username", "password"};
     for (size_t i = 0; i < ELEMENTSOF(keys); i++)
         if (is_set(u, keys[i]))
-            return errf(reterr, -EINVAL,
+            return errf(ret_err, -EINVAL,
                         "%s uses %s, which is not supported (use a client certificate or a "
                         "token)",
                         what, keys[i]);
@@ -332,81 +329,76 @@ static int unsupported_auth(const cJSON *u, const char *what, char **reterr)
 }
 
 static int read_user_fields(const cJSON *u, const char *what, struct kube_kubeconfig *k,
-                            char **reterr)
+                            struct err *ret_err)
 {
-    int r = get_string(u, "client-certificate", what, &k->cert_file, reterr);
+    int r = get_string(u, "client-certificate", what, &k->cert_file, ret_err);
     r = r < 0 ? r
               : get_data(u, "client-certificate-data", what, &k->cert_data, &k->cert_data_len,
-                         reterr);
-    r = r < 0 ? r : get_string(u, "client-key", what, &k->key_file, reterr);
-    r = r < 0 ? r : get_data(u, "client-key-data", what, &k->key_data, &k->key_data_len, reterr);
-    r = r < 0 ? r : get_string(u, "token", what, &k->token, reterr);
-    r = r < 0 ? r : get_string(u, "tokenFile", what, &k->token_file, reterr);
+                         ret_err);
+    r = r < 0 ? r : get_string(u, "client-key", what, &k->key_file, ret_err);
+    r = r < 0 ? r : get_data(u, "client-key-data", what, &k->key_data, &k->key_data_len, ret_err);
+    r = r < 0 ? r : get_string(u, "token", what, &k->token, ret_err);
+    r = r < 0 ? r : get_string(u, "tokenFile", what, &k->token_file, ret_err);
     return r;
 }
 
 /* The checks of client-go's validateAuthInfo. */
-static int check_user(const struct kube_kubeconfig *k, const char *what, char **reterr)
+static int check_user(const struct kube_kubeconfig *k, const char *what, struct err *ret_err)
 {
     bool cert = k->cert_data || k->cert_file, key = k->key_data || k->key_file;
     if (k->cert_data && k->cert_file)
-        return errf(reterr, -EINVAL, "%s has both client-certificate and client-certificate-data",
+        return errf(ret_err, -EINVAL, "%s has both client-certificate and client-certificate-data",
                     what);
     if (k->key_data && k->key_file)
-        return errf(reterr, -EINVAL, "%s has both client-key and client-key-data", what);
+        return errf(ret_err, -EINVAL, "%s has both client-key and client-key-data", what);
     if (cert != key)
-        return errf(reterr, -EINVAL, "%s has a client %s but no client %s", what,
+        return errf(ret_err, -EINVAL, "%s has a client %s but no client %s", what,
                     cert ? "certificate" : "key", cert ? "key" : "certificate");
     return 0;
 }
 
-static int read_user(const cJSON *root, const char *name, struct kube_kubeconfig *k, char **reterr)
+static int read_user(const cJSON *root, const char *name, struct kube_kubeconfig *k,
+                     struct err *ret_err)
 {
     const cJSON *u = NULL;
-    int r = find_entry(root, "users", "user", name, &u, reterr);
+    int r = find_entry(root, "users", "user", name, &u, ret_err);
     if (r == -ENOENT)
-        return errf(reterr, -EINVAL, "user \"%s\" (of context \"%s\") not found", name, k->context);
+        return errf(ret_err, -EINVAL, "user \"%s\" (of context \"%s\") not found", name,
+                    k->context);
     _cleanup_free_ char *what = NULL;
     if (r < 0 || asprintf(&what, "user \"%s\"", name) < 0)
         return r < 0 ? r : -ENOMEM;
-    r = unsupported_auth(u, what, reterr);
-    r = r < 0 ? r : read_user_fields(u, what, k, reterr);
-    return r < 0 ? r : check_user(k, what, reterr);
+    r = unsupported_auth(u, what, ret_err);
+    r = r < 0 ? r : read_user_fields(u, what, k, ret_err);
+    return r < 0 ? r : check_user(k, what, ret_err);
 }
 
 static int parse_root(const cJSON *root, const char *context, struct kube_kubeconfig *k,
-                      char **reterr)
+                      struct err *ret_err)
 {
     _cleanup_free_ char *cluster = NULL, *user = NULL;
     if (cJSON_IsNull(root))
-        return errf(reterr, -EINVAL, "kubeconfig is empty");
+        return errf(ret_err, -EINVAL, "kubeconfig is empty");
     if (!cJSON_IsObject(root))
-        return errf(reterr, -EINVAL, "kubeconfig is not a mapping");
-    int r = read_context(root, context, k, &cluster, &user, reterr);
-    r = r < 0 ? r : read_cluster(root, cluster, k, reterr);
+        return errf(ret_err, -EINVAL, "kubeconfig is not a mapping");
+    int r = read_context(root, context, k, &cluster, &user, ret_err);
+    r = r < 0 ? r : read_cluster(root, cluster, k, ret_err);
     if (r < 0 || !user)
         return r;
-    return read_user(root, user, k, reterr);
+    return read_user(root, user, k, ret_err);
 }
 
 int kube_kubeconfig_parse(const char *text, size_t len, const char *context,
-                          struct kube_kubeconfig *ret, char **reterr)
+                          struct kube_kubeconfig *ret, struct err *ret_err)
 {
     _cleanup_(cjson_wipe_deletep) cJSON *root = NULL;
-    char *err = NULL;
-    int r = yaml_parse(text, len, &root, &err);
-    if (r < 0) {
-        if (reterr)
-            *reterr = err;
-        else
-            free(err);
-        return r;
-    }
+    struct err e = {0};
     struct kube_kubeconfig k = {0};
-    r = parse_root(root, context, &k, reterr);
+    int r = yaml_parse(text, len, &root, &e);
+    r = r < 0 ? r : parse_root(root, context, &k, &e);
     if (r < 0) {
         kube_kubeconfig_done(&k);
-        return r;
+        return pass_error(ret_err, r, &e);
     }
     *ret = k;
     return 0;
@@ -538,36 +530,36 @@ static char *resolve_path(const char *dir, const char *file)
 
 /* Reads the PEM file `file` (relative to `dir`) for the field `field`. */
 static int read_pem(const char *dir, const char *file, const char *field, char **ret,
-                    size_t *ret_len, char **reterr)
+                    size_t *ret_len, struct err *ret_err)
 {
     _cleanup_free_ char *path = resolve_path(dir, file);
     if (!path)
         return -ENOMEM;
     int r = read_file(path, ret, ret_len);
     if (r < 0)
-        return errf(reterr, r, "cannot read %s %s: %s", field, path, strerror(-r));
+        return errf(ret_err, r, "cannot read %s %s: %s", field, path, strerror(-r));
     return 0;
 }
 
 /* Takes decoded data when there is some, else reads the file; stores NULL when neither. */
 static int take_pem(const char *dir, char **data, size_t data_len, const char *file,
-                    const char *field, char **ret, size_t *ret_len, char **reterr)
+                    const char *field, char **ret, size_t *ret_len, struct err *ret_err)
 {
     if (*data) {
         *ret = TAKE_PTR(*data);
         *ret_len = data_len;
         return 0;
     }
-    return file ? read_pem(dir, file, field, ret, ret_len, reterr) : 0;
+    return file ? read_pem(dir, file, field, ret, ret_len, ret_err) : 0;
 }
 
 /* The server URL without trailing '/'; "https://" is assumed without a scheme. */
-static int server_url(const char *server, char **ret, char **reterr)
+static int server_url(const char *server, char **ret, struct err *ret_err)
 {
     const char *scheme = strstr(server, "://");
     bool http = strncmp(server, "https://", 8) == 0 || strncmp(server, "http://", 7) == 0;
     if (scheme && !http)
-        return errf(reterr, -EINVAL, "server \"%s\" is not an http(s) URL", server);
+        return errf(ret_err, -EINVAL, "server \"%s\" is not an http(s) URL", server);
     size_t n = strlen(server);
     while (n > 0 && server[n - 1] == '/')
         n--;
@@ -577,7 +569,7 @@ static int server_url(const char *server, char **ret, char **reterr)
 }
 
 static int resolve_token(const char *dir, struct kube_kubeconfig *k, struct kube_config *c,
-                         char **reterr)
+                         struct err *ret_err)
 {
     c->token = TAKE_PTR(k->token);
     if (!k->token_file)
@@ -591,25 +583,26 @@ static int resolve_token(const char *dir, struct kube_kubeconfig *k, struct kube
     char *token = NULL;
     int r = read_token(c->token_file, &token);
     if (r < 0)
-        return errf(reterr, r, "cannot read tokenFile %s: %s", c->token_file, token_error(r));
+        return errf(ret_err, r, "cannot read tokenFile %s: %s", c->token_file, token_error(r));
     c->token = token;
     return 0;
 }
 
 /* Turns a parsed kubeconfig into a configuration, reading the files it names. */
-static int resolve(const char *dir, struct kube_kubeconfig *k, struct kube_config *c, char **reterr)
+static int resolve(const char *dir, struct kube_kubeconfig *k, struct kube_config *c,
+                   struct err *ret_err)
 {
-    int r = server_url(k->server, &c->server, reterr);
+    int r = server_url(k->server, &c->server, ret_err);
     r = r < 0 ? r
               : take_pem(dir, &k->ca_data, k->ca_data_len, k->ca_file, "certificate-authority",
-                         &c->ca_pem, &c->ca_len, reterr);
+                         &c->ca_pem, &c->ca_len, ret_err);
     r = r < 0 ? r
               : take_pem(dir, &k->cert_data, k->cert_data_len, k->cert_file, "client-certificate",
-                         &c->cert_pem, &c->cert_len, reterr);
+                         &c->cert_pem, &c->cert_len, ret_err);
     r = r < 0 ? r
               : take_pem(dir, &k->key_data, k->key_data_len, k->key_file, "client-key", &c->key_pem,
-                         &c->key_len, reterr);
-    r = r < 0 ? r : resolve_token(dir, k, c, reterr);
+                         &c->key_len, ret_err);
+    r = r < 0 ? r : resolve_token(dir, k, c, ret_err);
     if (r < 0)
         return r;
     c->insecure_skip_tls_verify = k->insecure_skip_tls_verify;
@@ -619,7 +612,7 @@ static int resolve(const char *dir, struct kube_kubeconfig *k, struct kube_confi
 }
 
 /* The kubeconfig to load: `path`, the first entry of $KUBECONFIG, or ~/.kube/config. */
-static int kubeconfig_path(const char *path, char **ret, char **reterr)
+static int kubeconfig_path(const char *path, char **ret, struct err *ret_err)
 {
     const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
     if (env)
@@ -631,7 +624,7 @@ static int kubeconfig_path(const char *path, char **ret, char **reterr)
     else if (home && home[0])
         return asprintf(ret, "%s/.kube/config", home) < 0 ? -ENOMEM : 0;
     else
-        return errf(reterr, -ENOENT, "no kubeconfig: neither KUBECONFIG nor HOME is set");
+        return errf(ret_err, -ENOENT, "no kubeconfig: neither KUBECONFIG nor HOME is set");
     return *ret ? 0 : -ENOMEM;
 }
 
@@ -642,44 +635,43 @@ static char *dir_of(const char *path)
     return slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
 }
 
-static int load(const char *file, const char *context, struct kube_config *c, char **reterr)
+static int load(const char *file, const char *context, struct kube_config *c, struct err *ret_err)
 {
-    char *text = NULL, *err = NULL;
+    char *text = NULL;
     size_t len = 0;
     int r = read_file(file, &text, &len);
     if (r < 0)
-        return errf(reterr, r, "cannot read kubeconfig %s: %s", file, strerror(-r));
+        return errf(ret_err, r, "cannot read kubeconfig %s: %s", file, strerror(-r));
     struct kube_kubeconfig k = {0};
-    r = kube_kubeconfig_parse(text, len, context, &k, &err);
+    struct err e = {0};
+    r = kube_kubeconfig_parse(text, len, context, &k, &e);
     free_wiped(text, len);
-    if (r < 0) {
-        r = errf(reterr, r, "%s: %s", file, err ? err : strerror(-r));
-        free(err);
-        return r;
-    }
+    if (r < 0)
+        return errf(ret_err, r, "%s: %s", file, e.msg);
     char *dir = dir_of(file);
-    r = dir ? resolve(dir, &k, c, &err) : -ENOMEM;
+    r = dir ? resolve(dir, &k, c, &e) : -ENOMEM;
     free(dir);
     if (r < 0)
-        r = errf(reterr, r, "%s: context \"%s\": %s", file, k.context, err ? err : strerror(-r));
-    free(err);
+        r = errf(ret_err, r, "%s: context \"%s\": %s", file, k.context,
+                 e.msg[0] ? e.msg : strerror(-r));
     kube_kubeconfig_done(&k);
     return r;
 }
 
 int kube_config_load_kubeconfig(const char *path, const char *context, struct kube_config *ret,
-                                char **reterr)
+                                struct err *ret_err)
 {
     char *file = NULL;
-    int r = kubeconfig_path(path, &file, reterr);
+    struct err e = {0};
+    int r = kubeconfig_path(path, &file, &e);
     if (r < 0)
-        return r;
+        return pass_error(ret_err, r, &e);
     struct kube_config c = {0};
-    r = load(file, context, &c, reterr);
+    r = load(file, context, &c, &e);
     free(file); /* not _cleanup_free_: clang-analyzer 14 reports it as a leak */
     if (r < 0) {
         kube_config_done(&c);
-        return r;
+        return pass_error(ret_err, r, &e);
     }
     *ret = c;
     return 0;
@@ -711,13 +703,13 @@ static bool is_host(const char *host)
 }
 
 /* "https://host:port", with an IPv6 host in brackets. */
-static int service_url(const char *host, const char *port, char **ret, char **reterr)
+static int service_url(const char *host, const char *port, char **ret, struct err *ret_err)
 {
     long p;
     if (parse_port(port, &p) < 0)
-        return errf(reterr, -EINVAL, "KUBERNETES_SERVICE_PORT \"%s\" is not a port", port);
+        return errf(ret_err, -EINVAL, "KUBERNETES_SERVICE_PORT \"%s\" is not a port", port);
     if (!is_host(host))
-        return errf(reterr, -EINVAL, "KUBERNETES_SERVICE_HOST \"%s\" is not a host", host);
+        return errf(ret_err, -EINVAL, "KUBERNETES_SERVICE_HOST \"%s\" is not a host", host);
     bool v6 = strchr(host, ':') && host[0] != '[';
     if (asprintf(ret, "https://%s%s%s:%ld", v6 ? "[" : "", host, v6 ? "]" : "", p) < 0)
         return -ENOMEM;
@@ -735,40 +727,41 @@ static char *sa_namespace(const char *dir)
 }
 
 static int in_cluster(const char *dir, const char *host, const char *port, struct kube_config *c,
-                      char **reterr)
+                      struct err *ret_err)
 {
     _cleanup_free_ char *ca = resolve_path(dir, "ca.crt");
     c->token_file = resolve_path(dir, "token");
     if (!ca || !c->token_file)
         return -ENOMEM;
-    int r = service_url(host, port, &c->server, reterr);
+    int r = service_url(host, port, &c->server, ret_err);
     if (r < 0)
         return r;
     r = read_token(c->token_file, &c->token);
     if (r < 0)
-        return errf(reterr, r, "cannot read service account token %s: %s", c->token_file,
+        return errf(ret_err, r, "cannot read service account token %s: %s", c->token_file,
                     token_error(r));
     c->token_read_at = clock_monotonic();
     r = read_file(ca, &c->ca_pem, &c->ca_len);
     if (r < 0)
-        return errf(reterr, r, "cannot read service account CA %s: %s", ca, strerror(-r));
+        return errf(ret_err, r, "cannot read service account CA %s: %s", ca, strerror(-r));
     c->namespace = sa_namespace(dir);
     return c->namespace ? 0 : -ENOMEM;
 }
 
-int kube_config_in_cluster(const char *sa_dir, struct kube_config *ret, char **reterr)
+int kube_config_in_cluster(const char *sa_dir, struct kube_config *ret, struct err *ret_err)
 {
     const char *host = getenv("KUBERNETES_SERVICE_HOST");
     const char *port = getenv("KUBERNETES_SERVICE_PORT");
     if (!host || !host[0] || !port || !port[0])
-        return errf(reterr, -ENOENT,
+        return errf(ret_err, -ENOENT,
                     "not in a cluster: KUBERNETES_SERVICE_HOST or KUBERNETES_SERVICE_PORT is "
                     "not set");
     struct kube_config c = {0};
-    int r = in_cluster(sa_dir ? sa_dir : KUBE_SA_DIR, host, port, &c, reterr);
+    struct err e = {0};
+    int r = in_cluster(sa_dir ? sa_dir : KUBE_SA_DIR, host, port, &c, &e);
     if (r < 0) {
         kube_config_done(&c);
-        return r;
+        return pass_error(ret_err, r, &e);
     }
     *ret = c;
     return 0;

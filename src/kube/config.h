@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct err;
+
 /* Largest file read for a kubeconfig, certificate, key or token. */
 #define KUBE_CONFIG_FILE_MAX ((size_t)1024 * 1024)
 
@@ -73,8 +75,8 @@ struct kube_kubeconfig {
  *   together with a CA are errors. exec, auth-provider and username/password users are
  *   refused as unsupported (never silently anonymous).
  * - *-data is standard base64; padding is optional and CR, LF and spaces are ignored.
- * - `*ret` is written only on success; `*reterr` is set on every failure, -ENOENT included
- *   (NULL only if the message could not be allocated). The caller frees it.
+ * - `*ret` is written only on success; `*ret_err` (base/err.h; may be NULL) only on failure,
+ *   and on every failure, -ENOENT and -ENOMEM included.
  * - Loading: the server loses trailing '/', gains "https://" when it has no scheme, and must
  *   be http or https. A token file is read at load (unreadable or empty is an error) unless
  *   an inline token is also given, which is then used until the first refresh. Tokens lose
@@ -86,31 +88,31 @@ struct kube_kubeconfig {
 
 /*
  * Parses kubeconfig text (YAML or JSON) and selects `context` (NULL = current-context).
- * Returns 0; -EINVAL with a message in `*reterr` (malloc'd) such as "context \"x\" not
+ * Returns 0; -EINVAL with a message in `*ret_err` such as "context \"x\" not
  * found", "user \"admin\" has invalid client-key-data (not base64)", "line 3: ..."; or
  * -ENOMEM. Rejects a cluster without server, and exec/auth-provider users (unsupported).
  * Pure.
  */
 int kube_kubeconfig_parse(const char *text, size_t len, const char *context,
-                          struct kube_kubeconfig *ret, char **reterr);
+                          struct kube_kubeconfig *ret, struct err *ret_err);
 
 void kube_kubeconfig_done(struct kube_kubeconfig *k);
 
 /*
  * Loads the kubeconfig at `path` (NULL = $KUBECONFIG, first entry, or ~/.kube/config), selects
  * `context`, and reads the files it names (relative paths against the kubeconfig's directory).
- * Returns 0, or a negative errno with a message in `*reterr`.
+ * Returns 0, or a negative errno with a message in `*ret_err`.
  */
 int kube_config_load_kubeconfig(const char *path, const char *context, struct kube_config *ret,
-                                char **reterr);
+                                struct err *ret_err);
 
 /*
  * The in-cluster configuration: server from KUBERNETES_SERVICE_HOST and
  * KUBERNETES_SERVICE_PORT (an IPv6 host is bracketed), token and CA from `sa_dir`
  * (NULL = KUBE_SA_DIR), namespace from its "namespace" file. Returns 0, -ENOENT when not in
- * a cluster (no such variables), or another negative errno with a message in `*reterr`.
+ * a cluster (no such variables), or another negative errno with a message in `*ret_err`.
  */
-int kube_config_in_cluster(const char *sa_dir, struct kube_config *ret, char **reterr);
+int kube_config_in_cluster(const char *sa_dir, struct kube_config *ret, struct err *ret_err);
 
 /*
  * Re-reads the token file when `force` or when more than 60 s passed since the last read

@@ -5,8 +5,8 @@
  * leaves no message and a server; failure leaves a message and nothing else.
  */
 #include <stdint.h>
-#include <stdlib.h>
 
+#include "base/err.h"
 #include "kube/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -14,15 +14,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void parse(const uint8_t *data, size_t size, const char *context)
 {
     struct kube_kubeconfig k = {0};
-    char *err = NULL;
+    struct err err = {0};
     int r = kube_kubeconfig_parse((const char *)data, size, context, &k, &err);
-    if (r == 0 && (err || !k.server || !k.context))
+    if (r == 0 && (err.msg[0] || !k.server || !k.context))
         __builtin_trap();
-    if (r < 0 && (!err || k.server || k.context))
+    if (r < 0 && (!err.msg[0] || k.server || k.context))
         __builtin_trap();
     if (r == 0)
         kube_kubeconfig_done(&k);
-    free(err);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "base/log.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -261,10 +262,9 @@ int main(int argc, char **argv)
         return 2;
     }
     struct kube_config cfg = {0};
-    char *msg = NULL;
-    if (kube_config_load_kubeconfig(argv[2], NULL, &cfg, &msg) < 0) {
-        log_error("Cannot load kubeconfig", KV_STR("why", msg));
-        free(msg);
+    struct err err = {0};
+    if (kube_config_load_kubeconfig(argv[2], NULL, &cfg, &err) < 0) {
+        log_error("Cannot load kubeconfig", KV_STR("why", err.msg));
         return 2;
     }
     struct bench b = {.loop = EV_DEFAULT, .n = (int)strtol(argv[3], NULL, 10)};

@@ -32,6 +32,7 @@
 #include <sys/time.h>
 
 #include "base/buf.h"
+#include "base/err.h"
 #include "base/log.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -550,11 +551,10 @@ int main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     struct kube_config cfg = {0};
-    char *msg = NULL;
-    int e = kube_config_load_kubeconfig(argv[2], NULL, &cfg, &msg);
+    struct err err = {0};
+    int e = kube_config_load_kubeconfig(argv[2], NULL, &cfg, &err);
     if (e < 0) {
-        log_error("Cannot load kubeconfig", KV_STR("path", argv[2]), KV_STR("why", msg));
-        free(msg);
+        log_error("Cannot load kubeconfig", KV_STR("path", argv[2]), KV_STR("why", err.msg));
         return 2;
     }
     struct ctx c = {.loop = EV_DEFAULT};

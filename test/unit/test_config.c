@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/err.h"
 #include "kube/config.h"
 
 #ifndef FIXTURES
@@ -50,7 +51,8 @@ static char *slurp(const char *path, size_t *ret_len)
     return buf;
 }
 
-static int parse_file(const char *name, const char *context, struct kube_kubeconfig *k, char **err)
+static int parse_file(const char *name, const char *context, struct kube_kubeconfig *k,
+                      struct err *err)
 {
     char path[512];
     size_t len = 0;
@@ -64,7 +66,7 @@ static int parse_file(const char *name, const char *context, struct kube_kubecon
     return r;
 }
 
-static int load_file(const char *name, const char *context, struct kube_config *c, char **err)
+static int load_file(const char *name, const char *context, struct kube_config *c, struct err *err)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s/%s", KC, name);
@@ -98,10 +100,10 @@ static void remove_dir(const char *dir, const char *const *names)
 static void test_kubectl_fixture(void)
 {
     struct kube_kubeconfig k = {0};
-    char *err = NULL;
+    struct err err = {0};
     CU_ASSERT_EQUAL(parse_file("kubectl.yaml", NULL, &k, &err), 0);
-    CU_ASSERT_PTR_NULL(err);
-    if (err)
+    CU_ASSERT_STRING_EQUAL(err.msg, "");
+    if (err.msg[0])
         return;
     CU_ASSERT(eq(k.context, "kind-hostdevd"));
     CU_ASSERT(eq(k.server, "https://127.0.0.1:6443"));
@@ -116,7 +118,7 @@ static void test_kubectl_fixture(void)
     CU_ASSERT_PTR_NULL(k.server);
 
     CU_ASSERT_EQUAL(parse_file("kubectl.yaml", "staging", &k, &err), 0);
-    if (err)
+    if (err.msg[0])
         return;
     CU_ASSERT(eq(k.server, "https://[fd00::10]:6443/"));
     CU_ASSERT(k.insecure_skip_tls_verify);
@@ -136,13 +138,11 @@ static void test_harness_fixture(void)
             "ZHVtbXkgYm9iIGNlcnRpZmljYXRl"};
     for (size_t i = 0; i < 3; i++) {
         struct kube_kubeconfig k = {0};
-        char *err = NULL;
+        struct err err = {0};
         CU_ASSERT_EQUAL(parse_file("harness.yaml", i ? users[i] : NULL, &k, &err), 0);
-        CU_ASSERT_PTR_NULL(err);
-        if (err) {
-            free(err);
+        CU_ASSERT_STRING_EQUAL(err.msg, "");
+        if (err.msg[0])
             continue;
-        }
         CU_ASSERT(eq(k.context, users[i]));
         CU_ASSERT(eq(k.server, "https://127.0.0.1:42424"));
         CU_ASSERT(same(k.ca_data, k.ca_data_len, CA_PEM));
@@ -156,10 +156,10 @@ static void test_harness_fixture(void)
 static void test_json_fixture(void)
 {
     struct kube_kubeconfig k = {0};
-    char *err = NULL;
+    struct err err = {0};
     CU_ASSERT_EQUAL(parse_file("json.json", NULL, &k, &err), 0);
-    CU_ASSERT_PTR_NULL(err);
-    if (err)
+    CU_ASSERT_STRING_EQUAL(err.msg, "");
+    if (err.msg[0])
         return;
     CU_ASSERT(eq(k.context, "json"));
     CU_ASSERT(eq(k.server, "https://json.example:443/"));
@@ -195,14 +195,13 @@ static void test_bad_fixtures(void)
     for (size_t i = 0; i < sizeof(bad_fixtures) / sizeof(bad_fixtures[0]); i++) {
         const struct bad_fixture *b = &bad_fixtures[i];
         struct kube_kubeconfig k = {0};
-        char *err = NULL;
+        struct err err = {0};
         int r = parse_file(b->file, b->context, &k, &err);
-        if (!eq(err, b->err))
-            fprintf(stderr, "\n  %s: got \"%s\", want \"%s\"\n", b->file, err ? err : "-", b->err);
+        if (!eq(err.msg, b->err))
+            fprintf(stderr, "\n  %s: got \"%s\", want \"%s\"\n", b->file, err.msg, b->err);
         CU_ASSERT_EQUAL(r, -EINVAL);
-        CU_ASSERT(eq(err, b->err));
+        CU_ASSERT(eq(err.msg, b->err));
         CU_ASSERT_PTR_NULL(k.server); /* untouched on failure */
-        free(err);
     }
 }
 
@@ -268,16 +267,15 @@ static void test_bad_texts(void)
 {
     for (size_t i = 0; i < sizeof(bad_texts) / sizeof(bad_texts[0]); i++) {
         struct kube_kubeconfig k = {0};
-        char *err = NULL;
+        struct err err = {0};
         const char *t = bad_texts[i].text;
         int r = kube_kubeconfig_parse(t, strlen(t), NULL, &k, &err);
-        if (!eq(err, bad_texts[i].err))
-            fprintf(stderr, "\n  text %zu: got \"%s\", want \"%s\"\n", i, err ? err : "-",
+        if (!eq(err.msg, bad_texts[i].err))
+            fprintf(stderr, "\n  text %zu: got \"%s\", want \"%s\"\n", i, err.msg,
                     bad_texts[i].err);
         CU_ASSERT_EQUAL(r, -EINVAL);
-        CU_ASSERT(eq(err, bad_texts[i].err));
+        CU_ASSERT(eq(err.msg, bad_texts[i].err));
         CU_ASSERT_PTR_NULL(k.context);
-        free(err);
     }
 }
 
@@ -291,10 +289,10 @@ static void test_base64_and_defaults(void)
                     "\"users\": [{\"name\": \"u\", \"user\": {\"client-certificate-data\": \"QUI\","
                     " \"client-key-data\": \"QQ\", \"token\": \"\"}}]}";
     struct kube_kubeconfig k = {0};
-    char *err = NULL;
+    struct err err = {0};
     CU_ASSERT_EQUAL(kube_kubeconfig_parse(t, strlen(t), "", &k, &err), 0);
-    CU_ASSERT_PTR_NULL(err);
-    if (err)
+    CU_ASSERT_STRING_EQUAL(err.msg, "");
+    if (err.msg[0])
         return;
     CU_ASSERT(same(k.ca_data, k.ca_data_len, "ABCDEF"));
     CU_ASSERT(same(k.cert_data, k.cert_data_len, "AB"));
@@ -303,7 +301,7 @@ static void test_base64_and_defaults(void)
     CU_ASSERT_PTR_NULL(k.namespace); /* likewise */
     kube_kubeconfig_done(&k);
 
-    /* A context without a user: no credentials. A NULL reterr is allowed. */
+    /* A context without a user: no credentials. A NULL ret_err is allowed. */
     t = CTX CLU;
     const char *anon = "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n" CLU;
     CU_ASSERT_EQUAL(kube_kubeconfig_parse(t, strlen(t), NULL, &k, NULL), -EINVAL);
@@ -318,12 +316,11 @@ static void test_base64_and_defaults(void)
 static void test_load_paths(void)
 {
     struct kube_config c = {0};
-    char *err = NULL;
+    struct err err = {0};
     CU_ASSERT_EQUAL(load_file("paths.yaml", NULL, &c, &err), 0);
-    CU_ASSERT_PTR_NULL(err);
-    if (err) {
-        fprintf(stderr, "\n  %s\n", err);
-        free(err);
+    CU_ASSERT_STRING_EQUAL(err.msg, "");
+    if (err.msg[0]) {
+        fprintf(stderr, "\n  %s\n", err.msg);
         return;
     }
     CU_ASSERT(eq(c.server, "https://127.0.0.1:6443"));
@@ -335,16 +332,15 @@ static void test_load_paths(void)
     kube_config_done(&c);
 
     CU_ASSERT_EQUAL(load_file("paths.yaml", "missing-absolute", &c, &err), -ENOENT);
-    CU_ASSERT(eq(err, KC "/paths.yaml: context \"missing-absolute\": cannot read "
-                         "certificate-authority /nonexistent/hostdevd/ca.crt: No such file or "
-                         "directory"));
-    free(err);
+    CU_ASSERT(eq(err.msg, KC "/paths.yaml: context \"missing-absolute\": cannot read "
+                             "certificate-authority /nonexistent/hostdevd/ca.crt: No such file or "
+                             "directory"));
 }
 
 static void test_load_fixtures(void)
 {
     struct kube_config c = {0};
-    char *err = NULL;
+    struct err err = {0};
     CU_ASSERT_EQUAL(load_file("kubectl.yaml", "staging", &c, &err), 0);
     CU_ASSERT(eq(c.server, "https://[fd00::10]:6443"));
     CU_ASSERT(c.insecure_skip_tls_verify);
@@ -365,19 +361,16 @@ static void test_load_fixtures(void)
     kube_config_done(&c);
 
     CU_ASSERT_EQUAL(load_file("bad-tabs.yaml", NULL, &c, &err), -EINVAL);
-    CU_ASSERT(eq(err, KC "/bad-tabs.yaml: line 6: tabs are not allowed for indentation"));
-    free(err);
+    CU_ASSERT(eq(err.msg, KC "/bad-tabs.yaml: line 6: tabs are not allowed for indentation"));
     CU_ASSERT_EQUAL(load_file("no-such.yaml", NULL, &c, &err), -ENOENT);
-    CU_ASSERT(eq(err, "cannot read kubeconfig " KC "/no-such.yaml: No such file or directory"));
-    free(err);
+    CU_ASSERT(eq(err.msg, "cannot read kubeconfig " KC "/no-such.yaml: No such file or directory"));
     CU_ASSERT_EQUAL(load_file("pki", NULL, &c, &err), -EISDIR);
-    free(err);
 }
 
 static void test_load_tokens(void)
 {
     struct kube_config c = {0};
-    char *err = NULL;
+    struct err err = {0};
     CU_ASSERT_EQUAL(load_file("token.yaml", NULL, &c, &err), 0);
     CU_ASSERT(eq(c.token, "abc.def"));
     CU_ASSERT_PTR_NULL(c.token_file);
@@ -404,14 +397,13 @@ static void test_load_tokens(void)
     kube_config_done(&c);
 
     CU_ASSERT_EQUAL(load_file("token.yaml", "empty", &c, &err), -ENODATA);
-    CU_ASSERT(eq(err, KC "/token.yaml: context \"empty\": cannot read tokenFile " KC
-                         "/empty-token.txt: empty file"));
-    free(err);
+    CU_ASSERT(eq(err.msg, KC "/token.yaml: context \"empty\": cannot read tokenFile " KC
+                             "/empty-token.txt: empty file"));
 }
 
 /* Runs `load` with KUBECONFIG and HOME set as given (NULL = unset), then restores them. */
 static int load_with_env(const char *kubeconfig, const char *home, struct kube_config *c,
-                         char **err)
+                         struct err *err)
 {
     const char *env_kc = getenv("KUBECONFIG"), *env_home = getenv("HOME");
     char *old_kc = env_kc ? strdup(env_kc) : NULL;
@@ -442,7 +434,7 @@ static void test_load_default_paths_and_absolute(void)
     write_file(sub, "config", kc);
 
     struct kube_config c = {0};
-    char *err = NULL;
+    struct err err = {0};
     char list[128];
     snprintf(list, sizeof(list), "::%s/.kube/config:/nonexistent", dir);
     CU_ASSERT_EQUAL(load_with_env(list, NULL, &c, &err), 0);
@@ -454,15 +446,13 @@ static void test_load_default_paths_and_absolute(void)
     CU_ASSERT(same(c.cert_pem, c.cert_len, CERT_PEM));
     kube_config_done(&c);
     CU_ASSERT_EQUAL(load_with_env("", NULL, &c, &err), -ENOENT);
-    CU_ASSERT(eq(err, "no kubeconfig: neither KUBECONFIG nor HOME is set"));
-    free(err);
+    CU_ASSERT(eq(err.msg, "no kubeconfig: neither KUBECONFIG nor HOME is set"));
 
     write_file(sub, "config",
                "current-context: a\ncontexts: [{name: a, context: {cluster: a}}]\n"
                "clusters: [{name: a, cluster: {server: 'ftp://x'}}]\n");
     CU_ASSERT_EQUAL(load_with_env(NULL, dir, &c, &err), -EINVAL);
-    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "server \"ftp://x\" is not an http(s) URL"));
-    free(err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "server \"ftp://x\" is not an http(s) URL"));
     static const char *const names[] = {"config", NULL};
     remove_dir(sub, names);
     rmdir(dir);
@@ -491,10 +481,10 @@ static void test_in_cluster(void)
     char dir[] = "/tmp/hostdevd-sa-XXXXXX";
     make_sa_dir(dir);
     struct kube_config c = {0};
-    char *err = NULL;
+    struct err err = {0};
     set_service("10.96.0.1", "443");
     CU_ASSERT_EQUAL(kube_config_in_cluster(dir, &c, &err), 0);
-    CU_ASSERT_PTR_NULL(err);
+    CU_ASSERT_STRING_EQUAL(err.msg, "");
     CU_ASSERT(eq(c.server, "https://10.96.0.1:443"));
     CU_ASSERT(eq(c.token, "tok-1"));
     CU_ASSERT(same(c.ca_pem, c.ca_len, CA_PEM));
@@ -548,30 +538,26 @@ static void test_in_cluster_errors(void)
     make_sa_dir(dir);
     for (size_t i = 0; i < sizeof(bad_envs) / sizeof(bad_envs[0]); i++) {
         struct kube_config c = {0};
-        char *err = NULL;
+        struct err err = {0};
         set_service(bad_envs[i].host, bad_envs[i].port);
         CU_ASSERT_EQUAL(kube_config_in_cluster(dir, &c, &err), bad_envs[i].r);
-        CU_ASSERT(eq(err, bad_envs[i].err));
+        CU_ASSERT(eq(err.msg, bad_envs[i].err));
         CU_ASSERT_PTR_NULL(c.server);
-        free(err);
     }
     set_service("10.0.0.1", "443");
     struct kube_config c = {0};
-    char *err = NULL;
+    struct err err = {0};
     char path[512];
     snprintf(path, sizeof(path), "%s/ca.crt", dir);
     unlink(path);
     CU_ASSERT_EQUAL(kube_config_in_cluster(dir, &c, &err), -ENOENT);
-    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "cannot read service account CA"));
-    free(err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "cannot read service account CA"));
     write_file(dir, "token", "  \n");
     CU_ASSERT_EQUAL(kube_config_in_cluster(dir, &c, &err), -ENODATA);
-    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "/token: empty file"));
-    free(err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "/token: empty file"));
     write_file(dir, "token", "two\nlines\n");
     CU_ASSERT_EQUAL(kube_config_in_cluster(dir, &c, &err), -EINVAL);
-    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "control characters in the token"));
-    free(err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "control characters in the token"));
     remove_dir(dir, sa_files);
     CU_ASSERT_EQUAL(kube_config_in_cluster(dir, &c, NULL), -ENOENT);
     set_service(NULL, NULL);
@@ -583,13 +569,11 @@ static void test_refresh_token(void)
     make_sa_dir(dir);
     set_service("10.0.0.1", "443");
     struct kube_config c = {0};
-    char *err = NULL;
+    struct err err = {0};
     CU_ASSERT_EQUAL(kube_config_in_cluster(dir, &c, &err), 0);
     set_service(NULL, NULL);
-    if (err) {
-        free(err);
+    if (err.msg[0])
         return;
-    }
     double t0 = 1000.0; /* a fake clock */
     c.token_read_at = t0;
     write_file(dir, "token", "tok-2\n");
@@ -637,9 +621,8 @@ static void test_file_size_cap(void)
     close(fd);
     set_service("10.0.0.1", "443");
     struct kube_config c = {0};
-    char *err = NULL;
+    struct err err = {0};
     CU_ASSERT_EQUAL(kube_config_in_cluster(dir, &c, &err), -EFBIG);
-    free(err);
     /* Exactly the cap is fine. */
     CU_ASSERT_EQUAL(truncate(path, (off_t)KUBE_CONFIG_FILE_MAX), 0);
     CU_ASSERT_EQUAL(kube_config_in_cluster(dir, &c, &err), 0);
