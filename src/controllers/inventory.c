@@ -197,6 +197,7 @@ void inventory_scan(struct inventory *inv, const char *why)
     struct tally t = {0};
     int r = node_pci_scan(inv->pci, &res, &err);
     int u = r == 0 ? node_hostuse_collect(inv->cfg.proc_root, &use) : 0;
+    inv->sysfs_fd = r == 0 ? node_sysfs_open_root(inv->cfg.sysfs_root) : -1;
     if (u < 0) /* the host-use blockers are left out of this scan, not the devices */
         log_warning("Cannot read what the host uses; host-use blockers left out",
                     KV_STR("procRoot", inv->cfg.proc_root), KV_ERRNO(u));
@@ -205,6 +206,9 @@ void inventory_scan(struct inventory *inv, const char *why)
         build_want(inv, &res, u == 0 ? &use : NULL, want, &t);
     node_pci_scan_result_done(&res);
     node_hostuse_done(&use);
+    if (inv->sysfs_fd >= 0)
+        close(inv->sysfs_fd);
+    inv->sysfs_fd = -1;
     metrics_inc(inv->m.scans);
     if (!want) {
         metrics_inc(inv->m.scan_errors);
@@ -332,13 +336,11 @@ int inventory_new(const struct inventory_config *cfg, struct inventory **ret)
         free(inv);
         return r;
     }
-    inv->sysfs_fd = node_sysfs_open_root(cfg->sysfs_root);
+    inv->sysfs_fd = -1;
     inv->reported = map_new(free);
-    if (inv->sysfs_fd < 0 || !inv->reported) {
-        r = inv->sysfs_fd < 0 ? inv->sysfs_fd : -ENOMEM;
-        log_error("Cannot open the sysfs root", KV_STR("sysfsRoot", cfg->sysfs_root), KV_ERRNO(r));
+    if (!inv->reported) {
         inventory_free(inv);
-        return r;
+        return -ENOMEM;
     }
     register_metrics(inv);
     ev_timer_init(&inv->resync, on_resync, cfg->resync, cfg->resync);

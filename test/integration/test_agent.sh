@@ -108,6 +108,18 @@ for f in controller_runtime_reconcile_errors_total workqueue_queue_duration_seco
         fail "metric family $f for the claim reconciler" "missing"
 done
 
+echo "--- passthrough blockers, computed like a claim's checks"
+SMBUS=$(awk '$2 == "0c05" {print $1; exit}' "$DESC") # shares its group with the LPC bridge
+OUT=$(kubectl get pcidevice "$(name_of "$SMBUS")" -o jsonpath='{.status.passthroughBlockers[*].reason}: {.status.passthroughBlockers[0].message}')
+expect_contains "the SMBus controller is blocked by its IOMMU group, and says it cannot go safely" \
+    "$OUT" "IOMMUGroupShared" "cannot be passed through safely"
+OUT=$(kubectl get pcidevice "$(name_of "$GPU")" -o jsonpath='{.status.passthroughBlockers}')
+[ -z "$OUT" ] && pass "the GPU (whole group on vfio-pci) has no blockers" ||
+    fail "the GPU (whole group on vfio-pci) has no blockers" "$OUT"
+OUT=$(kubectl get pcidevices 2>&1)
+expect_contains "kubectl get pcidevices shows the blocker column" "$OUT" "PASSTHROUGH BLOCKER" \
+    "IOMMUGroupShared"
+
 echo "--- restart with nothing changed"
 before=$(writes)
 stop_agent "agent stopped cleanly (SIGTERM; no leaks under ASan)"
@@ -155,6 +167,38 @@ else
 fi
 OUT=$(curl -fsS "http://127.0.0.1:$PORT/metrics")
 if grep -qE '^hostdevd_uevents_total [1-9]' <<<"$OUT"; then pass "metrics count the uevent"; else fail "metrics count the uevent" "$(grep uevent <<<"$OUT")"; fi
+
+echo "--- one bad device does not hide the others (a hostile tree)"
+expect_ok "tree rebuilt" hack/mk-sysfs-fixture.sh "$DESC" "$SYS"
+DEV=$SYS/bus/pci/devices
+BAD_NUMA=$(awk '$2 ~ /^02/ {print $1; exit}' "$DESC")
+BAD_BIG=$(awk '$2 ~ /^0108/ {print $1; exit}' "$DESC")
+BAD_LOOP=$(awk '$2 ~ /^0c03/ {print $1; exit}' "$DESC")
+echo banana >"$DEV/$BAD_NUMA/numa_node"                            # not a number
+head -c 6000 /dev/zero | tr '\0' 7 >"$DEV/$BAD_BIG/numa_node"       # larger than a sysfs page
+rm "$DEV/$BAD_LOOP/iommu_group" && ln -s iommu_group "$DEV/$BAD_LOOP/iommu_group" # a loop
+echo "not a device" >"$DEV/0000:ff:1f.7"                            # not a directory
+before_lines=$(grep -c 'unreadable' "$TEST_DIR/agent.log")
+kill -HUP "$AGENT_PID"
+blocked() { kubectl get pcidevice "$(name_of "$BAD_LOOP")" -o jsonpath='{.status.passthroughBlockers[*].reason}' | grep -q SysfsUnreadable; }
+if eventually 30 blocked; then pass "the device with a looping iommu_group is published with a SysfsUnreadable blocker"; else
+    fail "the device with a looping iommu_group is published with a SysfsUnreadable blocker" "$(kubectl get pcidevice "$(name_of "$BAD_LOOP")" -o yaml 2>&1 | tail -20)"; fi
+for d in "$BAD_NUMA" "$BAD_BIG"; do
+    OUT=$(kubectl get pcidevice "$(name_of "$d")" -o jsonpath='{.status.passthroughBlockers[*].reason} {.status.address}' 2>&1)
+    expect_contains "$d (bad numa_node) is published, with the problem as a blocker" "$OUT" "SysfsUnreadable" "$d"
+done
+[ "$(count)" -eq "$WANT" ] && pass "every other device is still published ($WANT)" || fail "every other device is still published" "have $(count)"
+ready && pass "the agent stays ready" || fail "the agent stays ready"
+kill -HUP "$AGENT_PID" # a second rescan: the problems are not logged again
+sleep 2
+lines=$(($(grep -c 'unreadable' "$TEST_DIR/agent.log") - before_lines))
+[ "$lines" -eq 4 ] && pass "one log line per broken device (4), not per rescan" ||
+    fail "one log line per broken device (4), not per rescan" "$lines lines: $(grep unreadable "$TEST_DIR/agent.log" | tail -8)"
+expect_ok "tree repaired" hack/mk-sysfs-fixture.sh "$DESC" "$SYS"
+rm -f "$DEV/0000:ff:1f.7"
+kill -HUP "$AGENT_PID"
+unblocked() { ! kubectl get pcidevice "$(name_of "$BAD_LOOP")" -o jsonpath='{.status.passthroughBlockers[*].reason}' | grep -q SysfsUnreadable; }
+if eventually 30 unblocked; then pass "repaired, the blocker goes away"; else fail "repaired, the blocker goes away"; fi
 
 echo "--- the Node is deleted: the garbage collector removes its PCIDevices"
 stop_agent "agent stopped cleanly"
