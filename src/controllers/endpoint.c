@@ -213,26 +213,24 @@ static int listen_on(const char *address, int *ret_port)
     return fd;
 }
 
-struct endpoint *endpoint_new(struct ev_loop *loop, const char *address,
-                              const struct endpoint_handlers *handlers, int *ret_port, int *reterr)
+int endpoint_new(struct ev_loop *loop, const char *address,
+                 const struct endpoint_handlers *handlers, int *ret_port, struct endpoint **ret)
 {
     int fd = listen_on(address, ret_port);
-    if (fd < 0) {
-        *reterr = fd;
-        return NULL;
-    }
+    if (fd < 0)
+        return fd;
     struct endpoint *e = calloc(1, sizeof(*e));
     if (!e) {
         close(fd);
-        *reterr = -ENOMEM;
-        return NULL;
+        return -ENOMEM;
     }
     e->loop = loop;
     e->handlers = *handlers;
     ev_io_init(&e->listen, on_accept, fd, EV_READ);
     e->listen.data = e;
     ev_io_start(loop, &e->listen);
-    return e;
+    *ret = e;
+    return 0;
 }
 
 struct endpoint *endpoint_free(struct endpoint *e)

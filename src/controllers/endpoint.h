@@ -23,10 +23,10 @@ struct endpoint_handlers {
 
 /*
  * Listens on `address` ("0.0.0.0:9808", "127.0.0.1:0", ":9808"). Writes the bound port to
- * `ret_port` (may be NULL). Returns the endpoint, or NULL with a negative errno in `*reterr`.
+ * `ret_port` (may be NULL). Returns 0 and the endpoint in `*ret`, or a negative errno.
  */
-struct endpoint *endpoint_new(struct ev_loop *loop, const char *address,
-                              const struct endpoint_handlers *handlers, int *ret_port, int *reterr);
+int endpoint_new(struct ev_loop *loop, const char *address,
+                 const struct endpoint_handlers *handlers, int *ret_port, struct endpoint **ret);
 
 /* Closes the listener and every connection. Takes NULL; returns NULL. */
 struct endpoint *endpoint_free(struct endpoint *e);

@@ -107,11 +107,11 @@ static int setup_metrics(struct process *p)
 static int setup_endpoint(struct process *p)
 {
     struct endpoint_handlers eh = {.ready = is_ready, .metrics = write_metrics, .userdata = p};
-    int port = 0, err = 0;
-    p->endpoint = endpoint_new(p->loop, p->cfg.listen, &eh, &port, &err);
-    if (!p->endpoint) {
-        log_error("Cannot listen", KV_STR("address", p->cfg.listen), KV_ERRNO(err));
-        return err < 0 ? err : -EINVAL;
+    int port = 0;
+    int r = endpoint_new(p->loop, p->cfg.listen, &eh, &port, &p->endpoint);
+    if (r < 0) {
+        log_error("Cannot listen", KV_STR("address", p->cfg.listen), KV_ERRNO(r));
+        return r;
     }
     log_info("Serving health and metrics", KV_STR("address", p->cfg.listen), KV_INT("port", port));
     return 0;
