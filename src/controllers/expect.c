@@ -121,3 +121,8 @@ void expect_caught_up(struct expect *e, const char *key, const struct cJSON *cac
               : !cached)
         map_remove(e->m, key);
 }
+
+size_t expect_pending(const struct expect *e)
+{
+    return map_size(e->m);
+}

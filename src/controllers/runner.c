@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/map.h"
 #include "base/metrics.h"
 #include "controllers/expect.h"
 #include "kube/client.h"
@@ -36,6 +37,7 @@ struct runner {
     struct kube_informer *inf;
     struct wq *wq;
     struct expect *expect;
+    struct map *failing; /* keys whose last reconcile failed (waiting for their retry) */
     struct metrics *registry;
     struct runner_metrics m;
     int max_in_flight, in_flight;
@@ -116,9 +118,11 @@ static void count(struct runner *r, enum runner_result result, double seconds)
 static void requeue(struct runner *r, const char *key, enum runner_result result, double after)
 {
     if (result == RUNNER_RETRY) {
+        (void)map_put(r->failing, key, r); /* (a lost entry only makes readiness early) */
         (void)wq_add_rate_limited(r->wq, key);
         return;
     }
+    map_remove(r->failing, key);
     wq_forget(r->wq, key);
     if (result == RUNNER_REQUEUE_AFTER)
         (void)wq_add_after(r->wq, key, after);
@@ -188,6 +192,16 @@ static bool may_run(const struct runner *r)
            (!r->ops->can_start || r->ops->can_start(r->ctx));
 }
 
+/* Converged: nothing to hand out or in hand, every write shown by the informer, no key
+ * failing. Keys waiting in the delay heap only as a safety net (the TTL re-check after a write
+ * that has since shown, a periodic re-check) do not count: they would hold readiness for
+ * 30 s after the first inventory was written and seen. */
+static bool idle(struct runner *r)
+{
+    return wq_len(r->wq) == 0 && wq_processing(r->wq) == 0 && r->in_flight == 0 &&
+           expect_pending(r->expect) == 0 && map_size(r->failing) == 0;
+}
+
 static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 {
     struct runner *r = w->data;
@@ -203,7 +217,7 @@ static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
         ev_timer_set(&r->queue_timer, next, 0.);
         ev_timer_start(loop, &r->queue_timer);
     }
-    if (!r->converged && next < 0 && r->in_flight == 0 && wq_processing(r->wq) == 0) {
+    if (!r->converged && idle(r)) {
         r->converged = true;
         if (r->ops->on_converged)
             r->ops->on_converged(r->ctx);
@@ -328,7 +342,8 @@ static int make_parts(struct runner *r, const struct runner_config *cfg)
     r->inf = kube_informer_new(cfg->loop, cfg->http, &ic);
     r->wq = wq_new(&wc);
     r->expect = expect_new();
-    if (!r->inf || !r->wq || !r->expect)
+    r->failing = map_new(NULL);
+    if (!r->inf || !r->wq || !r->expect || !r->failing)
         return -ENOMEM;
     if (!r->registry)
         return 0;
@@ -385,6 +400,7 @@ struct runner *runner_free(struct runner *r)
     r->inf = kube_informer_free(r->inf);
     r->wq = wq_free(r->wq);
     r->expect = expect_free(r->expect);
+    map_free(r->failing);
     free(r->name);
     free(r);
     return NULL;

@@ -96,7 +96,8 @@ void runner_enqueue_all(struct runner *r);
 /* The runner's informer (its cache: read-only for others). */
 struct kube_informer *runner_informer(const struct runner *r);
 bool runner_has_synced(const struct runner *r);
-/* Whether the queue has been empty with nothing in flight at least once since the start. */
+/* Whether the runner has been idle once since the start: no key ready, processing or failing,
+ * nothing in flight, every write shown by the informer (delayed re-checks do not count). */
 bool runner_converged(const struct runner *r);
 /* Keys in act now. */
 int runner_in_flight(const struct runner *r);
