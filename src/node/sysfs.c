@@ -389,3 +389,94 @@ int node_sysfs_write(int root_fd, const char *path, const char *value)
         return -errno;
     return (size_t)n == len ? 0 : -EIO;
 }
+
+/* --- directory maps ------------------------------------------------------------------------ */
+
+struct dirmap_entry {
+    dev_t dev;
+    ino_t ino;
+    char *name;
+};
+
+struct node_sysfs_dirmap {
+    struct dirmap_entry *e;
+    size_t n;
+};
+
+static int compare_inodes(const void *a, const void *b)
+{
+    const struct dirmap_entry *x = a, *y = b;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+void node_sysfs_dirmap_free(struct node_sysfs_dirmap *m)
+{
+    for (size_t i = 0; m && i < m->n; i++)
+        free(m->e[i].name);
+    if (m)
+        free(m->e);
+    free(m);
+}
+
+/* Adds the entries of the open directory `fd` that are directories. */
+static int dirmap_fill(struct node_sysfs_dirmap *m, int fd, char **names, size_t count)
+{
+    m->e = calloc(count ? count : 1, sizeof(*m->e));
+    if (!m->e)
+        return -ENOMEM;
+    for (size_t i = 0; i < count; i++) {
+        struct stat st;
+        if (fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        m->e[m->n] = (struct dirmap_entry){st.st_dev, st.st_ino, names[i]};
+        names[i] = NULL; /* taken */
+        m->n++;
+    }
+    qsort(m->e, m->n, sizeof(*m->e), compare_inodes);
+    return 0;
+}
+
+int node_sysfs_dirmap_new(int root_fd, const char *dir, struct node_sysfs_dirmap **ret)
+{
+    char **names = NULL;
+    size_t count = 0;
+    int r = node_sysfs_list(root_fd, dir, &names, &count);
+    if (r < 0)
+        return r;
+    _cleanup_close_ int fd = open_in_root(root_fd, dir, O_PATH | O_DIRECTORY);
+    struct node_sysfs_dirmap *m = calloc(1, sizeof(*m));
+    r = fd < 0 ? fd : m ? dirmap_fill(m, fd, names, count) : -ENOMEM;
+    for (size_t i = 0; i < count; i++)
+        free(names[i]);
+    free(names);
+    if (r < 0) {
+        node_sysfs_dirmap_free(m);
+        return r;
+    }
+    *ret = m;
+    return 0;
+}
+
+int node_sysfs_read_link_via(int root_fd, const char *path, const struct node_sysfs_dirmap *m,
+                             char *buf, size_t size)
+{
+    struct stat st;
+    if (size == 0)
+        return -EFBIG;
+    buf[0] = '\0';
+    int r = stat_dir(root_fd, path, &st);
+    if (r < 0)
+        return r;
+    struct dirmap_entry key = {.dev = st.st_dev, .ino = st.st_ino};
+    const struct dirmap_entry *e =
+            m ? bsearch(&key, m->e, m->n, sizeof(*m->e), compare_inodes) : NULL;
+    if (!e)
+        return -EXDEV;
+    size_t len = strlen(e->name);
+    if (len >= size)
+        return -EFBIG;
+    memcpy(buf, e->name, len + 1);
+    return (int)len;
+}

@@ -82,6 +82,23 @@ int node_sysfs_read_link_in(int root_fd, const char *path, const char *dir, char
 int node_sysfs_check_dir(int root_fd, const char *path);
 
 /*
+ * The real directories in `dir` (e.g. "bus/pci/drivers"), by inode: what a scan checks many
+ * links against. Entries that are not directories themselves (links, files) are left out.
+ * Returns 0 and the map, or -errno. Free with node_sysfs_dirmap_free() (takes NULL).
+ */
+struct node_sysfs_dirmap;
+int node_sysfs_dirmap_new(int root_fd, const char *dir, struct node_sysfs_dirmap **ret);
+void node_sysfs_dirmap_free(struct node_sysfs_dirmap *m);
+
+/*
+ * As node_sysfs_read_link_in(), against a map: the name in the map's directory of the directory
+ * link `path` leads to (followed inside the root), in three system calls rather than nine.
+ * -ENOENT (absent or dangling), -EXDEV (leads elsewhere), -ELOOP, -ENOTDIR, -EFBIG.
+ */
+int node_sysfs_read_link_via(int root_fd, const char *path, const struct node_sysfs_dirmap *m,
+                             char *buf, size_t size);
+
+/*
  * Lists the entries of directory `path` ("." and ".." excluded), sorted with strcmp. On success
  * `*ret_names` is a NULL-terminated array of `*ret_count` strings, freed with
  * node_sysfs_names_free(). Returns 0 or -errno.
