@@ -133,18 +133,23 @@ static void add_blockers(struct inventory *inv, const struct node_pci_dev *d,
                          const struct node_hostuse *use, struct pcidevice_spec *s)
 {
     struct err err = {{0}};
+    struct node_blocker found[NODE_BLOCKERS_MAX];
     int n = node_blockers_for(inv->sysfs_fd, d->address, d->iommu_group, d->driver, use, NULL, NULL,
-                              s->blockers, NODE_BLOCKERS_MAX, &err);
-    s->n_blockers = n < 0 ? 0 : n < NODE_BLOCKERS_MAX ? n : NODE_BLOCKERS_MAX;
+                              found, NODE_BLOCKERS_MAX, &err);
+    int kept = n < 0 ? 0 : n < NODE_BLOCKERS_MAX ? n : NODE_BLOCKERS_MAX;
     const char *problem = d->problem[0] ? d->problem : n < 0 ? err.msg : NULL;
-    if (problem && s->n_blockers < NODE_BLOCKERS_MAX) {
-        struct node_blocker *b = &s->blockers[s->n_blockers++];
+    if (problem && kept < NODE_BLOCKERS_MAX) {
+        struct node_blocker *b = &found[kept++];
         (void)snprintf(b->reason, sizeof(b->reason), "SysfsUnreadable");
         (void)snprintf(b->message, sizeof(b->message),
                        "some of its sysfs facts could not be read (%.300s), so whether it can "
                        "be passed through safely cannot be told",
                        problem);
     }
+    s->blockers = kept > 0 ? malloc((size_t)kept * sizeof(*s->blockers)) : NULL;
+    s->n_blockers = s->blockers ? kept : 0; /* (out of memory: published without them) */
+    if (s->blockers)
+        memcpy(s->blockers, found, (size_t)kept * sizeof(*s->blockers));
     if (problem)
         report(inv, d->address, "PCI device partly unreadable; published with what was read",
                problem);
@@ -170,7 +175,7 @@ static void build_want(struct inventory *inv, const struct node_pci_scan_result 
             r = map_put(want, s->name, s);
         }
         if (r < 0) {
-            free(s);
+            pcidevice_spec_free(s);
             report(inv, d->address, "Cannot describe PCI device; skipped", strerror(-r));
             continue;
         }

@@ -60,12 +60,20 @@ static cJSON *sriov_json(const struct pcidevice_spec *s)
     return o;
 }
 
+void pcidevice_spec_free(void *spec)
+{
+    struct pcidevice_spec *s = spec;
+    if (s)
+        free(s->blockers);
+    free(s);
+}
+
 static cJSON *blockers_json(const struct pcidevice_spec *s)
 {
     if (s->n_blockers <= 0)
         return NULL;
     cJSON *list = cJSON_CreateArray();
-    for (int i = 0; list && i < s->n_blockers && i < NODE_BLOCKERS_MAX; i++) {
+    for (int i = 0; list && s->blockers && i < s->n_blockers; i++) {
         cJSON *b = cJSON_CreateObject();
         cJSON_AddStringToObject(b, "reason", s->blockers[i].reason);
         cJSON_AddStringToObject(b, "message", s->blockers[i].message);
@@ -297,8 +305,11 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
         return r;
     }
     w->d = d;
-    if (want)
-        w->want = *want;
+    if (want) {
+        w->want = *want; /* the create needs the names only: not the scan's blockers, which a */
+        w->want.blockers = NULL; /* new scan may free while the write is in flight */
+        w->want.n_blockers = 0;
+    }
     *ret_plan = w;
     return 0;
 }
@@ -442,11 +453,6 @@ static void on_node_retry(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* --- the reconciler's life ------------------------------------------------------------------ */
 
-static void free_spec(void *p)
-{
-    free(p);
-}
-
 static void register_metrics(struct pcidevices *d)
 {
     static const char *const verbs[] = {"create", "patch", "delete", NULL};
@@ -508,7 +514,7 @@ void pcidevices_enqueue_all(struct pcidevices *d)
 
 struct map *pcidevices_new_want(void)
 {
-    return map_new(free_spec);
+    return map_new(pcidevice_spec_free);
 }
 
 struct runner *pcidevices_runner(const struct pcidevices *d)

@@ -41,8 +41,9 @@ struct pcidevice_spec {
     char physfn[20];    /* SR-IOV VF: the PF's address, else "" */
     int sriov_totalvfs; /* SR-IOV PF: >= 0, else -1 */
     int sriov_numvfs;
-    /* status.passthroughBlockers: why it cannot be passed through now (none: it can) */
-    struct node_blocker blockers[NODE_BLOCKERS_MAX];
+    /* status.passthroughBlockers: why it cannot be passed through now (none: it can);
+     * malloc'd (most devices have none), freed with pcidevice_spec_free() */
+    struct node_blocker *blockers;
     int n_blockers;
 };
 
@@ -53,6 +54,9 @@ struct pcidevice_plan {
     char *meta_patch;   /* merge patch of metadata (labels, ownerReferences) or NULL */
     char *status_patch; /* merge patch on /status with only what differs, or NULL */
 };
+
+/* Frees a spec from a scan (its blockers too). Takes NULL. */
+void pcidevice_spec_free(void *spec);
 
 /* The status object `s` should have (the managed fields only). NULL on OOM. */
 struct cJSON *pcidevice_status(const struct pcidevice_spec *s);
