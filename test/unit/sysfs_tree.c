@@ -121,3 +121,11 @@ void sysfs_tree_remove(struct sysfs_tree *t)
     t->dir[0] = '\0';
     t->root[0] = '\0';
 }
+
+void sysfs_tree_close(struct sysfs_tree *t, int *root)
+{
+    if (*root >= 0)
+        close(*root);
+    *root = -1;
+    sysfs_tree_remove(t);
+}

@@ -36,3 +36,7 @@ int sysfs_tree_unlink(const struct sysfs_tree *t, const char *path);
 
 /* Deletes the temporary directory and everything below it (links are not followed). */
 void sysfs_tree_remove(struct sysfs_tree *t);
+
+/* A suite's teardown: closes `*root` (an fd of the tree's root, or -1; set to -1) and removes
+ * the tree. */
+void sysfs_tree_close(struct sysfs_tree *t, int *root);

@@ -32,10 +32,7 @@ static int suite_init(void)
 
 static int suite_clean(void)
 {
-    if (root >= 0)
-        close(root);
-    root = -1;
-    sysfs_tree_remove(&tree);
+    sysfs_tree_close(&tree, &root);
     return 0;
 }
 
