@@ -122,7 +122,13 @@ void expect_caught_up(struct expect *e, const char *key, const struct cJSON *cac
         map_remove(e->m, key);
 }
 
-size_t expect_pending(const struct expect *e)
+size_t expect_pending(const struct expect *e, double now)
 {
-    return map_size(e->m);
+    size_t pos = 0, n = 0;
+    const char *key;
+    void *v;
+    while (map_next(e->m, &pos, &key, &v))
+        if (now < ((const struct expectation *)v)->until)
+            n++;
+    return n;
 }

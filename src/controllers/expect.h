@@ -30,8 +30,8 @@ double expect_waiting(struct expect *e, const char *key, double now);
 /* The informer delivered `obj` for `key` (deleted: a deletion, which ends any expectation:
  * nothing stale remains of an object that is gone, and one of the same name may come next). */
 void expect_observed(struct expect *e, const char *key, const struct cJSON *obj, bool deleted);
-/* How many keys wait for a write to show (those past their TTL until next asked about). */
-size_t expect_pending(const struct expect *e);
+/* How many keys still wait (within their TTL) for a write to show. */
+size_t expect_pending(const struct expect *e, double now);
 /* Ends the expectation of `key` when the informer has caught up with it, whatever the order
  * in which the write's response and its watch event came: the cached object is at or after
  * the version we wrote, the informer's list/watch position (`informer_rv`, may be NULL) is,

@@ -199,7 +199,7 @@ static bool may_run(const struct runner *r)
 static bool idle(struct runner *r)
 {
     return wq_len(r->wq) == 0 && wq_processing(r->wq) == 0 && r->in_flight == 0 &&
-           expect_pending(r->expect) == 0 && map_size(r->failing) == 0;
+           expect_pending(r->expect, ev_now(r->loop)) == 0 && map_size(r->failing) == 0;
 }
 
 static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)

@@ -84,8 +84,11 @@ static void test_later_version_counts(void)
     expect_write(e, "k", "9", v7, 100.0);
     expect_caught_up(e, "k", v9, NULL); /* the cache shows it */
     CU_ASSERT_EQUAL(expect_waiting(e, "k", 100.0), 0);
-    expect_write(e, "k", NULL, v7, 100.0); /* a delete... */
-    expect_caught_up(e, "k", v7, "99");    /* ...still cached: wait for the DELETED event */
+    expect_write(e, "k", "9", v7, 100.0);
+    CU_ASSERT_EQUAL(expect_pending(e, 100.0), 1);
+    CU_ASSERT_EQUAL(expect_pending(e, 100.0 + EXPECT_TTL), 0); /* past its TTL: not pending */
+    expect_write(e, "k", NULL, v7, 100.0);                     /* a delete... */
+    expect_caught_up(e, "k", v7, "99"); /* ...still cached: wait for the DELETED event */
     CU_ASSERT(expect_waiting(e, "k", 100.0) > 0);
     expect_caught_up(e, "k", NULL, NULL); /* gone from the cache */
     CU_ASSERT_EQUAL(expect_waiting(e, "k", 100.0), 0);
