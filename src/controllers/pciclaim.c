@@ -499,12 +499,15 @@ static void count_result(struct pciclaim *c, const char *result, const cJSON *cl
 static void say(struct cjob *j)
 {
     const struct pciclaim_decision *d = &j->decision;
-    const char *note = d->write_status ? d->status.message : d->message;
-    if (d->log && d->warning)
+    /* the decision's own sentence, else the outcome's (a refusal, a failure) */
+    const char *note = d->message[0] ? d->message : d->status.message ? d->status.message : "";
+    bool failed = d->result && strcmp(d->result, "failed") == 0;
+    if (d->log && failed)
+        log_error(d->log, KV_STR("claim", key_of(j)), KV_STR("reason", d->status.reason),
+                  KV_STR("message", note));
+    else if (d->log && d->warning)
         log_warning(d->log, KV_STR("claim", key_of(j)), KV_STR("device", j->bind.address),
                     KV_STR("reason", d->status.reason), KV_STR("message", note));
-    else if (d->log && d->result && strcmp(d->result, "failed") == 0)
-        log_error(d->log, KV_STR("claim", key_of(j)), KV_STR("message", note));
     else if (d->log)
         log_info(d->log, KV_STR("claim", key_of(j)), KV_STR("device", j->bind.address),
                  KV_STR("message", note));

@@ -130,7 +130,8 @@ struct pciclaim_decision {
     const char *fault;        /* fault point after the write ("record-driver"), or NULL */
     bool retry;               /* after the write: again after the key's backoff */
     double requeue_after;     /* > 0: again after this long (a VM holds the device) */
-    char message[PCICLAIM_MESSAGE_SIZE + 128];
+    char message[PCICLAIM_MESSAGE_SIZE + 128]; /* what is said, when it is not the outcome's
+                                                  own message (then empty) */
 };
 
 #define PCICLAIM_BUSY_RETRY 5.0 /* seconds between checks of a group a VM holds */

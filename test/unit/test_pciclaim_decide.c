@@ -186,6 +186,9 @@ static void test_decide_bind_path(void)
     CU_ASSERT(d.retry && d.warning);
     CU_ASSERT_STRING_EQUAL(d.event_reason, "BindFailed");
     CU_ASSERT_STRING_EQUAL(d.result, "failed");
+    /* the failure's words are the outcome's, said even when the status already says them */
+    CU_ASSERT_STRING_EQUAL(d.message, "");
+    CU_ASSERT_STRING_EQUAL(d.status.message, "probe did not bind");
     cJSON_Delete(c);
 }
 
