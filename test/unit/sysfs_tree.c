@@ -2,6 +2,8 @@
 /* test/unit/sysfs_tree.c - fake sysfs trees for tests. See sysfs_tree.h. */
 #include "sysfs_tree.h"
 
+#include "node/sysfs.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -128,4 +130,10 @@ void sysfs_tree_close(struct sysfs_tree *t, int *root)
         close(*root);
     *root = -1;
     sysfs_tree_remove(t);
+}
+
+int sysfs_tree_open_root(const struct sysfs_tree *t, int *root)
+{
+    *root = node_sysfs_open_root(t->root);
+    return *root < 0 ? -1 : 0;
 }

@@ -37,6 +37,10 @@ int sysfs_tree_unlink(const struct sysfs_tree *t, const char *path);
 /* Deletes the temporary directory and everything below it (links are not followed). */
 void sysfs_tree_remove(struct sysfs_tree *t);
 
+/* Opens the tree's root into `*root` (node_sysfs_open_root). Returns 0, or -1 for a suite's
+ * init to return. */
+int sysfs_tree_open_root(const struct sysfs_tree *t, int *root);
+
 /* A suite's teardown: closes `*root` (an fd of the tree's root, or -1; set to -1) and removes
  * the tree. */
 void sysfs_tree_close(struct sysfs_tree *t, int *root);

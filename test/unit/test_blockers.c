@@ -114,8 +114,7 @@ static int suite_init(void)
     r |= sysfs_tree_put(&tree, "dev/block/8:99", "x", 1) < 0;
     if (r != 0)
         return -1;
-    root = node_sysfs_open_root(tree.root);
-    return root < 0 ? -1 : 0;
+    return sysfs_tree_open_root(&tree, &root);
 }
 
 static int suite_clean(void)

@@ -149,8 +149,7 @@ static int suite_init(void)
         return -1;
     if (make_disks() != 0 || make_nics() != 0)
         return -1;
-    root = node_sysfs_open_root(tree.root);
-    return root < 0 ? -1 : 0;
+    return sysfs_tree_open_root(&tree, &root);
 }
 
 static int suite_clean(void)

@@ -26,8 +26,7 @@ static int suite_init(void)
 {
     if (sysfs_tree_make(&tree, FIXTURES "/sysfs/small-server.txt") < 0)
         return -1;
-    root = node_sysfs_open_root(tree.root);
-    return root < 0 ? -1 : 0;
+    return sysfs_tree_open_root(&tree, &root);
 }
 
 static int suite_clean(void)
