@@ -3,13 +3,17 @@
  * controllers/agent.c - `hostdevd agent`, the per-node role: wiring only. The process skeleton
  * (controllers/process.c) gives the loop, the API client, the endpoint, signals and the worker
  * thread; the parts are
- *   - the PCI inventory (controllers/inventory.c): scans at start, on resync, SIGHUP and
- *     uevents, and hands each scan to
- *   - the PCIDevice reconciler (controllers/pcidevice.c), whose informer caches this node's
- *     PCIDevices (label nodename=<node>), and after each scan every claim is looked at again;
+ *   - the Node lookup (controllers/nodeuid.c): the uid every device object is owned by;
+ *   - the inventory (controllers/inventory.c): PCI and USB scans at start, on resync, SIGHUP
+ *     and uevents, handed to
+ *   - the PCIDevice and USBDevice reconcilers (controllers/pcidevice.c, usbdevice.c), whose
+ *     informers cache this node's devices (label nodename=<node>);
  *   - the PCIDeviceClaim reconciler (controllers/pciclaim.c), watching this node's claims
- *     (field spec.nodeName=<node>) and binding on the process's worker thread.
- * Readiness: both informers synced and the first inventory written.
+ *     (field spec.nodeName=<node>) and binding on the process's worker thread;
+ *   - the USBDeviceClaim reconciler (controllers/usbclaim.c), watching every USB claim and
+ *     acting on those whose name says this node.
+ * The reconcilers read each other's caches; the callbacks below queue the keys that depend on
+ * a change. Readiness: every informer synced and the first inventories written.
  */
 #include "controllers/agent.h"
 
@@ -22,28 +26,110 @@
 #include "base/log.h"
 #include "base/names.h"
 #include "controllers/inventory.h"
+#include "controllers/nodeuid.h"
 #include "controllers/pciclaim.h"
 #include "controllers/pcidevice.h"
 #include "controllers/process.h"
 #include "controllers/runner.h"
+#include "controllers/usbclaim.h"
+#include "controllers/usbdevice.h"
 #include "kube/names.h"
 #include "node/udev.h"
 
 struct agent {
     const struct agent_config *cfg;
     struct process *proc;
+    struct nodeuid *node;
     struct inventory *inv;
     struct pcidevices *devices;
     struct pciclaim *claims;
+    struct usbdevices *usb_devices;
+    struct usbclaim *usb_claims;
 };
 
-/* A scan's result: the PCIDevices to reconcile, and every claim again (a driver may have
- * changed under one: a reboot, someone's unbind). */
+/* --- how the parts depend on each other -------------------------------------------------------
+ * Each reconciler reads the others' caches; when one cache changes, the keys that read it are
+ * queued again here. */
+
+/* A PCI scan: the PCIDevices to reconcile, and every claim again (a driver may have changed
+ * under one: a reboot, someone's unbind; a USB controller may have gone to vfio-pci). */
 static void on_scan(struct map *want, void *userdata)
 {
     struct agent *a = userdata;
     pcidevices_set_want(a->devices, want);
     pciclaim_enqueue_all(a->claims);
+    usbclaim_enqueue_all(a->usb_claims);
+}
+
+static void on_usb_scan(struct map *want, void *userdata)
+{
+    struct agent *a = userdata;
+    usbdevices_set_want(a->usb_devices, want);
+    usbclaim_enqueue_all(a->usb_claims);
+}
+
+static void on_node_uid(void *userdata)
+{
+    struct agent *a = userdata;
+    pcidevices_enqueue_all(a->devices);
+    usbdevices_enqueue_all(a->usb_devices);
+}
+
+/* A USBDevice changed: its claim (same name), and PCI claims of USB controllers. */
+static void on_usb_device(const char *key, void *userdata)
+{
+    struct agent *a = userdata;
+    usbclaim_enqueue(a->usb_claims, key);
+    pciclaim_enqueue_all(a->claims);
+}
+
+/* A USBDeviceClaim changed: its device's enabled and orphan state. */
+static void on_usb_claim(const char *key, void *userdata)
+{
+    struct agent *a = userdata;
+    usbdevices_enqueue(a->usb_devices, key);
+}
+
+/* A PCIDeviceClaim changed: USB claims behind a controller. */
+static void on_pci_claim(void *userdata)
+{
+    struct agent *a = userdata;
+    usbclaim_enqueue_all(a->usb_claims);
+}
+
+static bool usb_inventory_written(void *userdata)
+{
+    const struct agent *a = userdata;
+    return runner_converged(usbdevices_runner(a->usb_devices));
+}
+
+/* --- the parts -------------------------------------------------------------------------------- */
+
+static void nodeuid_part_stop(void *userdata)
+{
+    nodeuid_stop(userdata);
+}
+
+static void nodeuid_part_free(void *userdata)
+{
+    (void)nodeuid_free(userdata);
+}
+
+static int add_node(struct agent *a)
+{
+    struct nodeuid_config nc = {.loop = process_loop(a->proc),
+                                .http = process_http(a->proc),
+                                .node_name = a->cfg->node_name,
+                                .on_uid = on_node_uid,
+                                .userdata = a};
+    a->node = nodeuid_new(&nc);
+    if (!a->node)
+        return -ENOMEM;
+    struct process_part part = {.name = "node",
+                                .stop = nodeuid_part_stop,
+                                .free = nodeuid_part_free,
+                                .userdata = a->node};
+    return process_add_part(a->proc, &part);
 }
 
 static int add_devices(struct agent *a)
@@ -51,7 +137,8 @@ static int add_devices(struct agent *a)
     struct pcidevices_config dc = {.loop = process_loop(a->proc),
                                    .http = process_http(a->proc),
                                    .metrics = process_metrics(a->proc),
-                                   .node_name = a->cfg->node_name};
+                                   .node_name = a->cfg->node_name,
+                                   .node = a->node};
     a->devices = pcidevices_new(&dc);
     if (!a->devices)
         return -ENOMEM;
@@ -74,7 +161,9 @@ static int add_claims(struct agent *a)
                                  .sysfs_root = a->cfg->sysfs_root,
                                  .dev_root = a->cfg->dev_root,
                                  .proc_root = a->cfg->proc_root,
-                                 .devices = runner_informer(pcidevices_runner(a->devices))};
+                                 .devices = runner_informer(pcidevices_runner(a->devices)),
+                                 .on_event = on_pci_claim,
+                                 .userdata = a};
     a->claims = pciclaim_new(&cc);
     if (!a->claims)
         return -ENOMEM;
@@ -87,6 +176,48 @@ static int add_claims(struct agent *a)
     return process_add_part(a->proc, &part);
 }
 
+static int add_usb_devices(struct agent *a)
+{
+    struct usbdevices_config dc = {.loop = process_loop(a->proc),
+                                   .http = process_http(a->proc),
+                                   .metrics = process_metrics(a->proc),
+                                   .node_name = a->cfg->node_name,
+                                   .node = a->node,
+                                   .on_event = on_usb_device,
+                                   .userdata = a};
+    a->usb_devices = usbdevices_new(&dc);
+    if (!a->usb_devices)
+        return -ENOMEM;
+    struct process_part part = {.name = "usbdevices",
+                                .ready = usbdevices_ready,
+                                .stop = usbdevices_stop,
+                                .in_flight = usbdevices_in_flight,
+                                .free = usbdevices_free,
+                                .userdata = a->usb_devices};
+    return process_add_part(a->proc, &part);
+}
+
+static int add_usb_claims(struct agent *a)
+{
+    struct usbclaim_config cc = {.loop = process_loop(a->proc),
+                                 .http = process_http(a->proc),
+                                 .metrics = process_metrics(a->proc),
+                                 .node_name = a->cfg->node_name,
+                                 .dev_root = a->cfg->dev_root,
+                                 .on_event = on_usb_claim,
+                                 .userdata = a};
+    a->usb_claims = usbclaim_new(&cc);
+    if (!a->usb_claims)
+        return -ENOMEM;
+    struct process_part part = {.name = "usbdeviceclaims",
+                                .ready = usbclaim_ready,
+                                .stop = usbclaim_stop,
+                                .in_flight = usbclaim_in_flight,
+                                .free = usbclaim_free,
+                                .userdata = a->usb_claims};
+    return process_add_part(a->proc, &part);
+}
+
 static int add_inventory(struct agent *a)
 {
     struct inventory_config ic = {.loop = process_loop(a->proc),
@@ -95,9 +226,11 @@ static int add_inventory(struct agent *a)
                                   .sysfs_root = a->cfg->sysfs_root,
                                   .proc_root = a->cfg->proc_root,
                                   .pci_ids = a->cfg->pci_ids,
+                                  .usb_ids = a->cfg->usb_ids,
                                   .resync = a->cfg->resync,
                                   .uevent_source = a->cfg->uevent_source,
                                   .on_scan = on_scan,
+                                  .on_usb_scan = on_usb_scan,
                                   .userdata = a};
     int r = inventory_new(&ic, &a->inv);
     if (r < 0)
@@ -110,10 +243,22 @@ static int add_inventory(struct agent *a)
     return process_add_part(a->proc, &part);
 }
 
+/* Hands every reconciler the caches it reads, then starts them. */
 static int start_informers(struct agent *a)
 {
+    struct kube_informer *pci_devs = runner_informer(pcidevices_runner(a->devices));
+    struct kube_informer *usb_devs = runner_informer(usbdevices_runner(a->usb_devices));
+    pciclaim_set_usb_devices(a->claims, usb_devs);
+    usbdevices_set_caches(a->usb_devices, usbclaim_informer(a->usb_claims), pci_devs);
+    usbclaim_set_caches(a->usb_claims, usb_devs, pciclaim_informer(a->claims), pci_devs,
+                        usb_inventory_written, a);
+    nodeuid_start(a->node);
     int r = pcidevices_start(a->devices);
-    return r < 0 ? r : pciclaim_start(a->claims);
+    if (r == 0)
+        r = pciclaim_start(a->claims);
+    if (r == 0)
+        r = usbdevices_start(a->usb_devices);
+    return r < 0 ? r : usbclaim_start(a->usb_claims);
 }
 
 /* Sets up every part; a failure is logged here once (the parts log their own details). */
@@ -123,9 +268,12 @@ static int setup(struct agent *a)
         const char *what;
         int (*run)(struct agent *a);
     } steps[] = {
-            {"the PCI inventory", add_inventory},
+            {"the Node lookup", add_node},
+            {"the inventory", add_inventory},
             {"the PCIDevice reconciler", add_devices},
             {"the PCIDeviceClaim reconciler", add_claims},
+            {"the USBDevice reconciler", add_usb_devices},
+            {"the USBDeviceClaim reconciler", add_usb_claims},
             {"the informers", start_informers},
     };
     struct process_config pc = {
@@ -160,6 +308,7 @@ static void usage(FILE *f)
           "  --kubeconfig PATH    kubeconfig (default $KUBECONFIG, else in-cluster)\n"
           "  --sysfs-root DIR     sysfs mount (default /sys)\n"
           "  --pci-ids PATH       pci.ids database (default: libpci's)\n"
+          "  --usb-ids PATH       usb.ids database (default /usr/share/misc/usb.ids)\n"
           "  --dev-root DIR       device nodes, for /dev/vfio (default /dev)\n"
           "  --proc-root DIR      procfs, for mounts, swap and routes (default /proc)\n"
           "  --listen ADDR:PORT   health and metrics endpoint (default 0.0.0.0:9808)\n"
@@ -197,6 +346,8 @@ static const char **string_option(int c, struct agent_config *cfg)
         return &cfg->sysfs_root;
     case 'p':
         return &cfg->pci_ids;
+    case 'U':
+        return &cfg->usb_ids;
     case 'D':
         return &cfg->dev_root;
     case 'P':
@@ -250,6 +401,7 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
             {"kubeconfig", required_argument, NULL, 'k'},
             {"sysfs-root", required_argument, NULL, 's'},
             {"pci-ids", required_argument, NULL, 'p'},
+            {"usb-ids", required_argument, NULL, 'U'},
             {"dev-root", required_argument, NULL, 'D'},
             {"proc-root", required_argument, NULL, 'P'},
             {"listen", required_argument, NULL, 'l'},

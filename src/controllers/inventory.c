@@ -17,6 +17,7 @@
 #include "base/metrics.h"
 #include "base/names.h"
 #include "controllers/pcidevice.h"
+#include "controllers/usbdevice.h"
 #include "kube/names.h"
 #include "node/blockers.h"
 #include "node/hostuse.h"
@@ -24,6 +25,8 @@
 #include "node/sysfs.h"
 #include "node/pciname.h"
 #include "node/udev.h"
+#include "node/usb.h"
+#include "node/usbname.h"
 
 #define UEVENT_QUIET    0.25 /* rescan once uevents have been quiet this long */
 #define UEVENT_MAX_WAIT 2.0  /* ... but no later than this after the first one */
@@ -33,17 +36,22 @@ enum { ON_VFIO, ON_HOST, UNBOUND };
 struct inventory_metrics {
     struct metrics_series *devices, *bridges, *by_state[3], *no_iommu;
     struct metrics_series *scans, *scan_errors, *scan_seconds, *uevents, *overflows;
+    struct metrics_series *usb_devices, *usb_scans, *usb_scan_errors, *usb_scan_seconds;
 };
+
+enum { RESCAN_PCI = 1, RESCAN_USB = 2, RESCAN_ALL = 3 };
 
 struct inventory {
     struct inventory_config cfg;
     struct node_pci *pci;
     int sysfs_fd;         /* for the blockers' group and host-use checks */
     struct map *reported; /* address or entry -> the problem last logged for it */
+    struct node_usbids *usbids; /* NULL: usb.ids could not be read (descriptions "Unknown") */
     struct node_udev *udev;
     ev_io uevent_io;
     ev_timer resync, uevent_timer;
     double uevent_first; /* when the first uevent of the pending burst came; 0: none pending */
+    int pending;         /* RESCAN_* the pending burst asks for */
     struct inventory_metrics m;
 };
 
@@ -193,7 +201,7 @@ static void set_tally(struct inventory *inv, const struct tally *t)
     metrics_set(inv->m.no_iommu, (double)t->no_iommu);
 }
 
-void inventory_scan(struct inventory *inv, const char *why)
+static void scan_pci(struct inventory *inv, const char *why)
 {
     double t0 = ev_time();
     struct node_pci_scan_result res = {0};
@@ -228,6 +236,70 @@ void inventory_scan(struct inventory *inv, const char *why)
     inv->cfg.on_scan(want, inv->cfg.userdata);
 }
 
+/* --- USB ------------------------------------------------------------------------------------- */
+
+static void build_usb_want(struct inventory *inv, const struct node_usb_scan_result *res,
+                           struct map *want)
+{
+    for (size_t i = 0; i < res->n_skipped; i++)
+        report(inv, res->skipped[i].entry, "USB device unreadable; skipped", res->skipped[i].why);
+    for (size_t i = 0; i < res->n_devs; i++) {
+        const struct node_usb_dev *d = &res->devs[i];
+        struct usbdevice_spec *s = malloc(sizeof(*s));
+        int r = s ? usbdevice_spec_from(inv->cfg.node_name, d, inv->usbids, s) : -ENOMEM;
+        if (r == 0)
+            r = map_put(want, s->name, s);
+        if (r < 0) {
+            free(s);
+            report(inv, d->port_path, "Cannot describe USB device; skipped", strerror(-r));
+        } else if (d->problem[0]) {
+            report(inv, d->port_path, "USB device partly unreadable; published with what was read",
+                   d->problem);
+        } else {
+            map_remove(inv->reported, d->port_path);
+        }
+    }
+}
+
+static void scan_usb(struct inventory *inv, const char *why)
+{
+    double t0 = ev_time();
+    struct node_usb_scan_result res = {0};
+    struct err err = {{0}};
+    int fd = node_sysfs_open_root(inv->cfg.sysfs_root);
+    int r = fd < 0 ? fd : node_usb_scan(fd, &res, &err);
+    if (fd >= 0)
+        close(fd);
+    struct map *want = r == 0 ? usbdevices_new_want() : NULL;
+    if (want)
+        build_usb_want(inv, &res, want);
+    node_usb_scan_result_done(&res);
+    metrics_inc(inv->m.usb_scans);
+    if (!want) {
+        metrics_inc(inv->m.usb_scan_errors);
+        log_error("USB scan failed; keeping the previous inventory", KV_STR("why", why),
+                  KV_STR("message", err.msg), KV_ERRNO(r < 0 ? r : -ENOMEM));
+        return;
+    }
+    metrics_set(inv->m.usb_devices, (double)map_size(want));
+    metrics_set(inv->m.usb_scan_seconds, ev_time() - t0);
+    log_v(1, "Scanned USB devices", KV_STR("why", why), KV_INT("devices", map_size(want)));
+    inv->cfg.on_usb_scan(want, inv->cfg.userdata);
+}
+
+static void scan(struct inventory *inv, int what, const char *why)
+{
+    if (what & RESCAN_PCI)
+        scan_pci(inv, why);
+    if ((what & RESCAN_USB) && inv->cfg.on_usb_scan)
+        scan_usb(inv, why);
+}
+
+void inventory_scan(struct inventory *inv, const char *why)
+{
+    scan(inv, RESCAN_ALL, why);
+}
+
 /* --- triggers ------------------------------------------------------------------------------- */
 
 static void on_resync(struct ev_loop *loop, ev_timer *w, int revents)
@@ -237,9 +309,10 @@ static void on_resync(struct ev_loop *loop, ev_timer *w, int revents)
     inventory_scan(w->data, "resync");
 }
 
-static void uevent_hint(struct inventory *inv)
+static void uevent_hint(struct inventory *inv, int what)
 {
     struct ev_loop *loop = inv->cfg.loop;
+    inv->pending |= what;
     double now = ev_now(loop);
     if (inv->uevent_first == 0)
         inv->uevent_first = now;
@@ -256,8 +329,10 @@ static void on_uevent_timer(struct ev_loop *loop, ev_timer *w, int revents)
     struct inventory *inv = w->data;
     (void)loop;
     (void)revents;
+    int what = inv->pending;
     inv->uevent_first = 0;
-    inventory_scan(inv, "uevent");
+    inv->pending = 0;
+    scan(inv, what, "uevent");
 }
 
 static void on_uevent(struct ev_loop *loop, ev_io *w, int revents)
@@ -267,6 +342,7 @@ static void on_uevent(struct ev_loop *loop, ev_io *w, int revents)
     int r;
     (void)revents;
     while ((r = node_udev_receive(inv->udev, &ev)) != 0) {
+        int what = RESCAN_ALL;
         if (r == -ENOBUFS) {
             metrics_inc(inv->m.overflows);
             log_warning("Kernel events were lost; rescanning", KV_ERRNO(r));
@@ -278,14 +354,15 @@ static void on_uevent(struct ev_loop *loop, ev_io *w, int revents)
             metrics_inc(inv->m.uevents);
             log_v(3, "Kernel event", KV_STR("action", ev.action), KV_STR("subsystem", ev.subsystem),
                   KV_STR("device", ev.sysname), KV_STR("driver", ev.driver));
+            what = strcmp(ev.subsystem, "usb") == 0 ? RESCAN_USB : RESCAN_PCI;
         }
-        uevent_hint(inv);
+        uevent_hint(inv, what);
     }
 }
 
 static void start_uevents(struct inventory *inv)
 {
-    static const char *const subsystems[] = {"pci", NULL};
+    static const char *const subsystems[] = {"pci", "usb", NULL};
     enum node_udev_source src;
     if (strcmp(inv->cfg.uevent_source, "none") == 0 ||
         node_udev_source_from_string(inv->cfg.uevent_source, &src) < 0)
@@ -321,11 +398,18 @@ static void register_metrics(struct inventory *inv)
     m->scan_errors = metrics_one(reg, METRICS_COUNTER, "hostdevd_pci_scan_errors_total",
                                  "Failed PCI scans.");
     m->uevents = metrics_one(reg, METRICS_COUNTER, "hostdevd_uevents_total",
-                             "Kernel device events received (PCI).");
+                             "Kernel device events received (PCI and USB).");
     m->overflows = metrics_one(reg, METRICS_COUNTER, "hostdevd_uevent_overflows_total",
                                "Times kernel events were lost (each causes a rescan).");
     m->scan_seconds = metrics_one(reg, METRICS_GAUGE, "hostdevd_pci_scan_duration_seconds",
                                   "Duration of the last scan.");
+    m->usb_devices = metrics_one(reg, METRICS_GAUGE, "hostdevd_usb_devices",
+                                 "USB devices published as USBDevices (root hubs left out).");
+    m->usb_scans = metrics_one(reg, METRICS_COUNTER, "hostdevd_usb_scans_total", "USB scans.");
+    m->usb_scan_errors = metrics_one(reg, METRICS_COUNTER, "hostdevd_usb_scan_errors_total",
+                                     "Failed USB scans.");
+    m->usb_scan_seconds = metrics_one(reg, METRICS_GAUGE, "hostdevd_usb_scan_duration_seconds",
+                                      "Duration of the last USB scan.");
 }
 
 int inventory_new(const struct inventory_config *cfg, struct inventory **ret)
@@ -347,6 +431,10 @@ int inventory_new(const struct inventory_config *cfg, struct inventory **ret)
         inventory_free(inv);
         return -ENOMEM;
     }
+    struct err err = {{0}};
+    if (cfg->on_usb_scan && node_usbids_load(cfg->usb_ids, &inv->usbids, &err) < 0)
+        log_warning("Cannot read usb.ids; USB devices are described as \"Unknown vvvv:pppp\"",
+                    KV_STR("message", err.msg));
     register_metrics(inv);
     ev_timer_init(&inv->resync, on_resync, cfg->resync, cfg->resync);
     inv->resync.data = inv;
@@ -385,6 +473,7 @@ void inventory_free(void *userdata)
     inventory_stop(inv);
     inv->udev = node_udev_free(inv->udev);
     inv->pci = node_pci_free(inv->pci);
+    inv->usbids = node_usbids_free(inv->usbids);
     if (inv->sysfs_fd >= 0)
         close(inv->sysfs_fd);
     map_free(inv->reported);

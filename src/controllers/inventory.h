@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * controllers/inventory.h - the agent's PCI inventory: scans sysfs (node/pci.c) into the
- * desired PCIDevice of every function (bridges left out) and hands each successful scan to
- * its owner. Scans at start, every resync period, on SIGHUP (the process's rescan hook) and
- * after kernel uevents, debounced: a burst of them (a driver probing many functions) becomes
- * one rescan once they have been quiet for 250 ms, at most 2 s after the first. A failed scan
- * keeps the previous inventory. Logs; registers the hostdevd_pci_* and hostdevd_uevent*
- * metrics.
+ * controllers/inventory.h - the agent's inventory: scans sysfs into the desired PCIDevice of
+ * every PCI function (node/pci.c; bridges left out) and the desired USBDevice of every USB
+ * device (node/usb.c; root hubs left out), and hands each successful scan to its owner. Scans
+ * at start, every resync period, on SIGHUP (the process's rescan hook) and after kernel uevents
+ * (one monitor for both subsystems), debounced: a burst of them (a driver probing many
+ * functions, a hub with its devices) becomes one rescan of the subsystems it touched once they
+ * have been quiet for 250 ms, at most 2 s after the first. A failed scan keeps the previous
+ * inventory. Logs; registers the hostdevd_pci_*, hostdevd_usb_* and hostdevd_uevent* metrics.
  */
 #pragma once
 
@@ -24,10 +25,13 @@ struct inventory_config {
     const char *sysfs_root;    /* "/sys" */
     const char *proc_root;     /* "/proc" */
     const char *pci_ids;       /* NULL: libpci's */
+    const char *usb_ids;       /* NULL: /usr/share/misc/usb.ids */
     double resync;             /* seconds between full rescans */
     const char *uevent_source; /* "kernel", "udev" or "none" */
     /* Takes the desired objects of a scan (name -> struct pcidevice_spec). */
     void (*on_scan)(struct map *want, void *userdata);
+    /* Takes the desired objects of a USB scan (name -> struct usbdevice_spec); NULL: no USB. */
+    void (*on_usb_scan)(struct map *want, void *userdata);
     void *userdata;
 };
 

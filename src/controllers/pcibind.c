@@ -42,6 +42,8 @@ void pcibind_job_done(struct pcibind_job *j)
     free(j->claimed);
     j->claimed = NULL;
     j->n_claimed = 0;
+    free(j->usb_enabled);
+    j->usb_enabled = NULL;
 }
 
 static bool is_claimed(const char *address, void *arg)
@@ -90,7 +92,8 @@ static void check(struct pcibind_job *j, struct node_vfio_dev *d)
                                .recorded = j->recorded,
                                .annotation = j->annotation,
                                .host_why = why.msg,
-                               .blockers = ""};
+                               .blockers = "",
+                               .usb_enabled = j->usb_enabled ? j->usb_enabled : ""};
     buf_init(&blockers, 4096);
     f.read_error = node_vfio_observe(fd, j->address, d);
     if (f.read_error == 0) {

@@ -23,6 +23,7 @@
 #include "base/map.h"
 #include "base/metrics.h"
 #include "base/timefmt.h"
+#include "controllers/claimstatus.h"
 #include "controllers/pcibind.h"
 #include "controllers/runner.h"
 #include "controllers/worker.h"
@@ -49,18 +50,6 @@ static const char *str_field(const cJSON *o, const char *name)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static const cJSON *ready_condition(const cJSON *status)
-{
-    const cJSON *c;
-    cJSON_ArrayForEach(c, field(status, "conditions"))
-    {
-        const char *t = str_field(c, "type");
-        if (t && strcmp(t, "Ready") == 0)
-            return c;
-    }
-    return NULL;
-}
-
 static bool same(const char *a, const char *b)
 {
     return a && b && strcmp(a, b) == 0;
@@ -74,12 +63,6 @@ bool pciclaim_driver_recorded(const cJSON *claim, const char **ret_driver)
     return d != NULL;
 }
 
-static double generation(const cJSON *claim)
-{
-    const cJSON *g = field(field(claim, "metadata"), "generation");
-    return cJSON_IsNumber(g) ? g->valuedouble : 0;
-}
-
 static bool status_matches(const cJSON *claim, const struct pciclaim_status *w)
 {
     const cJSON *st = field(claim, "status");
@@ -89,34 +72,19 @@ static bool status_matches(const cJSON *claim, const struct pciclaim_status *w)
     if (!cJSON_IsBool(field(st, "passthroughEnabled")) ||
         cJSON_IsTrue(field(st, "passthroughEnabled")) != w->passthrough)
         return false;
-    const cJSON *c = ready_condition(st);
-    const cJSON *og = field(c, "observedGeneration");
-    return c && same(str_field(c, "status"), w->ready ? "True" : "False") &&
-           same(str_field(c, "reason"), w->reason) && same(str_field(c, "message"), w->message) &&
-           cJSON_IsNumber(og) && og->valuedouble == generation(claim);
+    return claimstatus_ready_is(claim, w->ready, w->reason, w->message);
 }
 
 char *pciclaim_status_patch(const cJSON *claim, const struct pciclaim_status *want, const char *now)
 {
     if (status_matches(claim, want))
         return NULL;
-    const cJSON *old = ready_condition(field(claim, "status"));
-    const char *since = now;
-    if (old && same(str_field(old, "status"), want->ready ? "True" : "False") &&
-        str_field(old, "lastTransitionTime"))
-        since = str_field(old, "lastTransitionTime");
     cJSON *patch = cJSON_CreateObject();
     cJSON *st = cJSON_AddObjectToObject(patch, "status");
     if (want->driver)
         cJSON_AddStringToObject(st, "kernelDriverToUnbind", want->driver);
     cJSON_AddBoolToObject(st, "passthroughEnabled", want->passthrough);
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "type", "Ready");
-    cJSON_AddStringToObject(c, "status", want->ready ? "True" : "False");
-    cJSON_AddNumberToObject(c, "observedGeneration", generation(claim));
-    cJSON_AddStringToObject(c, "lastTransitionTime", since);
-    cJSON_AddStringToObject(c, "reason", want->reason);
-    cJSON_AddStringToObject(c, "message", want->message);
+    cJSON *c = claimstatus_ready_condition(claim, want->ready, want->reason, want->message, now);
     cJSON *list = cJSON_AddArrayToObject(st, "conditions");
     cJSON_AddItemToArray(list, c);
     char *s = cJSON_PrintUnformatted(patch);
@@ -124,45 +92,9 @@ char *pciclaim_status_patch(const cJSON *claim, const struct pciclaim_status *wa
     return s;
 }
 
-static int finalizer_index(const cJSON *claim)
-{
-    int i = 0;
-    const cJSON *f;
-    cJSON_ArrayForEach(f, field(field(claim, "metadata"), "finalizers"))
-    {
-        if (cJSON_IsString(f) && strcmp(f->valuestring, PCICLAIM_FINALIZER) == 0)
-            return i;
-        i++;
-    }
-    return -1;
-}
-
 char *pciclaim_finalizer_patch(const cJSON *claim, bool add)
 {
-    int i = finalizer_index(claim);
-    const cJSON *list = field(field(claim, "metadata"), "finalizers");
-    struct buf b;
-    buf_init(&b, 4096);
-    if (add && i < 0 && cJSON_GetArraySize(list) > 0)
-        (void)buf_printf(&b,
-                         "[{\"op\":\"add\",\"path\":\"/metadata/finalizers/-\",\"value\":\"%s\"}]",
-                         PCICLAIM_FINALIZER);
-    else if (add && i < 0) /* no list yet: create it, unless the object changed meanwhile */
-        (void)buf_printf(
-                &b,
-                "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"%s\"},"
-                "{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":[\"%s\"]}]",
-                kube_meta_str(claim, "resourceVersion") ? kube_meta_str(claim, "resourceVersion")
-                                                        : "",
-                PCICLAIM_FINALIZER);
-    else if (!add && i >= 0)
-        (void)buf_printf(&b,
-                         "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/%d\",\"value\":\"%s\"},"
-                         "{\"op\":\"remove\",\"path\":\"/metadata/finalizers/%d\"}]",
-                         i, PCICLAIM_FINALIZER, i);
-    else
-        return NULL;
-    return buf_take(&b);
+    return claimstatus_finalizer_patch(claim, PCICLAIM_FINALIZER, add);
 }
 
 enum pciclaim_step pciclaim_next_step(const cJSON *claim, const char *key, const char *node)
@@ -175,7 +107,7 @@ enum pciclaim_step pciclaim_next_step(const cJSON *claim, const char *key, const
         return PCICLAIM_NOTHING; /* another node's (the field selector keeps them away) */
     if (!a || kube_names_pcidevice(n, a, want, sizeof(want)) < 0 || strcmp(want, key) != 0)
         return deleting ? PCICLAIM_NOTHING : PCICLAIM_INVALID;
-    if (finalizer_index(claim) < 0)
+    if (claimstatus_finalizer_index(claim, PCICLAIM_FINALIZER) < 0)
         return deleting ? PCICLAIM_NOTHING : PCICLAIM_ADD_FINALIZER;
     return PCICLAIM_NODE_WORK;
 }
@@ -254,6 +186,11 @@ void pciclaim_check_bind(const struct pciclaim_facts *f, struct pciclaim_outcome
         set_outcome(ret, PCICLAIM_REFUSED, "HostCritical",
                     "cannot tell whether device %s is host-critical (%s); refusing to be safe",
                     f->address, strerror(-f->host_critical));
+    else if (f->usb_enabled && f->usb_enabled[0] && strcmp(f->driver, NODE_VFIO_DRIVER) != 0)
+        set_outcome(ret, PCICLAIM_REFUSED, "USBDevicesEnabled",
+                    "USB host controller %s has USB devices enabled for passthrough behind it "
+                    "(%s), which would go with it: delete their USBDeviceClaims first",
+                    f->address, f->usb_enabled);
     else
         check_group(f, ret);
     if (ret->kind == PCICLAIM_GO && !f->recorded) {
@@ -355,6 +292,7 @@ void pciclaim_decide(const cJSON *claim, const struct pciclaim_outcome *o,
 struct pciclaim {
     struct pciclaim_config cfg;
     struct runner *runner;
+    struct kube_informer *usb_devices;
     struct kube_recorder *events;
     struct map *first_seen; /* claim uid -> double *: when this agent first saw it unbound */
     struct pcibind_env env;
@@ -558,6 +496,22 @@ static void collect_claimed(struct cjob *j)
     }
 }
 
+/* The USBDevices of this node enabled behind the claimed device (a USB host controller). */
+static void collect_usb(struct cjob *j)
+{
+    struct buf b;
+    size_t pos = 0;
+    const char *key;
+    const cJSON *obj;
+    buf_init(&b, 2048);
+    while (j->c->usb_devices && kube_informer_next(j->c->usb_devices, &pos, &key, &obj)) {
+        const cJSON *st = field(obj, "status");
+        if (cJSON_IsTrue(field(st, "enabled")) && same(str_field(st, "pciAddress"), j->bind.address))
+            (void)buf_printf(&b, "%s%s", b.len ? ", " : "", key);
+    }
+    j->bind.usb_enabled = buf_take(&b);
+}
+
 static void start_node_work(struct cjob *j)
 {
     struct pcibind_job *b = &j->bind;
@@ -570,6 +524,7 @@ static void start_node_work(struct cjob *j)
                                 KUBE_PCIDEVICE_DRIVER_ANNOTATION);
     (void)snprintf(b->annotation, sizeof(b->annotation), "%s", ann ? ann : "");
     collect_claimed(j);
+    collect_usb(j);
     b->env = &j->c->env;
     b->wj.run = pcibind_run;
     b->wj.done = on_bind_done;
@@ -610,6 +565,14 @@ static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_e
         map_remove(c->first_seen, uid);
     if (ev != RUNNER_EVENT_UPDATE)
         runner_enqueue_all(c->runner);
+    if (c->cfg.on_event)
+        c->cfg.on_event(c->cfg.userdata);
+}
+
+static bool can_start(void *ctx)
+{
+    const struct pciclaim *c = ctx;
+    return !c->usb_devices || kube_informer_has_synced(c->usb_devices);
 }
 
 static const struct runner_ops ops = {
@@ -617,6 +580,7 @@ static const struct runner_ops ops = {
         .act = act,
         .plan_free = cjob_free,
         .on_event = on_event,
+        .can_start = can_start,
 };
 
 /* --- the reconciler's life -------------------------------------------------------------------- */
@@ -683,6 +647,16 @@ struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg)
 int pciclaim_start(struct pciclaim *c)
 {
     return runner_start(c->runner);
+}
+
+void pciclaim_set_usb_devices(struct pciclaim *c, struct kube_informer *usb_devices)
+{
+    c->usb_devices = usb_devices;
+}
+
+struct kube_informer *pciclaim_informer(const struct pciclaim *c)
+{
+    return runner_informer(c->runner);
 }
 
 void pciclaim_enqueue_all(struct pciclaim *c)

@@ -88,6 +88,8 @@ struct pciclaim_facts {
     int group_blockers;      /* members in the way (< 0: the group cannot be read) */
     const char *blockers;    /* "0000:00:1f.0 (lpc_ich; claim n-00001f0), ..." */
     bool blockers_essential; /* one of them the host cannot give up (ISA/LPC, SMBus, critical) */
+    const char *usb_enabled; /* USB devices enabled for passthrough behind this device (a USB
+                                host controller): "titan-0627-0001-1-1, ...", "" none */
     bool recorded;           /* the claim recorded the original driver already */
     const char *annotation;  /* the PCIDevice's driver at first sight, "" unknown */
 };
@@ -113,7 +115,8 @@ struct pciclaim_outcome {
 };
 
 /* The bind checks, in order: readable, present, IOMMU group, not host-critical (unless it is
- * on vfio-pci already), group complete; then the original driver is recorded first. Sets
+ * on vfio-pci already), no USB devices enabled behind it (unless it is on vfio-pci already),
+ * group complete; then the original driver is recorded first. Sets
  * PCICLAIM_REFUSED, PCICLAIM_RECORD or PCICLAIM_GO. */
 void pciclaim_check_bind(const struct pciclaim_facts *f, struct pciclaim_outcome *ret);
 
@@ -156,12 +159,20 @@ struct pciclaim_config {
     const char *dev_root;          /* "/dev": /dev/vfio/<group> */
     const char *proc_root;         /* "/proc": mounts, swaps, routes for the host-critical check */
     struct kube_informer *devices; /* this node's PCIDevices (driver-at-first-sight annotation) */
+    /* Called after each event of the claim informer (the USB claims behind a controller depend
+     * on it), or NULL. */
+    void (*on_event)(void *userdata);
+    void *userdata;
 };
 
 struct pciclaim;
 
 struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg);
 int pciclaim_start(struct pciclaim *c);
+/* This node's USBDevices (borrowed), for the USB-controller check; keys wait for its sync. */
+void pciclaim_set_usb_devices(struct pciclaim *c, struct kube_informer *usb_devices);
+/* The runner's informer: this node's PCIDeviceClaims. */
+struct kube_informer *pciclaim_informer(const struct pciclaim *c);
 /* Reconciles every claim again (after a rescan: a driver may have changed under us). */
 void pciclaim_enqueue_all(struct pciclaim *c);
 

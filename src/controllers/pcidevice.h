@@ -7,8 +7,8 @@
  *
  * Keys are the objects of this node (label nodename=<node>) and the devices of the last
  * scan; nothing is reconciled before the first scan succeeded (an empty inventory would
- * delete every object). The Node's uid, for the ownerReference, is read once at start, and
- * again with backoff while the Node cannot be read.
+ * delete every object). The Node's uid, for the ownerReference, comes from controllers/nodeuid.h
+ * (no ownerReference while it is unknown; every key is looked at again once it is).
  *
  * The agent owns: label nodename, the ownerReference to its Node, the driver-at-first-sight
  * annotation (set on create only), and the status fields listed in pcidevice.c's `managed`
@@ -88,11 +88,14 @@ struct metrics;
 struct pcidevices;
 struct runner;
 
+struct nodeuid;
+
 struct pcidevices_config {
     struct ev_loop *loop;
     struct kube_http *http;
     struct metrics *metrics;
-    const char *node_name; /* borrowed: must outlive the reconciler */
+    const char *node_name;      /* borrowed: must outlive the reconciler */
+    const struct nodeuid *node; /* this node's Node uid (borrowed) */
 };
 
 struct pcidevices *pcidevices_new(const struct pcidevices_config *cfg);

@@ -125,3 +125,37 @@ int kube_names_usbdevice(const char *node, const char *vid, const char *pid, con
         r = add_filtered(&b, port_path, "", '-');
     return finish_name(&b, r, ret, size);
 }
+
+/* Whether `s` is "-<hex4>-<hex4>-<1-3 digits>" followed by 1 to 7 "-<1-3 digits>" to its end. */
+static bool is_usb_suffix(const char *s)
+{
+    for (int i = 0; i < 2; i++) {
+        if (*s != '-' || strspn(s + 1, "0123456789abcdef") < 4)
+            return false;
+        s += 5;
+    }
+    int groups = 0;
+    while (*s == '-') {
+        size_t n = strspn(s + 1, "0123456789");
+        if (n < 1 || n > 3)
+            return false;
+        s += 1 + n;
+        groups++;
+    }
+    return *s == '\0' && groups >= 2 && groups <= 8;
+}
+
+int kube_names_usbdevice_node(const char *name, char *ret, size_t size)
+{
+    for (const char *p = strchr(name, '-'); p; p = strchr(p + 1, '-')) {
+        size_t n = (size_t)(p - name);
+        if (n == 0 || !is_usb_suffix(p))
+            continue;
+        if (n >= size)
+            return -EINVAL;
+        memcpy(ret, name, n);
+        ret[n] = '\0';
+        return names_is_dns_subdomain(ret) ? 0 : -EINVAL;
+    }
+    return -EINVAL;
+}

@@ -46,3 +46,12 @@ int kube_names_pcidevice(const char *node, const char *address, char *ret, size_
  */
 int kube_names_usbdevice(const char *node, const char *vid, const char *pid, const char *port_path,
                          char *ret, size_t size);
+
+/*
+ * The node of a USBDevice (or USBDeviceClaim) name: the name without its
+ * "-<vid>-<pid>-<bus>-<port>[-<port>...]" suffix, found as the admission policies find it (the
+ * leftmost '-' where such a suffix starts and runs to the end; the 4-digit ids cannot be
+ * mistaken for port groups of at most 3 digits, so only one node fits). Returns 0, or -EINVAL
+ * when the name has no such suffix or what precedes it is not a node name.
+ */
+int kube_names_usbdevice_node(const char *name, char *ret, size_t size);

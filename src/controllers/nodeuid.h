@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/nodeuid.h - this node's Node uid, for the ownerReference of every device object
+ * the agent makes (the garbage collector deletes a removed node's devices). Read once at start,
+ * and again with backoff (10 s doubling to 5 min) while the Node cannot be read: a missing Node
+ * never becomes polling. Logs.
+ */
+#pragma once
+
+struct ev_loop;
+struct kube_http;
+struct nodeuid;
+
+struct nodeuid_config {
+    struct ev_loop *loop;
+    struct kube_http *http;
+    const char *node_name; /* borrowed */
+    /* Called once the uid is known (the device reconcilers look at every object again). */
+    void (*on_uid)(void *userdata);
+    void *userdata;
+};
+
+struct nodeuid *nodeuid_new(const struct nodeuid_config *cfg);
+void nodeuid_start(struct nodeuid *n);
+/* The uid, or NULL while it is not known. */
+const char *nodeuid_get(const struct nodeuid *n);
+void nodeuid_stop(struct nodeuid *n);
+/* Accepts NULL; returns NULL. */
+struct nodeuid *nodeuid_free(struct nodeuid *n);

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test/unit/test_usbclaim.c - USBDeviceClaim decisions and the USB/PCI conflict checks. */
+#include <CUnit/CUnit.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "controllers/pciclaim.h"
+#include "controllers/usbclaim.h"
+
+#define NAME "titan-0627-0001-1-1"
+
+static cJSON *parse(const char *fmt, const char *a, const char *b)
+{
+    char text[2048];
+    (void)snprintf(text, sizeof(text), fmt, a, b);
+    cJSON *o = cJSON_Parse(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    return o;
+}
+
+/* A claim as a user applies it (harvester-shaped: no spec.nodeName), plus `meta` fields. */
+static cJSON *new_claim(const char *meta)
+{
+    return parse("{\"metadata\":{\"name\":\"%s\",\"generation\":1,\"resourceVersion\":\"7\"%s},"
+                 "\"spec\":{\"userName\":\"alice\"}}",
+                 NAME, meta);
+}
+
+static cJSON *device(const char *extra)
+{
+    return parse("{\"metadata\":{\"name\":\"%s\"},\"status\":{\"nodeName\":\"titan\","
+                 "\"pciAddress\":\"0000:00:06.0\",\"devicePath\":\"/dev/bus/usb/001/002\"%s}}",
+                 NAME, extra);
+}
+
+static void test_next_step(void)
+{
+    cJSON *fresh = new_claim("");
+    cJSON *mine = new_claim(",\"finalizers\":[\"devices.harvesterhci.io/release-usb\"]");
+    cJSON *gone = new_claim(",\"finalizers\":[\"devices.harvesterhci.io/release-usb\"],"
+                            "\"deletionTimestamp\":\"2026-11-23T01:00:00Z\"");
+    cJSON *enabled = device(",\"enabled\":true"), *disabled = device(",\"enabled\":false");
+    CU_ASSERT_EQUAL(usbclaim_next_step(fresh, NAME, NULL, "titan"), USBCLAIM_ADD_FINALIZER);
+    CU_ASSERT_EQUAL(usbclaim_next_step(fresh, NAME, NULL, "other"), USBCLAIM_NOTHING);
+    CU_ASSERT_EQUAL(usbclaim_next_step(fresh, "titan-not-usb", NULL, "titan"), USBCLAIM_NOTHING);
+    CU_ASSERT_EQUAL(usbclaim_next_step(mine, NAME, NULL, "titan"), USBCLAIM_CHECK);
+    /* deleting: the device is disabled first, then the finalizer goes */
+    CU_ASSERT_EQUAL(usbclaim_next_step(gone, NAME, enabled, "titan"), USBCLAIM_NOTHING);
+    CU_ASSERT_EQUAL(usbclaim_next_step(gone, NAME, disabled, "titan"), USBCLAIM_RELEASE);
+    CU_ASSERT_EQUAL(usbclaim_next_step(gone, NAME, NULL, "titan"), USBCLAIM_RELEASE);
+    /* another node's agent never releases it */
+    CU_ASSERT_EQUAL(usbclaim_next_step(gone, NAME, NULL, "titan2"), USBCLAIM_NOTHING);
+    cJSON_Delete(fresh);
+    cJSON_Delete(mine);
+    cJSON_Delete(gone);
+    cJSON_Delete(enabled);
+    cJSON_Delete(disabled);
+}
+
+static void test_checks(void)
+{
+    cJSON *dev = device(""), *orphan = device(",\"status\":\"orphaned\",\"message\":\"unplugged\"");
+    struct usbclaim_facts f = {.node = "titan", .device = dev, .dev_root = "/dev"};
+    struct usbclaim_outcome o;
+    usbclaim_check(&f, NAME, &o);
+    CU_ASSERT_TRUE(o.ready);
+    CU_ASSERT_STRING_EQUAL(o.reason, "Enabled");
+    CU_ASSERT_STRING_EQUAL(o.pci_address, "0000:00:06.0");
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "/dev/bus/usb/001/002"));
+    f.device = NULL;
+    usbclaim_check(&f, NAME, &o);
+    CU_ASSERT_FALSE(o.ready);
+    CU_ASSERT_STRING_EQUAL(o.reason, "DeviceNotFound");
+    f.device = orphan;
+    usbclaim_check(&f, NAME, &o);
+    CU_ASSERT_STRING_EQUAL(o.reason, "DeviceUnplugged");
+    CU_ASSERT_STRING_EQUAL(o.message, "unplugged");
+    f.device = dev;
+    f.controller_claim = "titan-000000060";
+    usbclaim_check(&f, NAME, &o);
+    CU_ASSERT_STRING_EQUAL(o.reason, "ControllerPassedThrough");
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "PCIDeviceClaim titan-000000060"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "delete that claim first"));
+    f.controller_claim = NULL;
+    f.controller_on_vfio = true;
+    usbclaim_check(&f, NAME, &o);
+    CU_ASSERT_STRING_EQUAL(o.reason, "ControllerPassedThrough");
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "bound to vfio-pci"));
+    f.controller_on_vfio = false;
+    f.devnode = -ENOENT;
+    usbclaim_check(&f, NAME, &o);
+    CU_ASSERT_STRING_EQUAL(o.reason, "DeviceNodeMissing");
+    cJSON_Delete(dev);
+    cJSON_Delete(orphan);
+}
+
+static void test_status_patch(void)
+{
+    cJSON *claim = new_claim(",\"finalizers\":[\"devices.harvesterhci.io/release-usb\"]");
+    cJSON *dev = device("");
+    struct usbclaim_facts f = {.node = "titan", .device = dev, .dev_root = "/dev"};
+    struct usbclaim_outcome o;
+    usbclaim_check(&f, NAME, &o);
+    char *p = usbclaim_status_patch(claim, "titan", &o, "2026-11-23T02:00:00Z");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    cJSON *patch = cJSON_Parse(p);
+    cJSON *st = cJSON_GetObjectItem(patch, "status");
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(st, "nodeName")), "titan");
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(st, "pciAddress")),
+                           "0000:00:06.0");
+    /* applied, the same outcome writes nothing */
+    cJSON_AddItemToObject(claim, "status", cJSON_Duplicate(st, true));
+    char *again = usbclaim_status_patch(claim, "titan", &o, "2026-11-23T03:00:00Z");
+    CU_ASSERT_PTR_NULL(again);
+    CU_ASSERT_TRUE(usbclaim_holds(claim));
+    cJSON_free(p);
+    cJSON_Delete(patch);
+    cJSON_Delete(claim);
+    cJSON_Delete(dev);
+}
+
+static void test_finalizer_patch(void)
+{
+    cJSON *fresh = new_claim("");
+    cJSON *mine = new_claim(",\"finalizers\":[\"x/y\",\"devices.harvesterhci.io/release-usb\"]");
+    char *add = usbclaim_finalizer_patch(fresh, true);
+    char *remove = usbclaim_finalizer_patch(mine, false);
+    CU_ASSERT_PTR_NOT_NULL(strstr(add, "\"value\":\"7\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(add, "release-usb"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(remove, "/metadata/finalizers/1"));
+    CU_ASSERT_PTR_NULL(usbclaim_finalizer_patch(mine, true));
+    CU_ASSERT_PTR_NULL(usbclaim_finalizer_patch(fresh, false));
+    free(add);
+    free(remove);
+    cJSON_Delete(fresh);
+    cJSON_Delete(mine);
+}
+
+/* The PCI side of the conflict: a controller with enabled USB devices behind it. */
+static void test_pci_claim_on_usb_controller(void)
+{
+    struct pciclaim_facts f = {.node = "titan",
+                               .address = "0000:00:06.0",
+                               .present = true,
+                               .iommu_group = 5,
+                               .driver = "xhci_hcd",
+                               .host_why = "",
+                               .blockers = "",
+                               .usb_enabled = "titan-0627-0001-1-1, titan-0627-0001-1-2",
+                               .annotation = "xhci_hcd"};
+    struct pciclaim_outcome o;
+    pciclaim_check_bind(&f, &o);
+    CU_ASSERT_EQUAL(o.kind, PCICLAIM_REFUSED);
+    CU_ASSERT_STRING_EQUAL(o.reason, "USBDevicesEnabled");
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "titan-0627-0001-1-1, titan-0627-0001-1-2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "delete their USBDeviceClaims first"));
+    f.usb_enabled = "";
+    pciclaim_check_bind(&f, &o);
+    CU_ASSERT_EQUAL(o.kind, PCICLAIM_RECORD);
+}
+
+static CU_TestInfo tests[] = {
+        {"next step", test_next_step},
+        {"checks", test_checks},
+        {"status patch", test_status_patch},
+        {"finalizer patch", test_finalizer_patch},
+        {"PCI claim on a USB controller", test_pci_claim_on_usb_controller},
+        CU_TEST_INFO_NULL,
+};
+
+CU_SuiteInfo usbclaim_suites[] = {
+        {"usbclaim", NULL, NULL, NULL, NULL, tests},
+        CU_SUITE_INFO_NULL,
+};
