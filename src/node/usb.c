@@ -333,7 +333,8 @@ static int take_entry(struct scan *s, const char *name)
     (void)snprintf(path, sizeof(path), DEVICES "/%s", name);
     int r = node_sysfs_check_dir(s->root_fd, path);
     if (r < 0) {
-        (void)snprintf(why, sizeof(why), "%s: %s", path, trouble(r));
+        (void)snprintf(why, sizeof(why), "%s: %s", path,
+                       r == -ENOENT ? "leads nowhere (a dangling link)" : trouble(r));
         return skip(s, name, why);
     }
     struct node_usb_dev *out = &s->res.devs[s->res.n_devs];
