@@ -22,6 +22,27 @@
 # it a VF of that PF; the PF's virtfnN links follow the order of the VF lines), and
 # omit=ATTR[,ATTR...] (attributes or links to leave out, e.g. omit=vendor for a device that
 # vanishes while it is read). Exits 2 on a malformed description.
+#
+# USB devices: lines starting with the word "usb".
+#   usb PORTPATH VENDOR:PRODUCT [key=value ...]
+#   usb 1-2 046d:c52b parent=0000:00:14.0 class=00 ifclass=03 speed=12 product=USB_Receiver \
+#       manufacturer=Logitech serial=ABC123             (one line)
+# PORTPATH is the kernel's name, BUS-PORT[.PORT...]. Each bus gets a root hub usbBUS (1d6b:0002,
+# devnum 1, its interface BUS-0:1.0) under its host controller, the PCI function given by
+# parent=ADDRESS on at least one line of the bus (all that give it must agree; it must be a PCI
+# line of the same description). A device lives in the directory of its nearest described
+# upstream hub (1-2.3 under 1-2/ when 1-2 is described), else directly under usbBUS, as the
+# kernel nests them: devices/pci0000:00/0000:00:14.0/usb1/1-2/1-2.3. Each device has idVendor
+# idProduct busnum devnum devpath speed bDeviceClass bcdDevice bConfigurationValue
+# bNumInterfaces, product/manufacturer/serial when given, a uevent (DEVTYPE=usb_device, BUSNUM,
+# DEVNUM, PRODUCT, DEVNAME=bus/usb/BBB/DDD, ...), a subsystem link to bus/usb and one interface
+# directory PORTPATH:1.0 (bInterfaceClass ...); bus/usb/devices/NAME links to devices,
+# interfaces and root hubs. Keys, all optional: busnum=N (default: the BUS of the port path),
+# devnum=N (default: 2, 3, ... per bus in description order), class=HH (bDeviceClass, default
+# 00), ifclass=HH (bInterfaceClass, default: the device class, or ff when that is 00),
+# speed=MBITS (default 480), product= manufacturer= serial= (strings: '_' stands for a space and
+# %XX for the byte XX, e.g. %5f for '_'; %00 is not allowed), omit=NAME[,NAME...] (files or
+# directories of the device to leave out, e.g. omit=idVendor or omit=1-2:1.0).
 set -euo pipefail
 
 usage() {
@@ -50,6 +71,12 @@ declare -a addrs=()
 declare -A class progif ven dev subv subd rev drv iommu numa irq totalvfs numvfs physfn omit
 declare -A vfs   # PF address -> its VFs' addresses, space separated, in description order
 declare -A slots # DOMAIN:BUS:DEV -> number of functions
+declare -a usbs=() # USB port paths, in description order
+declare -A uven udev ubus udevnum uclass uifclass uspeed ustr uomit
+declare -A bus_pci      # USB bus number -> its host controller's PCI address
+declare -A bus_devnum   # USB bus number -> the last devnum given by default
+re_port='^[0-9]+-[0-9]+(\.[0-9]+)*$'
+re_str='^([^%]|%[0-9a-fA-F]{2})*$'
 
 parse_key() { # address key value lineno
     local a=$1 k=$2 v=$3 n=$4
@@ -80,6 +107,60 @@ parse_key() { # address key value lineno
     esac
 }
 
+# A string value: '_' is a space, %XX the byte XX. -> REPLY
+decode_str() { # value lineno
+    local v=$1
+    [[ $v =~ $re_str ]] || die "line $2: '$v': '%' must start %XX"
+    [[ $v != *%00* ]] || die "line $2: '$v': %00 is not allowed"
+    v=${v//_/ }
+    v=${v//\\/\\\\}
+    v=${v//%/\\x}
+    printf -v REPLY '%b' "$v"
+}
+
+parse_usb_key() { # port key value lineno
+    local p=$1 k=$2 v=$3 n=$4
+    case $k in
+    parent) v=${v,,}
+        [[ $v =~ $re_addr ]] || die "line $n: parent=$v is not a PCI address"
+        [ "${bus_pci[${p%%-*}]:-$v}" = "$v" ] || die "line $n: bus ${p%%-*} has another parent"
+        bus_pci[${p%%-*}]=$v ;;
+    busnum) [[ $v =~ $re_uint ]] || die "line $n: busnum=$v is not a number"
+        ubus[$p]=$v ;;
+    devnum) [[ $v =~ $re_uint ]] || die "line $n: devnum=$v is not a number"
+        udevnum[$p]=$v ;;
+    class) [[ ${v,,} =~ $re_byte ]] || die "line $n: class=$v is not two hex digits"
+        uclass[$p]=${v,,} ;;
+    ifclass) [[ ${v,,} =~ $re_byte ]] || die "line $n: ifclass=$v is not two hex digits"
+        uifclass[$p]=${v,,} ;;
+    speed) [[ $v =~ ^[0-9.]+$ ]] || die "line $n: speed=$v is not a number"
+        uspeed[$p]=$v ;;
+    product | manufacturer | serial) decode_str "$v" "$n"
+        ustr[$p/$k]=$REPLY ;;
+    omit) uomit[$p]=${v//,/ } ;;
+    *) die "line $n: unknown key '$k'" ;;
+    esac
+}
+
+parse_usb() { # port ids rest lineno
+    local p=$1 ids=${2,,} n=$4 kv kvs bus
+    [[ $p =~ $re_port ]] || die "line $n: '$p' is not a USB port path (BUS-PORT[.PORT...])"
+    [[ $ids =~ $re_ids ]] || die "line $n: '$ids' is not VVVV:PPPP"
+    [ -z "${uven[$p]:-}" ] || die "line $n: usb $p appears twice"
+    usbs+=("$p")
+    uven[$p]=${ids%%:*} udev[$p]=${ids##*:}
+    read -ra kvs <<<"$3" || true
+    for kv in "${kvs[@]}"; do
+        [[ $kv == *=* ]] || die "line $n: '$kv' is not key=value"
+        parse_usb_key "$p" "${kv%%=*}" "${kv#*=}" "$n"
+    done
+    bus=${p%%-*}
+    if [ -z "${udevnum[$p]:-}" ]; then
+        bus_devnum[$bus]=$((${bus_devnum[$bus]:-1} + 1))
+        udevnum[$p]=${bus_devnum[$bus]}
+    fi
+}
+
 parse() {
     local line n=0 a c ids rest kv kvs
     while IFS= read -r line || [ -n "$line" ]; do
@@ -87,6 +168,10 @@ parse() {
         line=${line%%#*}
         read -r a c ids rest <<<"$line" || true
         [ -n "$a" ] || continue
+        if [ "$a" = usb ]; then
+            parse_usb "$c" "$ids" "$rest" "$n"
+            continue
+        fi
         a=${a,,} c=${c,,} ids=${ids,,}
         [[ $a =~ $re_addr ]] || die "line $n: '$a' is not a PCI address (DDDD:BB:DD.F)"
         [[ $c =~ $re_class ]] || die "line $n: '$c' is not a class (4 or 6 hex digits)"
@@ -105,6 +190,12 @@ parse() {
         [ -n "${physfn[$a]:-}" ] || continue
         [ -n "${class[${physfn[$a]}]:-}" ] || die "$a: physfn ${physfn[$a]} is not described"
         vfs[${physfn[$a]}]+="$a "
+    done
+    local p b
+    for p in "${usbs[@]}"; do
+        b=${p%%-*}
+        [ -n "${bus_pci[$b]:-}" ] || die "usb $p: no line of bus $b gives parent=ADDRESS"
+        [ -n "${class[${bus_pci[$b]}]:-}" ] || die "usb $p: parent ${bus_pci[$b]} is not described"
     done
 }
 
@@ -250,6 +341,95 @@ write_device() { # address index
     fi
 }
 
+# ---- USB ----
+
+usb_parent() { # port -> REPLY: its nearest described upstream hub, or ""
+    local up=$1
+    REPLY=''
+    while [[ $up == *.* ]]; do
+        up=${up%.*}
+        if [ -n "${uven[$up]:-}" ]; then
+            REPLY=$up
+            return
+        fi
+    done
+}
+
+usb_dir() { # port -> REPLY: relative path of its directory
+    local p=$1
+    usb_parent "$p"
+    if [ -n "$REPLY" ]; then
+        usb_dir "$REPLY"
+    else
+        devdir "${bus_pci[${p%%-*}]}"
+        REPLY+="/usb${p%%-*}"
+    fi
+    REPLY+="/$p"
+}
+
+ups() { # relative path -> REPLY: "../" once per component
+    local rel=$1
+    REPLY=''
+    while [ -n "$rel" ]; do
+        REPLY+=../
+        [[ $rel == */* ]] && rel=${rel#*/} || rel=''
+    done
+}
+
+# A USB device's or root hub's attributes, its one interface and their links.
+write_usb_dev() { # rel name vid pid busnum devnum devpath class ifclass speed interface
+    local rel=$1 name=$2 vid=$3 pid=$4 busnum=$5 devnum=$6 devpath=$7 cls=$8 ifc=$9
+    local speed=${10} ifname=${11} d=$out/$1 f k
+    for f in idVendor:"$vid" idProduct:"$pid" busnum:"$busnum" devnum:"$devnum" \
+        devpath:"$devpath" speed:"$speed" bDeviceClass:"$cls" bcdDevice:0100 \
+        bConfigurationValue:1 bNumInterfaces:" 1" bDeviceSubClass:00 bDeviceProtocol:00; do
+        printf '%s\n' "${f#*:}" >"$d/${f%%:*}"
+    done
+    for k in product manufacturer serial; do
+        [ -z "${ustr[$name/$k]+set}" ] || printf '%s\n' "${ustr[$name/$k]}" >"$d/$k"
+    done
+    printf 'MAJOR=189\nMINOR=%d\nDEVNAME=bus/usb/%03d/%03d\nDEVTYPE=usb_device\nDRIVER=usb\n' \
+        $(((busnum - 1) * 128 + devnum - 1)) "$busnum" "$devnum" >"$d/uevent"
+    printf 'PRODUCT=%x/%x/100\nTYPE=%d/0/0\nBUSNUM=%03d\nDEVNUM=%03d\n' "0x$vid" "0x$pid" \
+        "0x$cls" "$busnum" "$devnum" >>"$d/uevent"
+    ups "$rel"
+    link "${REPLY}bus/usb" "$d/subsystem"
+    link "../../../$rel" "$out/bus/usb/devices/$name"
+    local i=$d/$ifname
+    mkdir -p "$i"
+    for f in bInterfaceClass:"$ifc" bInterfaceSubClass:00 bInterfaceProtocol:00 \
+        bInterfaceNumber:00 bAlternateSetting:" 0" bNumEndpoints:01; do
+        printf '%s\n' "${f#*:}" >"$i/${f%%:*}"
+    done
+    printf 'DEVTYPE=usb_interface\nINTERFACE=%d/0/0\n' "0x$ifc" >"$i/uevent"
+    link "../${REPLY}bus/usb" "$i/subsystem"
+    link "../../../$rel/$ifname" "$out/bus/usb/devices/$ifname"
+}
+
+write_usb() {
+    local p b rel cls ifc
+    declare -A hubs=()
+    for p in "${usbs[@]}"; do hubs[${p%%-*}]=1; done
+    for b in "${!hubs[@]}"; do
+        devdir "${bus_pci[$b]}"
+        rel=$REPLY/usb$b
+        mkdir -p "$out/$rel"
+        ustr[usb$b/product]="xHCI Host Controller"
+        ustr[usb$b/manufacturer]="Linux hostdevd xhci-hcd"
+        ustr[usb$b/serial]=${bus_pci[$b]}
+        write_usb_dev "$rel" "usb$b" 1d6b 0002 "$b" 1 0 09 09 480 "$b-0:1.0"
+    done
+    for p in "${usbs[@]}"; do
+        usb_dir "$p"
+        rel=$REPLY
+        mkdir -p "$out/$rel"
+        cls=${uclass[$p]:-00}
+        [ "$cls" = 00 ] && ifc=${uifclass[$p]:-ff} || ifc=${uifclass[$p]:-$cls}
+        write_usb_dev "$rel" "$p" "${uven[$p]}" "${udev[$p]}" "${ubus[$p]:-${p%%-*}}" \
+            "${udevnum[$p]}" "${p#*-}" "$cls" "$ifc" "${uspeed[$p]:-480}" "$p:1.0"
+    done
+}
+
 make_symlinks() {
     if command -v python3 >/dev/null; then
         local i
@@ -306,7 +486,15 @@ for a in "${addrs[@]}"; do
     write_device "$a" "$i"
     i=$((i + 1))
 done
+if [ ${#usbs[@]} -gt 0 ]; then
+    mkdir -p "$out/bus/usb/devices"
+    write_usb
+fi
 make_symlinks
+for p in "${!uomit[@]}"; do
+    usb_dir "$p"
+    for f in ${uomit[$p]}; do rm -rf "${out:?}/$REPLY/$f"; done
+done
 for a in "${!omit[@]}"; do
     devdir "$a"
     for f in ${omit[$a]}; do rm -f "$out/$REPLY/$f"; done

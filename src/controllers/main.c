@@ -4,8 +4,8 @@
  *
  * `agent` runs the node agent (controllers/agent.c); `name` prints the object name hostdevd
  * gives a device, so a user can write the matching claim; `vfio` binds or restores one device
- * by hand (controllers/vfiotool.c); the `controller` role arrives with
- * its issue. Logs errors once, here.
+ * by hand (controllers/vfiotool.c); `usb list` prints the USB devices the agent sees
+ * (controllers/usbtool.c); the `controller` role arrives with its issue. Logs errors once, here.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 
 #include "base/log.h"
 #include "controllers/agent.h"
+#include "controllers/usbtool.h"
 #include "controllers/vfiotool.h"
 #include "kube/names.h"
 
@@ -31,6 +32,8 @@ static void usage(FILE *f)
           "  name usb NODE VENDOR PRODUCT PORTPATH USBDevice/USBDeviceClaim name of a device\n"
           "  vfio show|bind|restore ADDRESS        a device's vfio-pci binding by hand (vfio "
           "--help)\n"
+          "  usb list [--sysfs-root DIR] [--usb-ids PATH] [--udev]\n"
+          "                                        the USB devices, one per line (usb --help)\n"
           "  help                                  this text\n",
           f);
 }
@@ -82,6 +85,8 @@ int main(int argc, char **argv)
         return cmd_name(argc - 1, argv + 1);
     if (strcmp(cmd, "vfio") == 0)
         return vfiotool_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "usb") == 0)
+        return usbtool_run(argc - 1, argv + 1);
     if (strcmp(cmd, "agent") == 0) {
         struct agent_config cfg;
         int r = agent_parse_args(argc - 1, argv + 1, &cfg);

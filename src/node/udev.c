@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * node/udev.c - kernel device events through a libudev monitor (see udev.h).
+ * node/udev.c - kernel device events through a libudev monitor, and libudev's list of the USB
+ * devices (see udev.h).
  */
 #include "node/udev.h"
 
@@ -9,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "node/sysfs.h"
+
 /* A burst of uevents (a driver probe of many functions, an SR-IOV change creating 64 VFs)
  * must not overflow the socket; the kernel's default is ~200 KiB. Only raised as far as
  * rmem_max allows unless we have CAP_NET_ADMIN (libudev then uses SO_RCVBUFFORCE). */
@@ -113,5 +117,91 @@ int node_udev_receive(struct node_udev *u, struct node_uevent *ret)
         udev_device_unref(d);
         return 1;
     }
+    return 0;
+}
+
+/* ---- enumeration ----------------------------------------------------------------------------- */
+
+/* A growing NULL-terminated list of names. */
+struct names {
+    char **v;
+    size_t n, alloc;
+};
+
+static int names_add(struct names *l, const char *name)
+{
+    if (l->n + 1 >= l->alloc) {
+        size_t n = l->alloc ? l->alloc * 2 : 16;
+        char **p = reallocarray(l->v, n, sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        l->v = p;
+        l->alloc = n;
+    }
+    l->v[l->n] = strdup(name);
+    if (!l->v[l->n])
+        return -ENOMEM;
+    l->v[++l->n] = NULL;
+    return 0;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Adds the sysname (the syspath's last component) of every entry that is not a root hub. */
+static int collect(struct udev_enumerate *e, struct names *l)
+{
+    struct udev_list_entry *entry;
+    udev_list_entry_foreach(entry, udev_enumerate_get_list_entry(e))
+    {
+        const char *syspath = udev_list_entry_get_name(entry);
+        const char *slash = syspath ? strrchr(syspath, '/') : NULL;
+        const char *name = slash ? slash + 1 : syspath;
+        if (!name || !name[0] || strncmp(name, "usb", 3) == 0)
+            continue;
+        int r = names_add(l, name);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+static int enumerate_usb(struct udev *udev, struct names *l)
+{
+    errno = 0;
+    struct udev_enumerate *e = udev_enumerate_new(udev);
+    if (!e)
+        return errno ? -errno : -ENOMEM;
+    int r = udev_enumerate_add_match_subsystem(e, "usb");
+    if (r >= 0)
+        r = udev_enumerate_add_match_property(e, "DEVTYPE", "usb_device");
+    if (r >= 0)
+        r = udev_enumerate_scan_devices(e);
+    if (r >= 0)
+        r = collect(e, l);
+    udev_enumerate_unref(e);
+    return r < 0 ? r : 0;
+}
+
+int node_udev_list_usb(char ***ret_names, size_t *ret_count)
+{
+    struct names l = {0};
+    errno = 0;
+    struct udev *udev = udev_new();
+    if (!udev)
+        return errno ? -errno : -ENOMEM;
+    int r = enumerate_usb(udev, &l);
+    udev_unref(udev);
+    if (r == 0 && !l.v && !(l.v = calloc(1, sizeof(*l.v)))) /* an empty list has its NULL */
+        r = -ENOMEM;
+    if (r < 0) {
+        node_sysfs_names_free(l.v);
+        return r;
+    }
+    qsort(l.v, l.n, sizeof(*l.v), compare_names);
+    *ret_names = l.v;
+    *ret_count = l.n;
     return 0;
 }

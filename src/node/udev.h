@@ -13,9 +13,15 @@
  * socket's buffer was full, receive returns -ENOBUFS once: the caller must assume it missed
  * something and rescan everything.
  *
- * This is the only file that includes <libudev.h>. Does not block, does not log.
+ * node_udev_list_usb() enumerates the USB devices of the real /sys with libudev's enumerator, so
+ * that a test on a real kernel can compare node/usb's scan with it.
+ *
+ * This is the only file that includes <libudev.h>. The monitor does not block; the enumeration
+ * reads sysfs. Does not log.
  */
 #pragma once
+
+#include <stddef.h>
 
 struct node_udev;
 
@@ -50,3 +56,10 @@ struct node_udev *node_udev_free(struct node_udev *u);
 
 /* Parses a source name ("kernel", "udev"); -EINVAL for anything else. */
 int node_udev_source_from_string(const char *s, enum node_udev_source *ret);
+
+/* The sysnames of the USB devices of /sys ("1-2", "3-1.4"; subsystem "usb" with DEVTYPE
+ * usb_device, root hubs "usbN" left out), sorted with strcmp, as libudev's enumerator finds them
+ * (it reads every uevent file; no udevd needed). On success `*ret_names` is a NULL-terminated
+ * array of `*ret_count` strings, freed with node_sysfs_names_free() (node/sysfs.h). Returns 0 or
+ * -errno. */
+int node_udev_list_usb(char ***ret_names, size_t *ret_count);
