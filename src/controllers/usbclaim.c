@@ -90,7 +90,7 @@ static void set(struct usbclaim_outcome *o, const char *reason, const char *fmt,
 static bool check_controller(const struct usbclaim_facts *f, const char *pci,
                              struct usbclaim_outcome *o)
 {
-    if (f->controller_claim)
+    if (f->controller_claim && !f->holds) /* a later PCI claim does not take it away */
         set(o, "ControllerPassedThrough",
             "the device's USB host controller %s is claimed for PCI passthrough by "
             "PCIDeviceClaim %s, and a device behind a passed-through controller goes with it: "
@@ -310,6 +310,7 @@ static void check(struct ujob *j)
                                                            ? pci_name
                                                            : NULL,
                                .controller_on_vfio = named && controller_on_vfio(c, pci_name),
+                               .holds = usbclaim_holds(j->claim),
                                .dev_root = c->cfg.dev_root};
     f.devnode = device ? stat_devnode(c, str_field(field(device, "status"), "devicePath")) : 0;
     usbclaim_check(&f, key_of(j), &j->out);

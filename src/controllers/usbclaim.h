@@ -14,7 +14,9 @@
  *   1. the finalizer devices.harvesterhci.io/release-usb is added;
  *   2. the checks: a USBDevice of that name exists on this node and is plugged in (not
  *      orphaned), its host controller is not claimed for PCI passthrough nor on vfio-pci (the
- *      device would go with the controller), and its device node exists in the agent's /dev;
+ *      device would go with the controller; first come, first served: a claim that holds its
+ *      device keeps it, and the PCIDeviceClaim is refused instead), and its device node exists
+ *      in the agent's /dev;
  *      a refusal is Ready=False with a reason and a message that says what to do;
  *   3. Ready=True (reason Enabled), status.nodeName and status.pciAddress copied from the
  *      device; the USBDevice reconciler then sets the device's enabled=true;
@@ -62,6 +64,7 @@ enum usbclaim_step usbclaim_next_step(const struct cJSON *claim, const char *key
 struct usbclaim_facts {
     const char *node;
     const struct cJSON *device;   /* the cached USBDevice, NULL when there is none */
+    bool holds;                   /* the claim holds the device already (usbclaim_holds) */
     const char *controller_claim; /* a live PCIDeviceClaim of the device's controller, or NULL */
     bool controller_on_vfio;      /* the controller's PCIDevice is on vfio-pci */
     int devnode;                  /* 0: the device node exists; -errno: it does not */

@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "controllers/pciclaim.h"
@@ -11,10 +12,8 @@
 
 #define NAME "titan-0627-0001-1-1"
 
-static cJSON *parse(const char *fmt, const char *a, const char *b)
+static cJSON *parse(const char *text)
 {
-    char text[2048];
-    (void)snprintf(text, sizeof(text), fmt, a, b);
     cJSON *o = cJSON_Parse(text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);
     return o;
@@ -23,16 +22,22 @@ static cJSON *parse(const char *fmt, const char *a, const char *b)
 /* A claim as a user applies it (harvester-shaped: no spec.nodeName), plus `meta` fields. */
 static cJSON *new_claim(const char *meta)
 {
-    return parse("{\"metadata\":{\"name\":\"%s\",\"generation\":1,\"resourceVersion\":\"7\"%s},"
-                 "\"spec\":{\"userName\":\"alice\"}}",
-                 NAME, meta);
+    char text[2048];
+    (void)snprintf(text, sizeof(text),
+                   "{\"metadata\":{\"name\":\"%s\",\"generation\":1,\"resourceVersion\":\"7\"%s},"
+                   "\"spec\":{\"userName\":\"alice\"}}",
+                   NAME, meta);
+    return parse(text);
 }
 
 static cJSON *device(const char *extra)
 {
-    return parse("{\"metadata\":{\"name\":\"%s\"},\"status\":{\"nodeName\":\"titan\","
-                 "\"pciAddress\":\"0000:00:06.0\",\"devicePath\":\"/dev/bus/usb/001/002\"%s}}",
-                 NAME, extra);
+    char text[2048];
+    (void)snprintf(text, sizeof(text),
+                   "{\"metadata\":{\"name\":\"%s\"},\"status\":{\"nodeName\":\"titan\","
+                   "\"pciAddress\":\"0000:00:06.0\",\"devicePath\":\"/dev/bus/usb/001/002\"%s}}",
+                   NAME, extra);
+    return parse(text);
 }
 
 static void test_next_step(void)
@@ -83,6 +88,10 @@ static void test_checks(void)
     CU_ASSERT_STRING_EQUAL(o.reason, "ControllerPassedThrough");
     CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "PCIDeviceClaim titan-000000060"));
     CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "delete that claim first"));
+    f.holds = true; /* first come, first served: a later PCI claim does not take it away */
+    usbclaim_check(&f, NAME, &o);
+    CU_ASSERT_STRING_EQUAL(o.reason, "Enabled");
+    f.holds = false;
     f.controller_claim = NULL;
     f.controller_on_vfio = true;
     usbclaim_check(&f, NAME, &o);
