@@ -200,7 +200,8 @@ int node_udev_list_usb(char ***ret_names, size_t *ret_count)
         node_sysfs_names_free(l.v);
         return r;
     }
-    qsort(l.v, l.n, sizeof(*l.v), compare_names);
+    if (l.n > 1)
+        qsort(l.v, l.n, sizeof(*l.v), compare_names);
     *ret_names = l.v;
     *ret_count = l.n;
     return 0;

@@ -28,7 +28,7 @@
 
 #include "node/sysfs.h"
 
-#define DEVICES   "bus/usb/devices"
+#define DEVICES    "bus/usb/devices"
 #define BUSNUM_MAX 9999 /* keeps dev_path within its field; the kernel stops at 64 buses */
 #define DEVNUM_MAX 9999 /* the kernel's are 1..127 */
 

@@ -38,9 +38,9 @@ struct node_usb_dev {
     char dev_path[32];                       /* "/dev/bus/usb/BBB/DDD" from busnum/devnum */
     char pci_address[20];                    /* the host controller's, "" when not on PCI */
     char speed[8];                           /* Mbit/s as sysfs says it ("480", "1.5"), or "" */
-    char class_code[3];  /* bDeviceClass, or the first interface's class when that is 00;
-                            2 lower-case hex digits, "" when unknown */
-    char product[NODE_USB_STRING_SIZE];      /* string descriptors, "" when the device has none */
+    char class_code[3]; /* bDeviceClass, or the first interface's class when that is 00;
+                           2 lower-case hex digits, "" when unknown */
+    char product[NODE_USB_STRING_SIZE]; /* string descriptors, "" when the device has none */
     char manufacturer[NODE_USB_STRING_SIZE];
     char serial[NODE_USB_STRING_SIZE];
     char problem[256]; /* "" or what could not be read */

@@ -117,12 +117,12 @@ static size_t walk_vendors(const struct node_usbids *ids, struct vendor *out)
     unsigned id;
     while (next_line(ids, &off, &l)) {
         if (l.len > 0 && l.s[0] != '#' && l.s[0] != '\t') {
-            if (is_section(l))
-                break;
-            if (parse_entry(l, &id, &name)) {
+            if (parse_entry(l, &id, &name)) { /* first: "ABCD  Name" is no section */
                 if (out)
                     out[n] = (struct vendor){id, start};
                 n++;
+            } else if (is_section(l)) {
+                break;
             }
         }
         start = off;
@@ -282,7 +282,10 @@ static void put(struct out *o, const char *s, size_t n)
                 o->len--;
             break;
         }
-        o->buf[o->len++] = (c < 0x20 || c == 0x7f) ? ' ' : (char)c;
+        char ch = (char)c;
+        if (c < 0x20 || c == 0x7f)
+            ch = ' ';
+        o->buf[o->len++] = ch;
     }
     if (o->size > 0)
         o->buf[o->len] = '\0';
@@ -313,9 +316,9 @@ static void describe_ids(const struct node_usbids *ids, const char *vendor_id,
         puts_out(o, ")");
         return;
     }
-    char num[16];
     puts_out(o, "Unknown ");
     if (ok) {
+        char num[16];
         (void)snprintf(num, sizeof(num), "%04x:%04x", v, p);
         puts_out(o, num);
     } else {
@@ -387,9 +390,9 @@ const char *node_usb_class_name(const char *code, char *buf, size_t size)
             return class_names[i].name;
     if (size == 0)
         return "";
-    struct out o = {.buf = buf, .size = size};
-    puts_out(&o, "Unknown (0x");
-    puts_out(&o, lower);
-    puts_out(&o, ")");
+    (void)snprintf(buf, size, "Unknown (0x%s)", lower);
+    for (char *c = buf; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = ' ';
     return buf;
 }

@@ -54,7 +54,7 @@ static const struct node_usb_skip *find_skip(const struct node_usb_scan_result *
 static void test_server(void)
 {
     static const char *const order[] = {"1-1", "1-1.2", "1-3", "1-4", "3-2"};
-    struct node_usb_scan_result res;
+    struct node_usb_scan_result res = {0};
     struct err err = {""};
     CU_ASSERT_EQUAL_FATAL(node_usb_scan(server_root, &res, &err), 0);
     CU_ASSERT_EQUAL(res.n_skipped, 0);
@@ -121,7 +121,7 @@ static int rescan(const struct sysfs_tree *t, struct node_usb_scan_result *res)
 static void test_sorted(void)
 {
     struct sysfs_tree t;
-    struct node_usb_scan_result res;
+    struct node_usb_scan_result res = {0};
     struct err err = {""};
     CU_ASSERT_EQUAL_FATAL(scan_text(&t,
                                     XHCI "usb 1-9 1111:0001 parent=0000:00:14.0\n"
@@ -149,7 +149,7 @@ static void test_sorted(void)
 static void test_skipped(void)
 {
     struct sysfs_tree t;
-    struct node_usb_scan_result res;
+    struct node_usb_scan_result res = {0};
     struct err err = {""};
     CU_ASSERT_EQUAL_FATAL(scan_text(&t,
                                     XHCI "usb 1-1 1111:0001 parent=0000:00:14.0 omit=idVendor\n"
@@ -174,7 +174,9 @@ static void test_skipped(void)
     };
     for (size_t i = 0; i < sizeof(why) / sizeof(why[0]); i++) {
         const struct node_usb_skip *k = find_skip(&res, why[i][0]);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+        CU_ASSERT_PTR_NOT_NULL(k);
+        if (!k)
+            continue;
         if (!strstr(k->why, why[i][1]))
             fprintf(stderr, "\n%s: %s\n", k->entry, k->why);
         CU_ASSERT_PTR_NOT_NULL(strstr(k->why, why[i][1]));
@@ -186,7 +188,7 @@ static void test_skipped(void)
 static void test_problems(void)
 {
     struct sysfs_tree t;
-    struct node_usb_scan_result res;
+    struct node_usb_scan_result res = {0};
     struct err err = {""};
     char big[300];
     memset(big, 'a', sizeof(big));
@@ -209,7 +211,8 @@ static void test_problems(void)
     CU_ASSERT_STRING_EQUAL(d->speed, "");
     CU_ASSERT_STRING_EQUAL(d->class_code, "");
     CU_ASSERT_STRING_EQUAL(d->serial, "S 1");
-    CU_ASSERT_STRING_EQUAL(d->problem, "speed: malformed; bDeviceClass: malformed; product: too long");
+    CU_ASSERT_STRING_EQUAL(d->problem,
+                           "speed: malformed; bDeviceClass: malformed; product: too long");
     d = &res.devs[1]; /* absent optional attributes are no problem */
     CU_ASSERT_STRING_EQUAL(d->speed, "");
     CU_ASSERT_STRING_EQUAL(d->class_code, "");
@@ -222,7 +225,7 @@ static void test_problems(void)
 static void test_interface_class(void)
 {
     struct sysfs_tree t;
-    struct node_usb_scan_result res;
+    struct node_usb_scan_result res = {0};
     struct err err = {""};
     const char *dev = "bus/usb/devices/1-2";
     char path[128];
@@ -259,11 +262,11 @@ static void test_interface_class(void)
 static void test_platform_controller(void)
 {
     struct sysfs_tree t;
-    struct node_usb_scan_result res;
+    struct node_usb_scan_result res = {0};
     struct err err = {""};
     char from[700], to[700];
-    CU_ASSERT_EQUAL_FATAL(
-            scan_text(&t, XHCI "usb 1-2 1111:0001 parent=0000:00:14.0\n", &res, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(scan_text(&t, XHCI "usb 1-2 1111:0001 parent=0000:00:14.0\n", &res, &err),
+                          0);
     snprintf(to, sizeof(to), "%s/devices/platform", t.root);
     CU_ASSERT_EQUAL_FATAL(mkdir(to, 0755), 0);
     snprintf(to, sizeof(to), "%s/devices/platform/xhci-hcd.0", t.root);
