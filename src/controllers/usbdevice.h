@@ -39,7 +39,7 @@ struct usbdevice_spec {
     char resource_name[320];
     char description[1024];
     char class_type[64]; /* "HID", "Mass Storage", ... "" when unknown */
-    char serial[128];    /* "" when the device has none */
+    char serial[384];    /* "" when the device has none */
     char speed[8];       /* Mbit/s, "" when unknown */
 };
 

@@ -238,11 +238,14 @@ static void read_pci_address(int root_fd, struct node_usb_dev *out)
         memcpy(out->pci_address, found, (size_t)(found_end - found));
 }
 
-/* speed: "1.5", "12", "480", "5000", ...: digits and dots. */
+/* speed: "1.5", "12", "480", "5000", ...: digits and dots; the kernel says "unknown" for a
+ * device whose speed it does not know (USB_SPEED_UNKNOWN), which is not a problem. */
 static void read_speed(int root_fd, struct node_usb_dev *out)
 {
     int r = read_attr(root_fd, out->port_path, "speed", out->speed, sizeof(out->speed));
-    if (r == 0 || (r > 0 && strspn(out->speed, "0123456789.") != (size_t)r))
+    if (r > 0 && strcmp(out->speed, "unknown") == 0)
+        r = -ENOENT;
+    else if (r == 0 || (r > 0 && strspn(out->speed, "0123456789.") != (size_t)r))
         r = -EINVAL;
     if (r < 0) {
         out->speed[0] = '\0';

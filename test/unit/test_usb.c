@@ -190,7 +190,7 @@ static void test_problems(void)
     struct sysfs_tree t;
     struct node_usb_scan_result res = {0};
     struct err err = {""};
-    char big[300];
+    char big[NODE_USB_STRING_SIZE + 20];
     memset(big, 'a', sizeof(big));
     CU_ASSERT_EQUAL_FATAL(scan_text(&t,
                                     XHCI "usb 1-1 ABCD:EF01 parent=0000:00:14.0 product=P "
@@ -213,6 +213,10 @@ static void test_problems(void)
     CU_ASSERT_STRING_EQUAL(d->serial, "S 1");
     CU_ASSERT_STRING_EQUAL(d->problem,
                            "speed: malformed; bDeviceClass: malformed; product: too long");
+    CU_ASSERT_EQUAL(sysfs_tree_put(&t, "bus/usb/devices/1-1/speed", "unknown\n", 8), 0);
+    CU_ASSERT_EQUAL_FATAL(rescan(&t, &res), 0);
+    CU_ASSERT_STRING_EQUAL(res.devs[0].speed, ""); /* the kernel's USB_SPEED_UNKNOWN */
+    CU_ASSERT_PTR_NULL(strstr(res.devs[0].problem, "speed"));
     d = &res.devs[1]; /* absent optional attributes are no problem */
     CU_ASSERT_STRING_EQUAL(d->speed, "");
     CU_ASSERT_STRING_EQUAL(d->class_code, "");
