@@ -21,9 +21,8 @@ bool claimstatus_ready_is(const struct cJSON *claim, bool ready, const char *rea
 
 /* A new Ready condition saying this; its lastTransitionTime is the old one when the status does
  * not change, else `now` (RFC 3339). NULL on OOM. */
-struct cJSON *claimstatus_ready_condition(const struct cJSON *claim, bool ready,
-                                          const char *reason, const char *message,
-                                          const char *now);
+struct cJSON *claimstatus_ready_condition(const struct cJSON *claim, bool ready, const char *reason,
+                                          const char *message, const char *now);
 
 /* Index of `finalizer` in the claim's metadata.finalizers, or -1. */
 int claimstatus_finalizer_index(const struct cJSON *claim, const char *finalizer);

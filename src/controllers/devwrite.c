@@ -130,9 +130,9 @@ void devwrite_register(struct metrics *m, const char *kind,
 {
     static const char *const labels[] = {"kind", "verb", NULL};
     static const char *const verbs[] = {"create", "patch", "delete"};
-    struct metrics_family *f = metrics_family(m, METRICS_COUNTER, "hostdevd_api_writes_total",
-                                              "Device object writes by kind and verb.", labels,
-                                              NULL, 0);
+    struct metrics_family *f =
+            metrics_family(m, METRICS_COUNTER, "hostdevd_api_writes_total",
+                           "Device object writes by kind and verb.", labels, NULL, 0);
     for (int i = 0; i < DEVWRITE_VERBS; i++)
         ret[i] = f ? metrics_series(f, kind, verbs[i]) : NULL;
 }
@@ -154,7 +154,7 @@ static void on_write(const struct kube_err *err, const cJSON *obj, void *userdat
     write_next(w);
 }
 
-static int patch(struct devwrite *w, const char *p, bool status)
+static int write_patch(struct devwrite *w, const char *p, bool status)
 {
     metrics_inc(w->writes[DEVWRITE_PATCH]);
     log_v(2, "Patching device object", KV_STR("kind", w->kind),
@@ -176,9 +176,9 @@ static int write_step(struct devwrite *w, int step)
     }
     /* status first: a new object is complete as early as possible; then labels and owners */
     if (step == 1 && w->status_patch)
-        return patch(w, w->status_patch, true);
+        return write_patch(w, w->status_patch, true);
     if (step == 2 && w->meta_patch)
-        return patch(w, w->meta_patch, false);
+        return write_patch(w, w->meta_patch, false);
     if (step == 3 && w->delete) {
         metrics_inc(w->writes[DEVWRITE_DELETE]);
         log_info(w->delete_why ? w->delete_why : "Deleting device object", KV_STR("kind", w->kind),

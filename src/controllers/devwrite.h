@@ -47,13 +47,13 @@ struct devwrite {
     struct runner_job *job;
     struct kube_http *http;
     const struct kube_resource *res;
-    const char *kind;                       /* "PCIDevice": for log lines */
-    struct metrics_series *const *writes;   /* DEVWRITE_VERBS counters, by verb */
-    struct cJSON *object;                   /* to create (owned), or NULL */
-    char *status_patch, *meta_patch;        /* owned, or NULL */
-    bool delete;                            /* with `uid` as precondition */
+    const char *kind;                     /* "PCIDevice": for log lines */
+    struct metrics_series *const *writes; /* DEVWRITE_VERBS counters, by verb */
+    struct cJSON *object;                 /* to create (owned), or NULL */
+    char *status_patch, *meta_patch;      /* owned, or NULL */
+    bool delete;                          /* with `uid` as precondition */
     char uid[64];
-    const char *delete_why;                 /* the log line of the delete */
+    const char *delete_why; /* the log line of the delete */
     int step;
 };
 

@@ -44,8 +44,8 @@ enum { RESCAN_PCI = 1, RESCAN_USB = 2, RESCAN_ALL = 3 };
 struct inventory {
     struct inventory_config cfg;
     struct node_pci *pci;
-    int sysfs_fd;         /* for the blockers' group and host-use checks */
-    struct map *reported; /* address or entry -> the problem last logged for it */
+    int sysfs_fd;               /* for the blockers' group and host-use checks */
+    struct map *reported;       /* address or entry -> the problem last logged for it */
     struct node_usbids *usbids; /* NULL: usb.ids could not be read (descriptions "Unknown") */
     struct node_udev *udev;
     ev_io uevent_io;

@@ -38,7 +38,7 @@ struct pcibind_job {
     char annotation[64]; /* the PCIDevice's driver at first sight */
     char **claimed;      /* addresses of this node's live claims: group members that count */
     size_t n_claimed;
-    char *usb_enabled;   /* USB devices enabled behind this device (a USB controller), "" none */
+    char *usb_enabled; /* USB devices enabled behind this device (a USB controller), "" none */
     /* output */
     struct pciclaim_outcome out;
 };

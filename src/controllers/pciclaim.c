@@ -506,7 +506,8 @@ static void collect_usb(struct cjob *j)
     buf_init(&b, 2048);
     while (j->c->usb_devices && kube_informer_next(j->c->usb_devices, &pos, &key, &obj)) {
         const cJSON *st = field(obj, "status");
-        if (cJSON_IsTrue(field(st, "enabled")) && same(str_field(st, "pciAddress"), j->bind.address))
+        if (cJSON_IsTrue(field(st, "enabled")) &&
+            same(str_field(st, "pciAddress"), j->bind.address))
             (void)buf_printf(&b, "%s%s", b.len ? ", " : "", key);
     }
     j->bind.usb_enabled = buf_take(&b);

@@ -115,7 +115,8 @@ cJSON *pcidevice_status(const struct pcidevice_spec *s)
 cJSON *pcidevice_new_object(const struct pcidevice_spec *s, const char *node_uid)
 {
     cJSON *o = devwrite_new_object("PCIDevice", s->name, s->node, node_uid);
-    cJSON *ann = cJSON_AddObjectToObject(cJSON_GetObjectItem(o, "metadata"), "annotations");
+    cJSON *ann =
+            cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "annotations");
     cJSON_AddStringToObject(ann, KUBE_PCIDEVICE_DRIVER_ANNOTATION, s->driver);
     return o;
 }
@@ -143,9 +144,9 @@ int pcidevice_plan(const struct pcidevice_spec *want, const cJSON *have, const c
     ret->create = have == NULL;
     if (have)
         ret->meta_patch = devwrite_wrap("metadata", devwrite_meta_diff(meta, want->node, node_uid));
-    ret->status_patch = devwrite_wrap(
-            "status", devwrite_status_diff(status, get(have, "status"), managed,
-                                           sizeof(managed) / sizeof(managed[0])));
+    ret->status_patch =
+            devwrite_wrap("status", devwrite_status_diff(status, get(have, "status"), managed,
+                                                         sizeof(managed) / sizeof(managed[0])));
     cJSON_Delete(status);
     return 0;
 }

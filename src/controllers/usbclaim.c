@@ -53,8 +53,8 @@ bool usbclaim_holds(const cJSON *claim)
         claimstatus_finalizer_index(claim, USBCLAIM_FINALIZER) < 0)
         return false;
     const cJSON *c = claimstatus_ready(claim);
-    return same(str_field(c, "status"), "True") ||
-           (same(str_field(c, "status"), "False") && same(str_field(c, "reason"), REASON_UNPLUGGED));
+    return same(str_field(c, "status"), "True") || (same(str_field(c, "status"), "False") &&
+                                                    same(str_field(c, "reason"), REASON_UNPLUGGED));
 }
 
 enum usbclaim_step usbclaim_next_step(const cJSON *claim, const char *key, const cJSON *device,
@@ -282,8 +282,9 @@ static int stat_devnode(const struct usbclaim *c, const char *path)
 static void say(struct ujob *j)
 {
     const struct usbclaim_outcome *o = &j->out;
-    int result = o->ready ? R_ENABLED : strcmp(o->reason, REASON_UNPLUGGED) == 0 ? R_UNPLUGGED
-                                                                                : R_REFUSED;
+    int result = o->ready                                   ? R_ENABLED
+                 : strcmp(o->reason, REASON_UNPLUGGED) == 0 ? R_UNPLUGGED
+                                                            : R_REFUSED;
     metrics_inc(j->c->results[result]);
     if (o->ready)
         log_info("Enabled USB device for passthrough", KV_STR("claim", key_of(j)),
@@ -302,16 +303,16 @@ static void check(struct ujob *j)
     char pci_name[KUBE_NAME_MAX + 1] = "";
     const cJSON *device = kube_informer_get(c->devices, key_of(j));
     const char *pci = str_field(field(device, "status"), "pciAddress");
-    bool named = pci && kube_names_pcidevice(c->cfg.node_name, pci, pci_name, sizeof(pci_name)) == 0;
+    bool named =
+            pci && kube_names_pcidevice(c->cfg.node_name, pci, pci_name, sizeof(pci_name)) == 0;
     const cJSON *pc = named && c->pci_claims ? kube_informer_get(c->pci_claims, pci_name) : NULL;
-    struct usbclaim_facts f = {.node = c->cfg.node_name,
-                               .device = device,
-                               .controller_claim = pc && !kube_meta_str(pc, "deletionTimestamp")
-                                                           ? pci_name
-                                                           : NULL,
-                               .controller_on_vfio = named && controller_on_vfio(c, pci_name),
-                               .holds = usbclaim_holds(j->claim),
-                               .dev_root = c->cfg.dev_root};
+    struct usbclaim_facts f = {
+            .node = c->cfg.node_name,
+            .device = device,
+            .controller_claim = pc && !kube_meta_str(pc, "deletionTimestamp") ? pci_name : NULL,
+            .controller_on_vfio = named && controller_on_vfio(c, pci_name),
+            .holds = usbclaim_holds(j->claim),
+            .dev_root = c->cfg.dev_root};
     f.devnode = device ? stat_devnode(c, str_field(field(device, "status"), "devicePath")) : 0;
     usbclaim_check(&f, key_of(j), &j->out);
     char now[40];

@@ -39,7 +39,7 @@ struct kube_http;
 struct kube_informer;
 struct metrics;
 
-#define USBCLAIM_FINALIZER "devices.harvesterhci.io/release-usb"
+#define USBCLAIM_FINALIZER    "devices.harvesterhci.io/release-usb"
 #define USBCLAIM_MESSAGE_SIZE 1024
 
 /* Whether `claim` (a cached USBDeviceClaim, or NULL) holds its device: alive, with our

@@ -28,9 +28,9 @@
 
 /* The status fields this agent writes; any other field is someone else's. */
 static const char *const managed[] = {
-        "vendorID",  "productID", "nodeName", "portPath",   "resourceName", "devicePath",
-        "description", "pciAddress", "classType", "serial", "busNum",       "devNum",
-        "speed",     "enabled",   "status",   "message",
+        "vendorID",    "productID",  "nodeName",  "portPath", "resourceName", "devicePath",
+        "description", "pciAddress", "classType", "serial",   "busNum",       "devNum",
+        "speed",       "enabled",    "status",    "message",
 };
 #define N_MANAGED (sizeof(managed) / sizeof(managed[0]))
 
@@ -188,7 +188,7 @@ int usbdevice_plan(const struct usbdevice_spec *want, const cJSON *have, const c
 
 bool usbdevice_plan_empty(const struct usbdevice_plan *p)
 {
-    return !p->create && !p->delete && !p->meta_patch && !p->status_patch;
+    return !p->create && !p->delete &&!p->meta_patch && !p->status_patch;
 }
 
 void usbdevice_plan_done(struct usbdevice_plan *p)
@@ -259,9 +259,9 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
     const struct usbdevice_spec *want = map_get(d->want, key);
     const cJSON *claim = kube_informer_get(d->claims, key);
     struct usbdevice_gone gone = {
-            .controller_passed_through = !want && on_vfio(d, cJSON_GetStringValue(get(
-                                                                     get(obj, "status"),
-                                                                     "pciAddress")))};
+            .controller_passed_through =
+                    !want &&
+                    on_vfio(d, cJSON_GetStringValue(get(get(obj, "status"), "pciAddress")))};
     struct usbdevice_plan plan;
     *ret_plan = NULL;
     int r = usbdevice_plan(want, obj, claim, &gone, d->cfg.node_name, nodeuid_get(d->cfg.node),

@@ -28,7 +28,7 @@
 
 #include "base/err.h"
 
-#define NODE_USB_PORT_PATH_SIZE 32 /* "3-1.4.2", at most 7 tiers */
+#define NODE_USB_PORT_PATH_SIZE 32  /* "3-1.4.2", at most 7 tiers */
 #define NODE_USB_STRING_SIZE    384 /* a string descriptor: 126 UTF-16 units, as UTF-8 */
 
 struct node_usb_dev {

@@ -81,7 +81,7 @@ OUT=$(curl -fsS "http://127.0.0.1:$PORT/metrics")
 VFIO=$(grep -vE '^\s*(#|$)' "$DESC" | awk '$2 != "0604" && /driver=vfio-pci/' | wc -l)
 expect_contains "metrics count the published devices" "$OUT" "hostdevd_pci_devices $WANT" \
     "hostdevd_pci_devices_by_state{state=\"vfio-pci\"} $VFIO" \
-    "hostdevd_ready 1" "hostdevd_api_writes_total{verb=\"create\"} $WANT"
+    "hostdevd_ready 1" "hostdevd_api_writes_total{kind=\"PCIDevice\",verb=\"create\"} $WANT"
 if command -v promtool >/dev/null; then
     LINT=$(promtool check metrics <<<"$OUT" 2>&1) && pass "promtool accepts the /metrics exposition" ||
         fail "promtool accepts the /metrics exposition" "$LINT"
@@ -147,7 +147,7 @@ after=$(writes)
     fail "zero write requests after a restart" "$((after - before)) writes"
 OUT=$(curl -fsS "http://127.0.0.1:$PORT/metrics")
 expect_contains "the restarted agent counts no writes" "$OUT" \
-    "hostdevd_api_writes_total{verb=\"create\"} 0" "hostdevd_api_writes_total{verb=\"patch\"} 0"
+    "hostdevd_api_writes_total{kind=\"PCIDevice\",verb=\"create\"} 0" "hostdevd_api_writes_total{kind=\"PCIDevice\",verb=\"patch\"} 0"
 
 echo "--- changes in sysfs, picked up by a rescan (SIGHUP)"
 GONE=$(awk '$2 ~ /^0108/ {print $1; exit}' "$DESC")    # the NVMe drive

@@ -115,9 +115,10 @@ static void test_status_patch(void)
     char *p = usbclaim_status_patch(claim, "titan", &o, "2026-11-23T02:00:00Z");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     cJSON *patch = cJSON_Parse(p);
-    cJSON *st = cJSON_GetObjectItem(patch, "status");
-    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(st, "nodeName")), "titan");
-    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(st, "pciAddress")),
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(patch, "status");
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "nodeName")),
+                           "titan");
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "pciAddress")),
                            "0000:00:06.0");
     /* applied, the same outcome writes nothing */
     cJSON_AddItemToObject(claim, "status", cJSON_Duplicate(st, true));
