@@ -65,6 +65,9 @@ enum usbclaim_step usbclaim_next_step(const cJSON *claim, const char *key, const
         strcmp(owner, node) != 0)
         return USBCLAIM_NOTHING; /* another node's (or a name no node has) */
     bool finalizer = claimstatus_finalizer_index(claim, USBCLAIM_FINALIZER) >= 0;
+    bool described = device && str_field(field(device, "status"), "devicePath");
+    if (!kube_meta_str(claim, "deletionTimestamp") && device && !described)
+        return USBCLAIM_NOTHING; /* just created: its status write brings the claim back */
     if (!kube_meta_str(claim, "deletionTimestamp"))
         return finalizer ? USBCLAIM_CHECK : USBCLAIM_ADD_FINALIZER;
     if (!finalizer || usbdevice_is_enabled(device))
@@ -123,7 +126,7 @@ void usbclaim_check(const struct usbclaim_facts *f, const char *name, struct usb
             str_field(st, "message") ? str_field(st, "message") : "the device was unplugged");
     else if (!check_controller(f, pci ? pci : "", ret))
         return;
-    else if (f->devnode < 0)
+    else if (f->devnode < 0 && !f->holds) /* held: an unplug the next scan will show */
         set(ret, "DeviceNodeMissing",
             "device node %s does not exist under the agent's %s (%s): the agent needs the "
             "host's /dev (a hostPath volume)",

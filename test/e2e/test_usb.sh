@@ -173,7 +173,7 @@ else
     fail "USB objects after the xhci went" "$(usbdevs); orphans: $(orphans)"
 fi
 kubectl delete pcideviceclaim "$XHCI_CLAIM" --wait=false >/dev/null
-back() { [ "$(usbdevs | tr '\n' ' ')" = "$KBD $TABLET $STICK $KBD2 " ]; }
+back() { [ "$(usbdevs | tr '\n' ' ')" = "$KBD $TABLET $KBD2 $STICK " ]; }
 if eventually 90 gone pcideviceclaim "$XHCI_CLAIM" && on_driver "$XHCI" xhci_hcd && eventually 60 back; then
     pass "xhci restored to xhci_hcd: its four USB devices are back with the same names"
 else

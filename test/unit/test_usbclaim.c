@@ -51,6 +51,10 @@ static void test_next_step(void)
     CU_ASSERT_EQUAL(usbclaim_next_step(fresh, NAME, NULL, "other"), USBCLAIM_NOTHING);
     CU_ASSERT_EQUAL(usbclaim_next_step(fresh, "titan-not-usb", NULL, "titan"), USBCLAIM_NOTHING);
     CU_ASSERT_EQUAL(usbclaim_next_step(mine, NAME, NULL, "titan"), USBCLAIM_CHECK);
+    cJSON *bare = parse("{\"metadata\":{\"name\":\"" NAME "\"}}"); /* created, no status yet */
+    CU_ASSERT_EQUAL(usbclaim_next_step(mine, NAME, bare, "titan"), USBCLAIM_NOTHING);
+    CU_ASSERT_EQUAL(usbclaim_next_step(mine, NAME, enabled, "titan"), USBCLAIM_CHECK);
+    cJSON_Delete(bare);
     /* deleting: the device is disabled first, then the finalizer goes */
     CU_ASSERT_EQUAL(usbclaim_next_step(gone, NAME, enabled, "titan"), USBCLAIM_NOTHING);
     CU_ASSERT_EQUAL(usbclaim_next_step(gone, NAME, disabled, "titan"), USBCLAIM_RELEASE);
@@ -101,6 +105,9 @@ static void test_checks(void)
     f.devnode = -ENOENT;
     usbclaim_check(&f, NAME, &o);
     CU_ASSERT_STRING_EQUAL(o.reason, "DeviceNodeMissing");
+    f.holds = true; /* an enabled device whose node just went: being unplugged, not refused */
+    usbclaim_check(&f, NAME, &o);
+    CU_ASSERT_STRING_EQUAL(o.reason, "Enabled");
     cJSON_Delete(dev);
     cJSON_Delete(orphan);
 }
