@@ -28,7 +28,8 @@ median_ms() { sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]}'; 
 
 echo "=== bench: PCI discovery of the 1024-function tree"
 hack/mk-sysfs-fixture.sh test/fixtures/sysfs/large-1024.txt "$D/sys-1024" >/dev/null
-hack/mk-sysfs-fixture.sh test/fixtures/sysfs/small-server.txt "$D/sys-small" >/dev/null
+# The small server with USB devices (a hub, a receiver behind it, two identical tablets, a stick).
+hack/mk-sysfs-fixture.sh test/fixtures/sysfs/usb-server.txt "$D/sys-small" >/dev/null
 build/release/pcibench "$D/sys-1024" 21
 for _ in $(seq 1 21); do
     t0=$(date +%s%N)
@@ -49,10 +50,11 @@ agent_rss() { # tree node
         curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
         sleep 0.1
     done
-    local n rss
+    local n u rss
     n=$(kubectl get pcidevices -l "nodename=$2" -o name | wc -l)
+    u=$(kubectl get usbdevices -l "nodename=$2" -o name | wc -l)
     rss=$(awk '/VmRSS/ {print $2}' "/proc/$AGENT_PID/status")
-    echo "agent on $(basename "$1"): $n PCIDevices, resident memory $rss KiB"
+    echo "agent on $(basename "$1"): $n PCIDevices, $u USBDevices, resident memory $rss KiB"
     AGENT_PORT=$port
 }
 agent_rss "$D/sys-1024" bench-large
@@ -60,7 +62,7 @@ kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" || true
 agent_rss "$D/sys-small" bench-small
 
-echo "=== bench: API requests of an idle agent (small server) over ${BENCH_IDLE_SECONDS:-600} s"
+echo "=== bench: API requests of an idle agent (small server with USB; PCI and USB informers) over ${BENCH_IDLE_SECONDS:-600} s"
 count_requests() {
     python3 - "$D/cluster/audit.log" <<'EOF'
 import json, sys

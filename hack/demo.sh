@@ -119,6 +119,23 @@ YAML
     run kubectl get pcideviceclaims -o wide
     printf '\n$ hack/qemu-node.sh exec .demo/%s "readlink /sys/bus/pci/devices/0000:00:04.0/driver; ls /dev/vfio"\n' "$QNODE"
     hack/qemu-node.sh exec "$QDIR" 'readlink /sys/bus/pci/devices/0000:00:04.0/driver; ls /dev/vfio'
+    echo
+    echo "=== the qemu node's USB devices, named by port (the keyboard and the tablet share 0627:0001)"
+    for _ in $(seq 1 60); do
+        [ "$(kubectl get usbdevices -l "nodename=$QNODE" -o name | wc -l)" -ge 3 ] && break
+        sleep 1
+    done
+    run kubectl get usbdevices -o wide -l "nodename=$QNODE"
+    TABLET=$(bin/hostdevd name usb "$QNODE" 0627 0001 1-2)
+    printf '\n$ kubectl create -f - <<< "<a USBDeviceClaim %s, harvester-shaped: no node in it>"\n' "$TABLET"
+    kubectl get usbdeviceclaim "$TABLET" >/dev/null 2>&1 ||
+        printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: USBDeviceClaim\nmetadata: {name: %s}\nspec: {}\n' \
+            "$TABLET" | kubectl create -f -
+    for _ in $(seq 1 30); do
+        [ "$(kubectl get usbdevice "$TABLET" -o jsonpath='{.status.enabled}')" = true ] && break
+        sleep 1
+    done
+    run kubectl get usbdeviceclaims -o wide
 fi
 
 cat <<EOF
@@ -133,7 +150,10 @@ cat <<EOF
   kill -HUP \$(cat .demo/agent.pid)             # rescan now (otherwise every 5 minutes)
   kubectl delete pcideviceclaim $(bin/hostdevd name pci demo-node 0000:00:04.0)   # e1000e comes back
   hack/qemu-node.sh exec .demo/demo-node 'agentctl log 20'   # the qemu node's agent
-Not yet: USB devices, kubelet device plugins and the controller; see the status table in
-README.md.
+  hack/qemu-node.sh hmp .demo/demo-node 'device_add usb-kbd,id=k2,bus=xhci.0,port=4'
+  kubectl get usbdevices -l nodename=demo-node  # the new keyboard, demo-node-0627-0001-1-4
+  hack/qemu-node.sh hmp .demo/demo-node 'device_del k2'   # gone again
+  kubectl delete usbdeviceclaim $(bin/hostdevd name usb demo-node 0627 0001 1-2)
+Not yet: kubelet device plugins and the controller; see the status table in README.md.
 Stop the control plane with: make demo-down
 EOF
