@@ -247,7 +247,8 @@ static void build_usb_want(struct inventory *inv, const struct node_usb_scan_res
         const struct node_usb_dev *d = &res->devs[i];
         struct usbdevice_spec *s = malloc(sizeof(*s));
         int r = s ? usbdevice_spec_from(inv->cfg.node_name, d, inv->usbids, s) : -ENOMEM;
-        if (r == 0)
+        bool unnamed = r == 1;
+        if (r >= 0)
             r = map_put(want, s->name, s);
         if (r < 0) {
             free(s);
@@ -255,6 +256,10 @@ static void build_usb_want(struct inventory *inv, const struct node_usb_scan_res
         } else if (d->problem[0]) {
             report(inv, d->port_path, "USB device partly unreadable; published with what was read",
                    d->problem);
+        } else if (unnamed) {
+            report(inv, d->port_path, "USB device published without a resource name",
+                   "kubevirt.io/<object name> would be longer than 63 characters after the '/' "
+                   "(a long node name): kubelet cannot offer it");
         } else {
             map_remove(inv->reported, d->port_path);
         }

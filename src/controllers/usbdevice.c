@@ -59,8 +59,9 @@ int usbdevice_spec_from(const char *node, const struct node_usb_dev *d,
     if (r < 0)
         return r;
     (void)snprintf(s->resource_name, sizeof(s->resource_name), "kubevirt.io/%s", s->name);
-    if (!names_is_extended_resource_name(s->resource_name))
-        return -EINVAL; /* a name part over 63 characters: a long node name */
+    bool named = names_is_extended_resource_name(s->resource_name);
+    if (!named) /* a name part over 63 characters (a long node name): published without one */
+        s->resource_name[0] = '\0';
     (void)snprintf(s->node, sizeof(s->node), "%s", node);
     (void)snprintf(s->port_path, sizeof(s->port_path), "%s", d->port_path);
     (void)snprintf(s->vendor_id, sizeof(s->vendor_id), "%s", d->vendor_id);
@@ -74,7 +75,7 @@ int usbdevice_spec_from(const char *node, const struct node_usb_dev *d,
                    node_usb_class_name(d->class_code, cls, sizeof(cls)));
     (void)node_usbids_describe(ids, d->vendor_id, d->product_id, d->product, s->description,
                                sizeof(s->description));
-    return 0;
+    return named ? 0 : 1;
 }
 
 cJSON *usbdevice_status(const struct usbdevice_spec *s)

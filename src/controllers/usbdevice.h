@@ -58,7 +58,9 @@ struct usbdevice_plan {
 };
 
 /* The spec of a discovered device `d` of node `node`, with names from `ids` (may be NULL).
- * Returns 0, or -EINVAL when no valid object name can be made from it. */
+ * Returns 0; 1 when "kubevirt.io/<name>" is not a valid extended resource name (its name part
+ * is over 63 characters: a long node name), so the spec has no resource name; -EINVAL when no
+ * valid object name can be made from the device. */
 int usbdevice_spec_from(const char *node, const struct node_usb_dev *d,
                         const struct node_usbids *ids, struct usbdevice_spec *ret);
 

@@ -88,6 +88,14 @@ static void test_identity_and_fields(void)
     struct node_usb_dev bad = dongle();
     (void)snprintf(bad.port_path, sizeof(bad.port_path), "usb2");
     CU_ASSERT_EQUAL(usbdevice_spec_from("titan", &bad, NULL, &t), -EINVAL);
+    /* a long node name: published, without a resource name kubelet would refuse */
+    CU_ASSERT_EQUAL(usbdevice_spec_from("a-node-name-that-is-rather-long-for-a-usb-resource-name",
+                                        &twin, NULL, &t),
+                    1);
+    CU_ASSERT_STRING_EQUAL(t.resource_name, "");
+    cJSON *st = usbdevice_status(&t);
+    CU_ASSERT_PTR_NULL(cJSON_GetObjectItemCaseSensitive(st, "resourceName"));
+    cJSON_Delete(st);
 }
 
 static void test_create_then_nothing(void)
