@@ -28,15 +28,19 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lev -lpthread
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
         -Wpointer-arith -Wvla -Wwrite-strings -Wundef -Wcast-align \
         -Werror=implicit-function-declaration
-BASE_CFLAGS := -std=gnu11 $(WARN) -Isrc -D_GNU_SOURCE -DHOSTDEVD_VERSION='"$(VERSION)"' \
+BASE_CFLAGS := -std=gnu11 $(WARN) -Isrc -Ibuild/gen -D_GNU_SOURCE -DHOSTDEVD_VERSION='"$(VERSION)"' \
         -fno-common -MMD -MP
 RELEASE_CFLAGS := $(BASE_CFLAGS) -O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 ASAN_CFLAGS := $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
         -fno-sanitize-recover=all -DUNIT_TESTING
 ASAN_LDFLAGS := -fsanitize=address,undefined
 
+# Protocol buffers: protoc-c generates build/gen/<dir>/<name>.pb-c.[ch] from src/<dir>/<name>.proto.
+PROTOS := $(wildcard src/*/*.proto)
+GEN_SRCS := $(PROTOS:src/%.proto=build/gen/%.pb-c.c)
+GEN_HDRS := $(GEN_SRCS:.c=.h)
 LIB_SRCS := $(wildcard src/base/*.c src/kube/*.c src/node/*.c) \
-        $(filter-out src/controllers/main.c,$(wildcard src/controllers/*.c))
+        $(filter-out src/controllers/main.c,$(wildcard src/controllers/*.c)) $(GEN_SRCS)
 MAIN_SRC := src/controllers/main.c
 UNIT_SRCS := $(wildcard test/unit/*.c)
 FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(wildcard test/fuzz/fuzz_*.c))
@@ -55,11 +59,15 @@ bin/hostdevd: $(REL_OBJS)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(PKG_LIBS)
 
-build/release/%.o: %.c
+build/gen/%.pb-c.c build/gen/%.pb-c.h &: src/%.proto
+	@mkdir -p build/gen
+	protoc-c --proto_path=src --c_out=build/gen $<
+
+build/release/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(RELEASE_CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 
-build/asan/%.o: %.c
+build/asan/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(ASAN_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
 
@@ -96,7 +104,7 @@ bench: deps k8s
 build/asan/fuzz-replay-%: build/asan/test/fuzz/fuzz_%.o build/asan/test/fuzz/replay.o $(ASAN_LIB_OBJS)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-FUZZ_CFLAGS = -std=gnu11 -g -O1 -Isrc -D_GNU_SOURCE -DFUZZING -DHOSTDEVD_VERSION='"fuzz"' -fsanitize=fuzzer,address,undefined \
+FUZZ_CFLAGS = -std=gnu11 -g -O1 -Isrc -Ibuild/gen -D_GNU_SOURCE -DFUZZING -DHOSTDEVD_VERSION='"fuzz"' -fsanitize=fuzzer,address,undefined \
         -fno-sanitize-recover=all $(PKG_CFLAGS)
 build/fuzz/fuzz_%: test/fuzz/fuzz_%.c $(LIB_SRCS)
 	@mkdir -p $(@D)

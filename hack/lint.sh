@@ -16,6 +16,7 @@ CFLAGS=(-std=gnu11 -Isrc -Itest/unit -Ibuild/gen -D_GNU_SOURCE -DUNIT_TESTING -D
     $(pkg-config --cflags $PKGS))
 mkdir -p build/gen
 hack/gen-suites.sh test/unit/test_*.c >build/gen/suites.gen.h
+for proto in src/*/*.proto; do protoc-c --proto_path=src --c_out=build/gen "$proto"; done
 
 step "clang-format ($(clang-format --version | awk '{print $4}'))"
 clang-format --dry-run -Werror "${files[@]}" || rc=1
@@ -23,7 +24,9 @@ clang-format --dry-run -Werror "${files[@]}" || rc=1
 step "cppcheck"
 cppcheck --quiet --std=c11 --enable=warning,style,performance,portability --error-exitcode=1 \
     --inline-suppr --suppress=missingIncludeSystem --suppress=unusedFunction \
-    --suppress=constParameterCallback -D__GNUC__ -D__CPPCHECK__ -Isrc "${csrc[@]}" || rc=1
+    --suppress=constParameterCallback -D__GNUC__ -D__CPPCHECK__ -Isrc -Ibuild/gen \
+    -DPROTOBUF_C_VERSION_NUMBER=1004001 -DPROTOBUF_C_MIN_COMPILER_VERSION=1000000 \
+    "${csrc[@]}" || rc=1
 
 step "clang-tidy"
 tidy_out=$(mktemp)
@@ -64,6 +67,10 @@ only_in pci/pci.h src/node/pci.c
 only_in libudev.h src/node/udev.c
 only_in libkmod.h src/node/kmod.c
 only_in yaml.h src/base/yaml.c
+only_in nghttp2/nghttp2.h src/node/grpc.c
+# protobuf-c's generated code (and so protobuf-c) is used by node/dpapi.c only.
+pbc=$(grep -lE '#include [<"](protobuf-c/protobuf-c\.h|[a-z/]*\.pb-c\.h)[>"]' src/*/*.[ch] 2>/dev/null | grep -vxF src/node/dpapi.c)
+[ -z "$pbc" ] || bad "protobuf-c or generated .pb-c.h included outside src/node/dpapi.c: $pbc"
 
 step "function length (STYLE.md: none over 60 lines in src/)"
 long=$(hack/funclen.sh src/*/*.c)
