@@ -29,6 +29,7 @@
 #include "controllers/nodeuid.h"
 #include "controllers/pciclaim.h"
 #include "controllers/pcidevice.h"
+#include "controllers/plugins.h"
 #include "controllers/process.h"
 #include "controllers/runner.h"
 #include "controllers/usbclaim.h"
@@ -45,6 +46,8 @@ struct agent {
     struct pciclaim *claims;
     struct usbdevices *usb_devices;
     struct usbclaim *usb_claims;
+    struct plugins *plugins;
+    char plugin_dir[4096];
 };
 
 /* --- how the parts depend on each other -------------------------------------------------------
@@ -59,6 +62,14 @@ static void on_scan(struct map *want, void *userdata)
     pcidevices_set_want(a->devices, want);
     pciclaim_enqueue_all(a->claims);
     usbclaim_enqueue_all(a->usb_claims);
+}
+
+/* A PCIDevice changed: a device plugin's health may have (its driver). */
+static void on_pci_device(const char *key, void *userdata)
+{
+    struct agent *a = userdata;
+    (void)key;
+    plugins_sync(a->plugins);
 }
 
 static void on_usb_scan(struct map *want, void *userdata)
@@ -81,6 +92,7 @@ static void on_usb_device(const char *key, void *userdata)
     struct agent *a = userdata;
     usbclaim_enqueue(a->usb_claims, key);
     pciclaim_enqueue_all(a->claims);
+    plugins_sync(a->plugins);
 }
 
 /* A USBDeviceClaim changed: its device's enabled and orphan state. */
@@ -88,6 +100,7 @@ static void on_usb_claim(const char *key, void *userdata)
 {
     struct agent *a = userdata;
     usbdevices_enqueue(a->usb_devices, key);
+    plugins_sync(a->plugins);
 }
 
 /* A PCIDeviceClaim changed: USB claims behind a controller. */
@@ -95,6 +108,7 @@ static void on_pci_claim(void *userdata)
 {
     struct agent *a = userdata;
     usbclaim_enqueue_all(a->usb_claims);
+    plugins_sync(a->plugins);
 }
 
 static bool usb_inventory_written(void *userdata)
@@ -138,7 +152,9 @@ static int add_devices(struct agent *a)
                                    .http = process_http(a->proc),
                                    .metrics = process_metrics(a->proc),
                                    .node_name = a->cfg->node_name,
-                                   .node = a->node};
+                                   .node = a->node,
+                                   .on_event = on_pci_device,
+                                   .userdata = a};
     a->devices = pcidevices_new(&dc);
     if (!a->devices)
         return -ENOMEM;
@@ -218,6 +234,27 @@ static int add_usb_claims(struct agent *a)
     return process_add_part(a->proc, &part);
 }
 
+static int add_plugins(struct agent *a)
+{
+    (void)snprintf(a->plugin_dir, sizeof(a->plugin_dir), "%s/device-plugins", a->cfg->kubelet_dir);
+    struct plugins_config pc = {.loop = process_loop(a->proc),
+                                .metrics = process_metrics(a->proc),
+                                .node_name = a->cfg->node_name,
+                                .dir = a->plugin_dir,
+                                .sysfs_root = a->cfg->sysfs_root,
+                                .dev_root = a->cfg->dev_root};
+    a->plugins = plugins_new(&pc);
+    if (!a->plugins)
+        return -ENOMEM;
+    struct process_part part = {.name = "deviceplugins",
+                                .ready = plugins_ready,
+                                .stop = plugins_stop,
+                                .in_flight = plugins_in_flight,
+                                .free = plugins_free,
+                                .userdata = a->plugins};
+    return process_add_part(a->proc, &part);
+}
+
 static int add_inventory(struct agent *a)
 {
     struct inventory_config ic = {.loop = process_loop(a->proc),
@@ -252,13 +289,17 @@ static int start_informers(struct agent *a)
     usbdevices_set_caches(a->usb_devices, usbclaim_informer(a->usb_claims), pci_devs);
     usbclaim_set_caches(a->usb_claims, usb_devs, pciclaim_informer(a->claims), pci_devs,
                         usb_inventory_written, a);
+    plugins_set_caches(a->plugins, pciclaim_informer(a->claims), pci_devs,
+                       usbclaim_informer(a->usb_claims), usb_devs);
     nodeuid_start(a->node);
     int r = pcidevices_start(a->devices);
     if (r == 0)
         r = pciclaim_start(a->claims);
     if (r == 0)
         r = usbdevices_start(a->usb_devices);
-    return r < 0 ? r : usbclaim_start(a->usb_claims);
+    if (r == 0)
+        r = usbclaim_start(a->usb_claims);
+    return r < 0 ? r : plugins_start(a->plugins);
 }
 
 /* Sets up every part; a failure is logged here once (the parts log their own details). */
@@ -274,6 +315,7 @@ static int setup(struct agent *a)
             {"the PCIDeviceClaim reconciler", add_claims},
             {"the USBDevice reconciler", add_usb_devices},
             {"the USBDeviceClaim reconciler", add_usb_claims},
+            {"the device plugins", add_plugins},
             {"the informers", start_informers},
     };
     struct process_config pc = {
@@ -310,6 +352,8 @@ static void usage(FILE *f)
           "  --pci-ids PATH       pci.ids database (default: libpci's)\n"
           "  --usb-ids PATH       usb.ids database (default /usr/share/misc/usb.ids)\n"
           "  --dev-root DIR       device nodes, for /dev/vfio (default /dev)\n"
+          "  --kubelet-dir DIR    kubelet's root; device plugins in DIR/device-plugins\n"
+          "                       (default /var/lib/kubelet)\n"
           "  --proc-root DIR      procfs, for mounts, swap and routes (default /proc)\n"
           "  --listen ADDR:PORT   health and metrics endpoint (default 0.0.0.0:9808)\n"
           "  --resync SECONDS     full rescan period (default 300)\n"
@@ -352,6 +396,8 @@ static const char **string_option(int c, struct agent_config *cfg)
         return &cfg->dev_root;
     case 'P':
         return &cfg->proc_root;
+    case 'K':
+        return &cfg->kubelet_dir;
     case 'l':
         return &cfg->listen;
     default:
@@ -404,6 +450,7 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
             {"usb-ids", required_argument, NULL, 'U'},
             {"dev-root", required_argument, NULL, 'D'},
             {"proc-root", required_argument, NULL, 'P'},
+            {"kubelet-dir", required_argument, NULL, 'K'},
             {"listen", required_argument, NULL, 'l'},
             {"resync", required_argument, NULL, 'r'},
             {"uevent-source", required_argument, NULL, 'u'},
@@ -415,6 +462,7 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
                                  .listen = "0.0.0.0:9808",
                                  .dev_root = "/dev",
                                  .proc_root = "/proc",
+                                 .kubelet_dir = "/var/lib/kubelet",
                                  .resync = 300,
                                  .uevent_source = "kernel"};
     int c;

@@ -230,6 +230,15 @@ static bool can_start(void *ctx)
     return d->want != NULL;
 }
 
+static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
+{
+    const struct pcidevices *d = ctx;
+    (void)obj;
+    (void)ev;
+    if (d->cfg.on_event)
+        d->cfg.on_event(key, d->cfg.userdata);
+}
+
 static void on_converged(void *ctx)
 {
     const struct pcidevices *d = ctx;
@@ -240,6 +249,7 @@ static const struct runner_ops ops = {
         .plan = plan_key,
         .act = act,
         .plan_free = write_job_free,
+        .on_event = on_event,
         .can_start = can_start,
         .on_converged = on_converged,
 };

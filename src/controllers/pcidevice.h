@@ -96,6 +96,9 @@ struct pcidevices_config {
     struct metrics *metrics;
     const char *node_name;      /* borrowed: must outlive the reconciler */
     const struct nodeuid *node; /* this node's Node uid (borrowed) */
+    /* Called after each event of the PCIDevice informer with its key, or NULL. */
+    void (*on_event)(const char *key, void *userdata);
+    void *userdata;
 };
 
 struct pcidevices *pcidevices_new(const struct pcidevices_config *cfg);
