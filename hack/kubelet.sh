@@ -145,7 +145,8 @@ load_cluster() {
     . "$CLUSTER_DIR/env"
     [ -x "$K8S_BIN/kubelet" ] || K8S_BIN=$("$HACK/k8s-build.sh")
     [ -x "$K8S_BIN/kubelet" ] || die "no kubelet in $K8S_BIN"
-    KUBECTL=("$K8S_BIN/kubectl" --kubeconfig "$CLUSTER_DIR/admin.kubeconfig")
+    KUBECTL=("$K8S_BIN/kubectl" --kubeconfig "$CLUSTER_DIR/admin.kubeconfig"
+        --cache-dir "$D/.kube-cache")
 }
 
 load_state() {
@@ -283,7 +284,13 @@ start_kubelet() {
         "$K8S_BIN/kubelet" --config "$D/config.yaml" --kubeconfig "$D/kubelet.kubeconfig" \
         --hostname-override "$NODE" --root-dir /var/lib/kubelet --v "$VERBOSITY" \
         >>"$D/kubelet.log" 2>&1 </dev/null 8>&- 9>&- &
-    wait_file "$D/kubelet.pid" 10 || { tail -20 "$D/kubelet.log" >&2; die "kubelet did not start"; }
+    wait_file "$D/kubelet.pid" 10 || { log_tail; die "kubelet did not start"; }
+}
+
+# The end of kubelet's log, without the line it repeats ten times a second before registering.
+log_tail() {
+    note "last lines of $D/kubelet.log:"
+    grep -v 'Unable to register mirror pod' "$D/kubelet.log" | tail -25 >&2
 }
 
 # Prints "STATUS HEARTBEAT" of the Node's Ready condition (empty before registration).
@@ -303,13 +310,13 @@ wait_ready() { # after
             return 0
         fi
         if ! alive "$pid"; then
-            note "kubelet exited; last log lines:"
-            tail -30 "$D/kubelet.log" >&2
+            note "kubelet exited"
+            log_tail
             return 1
         fi
         if [ $SECONDS -ge $deadline ]; then
-            note "Node $NODE not Ready (${cond:-not registered}) within ${START_TIMEOUT}s; last log lines:"
-            tail -30 "$D/kubelet.log" >&2
+            note "Node $NODE not Ready (${cond:-not registered}) within ${START_TIMEOUT}s"
+            log_tail
             return 1
         fi
         sleep 0.2
@@ -346,7 +353,9 @@ cmd_up() {
             write_env
             return 0
         fi
-        note "restarting a partly running kubelet in $D"
+        if [ -n "$(pid_of fakecri fakecri)$(pid_of kubelet kubelet)" ]; then
+            note "restarting a partly running kubelet in $D"
+        fi
         cmd_down_locked
     fi
     printf 'CLUSTER_DIR=%q\nNODE=%q\n' "$CLUSTER_DIR" "$NODE" >"$D/state"
