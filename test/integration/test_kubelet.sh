@@ -18,7 +18,7 @@ fi
 
 SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops)
 sysctls() { sysctl -n "${SYSCTLS[@]}" | paste -sd' '; }
-SYSCTLS_BEFORE=$(sysctls)
+STATE=${HOSTDEVD_KUBELET_STATE:-/run/hostdevd-kubelet}
 ms() { date +%s%N; }
 elapsed() { echo $((($(date +%s%N) - $1) / 1000000)); }
 
@@ -92,6 +92,9 @@ expect_ok "no new CreateContainer after the restart (the fake keeps its containe
     test "$(wc -l <"$CRI_RECORD")" -eq "$creates"
 
 FAKECRI=$FAKECRI_PID
+# The sysctls from before the first running harness; restored when the last one goes down.
+harnesses=$(find "$STATE/users" -type f | wc -l)
+saved=$(sed -n 's/^[^=]*=//p' "$STATE/sysctl.saved" | paste -sd' ')
 t0=$(ms)
 expect_ok "hack/kubelet.sh down" "$ROOT/hack/kubelet.sh" down "$TEST_DIR/kubelet"
 echo "  down in $(elapsed "$t0") ms"
@@ -109,7 +112,11 @@ leftovers() { # live processes whose command line names the test directory
 }
 expect_ok "no process of the test directory left" test -z "$(leftovers)"
 expect_ok "no mount left under the test directory" bash -c "! grep -qF ' $TEST_DIR/' /proc/self/mountinfo"
-expect_ok "sysctls restored ($SYSCTLS_BEFORE)" test "$(sysctls)" = "$SYSCTLS_BEFORE"
+if [ "$harnesses" -eq 1 ]; then
+    expect_ok "sysctls restored ($saved)" test "$(sysctls)" = "$saved"
+else
+    echo "  (sysctls not checked: $((harnesses - 1)) other kubelet harness(es) running)"
+fi
 expect_ok "down again is a no-op" "$ROOT/hack/kubelet.sh" down "$TEST_DIR/kubelet"
 
 finish
