@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Builds the real Kubernetes test binaries (kube-apiserver, kube-controller-manager, kubectl) of a
-# pinned version, and the etcd server that version pins, from the Go module proxy with two small
-# wrapper modules. Output goes to a cache outside the repo, keyed by every version that changes it,
-# with a completion stamp: a second run prints the directory in well under a second.
+# Builds the real Kubernetes test binaries (kube-apiserver, kube-controller-manager, kubectl,
+# kubelet) of a pinned version, and the etcd server that version pins, from the Go module proxy
+# with two small wrapper modules. Output goes to a cache outside the repo, keyed by every version
+# that changes it and the recipe (bump RECIPE when the list of binaries changes: the stamp does
+# not know them), with a completion stamp: a second run prints the directory in well under a
+# second.
 # Prints the bin directory on stdout; progress on stderr.
 set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-1.37.1}
-RECIPE=r1
+RECIPE=r2
 MINOR=${K8S_VERSION#1.}; MINOR=${MINOR%%.*}
 STAGING=v0.${K8S_VERSION#1.}
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-modcacherw
@@ -40,16 +42,18 @@ done
 log "resolving modules"
 go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v${K8S_VERSION}" \
               "k8s.io/kubernetes/cmd/kube-controller-manager@v${K8S_VERSION}" \
-              "k8s.io/kubernetes/cmd/kubectl@v${K8S_VERSION}" >&2
+              "k8s.io/kubernetes/cmd/kubectl@v${K8S_VERSION}" \
+              "k8s.io/kubernetes/cmd/kubelet@v${K8S_VERSION}" >&2
 LDF="-s -w"
 for kv in "gitVersion=v${K8S_VERSION}" gitMajor=1 "gitMinor=${MINOR}" gitTreeState=clean; do
     LDF+=" -X k8s.io/component-base/version.$kv -X k8s.io/client-go/pkg/version.$kv"
 done
-log "compiling kube-apiserver, kube-controller-manager, kubectl"
+log "compiling kube-apiserver, kube-controller-manager, kubectl, kubelet"
 go build -trimpath -ldflags "$LDF" -o "$W/bin/" \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kubectl >&2
+    k8s.io/kubernetes/cmd/kubectl \
+    k8s.io/kubernetes/cmd/kubelet >&2
 ETCD_VERSION=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
 
 log "building etcd ${ETCD_VERSION}"
@@ -60,6 +64,7 @@ go build -trimpath -ldflags "-s -w" -o "$W/bin/etcd" go.etcd.io/etcd/server/v3 >
 go build -trimpath -ldflags "-s -w" -o "$W/bin/etcdctl" go.etcd.io/etcd/etcdctl/v3 >&2
 
 "$W/bin/kube-apiserver" --version >&2
+"$W/bin/kubelet" --version >&2
 "$W/bin/etcd" --version >&2
 echo "$ETCD_VERSION" >"$W/bin/etcd.version"
 touch "$W/bin/.complete"

@@ -13,6 +13,7 @@ FAILED=0
 FAILURES=()
 OUT=""
 TEST_DIR=""
+KUBELET_UP=""
 
 pass() {
     PASSED=$((PASSED + 1))
@@ -76,6 +77,7 @@ eventually() {
 
 cluster_stop() {
     [ -n "$TEST_DIR" ] || return 0
+    [ -z "$KUBELET_UP" ] || "$ROOT/hack/kubelet.sh" down "$TEST_DIR/kubelet" || true
     if [ "$FAILED" -gt 0 ] && [ -n "${KEEP_FAILED_STATE:-}" ]; then
         "$ROOT/hack/cluster.sh" down "$TEST_DIR/cluster"
         echo "state kept in $TEST_DIR"
@@ -102,6 +104,22 @@ cluster_start() {
     set +a
     export PATH="$K8S_BIN:$PATH"
     echo "  control plane up in $((SECONDS - t0))s ($K8S_SERVER)"
+}
+
+# A real kubelet (hack/kubelet.sh: fake CRI, own mount namespace; needs root) registered as Node
+# NAME (default kubelet-node) with the private control plane, Ready; its env (KUBELET_NODE,
+# DEVICE_PLUGIN_DIR, CRI_RECORD, KUBELET_PID, KUBELET_LOG, ...) exported. Stopped on exit.
+kubelet_start() {
+    KUBELET_UP=1
+    if ! "$ROOT/hack/kubelet.sh" up "$TEST_DIR/kubelet" "$TEST_DIR/cluster" "${1:-kubelet-node}" \
+        >"$TEST_DIR/kubelet-up.log" 2>&1; then
+        fail "kubelet starts and its Node gets Ready" "$(cat "$TEST_DIR/kubelet-up.log")"
+        finish
+    fi
+    set -a
+    # shellcheck disable=SC1091
+    . "$TEST_DIR/kubelet/env"
+    set +a
 }
 
 # The project's CRDs, installed and Established.
