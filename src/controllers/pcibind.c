@@ -119,6 +119,12 @@ static int load_modules(struct pcibind_job *j)
     struct err err = {{0}};
     if (j->env->modules_loaded)
         return 0;
+    /* Registered already (loaded before, or built in): nothing to load. */
+    if (node_sysfs_check_dir(j->env->sysfs_fd, "bus/pci/drivers/vfio-pci") == 0 &&
+        node_sysfs_check_dir(j->env->sysfs_fd, "module/vfio_iommu_type1") == 0) {
+        j->env->modules_loaded = true;
+        return 0;
+    }
     int r = node_kmod_load(mods, &err);
     char **names = NULL;
     size_t n = 0;

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# test/integration/test_plugins.sh - the agent's kubelet device plugins against a real kubelet
+# v1.37.1 (hack/kubelet.sh: fake CRI, registered with the private control plane). The agent runs
+# on a fake sysfs tree (test/fixtures/sysfs/plugins-node.txt: two identical e1000e already on
+# vfio-pci, a USB stick). Checks: claimed devices are offered (the Node's allocatable shows each
+# resource with its count); a pod asking for a PCI device gets /dev/vfio/vfio, its group's node
+# and PCI_RESOURCE_<NAME>; a pod asking for the USB device gets its node (chowned to 107) and
+# USB_RESOURCE_<NAME>=bus:device; asking for more than there is fails with kubelet's reason; a
+# malformed peer (garbage, a truncated HTTP/2 frame) leaves the plugin serving; a released claim
+# withdraws its device; after each of 20 kubelet restarts the plugins are registered again.
+# Prints claim Ready -> allocatable, and restart -> re-registered (median and worst of 20).
+SUITE=plugins
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+AGENT=$ROOT/build/asan/hostdevd
+DESC=test/fixtures/sysfs/plugins-node.txt
+RESTARTS=${PLUGIN_RESTARTS:-20}
+export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "SKIP $SUITE: needs root (a real kubelet)"
+    finish
+fi
+cluster_start
+ADMIN=$TEST_DIR/cluster/admin.kubeconfig
+install_crds
+kubelet_start plug-node
+KUBELET_DIR=$TEST_DIR/kubelet
+NODE=$KUBELET_NODE
+SYS=$TEST_DIR/sys
+DEV=$TEST_DIR/dev
+hack/mk-sysfs-fixture.sh "$DESC" "$SYS" >/dev/null
+mkdir -p "$SYS/module/vfio_iommu_type1" "$DEV/bus/usb/001" "$TEST_DIR/proc/1" "$TEST_DIR/proc/net"
+: >"$DEV/bus/usb/001/002"
+printf '22 1 0:21 / / rw - tmpfs tmpfs rw\n' >"$TEST_DIR/proc/1/mountinfo"
+printf 'Filename\tType\tSize\tUsed\tPriority\n' >"$TEST_DIR/proc/swaps"
+printf 'Iface\tDestination\tGateway\n' >"$TEST_DIR/proc/net/route"
+: >"$TEST_DIR/proc/net/ipv6_route"
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
+    --proc-root "$TEST_DIR/proc" --dev-root "$DEV" --kubelet-dir "$(dirname "$DEVICE_PLUGIN_DIR")" \
+    --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source none -v 1 >>"$TEST_DIR/agent.log" 2>&1 &
+AGENT_PID=$!
+ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
+if eventually 60 ready; then pass "agent ready next to kubelet"; else fail "agent ready" "$(tail -20 "$TEST_DIR/agent.log")"; finish; fi
+
+now() { date +%s.%N; }
+since() { awk -v a="$(now)" -v b="$1" 'BEGIN {printf "%.2f", a - b}'; }
+allocatable() { kubectl get node "$NODE" -o jsonpath="{.status.allocatable['${1//./\\.}']}" 2>/dev/null; }
+has_allocatable() { [ "$(allocatable "$1")" = "$2" ]; }
+metric() { curl -fsS "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+pci_name() { local a=${1//:/}; echo "$NODE-${a//./}"; }
+NIC1=0000:00:04.0
+NIC2=0000:00:05.0
+USB=$NODE-0951-1666-1-2
+RES_PCI=$(kubectl get pcidevice "$(pci_name $NIC1)" -o jsonpath='{.status.resourceName}')
+RES_USB=kubevirt.io/$USB
+
+echo "--- claims offered to kubelet"
+T0=$(now)
+for a in $NIC1 $NIC2; do
+    printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "%s", nodeName: %s}\n' \
+        "$(pci_name "$a")" "$a" "$NODE" | kubectl create -f - >/dev/null
+done
+printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: USBDeviceClaim\nmetadata: {name: %s}\nspec: {}\n' "$USB" |
+    kubectl create -f - >/dev/null
+bound() { [ "$(kubectl get pcideviceclaim "$(pci_name "$1")" -o jsonpath='{.status.passthroughEnabled}')" = true ]; }
+usb_ready() { [ "$(kubectl get usbdeviceclaim "$USB" -o jsonpath='{.status.conditions[0].reason}')" = Enabled ]; }
+if eventually 60 bound $NIC1 && eventually 30 bound $NIC2 && eventually 30 usb_ready; then
+    READY_AT=$(now)
+    pass "both NIC claims bound and the USB claim enabled ($(since "$T0") s)"
+else
+    fail "claims ready" "$(kubectl get pcideviceclaims,usbdeviceclaims -o wide; tail -20 "$TEST_DIR/agent.log")"
+    finish
+fi
+if eventually 30 has_allocatable "$RES_PCI" 2 && eventually 30 has_allocatable "$RES_USB" 1; then
+    READY_TO_ALLOCATABLE=$(since "$READY_AT")
+    pass "the Node's allocatable: $RES_PCI 2, $RES_USB 1 (${READY_TO_ALLOCATABLE} s after the claims were Ready)"
+else
+    fail "allocatable" "$(kubectl get node "$NODE" -o jsonpath='{.status.allocatable}'); $(tail -20 "$TEST_DIR/agent.log")"
+fi
+
+pod() { # name resource count
+    kubectl create -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: default}
+spec:
+  nodeName: $NODE
+  hostNetwork: true
+  automountServiceAccountToken: false
+  tolerations: [{operator: Exists}]
+  containers:
+  - name: c
+    image: virt-launcher
+    resources:
+      limits: {$2: "$3"}
+EOF
+}
+phase() { kubectl get pod "$1" -o jsonpath='{.status.phase}' 2>/dev/null; }
+running() { [ "$(phase "$1")" = Running ]; }
+record() { grep "\"pod\":\"$1\"" "$CRI_RECORD" | tail -1; }
+env_name() { echo "$1_$(tr 'a-z/.' 'A-Z__' <<<"$2")"; }
+
+echo "--- pods"
+pod p1 "$RES_PCI" 1
+if eventually 30 running p1; then
+    REC=$(record p1)
+    ENV=$(env_name PCI_RESOURCE "$RES_PCI")
+    expect_contains "a pod asking for one NIC gets /dev/vfio/vfio, its group's node and $ENV" "$REC" \
+        "\"$ENV\"" '"/dev/vfio/vfio"' '"mrw"'
+    grep -qE "\"$ENV\",\"value\":\"0000:00:0(4|5).0\"|\"$ENV\":\"0000:00:0(4|5).0\"" <<<"$REC" &&
+        grep -qE '/dev/vfio/(3|4)"' <<<"$REC" &&
+        pass "... with one address and the node of that device's group" || fail "PCI env and group" "$REC"
+else
+    fail "pod p1 running" "$(kubectl describe pod p1 | tail -15)"
+fi
+pod u1 "$RES_USB" 1
+if eventually 30 running u1; then
+    REC=$(record u1)
+    ENV=$(env_name USB_RESOURCE "$RES_USB")
+    expect_contains "a pod asking for the USB stick gets its node and $ENV=1:2" "$REC" "$ENV" '1:2' \
+        '"/dev/bus/usb/001/002"'
+    [ "$(stat -c %u:%g "$DEV/bus/usb/001/002")" = 107:107 ] && pass "the USB node was handed to KubeVirt's qemu user (107:107)" ||
+        fail "USB node chowned" "$(stat -c %u:%g "$DEV/bus/usb/001/002")"
+else
+    fail "pod u1 running" "$(kubectl describe pod u1 | tail -15)"
+fi
+pod p2 "$RES_PCI" 2
+refused() { kubectl get events --field-selector involvedObject.name=p2 -o jsonpath='{.items[*].message}' | grep -q "requested number of devices unavailable"; }
+if eventually 30 refused; then pass "a pod asking for 2 NICs when 1 is free is refused: kubelet's reason"; else
+    fail "over-request refused" "$(phase p2); $(kubectl get events --field-selector involvedObject.name=p2)"; fi
+
+echo "--- a malformed peer"
+SOCK=$(find "$DEVICE_PLUGIN_DIR" -name "hostdevd-kubevirt.io_*.sock" | head -1)
+python3 - "$SOCK" <<'EOF'
+import socket, sys
+for payload in (b"\x00garbage\xff" * 100,
+                b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x10\x01",
+                b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\xff" * 9):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(payload)
+    s.close()
+EOF
+kubectl delete pod u1 --wait=false >/dev/null
+eventually 30 bash -c "! kubectl get pod u1 >/dev/null 2>&1" || true
+pod u2 "$RES_USB" 1
+if eventually 30 running u2; then pass "after garbage, a truncated frame and a closed connection the USB plugin still serves kubelet"; else
+    fail "plugin survives a malformed peer" "$(kubectl describe pod u2 | tail -10); $(tail -5 "$TEST_DIR/agent.log")"; fi
+kill -0 "$AGENT_PID" && pass "the agent is alive" || fail "agent alive" "$(tail -20 "$TEST_DIR/agent.log")"
+
+echo "--- kubelet restarts"
+LAT=()
+for i in $(seq 1 "$RESTARTS"); do
+    BEFORE=$(metric hostdevd_plugin_registrations_total)
+    T=$(now)
+    hack/kubelet.sh restart "$KUBELET_DIR" >/dev/null 2>&1 || { fail "kubelet restart $i" "$(tail -5 "$KUBELET_LOG")"; break; }
+    reregistered() { [ "$(metric hostdevd_plugin_registrations_total)" -ge "$((BEFORE + 2))" ]; }
+    if eventually 30 reregistered; then LAT+=("$(since "$T")"); else fail "re-registered after restart $i" "$(tail -5 "$TEST_DIR/agent.log")"; break; fi
+done
+if [ "${#LAT[@]}" -eq "$RESTARTS" ] && eventually 30 has_allocatable "$RES_PCI" 2; then
+    STATS=$(printf '%s\n' "${LAT[@]}" | sort -n | awk '{v[NR]=$1} END {m = NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; printf "median %.2f s, worst %.2f s", m, v[NR]}')
+    pass "$RESTARTS kubelet restarts, each followed by re-registration ($STATS from the restart command); allocatable back"
+fi
+
+echo "--- a released claim withdraws its device"
+kubectl delete pod u2 --wait=false >/dev/null
+kubectl delete usbdeviceclaim "$USB" --wait=false >/dev/null
+if eventually 30 has_allocatable "$RES_USB" 0; then pass "USB claim deleted: $RES_USB allocatable 0"; else fail "USB withdrawn" "$(allocatable "$RES_USB")"; fi
+
+echo "  claim Ready -> allocatable ${READY_TO_ALLOCATABLE:-?} s; kubelet restart -> re-registered ${STATS:-?}"
+mkdir -p "$ROOT/build/results" && echo "ready-to-allocatable ${READY_TO_ALLOCATABLE:-?} s; restart ${STATS:-?}" >"$ROOT/build/results/plugins.txt"
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID" && pass "agent exits 0 (no leaks)" || fail "agent exit" "$(tail -20 "$TEST_DIR/agent.log")"
+finish
