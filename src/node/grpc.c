@@ -28,15 +28,15 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 
-#define PREFIX            5                          /* compressed flag + 4-byte length */
-#define READ_CHUNK        16384                      /* bytes per read() */
-#define READS_PER_EVENT   8                          /* then let other watchers run */
-#define ACCEPTS_PER_EVENT 16                         /* same for accept() */
-#define OUT_BATCH         65536                      /* bytes gathered from nghttp2 per write */
-#define OUT_CAP           ((size_t)1 << 20)          /* one batch plus one frame, generously */
-#define QUEUE_CAP         (2 * (GRPC_MAX_MESSAGE + PREFIX)) /* unsent reply bytes of one call */
-#define PATH_MAX_LEN      256                        /* :path bytes kept (longer: unknown) */
-#define MESSAGE_MAX       1024                       /* grpc-message bytes kept */
+#define PREFIX            5                 /* compressed flag + 4-byte length */
+#define READ_CHUNK        16384             /* bytes per read() */
+#define READS_PER_EVENT   8                 /* then let other watchers run */
+#define ACCEPTS_PER_EVENT 16                /* same for accept() */
+#define OUT_BATCH         65536             /* bytes gathered from nghttp2 per write */
+#define OUT_CAP           ((size_t)1 << 20) /* one batch plus one frame, generously */
+#define QUEUE_CAP         ((size_t)2 * (GRPC_MAX_MESSAGE + PREFIX)) /* unsent reply bytes of one call */
+#define PATH_MAX_LEN      256  /* :path bytes kept (longer: unknown) */
+#define MESSAGE_MAX       1024 /* grpc-message bytes kept */
 #define LISTEN_BACKLOG    64
 
 struct grpc_server;
@@ -49,9 +49,9 @@ struct conn {
     nghttp2_session *h2;
     struct buf out; /* bytes from nghttp2 not yet written, from out_off */
     size_t out_off;
-    bool closed;              /* socket and session gone; callbacks do nothing */
-    struct grpc_server *srv;  /* server side: owner */
-    struct grpc_call *calls;  /* server side: streams with a call */
+    bool closed;             /* socket and session gone; callbacks do nothing */
+    struct grpc_server *srv; /* server side: owner */
+    struct grpc_call *calls; /* server side: streams with a call */
     size_t n_calls;
     struct conn *prev, *next; /* server side: in srv->conns */
     struct client *cl;        /* client side: owner */
@@ -66,13 +66,13 @@ struct grpc_call {
     struct buf in;  /* the request message with its prefix */
     struct buf out; /* framed reply messages not yet handed to nghttp2, from out_off */
     size_t out_off;
-    bool dispatched;     /* the handler ran */
-    bool finished;       /* grpc_call_finish() or an error answer: no cancel callback */
-    bool responded;      /* response HEADERS submitted */
-    bool deferred;       /* the data provider waits for grpc_call_reply() or finish */
-    bool trailers_due;   /* finish came after HEADERS: trailers when the data is out */
-    bool rst_after_end;  /* answered before the request ended: RST_STREAM NO_ERROR after */
-    int http;            /* :status of a Trailers-Only answer */
+    bool dispatched;    /* the handler ran */
+    bool finished;      /* grpc_call_finish() or an error answer: no cancel callback */
+    bool responded;     /* response HEADERS submitted */
+    bool deferred;      /* the data provider waits for grpc_call_reply() or finish */
+    bool trailers_due;  /* finish came after HEADERS: trailers when the data is out */
+    bool rst_after_end; /* answered before the request ended: RST_STREAM NO_ERROR after */
+    int http;           /* :status of a Trailers-Only answer */
     enum grpc_status status;
     char *message;
     void (*on_cancel)(struct grpc_call *call, void *ud);
@@ -206,8 +206,8 @@ static int fill_addr(struct sockaddr_un *sa, const char *path, struct err *ret_e
     *sa = (struct sockaddr_un){.sun_family = AF_UNIX};
     if (n == 0 || n >= sizeof(sa->sun_path))
         return err_set(ret_err, -ENAMETOOLONG,
-                       "socket path %.64s... is %zu bytes; a unix socket path holds 1 to %zu",
-                       path, n, sizeof(sa->sun_path) - 1);
+                       "socket path %.64s... is %zu bytes; a unix socket path holds 1 to %zu", path,
+                       n, sizeof(sa->sun_path) - 1);
     memcpy(sa->sun_path, path, n + 1);
     return 0;
 }
@@ -635,8 +635,8 @@ static int on_request_frame(nghttp2_session *session, const nghttp2_frame *frame
     return 0;
 }
 
-static int on_request_data(nghttp2_session *session, uint8_t flags, int32_t id,
-                           const uint8_t *data, size_t len, void *ud)
+static int on_request_data(nghttp2_session *session, uint8_t flags, int32_t id, const uint8_t *data,
+                           size_t len, void *ud)
 {
     struct grpc_call *call = stream_call(session, id);
     (void)flags;
@@ -696,8 +696,11 @@ static void server_conn_free(struct conn *c, bool goodbye)
         (void)conn_flush(c);
     }
     c->closed = true; /* the call API and nghttp2's callbacks do nothing from here */
-    while (c->calls)
-        call_drop(c->calls);
+    struct grpc_call *next;
+    for (struct grpc_call *call = c->calls; call; call = next) {
+        next = call->next; /* a cancel callback frees nothing but its own call */
+        call_drop(call);
+    }
     conn_shutdown(c);
     if (c->prev)
         c->prev->next = c->next;
@@ -769,8 +772,7 @@ static int bind_socket(int fd, const struct sockaddr_un *sa, struct err *ret_err
     if (r < 0)
         return err_set(ret_err, -e, "cannot bind %s: %s", sa->sun_path, strerror(e));
     if (listen(fd, LISTEN_BACKLOG) < 0)
-        return err_set(ret_err, -errno, "cannot listen on %s: %s", sa->sun_path,
-                       strerror(errno));
+        return err_set(ret_err, -errno, "cannot listen on %s: %s", sa->sun_path, strerror(errno));
     return 0;
 }
 
@@ -810,7 +812,7 @@ int grpc_server_new(struct ev_loop *loop, const char *path, const struct grpc_me
         err_set(ret_err, r, "cannot create the server for %s: %s", path, strerror(-r));
     else
         r = bind_socket(s->fd, &sa, ret_err);
-    struct stat st;
+    struct stat st = {0};
     if (r == 0 && stat(path, &st) < 0)
         r = err_set(ret_err, -errno, "cannot stat %s: %s", path, strerror(errno));
     if (r < 0) {
@@ -939,28 +941,34 @@ static void client_stream_closed(struct client *cl, uint32_t error_code)
     }
 }
 
+/* A decimal status (":status", "grpc-status") of 1 to 3 digits, or -1. */
+static int parse_code(const uint8_t *v, size_t n)
+{
+    int code = 0;
+    if (n == 0 || n > 3)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return -1;
+        code = code * 10 + (v[i] - '0');
+    }
+    return code;
+}
+
 static int on_response_header(nghttp2_session *session, const nghttp2_frame *frame,
                               const uint8_t *name, size_t namelen, const uint8_t *value,
                               size_t valuelen, uint8_t flags, void *ud)
 {
     struct client *cl = ((struct conn *)ud)->cl;
-    char num[16];
     (void)session;
     (void)frame;
     (void)flags;
-    if (header_is(name, namelen, ":status") || header_is(name, namelen, "grpc-status")) {
-        size_t n = valuelen < sizeof(num) - 1 ? valuelen : sizeof(num) - 1;
-        memcpy(num, value, n);
-        num[n] = '\0';
-        char *end;
-        long v = strtol(num, &end, 10);
-        bool ok = n > 0 && *end == '\0' && v >= 0 && v < 1000;
-        if (name[0] == ':') {
-            cl->http = ok ? (int)v : -1;
-        } else {
-            cl->have_status = true;
-            cl->grpc_status = ok && v <= 16 ? v : GRPC_UNKNOWN;
-        }
+    if (header_is(name, namelen, ":status")) {
+        cl->http = parse_code(value, valuelen);
+    } else if (header_is(name, namelen, "grpc-status")) {
+        int code = parse_code(value, valuelen);
+        cl->have_status = true;
+        cl->grpc_status = code >= 0 && code <= 16 ? code : GRPC_UNKNOWN;
     } else if (header_is(name, namelen, "grpc-message")) {
         pct_decode(value, valuelen, cl->message, sizeof(cl->message));
     }

@@ -63,26 +63,40 @@ static void on_cancel(struct grpc_call *call, void *ud)
     cancelled++;
 }
 
-/* Never answers; a server stream that sent one message, or a unary call left waiting. */
+/* Never finishes: a unary call left waiting, or a server stream that sent one message. */
+static void hold_call(struct grpc_call *call, bool send_first)
+{
+    handled++;
+    held = call;
+    grpc_call_on_cancel(call, on_cancel, NULL);
+    if (send_first)
+        CU_ASSERT_EQUAL(grpc_call_reply(call, (const uint8_t *)"first", 5), 0);
+}
+
 static void h_hold(struct grpc_call *call, const uint8_t *msg, size_t len, void *ud)
 {
     (void)msg;
     (void)len;
-    handled++;
-    held = call;
-    grpc_call_on_cancel(call, on_cancel, NULL);
-    if (ud)
-        CU_ASSERT_EQUAL(grpc_call_reply(call, (const uint8_t *)"first", 5), 0);
+    (void)ud;
+    hold_call(call, false);
 }
 
-static char no_message[] = "no message", send_first[] = "x";
+static void h_hold_stream(struct grpc_call *call, const uint8_t *msg, size_t len, void *ud)
+{
+    (void)msg;
+    (void)len;
+    (void)ud;
+    hold_call(call, true);
+}
+
+static char no_message[] = "no message";
 
 static const struct grpc_method methods[] = {
         {"/t.T/Echo", false, h_echo, NULL},
         {"/t.T/Fail", false, h_fail, no_message},
         {"/t.T/Stream", true, h_stream, NULL},
         {"/t.T/Hold", false, h_hold, NULL},
-        {"/t.T/HoldStream", true, h_hold, send_first},
+        {"/t.T/HoldStream", true, h_hold_stream, NULL},
 };
 
 static struct grpc_server *server(void)
@@ -152,8 +166,7 @@ static bool called(void *arg)
 }
 
 /* One unary call to completion: returns grpc_unary()'s value; the result in *res. */
-static int call(const char *method, const void *msg, size_t len, double timeout,
-                struct result *res)
+static int call(const char *method, const void *msg, size_t len, double timeout, struct result *res)
 {
     *res = (struct result){0};
     int r = grpc_unary(loop, sock, method, msg, len, timeout, done, res);
@@ -168,21 +181,21 @@ static int call(const char *method, const void *msg, size_t len, double timeout,
 /* --- raw HTTP/2 peers --------------------------------------------------------------------- */
 
 struct raw {
-    int fd;
     struct buf in;
-    bool eof;
-    int messages;    /* gRPC messages in DATA on stream 1 */
-    char first[32];  /* the first message's bytes */
-    bool ended;      /* HEADERS with END_STREAM on stream 1 */
-    bool rst;        /* RST_STREAM on stream 1 */
     struct buf data; /* DATA payload of stream 1 */
+    int fd;
+    int messages; /* gRPC messages in DATA on stream 1 */
+    bool eof;
+    bool ended;     /* HEADERS with END_STREAM on stream 1 */
+    bool rst;       /* RST_STREAM on stream 1 */
+    char first[32]; /* the first message's bytes */
 };
 
-static void frame(struct buf *b, uint8_t type, uint8_t flags, uint32_t sid, const void *p,
-                  size_t n)
+static void frame(struct buf *b, uint8_t type, uint8_t flags, uint32_t sid, const void *p, size_t n)
 {
-    uint8_t h[9] = {(uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n, type, flags,
-                    (uint8_t)(sid >> 24), (uint8_t)(sid >> 16), (uint8_t)(sid >> 8), (uint8_t)sid};
+    uint8_t h[9] = {
+            (uint8_t)(n >> 16),   (uint8_t)(n >> 8),    (uint8_t)n,          type,        flags,
+            (uint8_t)(sid >> 24), (uint8_t)(sid >> 16), (uint8_t)(sid >> 8), (uint8_t)sid};
     CU_ASSERT_EQUAL(buf_add(b, h, 9), 0);
     CU_ASSERT_EQUAL(buf_add(b, p, n), 0);
 }
@@ -387,7 +400,7 @@ static void test_server_stream(void)
     CU_ASSERT(spin(raw_ended, &r, 2.0));
     CU_ASSERT_EQUAL(r.messages, 3);
     CU_ASSERT_STRING_EQUAL(r.first, "m0");
-    CU_ASSERT_EQUAL(r.data.len, 3 * 7);
+    CU_ASSERT_EQUAL(r.data.len, (size_t)3 * 7);
     CU_ASSERT_NSTRING_EQUAL(r.data.data + 14, "\0\0\0\0\2m2", 7);
     CU_ASSERT(r.ended);
     /* The unary client refuses a stream of three: not exactly one message. */
@@ -403,9 +416,11 @@ static void test_server_stream(void)
 static void test_large_message(void)
 {
     struct grpc_server *s = server();
-    size_t n = 100 * 1024;
+    size_t n = (size_t)100 * 1024;
     char *msg = malloc(n);
     CU_ASSERT_PTR_NOT_NULL_FATAL(msg);
+    if (!msg)
+        return;
     for (size_t i = 0; i < n; i++)
         msg[i] = (char)(i * 7 + i / 251);
     struct result res;
