@@ -87,6 +87,14 @@ build/asan/unit-tests: $(UNIT_OBJS) $(ASAN_LIB_OBJS)
 build/asan/kubetool: build/asan/test/integration/kubetool.o $(ASAN_LIB_OBJS)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+# Drives src/node/grpc against grpc-go (test/grpcpeer) in test/integration/test_grpc.sh; the
+# release build gives the round-trip figure.
+build/asan/grpctool: build/asan/test/integration/grpctool.o $(ASAN_LIB_OBJS)
+	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+build/release/grpctool: build/release/test/integration/grpctool.o $(LIB_SRCS:%.c=build/release/%.o)
+	$(CC) -o $@ $^ $(PKG_LIBS)
+
 build/release/kubebench: build/release/test/integration/kubebench.o $(LIB_SRCS:%.c=build/release/%.o)
 	$(CC) -o $@ $^ $(PKG_LIBS)
 
@@ -123,6 +131,7 @@ k8s: deps
 
 # The test build is separate (build/asan) so `make` and `make test` never share objects.
 TEST_BINS := build/asan/unit-tests build/asan/hostdevd build/asan/kubetool bin/hostdevd \
+        build/asan/grpctool build/release/grpctool \
         $(FUZZ_REPLAYS)
 
 test: deps k8s

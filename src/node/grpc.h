@@ -48,11 +48,12 @@ enum grpc_status {
 struct grpc_server;
 struct grpc_call;
 
-/* A method's handler: the request message (complete, without its 5-byte prefix) of a new call.
- * A unary method answers with grpc_call_reply() then grpc_call_finish(GRPC_OK), or with
- * grpc_call_finish(error) alone, now or later (the call stays valid until finished or
- * cancelled); a server-streaming method sends any number of grpc_call_reply() and finishes when
- * it wants the stream to end. */
+/* A method's handler: the request message (complete, without its 5-byte prefix) of a new call;
+ * `msg` is valid during this call only. A unary method answers with grpc_call_reply() then
+ * grpc_call_finish(GRPC_OK), or with grpc_call_finish(error) alone, now or later (the call
+ * stays valid until finished or cancelled: a handler that keeps the call past its return must
+ * set grpc_call_on_cancel() to learn when it goes); a server-streaming method sends any number
+ * of grpc_call_reply() and finishes when it wants the stream to end. */
 typedef void (*grpc_handler)(struct grpc_call *call, const uint8_t *msg, size_t len,
                              void *userdata);
 
@@ -68,27 +69,33 @@ struct grpc_method {
  * (copied; an unknown path gets UNIMPLEMENTED). Returns 0 and `*ret`, or -errno with ret_err. */
 int grpc_server_new(struct ev_loop *loop, const char *path, const struct grpc_method *methods,
                     size_t n_methods, struct grpc_server **ret, struct err *ret_err);
-/* Stops: cancels every call (their cancel callbacks run), closes connections, unlinks the
- * socket if it is still ours (same inode). Accepts NULL; returns NULL. */
+/* Stops: cancels every call (their cancel callbacks run), closes connections (a GOAWAY is
+ * tried first), unlinks the socket if it is still ours (same inode). Accepts NULL; returns NULL.
+ * Not from inside a handler or a cancel callback. */
 struct grpc_server *grpc_server_free(struct grpc_server *s);
 /* Calls in progress (open streams with a handler call not finished). */
 size_t grpc_server_calls(const struct grpc_server *s);
 
 /* Sends one response message on `call` (the HEADERS first if not sent yet). Returns 0, or -EPIPE
- * when the call is gone/finished, -E2BIG over GRPC_MAX_MESSAGE, -ENOMEM. */
+ * when the call is finished or its connection is going, -E2BIG over GRPC_MAX_MESSAGE, -ENOBUFS
+ * when more than 2 * GRPC_MAX_MESSAGE bytes of this call wait unsent (a peer that does not
+ * read), -ENOMEM. */
 int grpc_call_reply(struct grpc_call *call, const uint8_t *msg, size_t len);
 /* Ends the call with trailers: `status` and, when not OK, `message`. The call is freed after
  * this (do not use it again). */
 void grpc_call_finish(struct grpc_call *call, enum grpc_status status, const char *message);
 /* Called (once) when the peer resets the stream or the connection goes before the call is
- * finished; the call is freed after the callback returns. */
+ * finished; the call is freed after the callback returns (finishing it there does nothing). */
 void grpc_call_on_cancel(struct grpc_call *call, void (*cb)(struct grpc_call *call, void *ud),
                          void *ud);
 
 /* A unary client call on the unix socket `path`: connects (non-blocking), sends `msg` to method
  * `method` and calls `done` once with the status, the message (NULL when OK) and the response
- * message (NULL unless OK). `timeout` seconds bound the whole call (DEADLINE_EXCEEDED). Returns
- * 0 (done will be called, never from inside this function) or -errno (done is not called). */
+ * message (NULL unless OK; both borrowed for the callback). `timeout` seconds bound the whole
+ * call (DEADLINE_EXCEEDED; sent as grpc-timeout too). A connection of its own per call, closed
+ * after. A socket that is missing or refuses is UNAVAILABLE through `done`. Returns 0 (done will
+ * be called, never from inside this function) or -errno (done is not called): -ENAMETOOLONG
+ * (path over sun_path), -E2BIG (msg over GRPC_MAX_MESSAGE), -ENOMEM, socket()'s errors. */
 typedef void (*grpc_done)(enum grpc_status status, const char *message, const uint8_t *resp,
                           size_t len, void *userdata);
 int grpc_unary(struct ev_loop *loop, const char *path, const char *method, const uint8_t *msg,
