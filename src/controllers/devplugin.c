@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/un.h>
 
@@ -25,21 +26,34 @@ int devplugin_env_name(const char *prefix, const char *resource, char *buf, size
     return 0;
 }
 
+/* FNV-1a, for a short stable suffix of long resource names. */
+static uint32_t fnv1a(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
 int devplugin_socket_name(const char *dir, const char *resource, char *buf, size_t size,
                           struct err *ret_err)
 {
-    int n = snprintf(buf, size, DEVPLUGIN_SOCKET_PREFIX "%s.sock", resource);
+    size_t room = SOCKET_PATH_MAX - strlen(dir) - 1; /* what the name may take */
+    size_t fixed = strlen(DEVPLUGIN_SOCKET_PREFIX) + strlen(".sock");
+    size_t want = fixed + strlen(resource);
+    if (strlen(dir) + 1 >= SOCKET_PATH_MAX || room < fixed + 9)
+        return err_set(ret_err, -ENAMETOOLONG,
+                       "no plugin socket fits in %s: a unix socket address holds %zu bytes; use "
+                       "a shorter --kubelet-dir",
+                       dir, SOCKET_PATH_MAX);
+    int n = want <= room ? snprintf(buf, size, DEVPLUGIN_SOCKET_PREFIX "%s.sock", resource)
+                         : snprintf(buf, size, DEVPLUGIN_SOCKET_PREFIX "%.*s-%08x.sock",
+                                    (int)(room - fixed - 9), resource, fnv1a(resource));
     if (n < 0 || (size_t)n >= size)
         return err_set(ret_err, -ENAMETOOLONG, "socket name for %s is too long", resource);
     for (char *p = buf; *p; p++)
         if (*p == '/')
             *p = '_';
-    size_t full = strlen(dir) + 1 + (size_t)n;
-    if (full > SOCKET_PATH_MAX)
-        return err_set(ret_err, -ENAMETOOLONG,
-                       "the plugin socket %s/%s would be %zu bytes, more than a unix socket "
-                       "address holds (%zu): use a shorter --device-plugin-dir",
-                       dir, buf, full, SOCKET_PATH_MAX);
     return 0;
 }
 

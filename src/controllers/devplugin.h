@@ -43,8 +43,10 @@ struct devplugin_dev {
 int devplugin_env_name(const char *prefix, const char *resource, char *buf, size_t size);
 
 /* The plugin socket's file name for `resource` in directory `dir`:
- * "hostdevd-<resource with '/' as '_'>.sock". Returns 0, or -ENAMETOOLONG (with a message in
- * ret_err) when "<dir>/<name>" would not fit a unix socket address (108 bytes with the NUL). */
+ * "hostdevd-<resource with '/' as '_'>.sock", or, when "<dir>/<that>" would not fit a unix
+ * socket address (107 bytes and the NUL), the resource cut short and a hash of the whole name
+ * ("hostdevd-intel.com_8257-1a2b3c4d.sock"): every resource gets a socket, distinct and stable.
+ * Returns 0, or -ENAMETOOLONG (with a message in ret_err) when `dir` leaves no room for one. */
 int devplugin_socket_name(const char *dir, const char *resource, char *buf, size_t size,
                           struct err *ret_err);
 

@@ -104,8 +104,7 @@ static int int_field(const cJSON *o, const char *name, int dflt)
     return cJSON_IsNumber(v) ? v->valueint : dflt;
 }
 
-/* --- what is offered -----------------------------------------------------------------------------
- */
+/* --- what is offered -------------------------------------------------------------------------- */
 
 static void offer_free(void *v)
 {
@@ -235,8 +234,7 @@ static struct map *compute_offers(struct plugins *p)
     return offers;
 }
 
-/* --- ListAndWatch --------------------------------------------------------------------------------
- */
+/* --- ListAndWatch ----------------------------------------------------------------------------- */
 
 static int encode_list(const struct plugin *pl, struct buf *out)
 {
@@ -299,8 +297,7 @@ static void on_list_and_watch(struct grpc_call *call, const uint8_t *msg, size_t
     send_list(pl, call);
 }
 
-/* --- unary answers -------------------------------------------------------------------------------
- */
+/* --- unary answers ---------------------------------------------------------------------------- */
 
 static void reply(struct grpc_call *call, const struct buf *b)
 {
@@ -387,14 +384,17 @@ static int build_answer(struct plugin *pl, const struct dpapi_request *req, stru
         r = devplugin_allocate(pl->resource, devs, pl->n,
                                (const char *const *)req->containers[i].ids, req->containers[i].n,
                                &an->allocs[i], e);
-        an->n = r == 0 ? i + 1 : i;
-        an->specs[i] = r == 0 ? calloc(an->allocs[i].n_paths + 1, sizeof(**an->specs)) : NULL;
-        if (r == 0 && !an->specs[i])
+        if (r < 0)
+            break;
+        an->n = i + 1;
+        struct dpapi_devspec *specs = calloc(an->allocs[i].n_paths + 1, sizeof(*specs));
+        if (!specs) {
             r = err_set(e, -ENOMEM, "out of memory");
-        if (r == 0) {
-            container_response(&an->allocs[i], &an->kvs[i], an->specs[i], &an->resp[i]);
-            chown_usb(pl, &an->allocs[i]);
+            break;
         }
+        an->specs[i] = specs;
+        container_response(&an->allocs[i], &an->kvs[i], specs, &an->resp[i]);
+        chown_usb(pl, &an->allocs[i]);
     }
     free(devs);
     return r;
@@ -496,8 +496,7 @@ static int still_ready(const struct plugin *pl, const char *id, struct err *e)
         }
         (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/driver", d->address);
         int r = node_sysfs_read_link(pl->ps->sysfs_fd, path, link, sizeof(link));
-        const char *base = r >= 0 ? strrchr(link, '/') : NULL;
-        if (!base || strcmp(base + 1, "vfio-pci") != 0)
+        if (r < 0 || strcmp(link, "vfio-pci") != 0)
             return err_set(e, -ENODEV, "device %s is no longer bound to vfio-pci", d->address);
         return 0;
     }
@@ -525,8 +524,7 @@ static void on_pre_start(struct grpc_call *call, const uint8_t *msg, size_t len,
     dpapi_request_done(&req);
 }
 
-/* --- a plugin's life
- * ------------------------------------------------------------------------------ */
+/* --- a plugin's life -------------------------------------------------------------------------- */
 
 static void register_plugin(struct plugin *pl);
 
@@ -692,8 +690,7 @@ static void plugin_offer(struct plugin *pl, struct offer *o)
     }
 }
 
-/* --- the set of plugins
- * --------------------------------------------------------------------------- */
+/* --- the set of plugins ----------------------------------------------------------------------- */
 
 /* A resource nobody offers any more keeps its plugin with an empty list (kubelet withdraws the
  * devices at once: allocatable 0), ready for the next claim of it; plugins are not stopped while
@@ -701,8 +698,8 @@ static void plugin_offer(struct plugin *pl, struct offer *o)
  * its grace period). */
 static void empty_unoffered(struct plugins *ps, const struct map *offers)
 {
-    const char *key;
-    void *v;
+    const char *key = NULL;
+    void *v = NULL;
     size_t pos = 0;
     while (map_next(ps->by_resource, &pos, &key, &v)) {
         struct plugin *pl = v;
@@ -758,13 +755,12 @@ void plugins_sync(struct plugins *ps)
         ev_timer_start(ps->cfg.loop, &ps->sync_timer);
 }
 
-/* --- kubelet's directory
- * -------------------------------------------------------------------------- */
+/* --- kubelet's directory ---------------------------------------------------------------------- */
 
 static void restart_all(struct plugins *ps, const char *why)
 {
-    const char *key;
-    void *v;
+    const char *key = NULL;
+    void *v = NULL;
     size_t pos = 0;
     log_info("kubelet restarted; registering the device plugins again", KV_STR("why", why),
              KV_INT("plugins", map_size(ps->by_resource)));
@@ -775,8 +771,8 @@ static void restart_all(struct plugins *ps, const char *why)
 static void on_dir_event(struct plugins *ps, const struct inotify_event *ev)
 {
     struct stat st;
-    const char *key;
-    void *v;
+    const char *key = NULL;
+    void *v = NULL;
     size_t pos = 0;
     if (!ev->len)
         return;
@@ -833,8 +829,7 @@ static int watch_dir(struct plugins *ps)
     return 0;
 }
 
-/* --- life
- * ----------------------------------------------------------------------------------------- */
+/* --- life ------------------------------------------------------------------------------------- */
 
 static void plugin_map_free(void *v)
 {

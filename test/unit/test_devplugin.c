@@ -60,12 +60,22 @@ static void test_socket_name(void)
                                           sizeof(b), &e),
                     0);
     CU_ASSERT_STRING_EQUAL(b, "hostdevd-intel.com_82574L.sock");
+    /* a long path: the name is cut short with a hash, and the whole path fits */
+    const char *longdir = "/tmp/hostdevd-plugins.rQkLUv/kubelet/varlib/kubelet/device-plugins";
+    const char *res = "intel.com/82574L_GIGABIT_NETWORK_CONNECTION";
+    CU_ASSERT_EQUAL(devplugin_socket_name(longdir, res, b, sizeof(b), &e), 0);
+    CU_ASSERT_EQUAL(strlen(longdir) + 1 + strlen(b), 107);
+    CU_ASSERT_EQUAL(strncmp(b, "hostdevd-intel.com_82574L", 25), 0);
+    char other[256];
+    CU_ASSERT_EQUAL(devplugin_socket_name(longdir, "intel.com/82574L_GIGABIT_NETWORK_CONNECTION_2",
+                                          other, sizeof(other), &e),
+                    0);
+    CU_ASSERT_STRING_NOT_EQUAL(b, other); /* same prefix, other hash */
     memset(dir, 'd', sizeof(dir) - 1);
     dir[0] = '/';
     dir[sizeof(dir) - 1] = '\0';
-    CU_ASSERT_EQUAL(devplugin_socket_name(dir, "intel.com/82574L", b, sizeof(b), &e),
-                    -ENAMETOOLONG);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "--device-plugin-dir"));
+    CU_ASSERT_EQUAL(devplugin_socket_name(dir, res, b, sizeof(b), &e), -ENAMETOOLONG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "--kubelet-dir"));
 }
 
 static void test_allocate_pci(void)
