@@ -133,6 +133,17 @@ refused() { kubectl get events --field-selector involvedObject.name=p2 -o jsonpa
 if eventually 30 refused; then pass "a pod asking for 2 NICs when 1 is free is refused: kubelet's reason"; else
     fail "over-request refused" "$(phase p2); $(kubectl get events --field-selector involvedObject.name=p2)"; fi
 
+echo "--- Allocate round trip (our client, a connection per call, release build)"
+PSOCK=$(find "$DEVICE_PLUGIN_DIR" -name "hostdevd-intel.com*.sock" | head -1)
+REQ=0a0e0a0c$(printf '%s' "$NIC1" | od -An -tx1 | tr -d ' \n')
+OUT=$(build/release/grpctool bench "$PSOCK" /v1beta1.DevicePlugin/Allocate 200 "$REQ" 2>&1)
+if [[ $OUT =~ median_us=([0-9]+)\ p90_us=([0-9]+) ]]; then
+    ALLOC_RTT="median ${BASH_REMATCH[1]} us, p90 ${BASH_REMATCH[2]} us"
+    pass "200 Allocate calls answered ($ALLOC_RTT)"
+else
+    fail "Allocate round trips" "$OUT"
+fi
+
 echo "--- a malformed peer"
 SOCK=$(find "$DEVICE_PLUGIN_DIR" -name "hostdevd-kubevirt.io_*.sock" | head -1)
 python3 - "$SOCK" <<'EOF'
@@ -157,7 +168,13 @@ LAT=()
 for i in $(seq 1 "$RESTARTS"); do
     BEFORE=$(metric hostdevd_plugin_registrations_total)
     T=$(now)
-    hack/kubelet.sh restart "$KUBELET_DIR" >/dev/null 2>&1 || { fail "kubelet restart $i" "$(tail -5 "$KUBELET_LOG")"; break; }
+    # The harness itself (kubelet Ready again) is not under test: one retry, said aloud.
+    if ! hack/kubelet.sh restart "$KUBELET_DIR" >"$TEST_DIR/restart.log" 2>&1; then
+        echo "  note: restart $i: the harness failed once, retrying: $(tail -3 "$TEST_DIR/restart.log" | tr '\n' ' ')"
+        T=$(now)
+        hack/kubelet.sh up "$KUBELET_DIR" "$TEST_DIR/cluster" "$NODE" >"$TEST_DIR/restart.log" 2>&1 ||
+            { fail "kubelet restart $i" "$(tail -8 "$TEST_DIR/restart.log")"; break; }
+    fi
     reregistered() { [ "$(metric hostdevd_plugin_registrations_total)" -ge "$((BEFORE + 2))" ]; }
     if eventually 30 reregistered; then LAT+=("$(since "$T")"); else fail "re-registered after restart $i" "$(tail -5 "$TEST_DIR/agent.log")"; break; fi
 done
@@ -171,8 +188,9 @@ kubectl delete pod u2 --wait=false >/dev/null
 kubectl delete usbdeviceclaim "$USB" --wait=false >/dev/null
 if eventually 30 has_allocatable "$RES_USB" 0; then pass "USB claim deleted: $RES_USB allocatable 0"; else fail "USB withdrawn" "$(allocatable "$RES_USB")"; fi
 
-echo "  claim Ready -> allocatable ${READY_TO_ALLOCATABLE:-?} s; kubelet restart -> re-registered ${STATS:-?}"
-mkdir -p "$ROOT/build/results" && echo "ready-to-allocatable ${READY_TO_ALLOCATABLE:-?} s; restart ${STATS:-?}" >"$ROOT/build/results/plugins.txt"
+echo "  claim Ready -> allocatable ${READY_TO_ALLOCATABLE:-?} s; kubelet restart -> re-registered ${STATS:-?}; Allocate ${ALLOC_RTT:-?}"
+mkdir -p "$ROOT/build/results" &&
+    echo "ready-to-allocatable ${READY_TO_ALLOCATABLE:-?} s; restart ${STATS:-?}; allocate ${ALLOC_RTT:-?}" >"$ROOT/build/results/plugins.txt"
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" && pass "agent exits 0 (no leaks)" || fail "agent exit" "$(tail -20 "$TEST_DIR/agent.log")"
 finish
