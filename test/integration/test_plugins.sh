@@ -183,6 +183,16 @@ if [ "${#LAT[@]}" -eq "$RESTARTS" ] && eventually 30 has_allocatable "$RES_PCI" 
     pass "$RESTARTS kubelet restarts, each followed by re-registration ($STATS from the restart command); allocatable back"
 fi
 
+echo "--- a device unbound behind our back"
+ln -sfn ../../../bus/pci/drivers/virtio-pci "$SYS/devices/pci0000:00/$NIC2/driver" 2>/dev/null ||
+    ln -sfn ../../../bus/pci/drivers/virtio-pci "$(readlink -f "$SYS/bus/pci/devices/$NIC2")/driver"
+kill -HUP "$AGENT_PID"
+if eventually 30 has_allocatable "$RES_PCI" 1; then
+    pass "$NIC2 moved to another driver: no longer offered as healthy ($RES_PCI allocatable 1)"
+else
+    fail "unbound device withdrawn" "$(allocatable "$RES_PCI"); $(tail -5 "$TEST_DIR/agent.log")"
+fi
+
 echo "--- a released claim withdraws its device"
 kubectl delete pod u2 --wait=false >/dev/null
 kubectl delete usbdeviceclaim "$USB" --wait=false >/dev/null
