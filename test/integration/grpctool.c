@@ -185,8 +185,9 @@ static uint8_t *unhex(const char *hex, size_t *ret_len)
     size_t n = strlen(hex) / 2;
     uint8_t *b = malloc(n ? n : 1);
     for (size_t i = 0; b && i < n; i++) {
-        unsigned v;
-        if (sscanf(hex + 2 * i, "%2x", &v) != 1) {
+        char pair[3] = {hex[2 * i], hex[2 * i + 1], '\0'}, *end;
+        unsigned long v = strtoul(pair, &end, 16);
+        if (*end) {
             free(b);
             return NULL;
         }
