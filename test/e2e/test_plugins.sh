@@ -9,8 +9,9 @@
 # e1000e names /dev/vfio/vfio and /dev/vfio/<its group in the guest's sysfs> (and its vfio cdev
 # when the kernel has one), "mrw", and PCI_RESOURCE_<NAME>=0000:00:04.0; Allocate for the
 # keyboard names its /dev/bus/usb/BBB/DDD and USB_RESOURCE_<NAME>=<busnum>:<devnum> from the
-# guest's sysfs, and the node is chowned to 107:107; KubeVirt's own parser of these variables
-# (test/kubevirtenv) turns the answers into the expected libvirt host devices. Prints the time
+# guest's sysfs, and the node is chowned to 107:107; KubeVirt v1.9.0's own reader of these
+# variables (test/kubevirtenv, on the host) turns the answers into the expected libvirt host
+# devices. Prints the time
 # from the claims being Ready to the device manager holding both devices, and the median
 # Allocate (through the manager) of 50.
 SUITE=e2e-plugins
@@ -28,6 +29,7 @@ if ! PEER=$(hack/kubeletpeer-build.sh); then
     fail "kubelet's device manager builds (hack/kubeletpeer-build.sh)"
     finish
 fi
+KUBEVIRTENV=$(hack/kubevirtenv-build.sh) || fail "KubeVirt's host-device env reader builds (hack/kubevirtenv-build.sh)"
 cluster_start
 install_crds
 create_node "$NODE"
@@ -140,6 +142,22 @@ OWNER=$(guest "stat -c %u:%g $USB_NODE")
 MEDIAN=$(j '"Allocate %.1f ms (worst %.1f ms), run options with PreStartContainer %.1f ms, medians of %d" % (d["bench"]["medianMs"], d["bench"]["worstMs"], d["bench"]["startMedianMs"], d["bench"]["n"])')
 [ "$(j 'd["bench"].get("error", "")')" = "" ] && pass "$BENCH more Allocates of the e1000e, each for a new pod: $MEDIAN" ||
     fail "Allocate repeated" "$(j 'd["bench"]')"
+
+echo "--- KubeVirt's reader of the answers (virt-launcher's hostdevice address pools)"
+if [ -n "$KUBEVIRTENV" ]; then
+    # The variables exactly as Allocate returned them (a name may hold '-': env(1), not the shell).
+    mapfile -t ENVS < <(j '"\n".join(k + "=" + v for a in d["allocations"] for k, v in a["envs"].items())')
+    KV=$(env "${ENVS[@]}" "$KUBEVIRTENV" --pci "$RES_PCI" --usb "$RES_USB" 2>&1)
+    echo "$KV" >"$TEST_DIR/kubevirtenv.json"
+    kv() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$TEST_DIR/kubevirtenv.json" "$1" 2>&1; }
+    [ "$(kv '[(x["type"], x["managed"], x["domain"], x["bus"], x["slot"], x["function"]) for x in d["pci"]]')" = \
+        "[('pci', 'no', '0x0000', '0x00', '0x04', '0x0')]" ] &&
+        pass "KubeVirt v1.9.0 makes <hostdev type='pci' managed='no'> with source 0000:00:04.0 of it" ||
+        fail "KubeVirt's PCI host device" "$KV"
+    [ "$(kv '[(x["type"], x["mode"], x["bus"], x["device"]) for x in d["usb"]]')" = "[('usb', 'subsystem', '$BUSNUM', '$DEVNUM')]" ] &&
+        pass "... and <hostdev type='usb' mode='subsystem'> with bus $BUSNUM device $DEVNUM" ||
+        fail "KubeVirt's USB host device" "$KV"
+fi
 
 echo "  claims Ready -> device manager holds both devices ${READY_TO_SEEN:-?} s (host/guest clocks matched to ±$RTT s)"
 echo "  kubelet's device manager, per new pod: ${MEDIAN:-?}; test $((SECONDS - T_START))s"
