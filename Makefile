@@ -7,8 +7,10 @@
 #   make bench    benchmarks against a private control plane; prints figures
 #   make fuzz     libFuzzer runs of every parser (FUZZ_RUNS, FUZZ_TARGETS)
 #   make deps     installs the Debian packages the build and the tests need
-#   make k8s      builds the pinned Kubernetes test binaries (kubelet too) and the fake CRI
-#                 runtime (test/fakecri) into the cache (outside the repo)
+#   make k8s      builds the pinned Kubernetes test binaries (kubelet too), the fake CRI
+#                 runtime (test/fakecri), kubelet's device manager for the qemu node
+#                 (test/kubeletpeer) and KubeVirt's env reader (test/kubevirtenv) into caches
+#                 outside the repo
 #   make clean
 
 SHELL := /bin/bash
@@ -128,6 +130,8 @@ deps:
 k8s: deps
 	@hack/k8s-build.sh >/dev/null
 	@hack/fakecri-build.sh >/dev/null
+	@hack/kubeletpeer-build.sh >/dev/null
+	@hack/kubevirtenv-build.sh >/dev/null
 
 # The test build is separate (build/asan) so `make` and `make test` never share objects.
 TEST_BINS := build/asan/unit-tests build/asan/hostdevd build/asan/kubetool bin/hostdevd \

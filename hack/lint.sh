@@ -38,11 +38,12 @@ rm -f "$tidy_out"
 
 # The qemu node's scripts: hack/qemu-node.sh and the guest's shell files in hack/qemu-guest/
 # (those starting with #!/bin/sh or a shellcheck shell directive; inittab, passwd are not); the
-# kubelet harness (hack/kubelet.sh, hack/fakecri-build.sh).
+# kubelet harness (hack/kubelet.sh, hack/fakecri-build.sh); the Go test programs' builds.
 step "shellcheck ($(shellcheck --version | awk '/^version:/{print $2}'))"
 is_sh() { head -1 "$1" | grep -qE '^(#!/bin/sh|# shellcheck shell=)'; }
 mapfile -t guest < <(git ls-files --cached --others --exclude-standard -- hack/qemu-guest | sort -u)
-shfiles=(hack/qemu-node.sh hack/kubelet.sh hack/fakecri-build.sh)
+shfiles=(hack/qemu-node.sh hack/kubelet.sh hack/fakecri-build.sh hack/kubeletpeer-build.sh
+    hack/kubevirtenv-build.sh)
 for f in "${guest[@]}"; do is_sh "$f" && shfiles+=("$f"); done
 shellcheck "${shfiles[@]}" || rc=1
 

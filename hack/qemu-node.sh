@@ -13,6 +13,8 @@
 #       --agent-args "ARGS"    extra agent arguments (split on whitespace in the guest)
 #       --agent-env "K=V ..."  extra environment of the supervised agent
 #       --agent BINARY         replace the image's agent binary for this boot (same libraries)
+#       --extra SRC:DEST       also put file SRC at DEST in the guest for this boot (repeatable;
+#                              a static binary: its libraries are not copied)
 #       --no-agent             do not start the supervised agent (agentctl start does)
 #       --memory MB, --smp N   guest size (default 768, 1)
 #       --timeout S            how long to wait for the control channel (default 120)
@@ -40,7 +42,7 @@
 # Environment: HOSTDEVD_QEMU_CACHE (default ~/.cache/hostdevd-qemu), QEMU_NODE_KERNEL_PKG
 # (default: the package linux-image-amd64 depends on), QEMU_NODE_EXTRA_MODULES (more modules
 # for the image's tree), QEMU_NODE_APPEND (more kernel arguments), QEMU_NODE_QEMU_ARGS (more
-# qemu arguments).
+# qemu arguments), QEMU_NODE_ACCEL (qemu's -accel, default tcg; "kvm" needs /dev/kvm).
 set -euo pipefail
 
 HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -325,7 +327,7 @@ squote() { # a value single-quoted for /bin/sh
 cmd_boot() {
     [ $# -ge 1 ] || die "usage: boot DIR [OPTIONS]"
     local dir image kubeconfig="" node=qnode agent_args="" agent_env="" agent="" enabled=1
-    local mem=768 smp=1 timeout=120 wait=1 watch=""
+    local mem=768 smp=1 timeout=120 wait=1 watch="" extras=() x
     dir=$(realpath -m "$1")
     shift
     image=$dir
@@ -337,6 +339,7 @@ cmd_boot() {
         --agent-args) agent_args=$2; shift 2 ;;
         --agent-env) agent_env=$2; shift 2 ;;
         --agent) agent=$2; shift 2 ;;
+        --extra) extras+=("$2"); shift 2 ;;
         --no-agent) enabled=0; shift ;;
         --memory) mem=$2; shift 2 ;;
         --smp) smp=$2; shift 2 ;;
@@ -368,6 +371,11 @@ cmd_boot() {
     if [ -n "$agent" ]; then
         install -D -m 755 "$agent" "$cfg/usr/bin/hostdevd"
     fi
+    for x in ${extras[@]+"${extras[@]}"}; do
+        case $x in /*:/* | [!/]*:/*) ;; *) die "--extra wants SRC:/DEST, not $x" ;; esac
+        [ -f "${x%%:*}" ] || die "--extra: no file ${x%%:*}"
+        install -D -m 755 "${x%%:*}" "$cfg/${x#*:}"
+    done
     (cd "$cfg" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$dir/boot.cpio"
     cat "$image/initrd.img" "$dir/boot.cpio" >"$dir/initrd-boot.img"
     [ -f "$dir/stick.img" ] || {
@@ -384,7 +392,7 @@ cmd_boot() {
     # shellcheck disable=SC2054 # commas are qemu's
     local args=(
         -name hostdevd-node,debug-threads=off
-        -accel tcg -machine q35,kernel-irqchip=split -cpu max -m "$mem" -smp "$smp"
+        -accel "${QEMU_NODE_ACCEL:-tcg}" -machine q35,kernel-irqchip=split -cpu max -m "$mem" -smp "$smp"
         -nodefaults -no-user-config -vga none -display none
         -device intel-iommu,intremap=on,caching-mode=on
         -kernel "$kernel" -initrd "$dir/initrd-boot.img" -append "$append"
