@@ -2,9 +2,10 @@
 # KubeVirt v1.9.0's own CRDs for kubevirts, virtualmachineinstances and virtualmachines
 # (kubevirt.io), test infrastructure only: test/kubevirtcrds, built against the
 # kubevirt.io/kubevirt@v1.9.0 module from the Go module proxy, runs virt-operator's CRD
-# constructors (pkg/virt-operator/resource/generate/components) and KubeVirt's marshaller, as
-# tools/resource-generator does. The kubevirts CRD it writes must be byte-identical to the
-# module's shipped manifests/generated/kv-resource.yaml, or the build fails. Output goes to a
+# constructors (pkg/virt-operator/resource/generate/components), as tools/resource-generator
+# does. The kubevirts CRD it writes must be byte-identical to the module's shipped
+# manifests/generated/kv-resource.yaml, or the build fails (the module ships no YAML of the
+# others). Output goes to a
 # cache outside the repo, keyed by the Go version and a hash of the sources and this script, with
 # a completion stamp; a second run prints the path at once. Prints the directory (one
 # <plural>.kubevirt.io.yaml per CRD) on stdout; progress on stderr.
@@ -12,7 +13,7 @@
 # The components package as a whole imports virt-template modules the proxy does not serve, so,
 # as for test/kubevirtenv, go.mod's replace directive points at a copy (./kubevirt) of just the
 # files the CRDs need, unchanged: components/crds.go, components/validations_generated.go (the
-# OpenAPI schemas), pkg/pointer and tools/util/marshaller.go.
+# OpenAPI schemas) and pkg/pointer.
 set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../test/kubevirtcrds" && pwd)
 SELF=$(realpath "${BASH_SOURCE[0]}")
@@ -33,12 +34,11 @@ trap 'rm -rf "$W"' EXIT
 MOD=$(cd "$SRC" && go mod download -json "kubevirt.io/kubevirt@$KUBEVIRT" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 [ -f "$MOD/go.mod" ] || { echo "kubevirt-crds: cannot download kubevirt.io/kubevirt@$KUBEVIRT" >&2; exit 1; }
 C=pkg/virt-operator/resource/generate/components
-mkdir -p "$W/src/kubevirt/$C" "$W/src/kubevirt/pkg/pointer" "$W/src/kubevirt/tools/util" "$W/out"
+mkdir -p "$W/src/kubevirt/$C" "$W/src/kubevirt/pkg/pointer" "$W/out"
 cp "$SRC"/go.mod "$SRC"/go.sum "$SRC"/*.go "$W/src/"
 cp "$MOD/go.mod" "$W/src/kubevirt/"
 cp "$MOD/$C/crds.go" "$MOD/$C/validations_generated.go" "$W/src/kubevirt/$C/"
 cp "$MOD/pkg/pointer/pointer.go" "$W/src/kubevirt/pkg/pointer/"
-cp "$MOD/tools/util/marshaller.go" "$W/src/kubevirt/tools/util/"
 chmod -R u+w "$W/src/kubevirt"
 (cd "$W/src" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$W/kubevirtcrds" .) >&2
 "$W/kubevirtcrds" "$W/out"
