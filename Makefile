@@ -132,6 +132,7 @@ k8s: deps
 	@hack/fakecri-build.sh >/dev/null
 	@hack/kubeletpeer-build.sh >/dev/null
 	@hack/kubevirtenv-build.sh >/dev/null
+	@hack/kubevirt-crds.sh >/dev/null
 
 # The test build is separate (build/asan) so `make` and `make test` never share objects.
 TEST_BINS := build/asan/unit-tests build/asan/hostdevd build/asan/kubetool bin/hostdevd \
