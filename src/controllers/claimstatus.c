@@ -110,3 +110,11 @@ char *claimstatus_finalizer_patch(const cJSON *claim, const char *finalizer, boo
         return NULL;
     return buf_take(&b);
 }
+
+bool claimstatus_pci_bound(const cJSON *claim)
+{
+    const cJSON *c = claimstatus_ready(claim);
+    return !kube_meta_str(claim, "deletionTimestamp") &&
+           cJSON_IsTrue(field(field(claim, "status"), "passthroughEnabled")) &&
+           same(str_field(c, "status"), "True");
+}

@@ -5,7 +5,8 @@
  * `agent` runs the node agent (controllers/agent.c); `name` prints the object name hostdevd
  * gives a device, so a user can write the matching claim; `vfio` binds or restores one device
  * by hand (controllers/vfiotool.c); `usb list` prints the USB devices the agent sees
- * (controllers/usbtool.c); the `controller` role arrives with its issue. Logs errors once, here.
+ * (controllers/usbtool.c); `controller` runs the cluster role (controllers/controller.c). Logs
+ * errors once, here.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "base/log.h"
 #include "controllers/agent.h"
+#include "controllers/controller.h"
 #include "controllers/usbtool.h"
 #include "controllers/vfiotool.h"
 #include "kube/names.h"
@@ -27,6 +29,7 @@ static void usage(FILE *f)
           "\n"
           "Commands:\n"
           "  agent [OPTIONS]                       run the node agent (agent --help)\n"
+          "  controller [OPTIONS]                  run the cluster controller (controller --help)\n"
           "  version                               print the version\n"
           "  name pci NODE ADDRESS                 PCIDevice/PCIDeviceClaim name of a device\n"
           "  name usb NODE VENDOR PRODUCT PORTPATH USBDevice/USBDeviceClaim name of a device\n"
@@ -87,6 +90,13 @@ int main(int argc, char **argv)
         return vfiotool_run(argc - 1, argv + 1);
     if (strcmp(cmd, "usb") == 0)
         return usbtool_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "controller") == 0) {
+        struct controller_config cfg;
+        int r = controller_parse_args(argc - 1, argv + 1, &cfg);
+        if (r != 0)
+            return r > 0 ? 0 : 2;
+        return controller_run(&cfg);
+    }
     if (strcmp(cmd, "agent") == 0) {
         struct agent_config cfg;
         int r = agent_parse_args(argc - 1, argv + 1, &cfg);

@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
+#include "controllers/claimstatus.h"
 #include "controllers/devplugin.h"
 #include "controllers/usbclaim.h"
 #include "controllers/usbdevice.h"
@@ -144,38 +145,9 @@ static void read_cdev(const struct plugins *p, const char *address, char *buf, s
     node_sysfs_names_free(names);
 }
 
-/* The resource a bound PCI claim offers its device under. */
-static bool pci_resource(const cJSON *claim, const cJSON *dev, const char *name, char *buf,
-                         size_t size)
-{
-    const char *rn = str_field(field(dev, "status"), "resourceName");
-    const char *slash = rn ? strchr(rn, '/') : NULL;
-    if (!slash)
-        return false;
-    if (cJSON_IsTrue(field(field(claim, "spec"), "disableResourcePooling")))
-        (void)snprintf(buf, size, "%.*s/%s", (int)(slash - rn), rn, name);
-    else
-        (void)snprintf(buf, size, "%s", rn);
-    return true;
-}
-
 static bool same(const char *a, const char *b)
 {
     return a && b && strcmp(a, b) == 0;
-}
-
-/* A PCI claim whose device is bound and verified: passthroughEnabled and Ready. */
-static bool pci_bound(const cJSON *claim)
-{
-    const cJSON *st = field(claim, "status"), *c;
-    if (kube_meta_str(claim, "deletionTimestamp") || !cJSON_IsTrue(field(st, "passthroughEnabled")))
-        return false;
-    cJSON_ArrayForEach(c, field(st, "conditions"))
-    {
-        if (same(str_field(c, "type"), "Ready"))
-            return same(str_field(c, "status"), "True");
-    }
-    return false;
 }
 
 static void add_pci(struct plugins *p, struct map *offers, const char *name, const cJSON *claim)
@@ -183,8 +155,8 @@ static void add_pci(struct plugins *p, struct map *offers, const char *name, con
     const cJSON *dev = kube_informer_get(p->pci_devices, name);
     const char *address = str_field(field(claim, "spec"), "address");
     char resource[320];
-    if (!pci_bound(claim) || !address || !dev ||
-        !pci_resource(claim, dev, name, resource, sizeof(resource)))
+    if (!claimstatus_pci_bound(claim) || !address || !dev ||
+        !devplugin_pci_resource(claim, dev, name, resource, sizeof(resource)))
         return;
     const cJSON *ds = field(dev, "status");
     struct pdev *d = offer_add(offers, resource);

@@ -26,6 +26,7 @@ const struct kube_resource kube_res_usbdevices = {"devices.harvesterhci.io", "v1
 const struct kube_resource kube_res_usbdeviceclaims = {"devices.harvesterhci.io", "v1beta1",
                                                        "usbdeviceclaims", false};
 const struct kube_resource kube_res_nodes = {"", "v1", "nodes", false};
+const struct kube_resource kube_res_kubevirts = {"kubevirt.io", "v1", "kubevirts", true};
 const struct kube_resource kube_res_leases = {"coordination.k8s.io", "v1", "leases", true};
 const struct kube_resource kube_res_events = {"events.k8s.io", "v1", "events", true};
 
@@ -43,7 +44,9 @@ static bool is_segment(const char *s)
 int kube_client_path(const struct kube_resource *r, const char *ns, const char *name,
                      const char *subresource, struct buf *out)
 {
-    if (r->namespaced != (ns != NULL) || (ns && !is_segment(ns)) || (name && !is_segment(name)))
+    /* a namespaced collection without a namespace is the all-namespaces one (LIST, WATCH) */
+    if ((!r->namespaced && ns) || (r->namespaced && !ns && name) || (ns && !is_segment(ns)) ||
+        (name && !is_segment(name)))
         return -EINVAL;
     int e = r->group[0] ? buf_printf(out, "/apis/%s/%s", r->group, r->version)
                         : buf_printf(out, "/api/%s", r->version);

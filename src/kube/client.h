@@ -29,6 +29,7 @@ extern const struct kube_resource kube_res_pcideviceclaims;
 extern const struct kube_resource kube_res_usbdevices;
 extern const struct kube_resource kube_res_usbdeviceclaims;
 extern const struct kube_resource kube_res_nodes;
+extern const struct kube_resource kube_res_kubevirts;
 extern const struct kube_resource kube_res_leases;
 extern const struct kube_resource kube_res_events;
 
@@ -40,8 +41,9 @@ enum kube_patch_type { KUBE_PATCH_MERGE, KUBE_PATCH_JSON };
 
 /*
  * Appends "/apis/<group>/<version>[/namespaces/<ns>]/<plural>[/<name>[/<subresource>]]" to
- * `out` (names are validated as path segments: no '/', no "." or ".."). Returns 0, -EINVAL or
- * -E2BIG.
+ * `out` (names are validated as path segments: no '/', no "." or ".."; a namespaced resource with
+ * no namespace and no name is the all-namespaces collection, for LIST and WATCH). Returns 0,
+ * -EINVAL or -E2BIG.
  */
 int kube_client_path(const struct kube_resource *r, const char *ns, const char *name,
                      const char *subresource, struct buf *out);

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/controller.c - `hostdevd controller` (see controller.h): wiring only. Parts:
+ * leader election (kube/leader.c), four cluster-wide caches (PCIDeviceClaims, PCIDevices,
+ * USBDeviceClaims, USBDevices) whose every change queues the KubeVirt CR again, and the KubeVirt
+ * reconciler, which hands out work only while this replica leads.
+ */
+#include "controllers/controller.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "controllers/kubevirt.h"
+#include "controllers/process.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+#include "kube/leader.h"
+
+#define LEASE_NAME "hostdevd-controller"
+
+enum { PCI_CLAIMS, PCI_DEVICES, USB_CLAIMS, USB_DEVICES, N_CACHES };
+
+struct controller {
+    const struct controller_config *cfg;
+    struct process *proc;
+    struct kube_leader *leader;
+    struct kube_informer *caches[N_CACHES];
+    struct kvpermit *kv;
+    struct metrics_series *leading;
+    bool releasing; /* the Lease is being given up (SIGTERM) */
+    char identity[256];
+};
+
+/* --- leadership ---------------------------------------------------------------------------- */
+
+static void on_started(void *userdata)
+{
+    struct controller *c = userdata;
+    metrics_set(c->leading, 1);
+    log_info("Leading: keeping KubeVirt's permittedHostDevices", KV_STR("identity", c->identity));
+    kvpermit_enqueue(c->kv);
+}
+
+static void on_stopped(void *userdata)
+{
+    struct controller *c = userdata;
+    metrics_set(c->leading, 0);
+    log_warning("Lost the lead; standing by", KV_STR("identity", c->identity));
+}
+
+static bool leads(void *userdata)
+{
+    const struct controller *c = userdata;
+    return c->leader && kube_leader_is_leader(c->leader);
+}
+
+static bool leader_ready(struct buf *why, void *userdata)
+{
+    if (leads(userdata))
+        return true;
+    (void)buf_adds(why, "standby: another replica leads");
+    return false;
+}
+
+static void on_released(void *userdata)
+{
+    struct controller *c = userdata;
+    c->releasing = false;
+}
+
+static void leader_stop(void *userdata)
+{
+    struct controller *c = userdata;
+    c->releasing = true;
+    kube_leader_release(c->leader, on_released, c); /* the next replica takes over at once */
+}
+
+static int leader_in_flight(void *userdata)
+{
+    const struct controller *c = userdata;
+    return c->releasing ? 1 : 0;
+}
+
+static void leader_free(void *userdata)
+{
+    struct controller *c = userdata;
+    c->leader = kube_leader_free(c->leader);
+}
+
+static int add_leader(struct controller *c)
+{
+    struct kube_leader_config lc = {.namespace = c->cfg->namespace,
+                                    .name = LEASE_NAME,
+                                    .identity = c->identity,
+                                    .lease_duration = c->cfg->lease_duration,
+                                    .renew_deadline = c->cfg->lease_duration * 2 / 3,
+                                    .retry_period = c->cfg->lease_duration / 7.5,
+                                    .on_started_leading = on_started,
+                                    .on_stopped_leading = on_stopped,
+                                    .userdata = c};
+    c->leader = kube_leader_new(process_loop(c->proc), process_http(c->proc), &lc);
+    if (!c->leader)
+        return -EINVAL;
+    c->leading = metrics_one(process_metrics(c->proc), METRICS_GAUGE, "hostdevd_leader",
+                             "1 while this replica leads.");
+    struct process_part part = {.name = "leader",
+                                .ready = leader_ready,
+                                .stop = leader_stop,
+                                .in_flight = leader_in_flight,
+                                .free = leader_free,
+                                .userdata = c};
+    return process_add_part(c->proc, &part);
+}
+
+/* --- caches and the reconciler ------------------------------------------------------------- */
+
+static void on_add(const char *key, const cJSON *obj, void *userdata)
+{
+    struct controller *c = userdata;
+    (void)key;
+    (void)obj;
+    kvpermit_enqueue(c->kv);
+}
+
+static void on_update(const char *key, const cJSON *old_obj, const cJSON *obj, void *userdata)
+{
+    (void)old_obj;
+    on_add(key, obj, userdata);
+}
+
+static void caches_free(void *userdata)
+{
+    struct controller *c = userdata;
+    for (int i = 0; i < N_CACHES; i++)
+        c->caches[i] = kube_informer_free(c->caches[i]);
+}
+
+static void caches_stop(void *userdata)
+{
+    struct controller *c = userdata;
+    for (int i = 0; i < N_CACHES; i++)
+        kube_informer_stop(c->caches[i]);
+}
+
+static int add_caches(struct controller *c)
+{
+    static const struct kube_resource *const res[N_CACHES] = {
+            &kube_res_pcideviceclaims, &kube_res_pcidevices, &kube_res_usbdeviceclaims,
+            &kube_res_usbdevices};
+    for (int i = 0; i < N_CACHES; i++) {
+        struct kube_informer_config ic = {
+                .resource = res[i],
+                .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_add},
+                .userdata = c};
+        c->caches[i] = kube_informer_new(process_loop(c->proc), process_http(c->proc), &ic);
+        if (!c->caches[i])
+            return -ENOMEM;
+    }
+    struct process_part part = {
+            .name = "caches", .stop = caches_stop, .free = caches_free, .userdata = c};
+    return process_add_part(c->proc, &part);
+}
+
+static int add_kubevirt(struct controller *c)
+{
+    struct kvpermit_config kc = {.loop = process_loop(c->proc),
+                                 .http = process_http(c->proc),
+                                 .metrics = process_metrics(c->proc),
+                                 .kubevirt = c->cfg->kubevirt,
+                                 .can_write = leads,
+                                 .userdata = c};
+    c->kv = kvpermit_new(&kc);
+    if (!c->kv)
+        return -ENOMEM;
+    kvpermit_set_caches(c->kv, c->caches[PCI_CLAIMS], c->caches[PCI_DEVICES], c->caches[USB_CLAIMS],
+                        c->caches[USB_DEVICES]);
+    struct process_part part = {.name = "kubevirt",
+                                .ready = kvpermit_ready,
+                                .stop = kvpermit_stop,
+                                .in_flight = kvpermit_in_flight,
+                                .free = kvpermit_free,
+                                .userdata = c->kv};
+    return process_add_part(c->proc, &part);
+}
+
+static int start(struct controller *c)
+{
+    for (int i = 0; i < N_CACHES; i++) {
+        int r = kube_informer_start(c->caches[i]);
+        if (r < 0)
+            return r;
+    }
+    int r = kvpermit_start(c->kv);
+    return r < 0 ? r : kube_leader_start(c->leader);
+}
+
+static int setup(struct controller *c)
+{
+    static const struct {
+        const char *what;
+        int (*run)(struct controller *c);
+    } steps[] = {
+            {"the caches", add_caches},
+            {"the KubeVirt reconciler", add_kubevirt},
+            {"leader election", add_leader},
+            {"the start", start},
+    };
+    struct process_config pc = {
+            .role = "controller", .kubeconfig = c->cfg->kubeconfig, .listen = c->cfg->listen};
+    int r = process_new(&pc, &c->proc);
+    for (size_t i = 0; r == 0 && i < sizeof(steps) / sizeof(steps[0]); i++)
+        if ((r = steps[i].run(c)) < 0)
+            log_error("Cannot set up the controller", KV_STR("part", steps[i].what), KV_ERRNO(r));
+    return r;
+}
+
+int controller_run(const struct controller_config *cfg)
+{
+    struct controller c = {.cfg = cfg};
+    if (cfg->identity)
+        (void)snprintf(c.identity, sizeof(c.identity), "%s", cfg->identity);
+    else if (gethostname(c.identity, sizeof(c.identity) - 1) < 0)
+        (void)snprintf(c.identity, sizeof(c.identity), "hostdevd-controller-%d", (int)getpid());
+    log_info("Starting hostdevd controller", KV_STR("version", HOSTDEVD_VERSION),
+             KV_STR("identity", c.identity), KV_STR("leaseNamespace", cfg->namespace));
+    int rc = setup(&c) == 0 ? process_run(c.proc) : 1;
+    process_free(c.proc);
+    return rc;
+}
+
+/* --- arguments ----------------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fputs("Usage: hostdevd controller [OPTIONS]\n"
+          "  --kubeconfig PATH       kubeconfig (default $KUBECONFIG, else in-cluster)\n"
+          "  --listen ADDR:PORT      health and metrics endpoint (default 0.0.0.0:9809)\n"
+          "  --namespace NS          namespace of the leader Lease (default $POD_NAMESPACE,\n"
+          "                          else hostdevd-system)\n"
+          "  --id NAME               this replica in the election (default $POD_NAME, else the\n"
+          "                          host name)\n"
+          "  --kubevirt NS/NAME      the KubeVirt CR (default: the only one in the cluster)\n"
+          "  --lease-duration SECS   leader lease (default 15)\n"
+          "  -v N                    log verbosity (default 0)\n",
+          f);
+}
+
+static int option(int c, const char *arg, struct controller_config *cfg)
+{
+    char *end;
+    switch (c) {
+    case 'k':
+        cfg->kubeconfig = arg;
+        return 0;
+    case 'l':
+        cfg->listen = arg;
+        return 0;
+    case 'n':
+        cfg->namespace = arg;
+        return 0;
+    case 'i':
+        cfg->identity = arg;
+        return 0;
+    case 'K':
+        cfg->kubevirt = arg;
+        return strchr(arg, '/') ? 0 : -EINVAL;
+    case 'd':
+        cfg->lease_duration = strtod(arg, &end);
+        return *end || cfg->lease_duration < 3 || cfg->lease_duration > 600 ? -EINVAL : 0;
+    case 'v':
+        log_set_verbosity((int)strtol(arg, &end, 10));
+        return *end ? -EINVAL : 0;
+    case 'h':
+        usage(stdout);
+        return 1;
+    default:
+        usage(stderr);
+        return -EINVAL;
+    }
+}
+
+int controller_parse_args(int argc, char **argv, struct controller_config *ret)
+{
+    static const struct option opts[] = {
+            {"kubeconfig", required_argument, NULL, 'k'},
+            {"listen", required_argument, NULL, 'l'},
+            {"namespace", required_argument, NULL, 'n'},
+            {"id", required_argument, NULL, 'i'},
+            {"kubevirt", required_argument, NULL, 'K'},
+            {"lease-duration", required_argument, NULL, 'd'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
+    };
+    const char *ns = getenv("POD_NAMESPACE");
+    *ret = (struct controller_config){.listen = "0.0.0.0:9809",
+                                      .namespace = ns && ns[0] ? ns : "hostdevd-system",
+                                      .identity = getenv("POD_NAME"),
+                                      .lease_duration = 15};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "v:h", opts, NULL)) != -1) {
+        int r = option(c, optarg, ret);
+        if (r != 0) {
+            if (r < 0 && c != '?')
+                log_error("Invalid controller option", KV_STR("value", optarg ? optarg : ""));
+            return r;
+        }
+    }
+    return optind < argc ? -EINVAL : 0;
+}

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/kubevirt.c - the KubeVirt permittedHostDevices reconciler (see kubevirt.h).
+ */
+#include "controllers/kubevirt.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "controllers/claimstatus.h"
+#include "controllers/devplugin.h"
+#include "controllers/permitted.h"
+#include "controllers/runner.h"
+#include "controllers/usbclaim.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+
+#define MAX_IN_FLIGHT 1
+
+struct kvpermit {
+    struct kvpermit_config cfg;
+    struct runner *runner;
+    struct kube_informer *pci_claims, *pci_devices, *usb_claims, *usb_devices;
+    bool gate_reported, count_reported;
+    struct metrics_series *writes, *conflicts, *entries;
+};
+
+struct kvjob {
+    struct kvpermit *k;
+    struct runner_job *job;
+    char ns[254], name[254];
+    char *patch;
+};
+
+static const cJSON *field(const cJSON *o, const char *name)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
+}
+
+static const char *sfield(const cJSON *o, const char *name)
+{
+    return cJSON_GetStringValue(field(o, name));
+}
+
+/* --- what the claims need ------------------------------------------------------------------ */
+
+static void want_pci(struct kvpermit *k, struct permitted_want *w)
+{
+    size_t pos = 0;
+    const char *key;
+    const cJSON *claim;
+    while (kube_informer_next(k->pci_claims, &pos, &key, &claim)) {
+        const cJSON *dev = kube_informer_get(k->pci_devices, key);
+        const cJSON *st = field(dev, "status");
+        struct permitted_entry e = {.usb = false};
+        if (!claimstatus_pci_bound(claim) || !sfield(st, "vendorId") || !sfield(st, "deviceId") ||
+            !devplugin_pci_resource(claim, dev, key, e.resource, sizeof(e.resource)))
+            continue;
+        (void)snprintf(e.vendor, sizeof(e.vendor), "%s", sfield(st, "vendorId"));
+        (void)snprintf(e.product, sizeof(e.product), "%s", sfield(st, "deviceId"));
+        (void)permitted_want_add(w, &e);
+    }
+}
+
+static void want_usb(struct kvpermit *k, struct permitted_want *w)
+{
+    size_t pos = 0;
+    const char *key;
+    const cJSON *claim;
+    while (kube_informer_next(k->usb_claims, &pos, &key, &claim)) {
+        const cJSON *st = field(kube_informer_get(k->usb_devices, key), "status");
+        const char *rn = sfield(st, "resourceName");
+        struct permitted_entry e = {.usb = true};
+        if (!usbclaim_holds(claim) || !rn || !sfield(st, "vendorID") || !sfield(st, "productID"))
+            continue;
+        (void)snprintf(e.resource, sizeof(e.resource), "%s", rn);
+        (void)snprintf(e.vendor, sizeof(e.vendor), "%s", sfield(st, "vendorID"));
+        (void)snprintf(e.product, sizeof(e.product), "%s", sfield(st, "productID"));
+        (void)permitted_want_add(w, &e);
+    }
+}
+
+/* --- the runner ---------------------------------------------------------------------------- */
+
+/* Whether `key` is the CR to manage: the configured one, else the only one. */
+static bool managed(struct kvpermit *k, const char *key)
+{
+    if (k->cfg.kubevirt)
+        return strcmp(key, k->cfg.kubevirt) == 0;
+    size_t n = kube_informer_size(runner_informer(k->runner));
+    if (n != 1 && !k->count_reported) {
+        log_warning("Not exactly one KubeVirt CR in the cluster; permittedHostDevices left alone",
+                    KV_INT("found", n), KV_STR("hint", "name one with --kubevirt NAMESPACE/NAME"));
+        k->count_reported = true;
+    }
+    return n == 1;
+}
+
+static void report_gate(struct kvpermit *k, const char *key, const cJSON *cr)
+{
+    bool on = permitted_gate_enabled(cr);
+    if (!on && !k->gate_reported)
+        log_warning("The KubeVirt CR does not enable the HostDevices feature gate: VMs cannot use "
+                    "the permitted host devices until it does (hostdevd does not edit feature "
+                    "gates)",
+                    KV_STR("kubevirt", key));
+    k->gate_reported = !on;
+}
+
+static int plan_cr(void *ctx, const char *key, const cJSON *obj, void **ret_plan)
+{
+    struct kvpermit *k = ctx;
+    struct permitted_want w = {0};
+    struct permitted_result res;
+    *ret_plan = NULL;
+    if (!obj || !managed(k, key))
+        return 0;
+    report_gate(k, key, obj);
+    want_pci(k, &w);
+    want_usb(k, &w);
+    metrics_set(k->entries, (double)w.n);
+    int r = permitted_plan(obj, &w, &res);
+    permitted_want_done(&w);
+    if (r < 0 || !res.patch)
+        return r;
+    if (res.conflicts[0])
+        log_warning("A resource name hostdevd needs is listed by an entry it does not own; left "
+                    "to that entry",
+                    KV_STR("kubevirt", key), KV_STR("resources", res.conflicts));
+    struct kvjob *j = calloc(1, sizeof(*j));
+    if (!j) {
+        free(res.patch);
+        return -ENOMEM;
+    }
+    j->k = k;
+    j->patch = res.patch;
+    (void)snprintf(j->ns, sizeof(j->ns), "%s", sfield(field(obj, "metadata"), "namespace"));
+    (void)snprintf(j->name, sizeof(j->name), "%s", sfield(field(obj, "metadata"), "name"));
+    log_info("Updating KubeVirt permittedHostDevices", KV_STR("kubevirt", key),
+             KV_INT("added", res.added), KV_INT("removed", res.removed),
+             KV_INT("rewritten", res.rewritten));
+    *ret_plan = j;
+    return 0;
+}
+
+static void kvjob_free(void *p)
+{
+    struct kvjob *j = p;
+    free(j->patch);
+    free(j);
+}
+
+static void on_written(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct kvjob *j = userdata;
+    if (err) {
+        if (err->http == 409)
+            metrics_inc(j->k->conflicts);
+        log_warning("KubeVirt CR write failed; retrying from its current version",
+                    KV_STR("kubevirt", runner_job_key(j->job)), KV_INT("http", err->http),
+                    KV_STR("reason", err->reason), KV_STR("message", err->message));
+        runner_job_done(j->job, RUNNER_RETRY, 0);
+        return;
+    }
+    metrics_inc(j->k->writes);
+    runner_job_wrote(j->job, obj);
+    runner_job_done(j->job, RUNNER_DONE, 0);
+}
+
+static void act(struct runner_job *job, void *plan, void *ctx)
+{
+    struct kvjob *j = plan;
+    (void)ctx;
+    j->job = job;
+    log_v(2, "Patching KubeVirt", KV_STR("kubevirt", runner_job_key(job)),
+          KV_STR("patch", j->patch));
+    if (kube_client_patch(j->k->cfg.http, &kube_res_kubevirts, j->ns, j->name, KUBE_PATCH_MERGE,
+                          j->patch, false, on_written, j) < 0)
+        runner_job_done(job, RUNNER_RETRY, 0);
+}
+
+static bool can_start(void *ctx)
+{
+    const struct kvpermit *k = ctx;
+    bool synced = k->pci_claims && kube_informer_has_synced(k->pci_claims) &&
+                  kube_informer_has_synced(k->pci_devices) &&
+                  kube_informer_has_synced(k->usb_claims) &&
+                  kube_informer_has_synced(k->usb_devices);
+    return synced && (!k->cfg.can_write || k->cfg.can_write(k->cfg.userdata));
+}
+
+static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
+{
+    struct kvpermit *k = ctx;
+    (void)key;
+    (void)obj;
+    if (ev != RUNNER_EVENT_UPDATE)
+        runner_enqueue_all(k->runner); /* a CR came or went: the count may have changed */
+}
+
+static const struct runner_ops ops = {
+        .plan = plan_cr,
+        .act = act,
+        .plan_free = kvjob_free,
+        .on_event = on_event,
+        .can_start = can_start,
+};
+
+/* --- life ---------------------------------------------------------------------------------- */
+
+struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg)
+{
+    struct kvpermit *k = calloc(1, sizeof(*k));
+    if (!k)
+        return NULL;
+    k->cfg = *cfg;
+    struct runner_config rc = {.name = "kubevirt",
+                               .loop = cfg->loop,
+                               .http = cfg->http,
+                               .informer = {.resource = &kube_res_kubevirts},
+                               .max_in_flight = MAX_IN_FLIGHT,
+                               .max_backoff = 30,
+                               .metrics = cfg->metrics,
+                               .ops = &ops,
+                               .ctx = k};
+    k->runner = runner_new(&rc);
+    if (!k->runner) {
+        free(k);
+        return NULL;
+    }
+    k->writes = metrics_one(cfg->metrics, METRICS_COUNTER, "hostdevd_kubevirt_writes_total",
+                            "Writes of the KubeVirt CR's permittedHostDevices.");
+    k->conflicts = metrics_one(cfg->metrics, METRICS_COUNTER, "hostdevd_kubevirt_conflicts_total",
+                               "KubeVirt CR writes refused for a stale resourceVersion (retried).");
+    k->entries = metrics_one(cfg->metrics, METRICS_GAUGE, "hostdevd_kubevirt_entries",
+                             "permittedHostDevices entries the Ready claims need.");
+    return k;
+}
+
+void kvpermit_set_caches(struct kvpermit *k, struct kube_informer *pci_claims,
+                         struct kube_informer *pci_devices, struct kube_informer *usb_claims,
+                         struct kube_informer *usb_devices)
+{
+    k->pci_claims = pci_claims;
+    k->pci_devices = pci_devices;
+    k->usb_claims = usb_claims;
+    k->usb_devices = usb_devices;
+}
+
+int kvpermit_start(struct kvpermit *k)
+{
+    return runner_start(k->runner);
+}
+
+void kvpermit_enqueue(struct kvpermit *k)
+{
+    if (k)
+        runner_enqueue_all(k->runner);
+}
+
+bool kvpermit_ready(struct buf *why, void *userdata)
+{
+    const struct kvpermit *k = userdata;
+    if (runner_has_synced(k->runner))
+        return true;
+    (void)buf_adds(why, "KubeVirt informer has not synced");
+    return false;
+}
+
+void kvpermit_stop(void *userdata)
+{
+    struct kvpermit *k = userdata;
+    runner_stop(k->runner);
+}
+
+int kvpermit_in_flight(void *userdata)
+{
+    const struct kvpermit *k = userdata;
+    return runner_in_flight(k->runner);
+}
+
+void kvpermit_free(void *userdata)
+{
+    struct kvpermit *k = userdata;
+    if (!k)
+        return;
+    k->runner = runner_free(k->runner);
+    free(k);
+}

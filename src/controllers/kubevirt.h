@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/kubevirt.h - the controller's KubeVirt reconciler: keeps the KubeVirt CR's
+ * spec.configuration.permittedHostDevices exactly what the Ready claims of the cluster need
+ * (controllers/permitted.h decides the write), on the shared runner. The CR is found by watching
+ * kubevirts.kubevirt.io in all namespaces (exactly one is expected; zero or several are reported
+ * and nothing is written), or named by the configuration. Any change of the claims, their
+ * devices or the CR (someone dropping our entries) queues it again. Writes are merge patches with
+ * the resourceVersion: a conflict is retried after the runner's backoff from the new version.
+ * Keys are handed out only while `can_write` says so (the leader). Logs.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+struct buf;
+struct ev_loop;
+struct kube_http;
+struct kube_informer;
+struct metrics;
+struct kvpermit;
+
+struct kvpermit_config {
+    struct ev_loop *loop;
+    struct kube_http *http;
+    struct metrics *metrics;
+    const char *kubevirt; /* "namespace/name", or NULL: the only one there is */
+    bool (*can_write)(void *userdata);
+    void *userdata;
+};
+
+struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg);
+/* The caches the entries are computed from (cluster-wide, borrowed). */
+void kvpermit_set_caches(struct kvpermit *k, struct kube_informer *pci_claims,
+                         struct kube_informer *pci_devices, struct kube_informer *usb_claims,
+                         struct kube_informer *usb_devices);
+int kvpermit_start(struct kvpermit *k);
+/* Something it depends on changed: look at the CR again. */
+void kvpermit_enqueue(struct kvpermit *k);
+
+/* Process part hooks; userdata is the reconciler. */
+bool kvpermit_ready(struct buf *why, void *userdata);
+void kvpermit_stop(void *userdata);
+int kvpermit_in_flight(void *userdata);
+void kvpermit_free(void *userdata);

@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# test/integration/test_controller.sh - `hostdevd controller` (two replicas, sanitizer build)
+# against the real control plane and KubeVirt v1.9.0's own CRD (hack/kubevirt-crds.sh). Claims
+# and their devices are written as the agents would write them. Checks: an entry appears only
+# once its claim is Ready; claims over three nodes made concurrently while a second writer
+# appends to the CR end with exactly the needed entries, no duplicates, the foreign entries
+# untouched and in order; killing the leader hands over to the other replica and the end state
+# is the same; deleting the claims removes only our entries; an idle controller writes nothing.
+# Prints the time from claim Ready to entry present (median of 10) and the number of CR writes.
+SUITE=controller
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+CTL=$ROOT/build/asan/hostdevd
+export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+G=devices.harvesterhci.io
+
+cluster_start
+ADMIN=$TEST_DIR/cluster/admin.kubeconfig
+install_crds
+KVCRDS=$(hack/kubevirt-crds.sh)
+kubectl create -f "$KVCRDS/kubevirts.kubevirt.io.yaml" >/dev/null
+kubectl wait --for condition=Established --timeout 60s crd/kubevirts.kubevirt.io >/dev/null
+kubectl create namespace kubevirt >/dev/null
+kubectl create namespace hostdevd-system >/dev/null
+FA='{"pciVendorSelector":"15b3:1017","resourceName":"mellanox.com/CX5"}'
+FB='{"pciVendorSelector":"8086:1572","resourceName":"intel.com/X710","externalResourceProvider":true}'
+FU='{"resourceName":"example.com/dongle","selectors":[{"vendor":"1234","product":"5678"}]}'
+kubectl create -f - >/dev/null <<EOF
+apiVersion: kubevirt.io/v1
+kind: KubeVirt
+metadata: {name: kubevirt, namespace: kubevirt}
+spec:
+  configuration:
+    developerConfiguration: {featureGates: [HostDevices]}
+    permittedHostDevices:
+      pciHostDevices: [$FA, $FB]
+      usb: [$FU]
+EOF
+pass "KubeVirt CR with foreign entries, on KubeVirt's own CRD"
+
+PORTS=()
+PIDS=()
+start_ctl() { # index
+    local port
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    PORTS[$1]=$port
+    "$CTL" controller --kubeconfig "$ADMIN" --listen "127.0.0.1:$port" --id "replica-$1" \
+        --lease-duration 6 -v 1 >>"$TEST_DIR/controller-$1.log" 2>&1 &
+    PIDS[$1]=$!
+}
+leading() { curl -fsS "http://127.0.0.1:${PORTS[$1]}/readyz" >/dev/null 2>&1; }
+leader() { for i in 0 1; do leading "$i" && { echo "$i"; return 0; }; done; return 1; }
+start_ctl 0
+start_ctl 1
+if eventually 30 leader; then pass "one replica leads (/readyz), the other stands by"; else fail "a leader" "$(tail -5 "$TEST_DIR"/controller-*.log)"; finish; fi
+
+cr_json() { kubectl get kubevirt -n kubevirt kubevirt -o json; }
+# "name count" per resource name of our kind in the CR (pci and usb lists).
+counts() {
+    cr_json | python3 -c '
+import json, sys, collections
+c = json.load(sys.stdin)["spec"]["configuration"].get("permittedHostDevices") or {}
+n = collections.Counter(e["resourceName"] for k in ("pciHostDevices", "usb") for e in (c.get(k) or []))
+for k, v in sorted(n.items()): print(k, v)'
+}
+has_entry() { counts | grep -q "^$1 1$"; }
+no_entry() { ! counts | grep -q "^$1 "; }
+
+# A device and its claim, as an agent would leave them: device(node, index, vendor, device,
+# resource), claim Ready or not.
+device() { # kind node idx vid pid resource
+    local name
+    if [ "$1" = pci ]; then
+        name=$2-0000000${3}0 # address 0000:00:0<idx>.0
+        printf 'apiVersion: %s/v1beta1\nkind: PCIDevice\nmetadata: {name: %s, labels: {nodename: %s}}\nspec: {}\n' "$G" "$name" "$2" |
+            kubectl create -f - >/dev/null
+        kubectl patch pcidevice "$name" --subresource status --type merge -p \
+            "{\"status\":{\"address\":\"0000:00:0$3.0\",\"vendorId\":\"$4\",\"deviceId\":\"$5\",\"classId\":\"0200\",\"nodeName\":\"$2\",\"resourceName\":\"$6\"}}" >/dev/null
+    else
+        name=$2-$4-$5-1-$3
+        printf 'apiVersion: %s/v1beta1\nkind: USBDevice\nmetadata: {name: %s, labels: {nodename: %s}}\n' "$G" "$name" "$2" |
+            kubectl create -f - >/dev/null
+        kubectl patch usbdevice "$name" --subresource status --type merge -p \
+            "{\"status\":{\"vendorID\":\"$4\",\"productID\":\"$5\",\"nodeName\":\"$2\",\"portPath\":\"1-$3\",\"resourceName\":\"kubevirt.io/$name\"}}" >/dev/null
+    fi
+    echo "$name"
+}
+claim() { # kind name node [pooling]
+    if [ "$1" = pci ]; then
+        local idx=${2##*-0000000}
+        printf 'apiVersion: %s/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "0000:00:0%s.0", nodeName: %s, disableResourcePooling: %s}\n' \
+            "$G" "$2" "${idx%0}" "$3" "${4:-false}" | kubectl create -f - >/dev/null
+    else
+        printf 'apiVersion: %s/v1beta1\nkind: USBDeviceClaim\nmetadata: {name: %s, finalizers: [%s/release-usb]}\nspec: {}\n' \
+            "$G" "$2" "$G" | kubectl create -f - >/dev/null
+    fi
+}
+ready() { # kind name
+    local now
+    now=$(date -u +%FT%TZ)
+    local cond="{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"R\",\"message\":\"m\",\"lastTransitionTime\":\"$now\",\"observedGeneration\":1}"
+    if [ "$1" = pci ]; then
+        kubectl patch pcideviceclaim "$2" --subresource status --type merge -p \
+            "{\"status\":{\"passthroughEnabled\":true,\"conditions\":[$cond]}}" >/dev/null
+    else
+        kubectl patch usbdeviceclaim "$2" --subresource status --type merge -p \
+            "{\"status\":{\"conditions\":[$cond]}}" >/dev/null
+    fi
+}
+now() { date +%s.%N; }
+
+echo "--- an entry only once its claim is Ready (timed, 10 claims)"
+LAT=()
+for i in $(seq 1 9) 0; do
+    d=$(device pci lat "$i" 10de "1e0$i" "nvidia.com/LAT$i")
+    claim pci "$d" lat
+    sleep 0.3
+    no_entry "nvidia.com/LAT$i" || fail "entry before Ready" "nvidia.com/LAT$i present"
+    T=$(now)
+    ready pci "$d"
+    if eventually 20 has_entry "nvidia.com/LAT$i"; then
+        LAT+=("$(awk -v a="$(now)" -v b="$T" 'BEGIN {printf "%.3f", a - b}')")
+    fi
+done
+if [ "${#LAT[@]}" -eq 10 ]; then
+    STATS=$(printf '%s\n' "${LAT[@]}" | sort -n | awk '{v[NR]=$1} END {printf "median %.3f s, worst %.3f s", (v[5]+v[6])/2, v[NR]}')
+    pass "absent before Ready, present after: claim Ready -> entry $STATS (as seen by kubectl polling)"
+else
+    fail "entries after Ready" "${#LAT[@]} of 10"
+fi
+for i in $(seq 0 9); do kubectl delete pcideviceclaim "lat-0000000${i}0" --wait=false >/dev/null; done
+if eventually 30 bash -c "! kubectl get kubevirt -n kubevirt kubevirt -o json | grep -q nvidia.com/LAT"; then
+    pass "claims deleted: their entries removed"; else fail "LAT entries removed" "$(counts)"; fi
+
+echo "--- 30 claims over 3 nodes, concurrently, with a second writer and a leader change"
+W0=$(python3 - "$TEST_DIR/cluster/audit.log" <<'EOF'
+import json, sys
+print(sum(1 for l in open(sys.argv[1]) if (e := json.loads(l)).get("stage") == "ResponseComplete"
+          and e.get("userAgent", "").startswith("hostdevd/") and e.get("verb") == "patch"
+          and e.get("objectRef", {}).get("resource") == "kubevirts"))
+EOF
+)
+NAMES=()
+for n in node-a node-b node-c; do
+    for i in 1 2 3 4 5 6 7; do
+        res="intel.com/NIC$(((i % 3) + 1))" # three pooled names shared by many claims
+        NAMES+=("pci $(device pci "$n" "$i" 8086 "10d$((i % 3))" "$res") $n $([ "$i" = 7 ] && echo true || echo false)")
+    done
+    for i in 1 2 3; do
+        NAMES+=("usb $(device usb "$n" "$i" 0951 1666) $n")
+    done
+done
+(for x in "${NAMES[@]}"; do read -r k nm nd pool <<<"$x"; (claim "$k" "$nm" "$nd" "$pool" && ready "$k" "$nm") & done; wait) &
+CLAIMS_PID=$!
+# The second writer: appends foreign entries while the claims come (a JSON patch add is atomic).
+for i in 1 2 3; do
+    kubectl patch kubevirt -n kubevirt kubevirt --type json -p \
+        "[{\"op\":\"add\",\"path\":\"/spec/configuration/permittedHostDevices/pciHostDevices/-\",\"value\":{\"pciVendorSelector\":\"1af4:104$i\",\"resourceName\":\"example.com/F$i\"}}]" >/dev/null
+    sleep 0.5
+done
+L=$(leader)
+kill -KILL "${PIDS[$L]}"
+wait "${PIDS[$L]}" 2>/dev/null
+OTHER=$((1 - L))
+wait "$CLAIMS_PID"
+if eventually 30 leading "$OTHER"; then pass "leader killed (replica-$L): replica-$OTHER leads"; else fail "takeover" "$(tail -5 "$TEST_DIR/controller-$OTHER.log")"; fi
+expected() { # the resource names the claims need, sorted, each once
+    for x in "${NAMES[@]}"; do
+        read -r k nm _ pool <<<"$x"
+        if [ "$k" = usb ]; then echo "kubevirt.io/$nm"; elif [ "$pool" = true ]; then echo "intel.com/$nm"; else
+            kubectl get pcidevice "$nm" -o jsonpath='{.status.resourceName}'; echo; fi
+    done | sort -u
+}
+WANT=$(expected)
+exact() {
+    local got
+    got=$(counts | grep -vE '^(mellanox.com/CX5|intel.com/X710|example.com/)' )
+    [ "$got" = "$(sed 's/$/ 1/' <<<"$WANT")" ]
+}
+if eventually 60 exact; then pass "$(wc -l <<<"$WANT") entries, each once, exactly what the 30 claims need"; else
+    fail "exact entries" "want: $(tr '\n' ' ' <<<"$WANT"); got: $(counts | tr '\n' ' ')"; fi
+ORDER=$(cr_json | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["spec"]["configuration"]["permittedHostDevices"]
+print(" ".join(e["resourceName"] for e in c["pciHostDevices"] if not e["resourceName"].startswith(("intel.com/NIC", "intel.com/node"))))
+print(" ".join(e["resourceName"] for e in c["usb"] if not e["resourceName"].startswith("kubevirt.io/")))')
+[ "$ORDER" = "mellanox.com/CX5 intel.com/X710 example.com/F1 example.com/F2 example.com/F3
+example.com/dongle" ] && pass "foreign entries untouched and in their order (the second writer's too)" ||
+    fail "foreign entries" "$ORDER"
+W1=$(python3 - "$TEST_DIR/cluster/audit.log" <<'EOF'
+import json, sys
+print(sum(1 for l in open(sys.argv[1]) if (e := json.loads(l)).get("stage") == "ResponseComplete"
+          and e.get("userAgent", "").startswith("hostdevd/") and e.get("verb") == "patch"
+          and e.get("objectRef", {}).get("resource") == "kubevirts"))
+EOF
+)
+WRITES=$((W1 - W0))
+echo "  CR writes by the controllers during the concurrent run: $WRITES"
+
+echo "--- idle"
+sleep 10
+W2=$(python3 - "$TEST_DIR/cluster/audit.log" <<'EOF'
+import json, sys
+print(sum(1 for l in open(sys.argv[1]) if (e := json.loads(l)).get("stage") == "ResponseComplete"
+          and e.get("userAgent", "").startswith("hostdevd/") and e.get("verb") == "patch"
+          and e.get("objectRef", {}).get("resource") == "kubevirts"))
+EOF
+)
+[ "$W2" -eq "$W1" ] && pass "an idle controller writes nothing (audit log, 10 s)" || fail "idle writes" "$((W2 - W1))"
+
+echo "--- all claims deleted"
+kubectl delete pcideviceclaims --all --wait=false >/dev/null
+kubectl delete usbdeviceclaims --all --wait=false >/dev/null
+kubectl get usbdeviceclaims -o name | xargs -r -I{} kubectl patch {} --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null
+only_foreign() { [ "$(counts | grep -cvE '^(mellanox.com/CX5|intel.com/X710|example.com/)')" -eq 0 ]; }
+if eventually 60 only_foreign; then pass "our entries removed, the foreign ones kept"; else fail "cleanup" "$(counts)"; fi
+[ -z "$(kubectl get kubevirt -n kubevirt kubevirt -o jsonpath='{.metadata.annotations.hostdevd\.io/owned-host-devices}')" ] &&
+    pass "ownership record emptied" || fail "ownership annotation" "$(kubectl get kubevirt -n kubevirt kubevirt -o jsonpath='{.metadata.annotations}')"
+echo "  claim Ready -> entry ${STATS:-?}; CR writes in the concurrent run: ${WRITES:-?}"
+mkdir -p "$ROOT/build/results" && echo "ready-to-entry ${STATS:-?}; concurrent writes ${WRITES:-?}" >"$ROOT/build/results/controller.txt"
+kill -TERM "${PIDS[$OTHER]}"
+wait "${PIDS[$OTHER]}" && pass "the leader exits 0 on SIGTERM (no leaks)" || fail "controller exit" "$(tail -20 "$TEST_DIR/controller-$OTHER.log")"
+finish
