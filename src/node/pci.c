@@ -269,22 +269,7 @@ struct scan {
 /* What went wrong, in words, for an -errno of node/sysfs. */
 static const char *trouble(int r)
 {
-    switch (r) {
-    case -ENOENT:
-        return "leads nowhere (a dangling link)";
-    case -ENOTDIR:
-        return "not a directory";
-    case -ELOOP:
-        return "a symbolic link loop";
-    case -EFBIG:
-        return "too long";
-    case -EINVAL:
-        return "malformed";
-    case -ERANGE:
-        return "out of range";
-    default:
-        return strerror(-r);
-    }
+    return node_sysfs_trouble(r, "leads nowhere (a dangling link)");
 }
 
 /* Records that entry `name` of bus/pci/devices is left out, because of `why`. */

@@ -480,3 +480,23 @@ int node_sysfs_read_link_via(int root_fd, const char *path, const struct node_sy
     memcpy(buf, e->name, len + 1);
     return (int)len;
 }
+
+const char *node_sysfs_trouble(int r, const char *absent)
+{
+    switch (r) {
+    case -ENOENT:
+        return absent;
+    case -ENOTDIR:
+        return "not a directory";
+    case -ELOOP:
+        return "a symbolic link loop";
+    case -EFBIG:
+        return "too long";
+    case -EINVAL:
+        return "malformed";
+    case -ERANGE:
+        return "out of range";
+    default:
+        return strerror(-r);
+    }
+}

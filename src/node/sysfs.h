@@ -117,3 +117,8 @@ void node_sysfs_names_free(char **names);
  * from unbind, -EBUSY from bind.
  */
 int node_sysfs_write(int root_fd, const char *path, const char *value);
+
+/* What a sysfs read's error means, for people: "not a directory", "a symbolic link loop", "too
+ * long", "malformed", "out of range", else strerror; -ENOENT reads as `absent` (the caller knows
+ * whether that is a missing attribute or a dangling link). */
+const char *node_sysfs_trouble(int r, const char *absent);

@@ -50,22 +50,7 @@ static void append(char *dst, size_t size, const char *text)
 /* What went wrong, in words, for an -errno of node/sysfs. */
 static const char *trouble(int r)
 {
-    switch (r) {
-    case -ENOENT:
-        return "absent";
-    case -ENOTDIR:
-        return "not a directory";
-    case -ELOOP:
-        return "a symbolic link loop";
-    case -EFBIG:
-        return "too long";
-    case -EINVAL:
-        return "malformed";
-    case -ERANGE:
-        return "out of range";
-    default:
-        return strerror(-r);
-    }
+    return node_sysfs_trouble(r, "absent");
 }
 
 /* Notes in out->problem that attribute `name` could not be used. */
@@ -337,7 +322,7 @@ static int take_entry(struct scan *s, const char *name)
     int r = node_sysfs_check_dir(s->root_fd, path);
     if (r < 0) {
         (void)snprintf(why, sizeof(why), "%s: %s", path,
-                       r == -ENOENT ? "leads nowhere (a dangling link)" : trouble(r));
+                       node_sysfs_trouble(r, "leads nowhere (a dangling link)"));
         return skip(s, name, why);
     }
     struct node_usb_dev *out = &s->res.devs[s->res.n_devs];
