@@ -11,7 +11,9 @@
  *   - the PCIDeviceClaim reconciler (controllers/pciclaim.c), watching this node's claims
  *     (field spec.nodeName=<node>) and binding on the process's worker thread;
  *   - the USBDeviceClaim reconciler (controllers/usbclaim.c), watching every USB claim and
- *     acting on those whose name says this node.
+ *     acting on those whose name says this node;
+ *   - the heartbeat (controllers/leasepart.c): a Lease named like the node, renewed while the
+ *     agent runs and given up when it stops, which tells the controller the agent is alive.
  * The reconcilers read each other's caches; the callbacks below queue the keys that depend on
  * a change. Readiness: every informer synced and the first inventories written.
  */
@@ -26,6 +28,7 @@
 #include "base/log.h"
 #include "base/names.h"
 #include "controllers/inventory.h"
+#include "controllers/leasepart.h"
 #include "controllers/nodeuid.h"
 #include "controllers/pciclaim.h"
 #include "controllers/pcidevice.h"
@@ -34,6 +37,7 @@
 #include "controllers/runner.h"
 #include "controllers/usbclaim.h"
 #include "controllers/usbdevice.h"
+#include "kube/leader.h"
 #include "kube/names.h"
 #include "node/udev.h"
 
@@ -47,6 +51,7 @@ struct agent {
     struct usbdevices *usb_devices;
     struct usbclaim *usb_claims;
     struct plugins *plugins;
+    struct kube_leader *heartbeat;
     char plugin_dir[4096];
 };
 
@@ -280,6 +285,17 @@ static int add_inventory(struct agent *a)
     return process_add_part(a->proc, &part);
 }
 
+static int add_heartbeat(struct agent *a)
+{
+    struct kube_leader_config lc = {.namespace = a->cfg->lease_namespace,
+                                    .name = a->cfg->node_name,
+                                    .identity = a->cfg->node_name,
+                                    .lease_duration = a->cfg->heartbeat,
+                                    .renew_deadline = a->cfg->heartbeat * 5 / 6,
+                                    .retry_period = a->cfg->heartbeat / 3};
+    return leasepart_add(a->proc, "heartbeat", &lc, false, NULL, &a->heartbeat);
+}
+
 /* Hands every reconciler the caches it reads, then starts them. */
 static int start_informers(struct agent *a)
 {
@@ -299,7 +315,9 @@ static int start_informers(struct agent *a)
         r = usbdevices_start(a->usb_devices);
     if (r == 0)
         r = usbclaim_start(a->usb_claims);
-    return r < 0 ? r : plugins_start(a->plugins);
+    if (r == 0)
+        r = plugins_start(a->plugins);
+    return r < 0 ? r : kube_leader_start(a->heartbeat);
 }
 
 /* Sets up every part; a failure is logged here once (the parts log their own details). */
@@ -316,6 +334,7 @@ static int setup(struct agent *a)
             {"the USBDevice reconciler", add_usb_devices},
             {"the USBDeviceClaim reconciler", add_usb_claims},
             {"the device plugins", add_plugins},
+            {"the heartbeat", add_heartbeat},
             {"the informers", start_informers},
     };
     struct process_config pc = {
@@ -358,6 +377,9 @@ static void usage(FILE *f)
           "  --listen ADDR:PORT   health and metrics endpoint (default 0.0.0.0:9808)\n"
           "  --resync SECONDS     full rescan period (default 300)\n"
           "  --uevent-source SRC  kernel (default; needs no udevd), udev, or none\n"
+          "  --lease-namespace NS namespace of the heartbeat Lease named like the node\n"
+          "                       (default hostdevd-node-lease)\n"
+          "  --heartbeat SECONDS  its duration; renewed every third (default 180)\n"
           "  -v N                 log verbosity (default 0)\n",
           f);
 }
@@ -400,6 +422,8 @@ static const char **string_option(int c, struct agent_config *cfg)
         return &cfg->kubelet_dir;
     case 'l':
         return &cfg->listen;
+    case 'L':
+        return &cfg->lease_namespace;
     default:
         return NULL;
     }
@@ -417,6 +441,12 @@ static int checked_option(int c, const char *arg, struct agent_config *cfg)
             return 0;
         log_error("Invalid --resync", KV_STR("value", arg),
                   KV_STR("hint", "seconds (300, 300s) or minutes (5m)"));
+        return -EINVAL;
+    case 'H':
+        if (parse_seconds(arg, &cfg->heartbeat) == 0 && cfg->heartbeat >= 3)
+            return 0;
+        log_error("Invalid --heartbeat", KV_STR("value", arg),
+                  KV_STR("hint", "at least 3 seconds (180, 180s, 3m)"));
         return -EINVAL;
     case 'u':
         cfg->uevent_source = arg;
@@ -454,6 +484,8 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
             {"listen", required_argument, NULL, 'l'},
             {"resync", required_argument, NULL, 'r'},
             {"uevent-source", required_argument, NULL, 'u'},
+            {"lease-namespace", required_argument, NULL, 'L'},
+            {"heartbeat", required_argument, NULL, 'H'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
     };
@@ -464,7 +496,9 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
                                  .proc_root = "/proc",
                                  .kubelet_dir = "/var/lib/kubelet",
                                  .resync = 300,
-                                 .uevent_source = "kernel"};
+                                 .uevent_source = "kernel",
+                                 .lease_namespace = LEASEPART_HEARTBEAT_NAMESPACE,
+                                 .heartbeat = LEASEPART_HEARTBEAT_SECONDS};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "v:h", opts, NULL)) != -1) {

@@ -19,6 +19,8 @@ struct agent_config {
     const char *listen;      /* health and metrics endpoint, default "0.0.0.0:9808" */
     double resync;           /* seconds between full rescans; default 300 */
     const char *uevent_source; /* "kernel" (default), "udev" or "none": what triggers rescans */
+    const char *lease_namespace; /* of the heartbeat Lease, default hostdevd-node-lease */
+    double heartbeat;            /* its duration, seconds (renewed every third); default 180 */
 };
 
 /* Parses argv (after the "agent" word) and the environment into `ret`. Returns 0, 1 when

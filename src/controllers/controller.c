@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "controllers/kubevirt.h"
+#include "controllers/leasepart.h"
 #include "controllers/process.h"
 #include "kube/client.h"
 #include "kube/informer.h"
@@ -35,7 +36,6 @@ struct controller {
     struct kube_informer *caches[N_CACHES];
     struct kvpermit *kv;
     struct metrics_series *leading;
-    bool releasing; /* the Lease is being given up (SIGTERM) */
     char identity[256];
 };
 
@@ -62,39 +62,6 @@ static bool leads(void *userdata)
     return c->leader && kube_leader_is_leader(c->leader);
 }
 
-static bool leader_ready(struct buf *why, void *userdata)
-{
-    if (leads(userdata))
-        return true;
-    (void)buf_adds(why, "standby: another replica leads");
-    return false;
-}
-
-static void on_released(void *userdata)
-{
-    struct controller *c = userdata;
-    c->releasing = false;
-}
-
-static void leader_stop(void *userdata)
-{
-    struct controller *c = userdata;
-    c->releasing = true;
-    kube_leader_release(c->leader, on_released, c); /* the next replica takes over at once */
-}
-
-static int leader_in_flight(void *userdata)
-{
-    const struct controller *c = userdata;
-    return c->releasing ? 1 : 0;
-}
-
-static void leader_free(void *userdata)
-{
-    struct controller *c = userdata;
-    c->leader = kube_leader_free(c->leader);
-}
-
 static int add_leader(struct controller *c)
 {
     struct kube_leader_config lc = {.namespace = c->cfg->namespace,
@@ -106,18 +73,10 @@ static int add_leader(struct controller *c)
                                     .on_started_leading = on_started,
                                     .on_stopped_leading = on_stopped,
                                     .userdata = c};
-    c->leader = kube_leader_new(process_loop(c->proc), process_http(c->proc), &lc);
-    if (!c->leader)
-        return -EINVAL;
     c->leading = metrics_one(process_metrics(c->proc), METRICS_GAUGE, "hostdevd_leader",
                              "1 while this replica leads.");
-    struct process_part part = {.name = "leader",
-                                .ready = leader_ready,
-                                .stop = leader_stop,
-                                .in_flight = leader_in_flight,
-                                .free = leader_free,
-                                .userdata = c};
-    return process_add_part(c->proc, &part);
+    return leasepart_add(c->proc, "leader", &lc, true, "standby: another replica leads",
+                         &c->leader);
 }
 
 /* --- caches and the reconciler ------------------------------------------------------------- */

@@ -43,6 +43,7 @@ struct kube_informer {
     char *ns, *label_selector, *field_selector;
     int page_size;
     bool keep_managed_fields;
+    bool metadata_only;
     struct kube_informer_handlers handlers;
     void *userdata;
 
@@ -174,12 +175,19 @@ static void replace_store(struct kube_informer *inf)
     inf->store = TAKE_PTR(inf->pending);
 }
 
-/* Drops metadata.managedFields (about half of a small object) unless asked to keep it. */
+/* Drops metadata.managedFields (about half of a small object) unless asked to keep it, and all
+ * but apiVersion, kind and metadata when asked to. */
 static void trim(const struct kube_informer *inf, cJSON *obj)
 {
     if (!inf->keep_managed_fields)
         cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
                                                 "managedFields");
+    for (cJSON *c = obj ? obj->child : NULL, *next; inf->metadata_only && c; c = next) {
+        next = c->next;
+        if (strcmp(c->string, "metadata") != 0 && strcmp(c->string, "apiVersion") != 0 &&
+            strcmp(c->string, "kind") != 0)
+            cJSON_Delete(cJSON_DetachItemViaPointer(obj, c));
+    }
 }
 
 /* Moves the items of a LIST page into `pending`. Returns 0 or a negative errno. */
@@ -429,6 +437,7 @@ static int copy_config(struct kube_informer *inf, const struct kube_informer_con
     inf->resource = cfg->resource;
     inf->page_size = cfg->page_size > 0 ? cfg->page_size : DEFAULT_PAGE;
     inf->keep_managed_fields = cfg->keep_managed_fields;
+    inf->metadata_only = cfg->metadata_only;
     inf->handlers = cfg->handlers;
     inf->userdata = cfg->userdata;
     int e = set_str(&inf->ns, cfg->namespace);

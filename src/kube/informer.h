@@ -42,6 +42,8 @@ struct kube_informer_config {
     int page_size;              /* LIST limit; 0 = 500 */
     bool keep_managed_fields;   /* cache metadata.managedFields too (half the memory); rarely
                                    needed: writes go through patches */
+    bool metadata_only;         /* cache apiVersion, kind and metadata only (a Node's status
+                                   is most of its size; enough to know it exists) */
     struct kube_informer_handlers handlers;
     void *userdata;
 };
