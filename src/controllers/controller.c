@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * controllers/controller.c - `hostdevd controller` (see controller.h): wiring only. Parts:
- * leader election (kube/leader.c), four cluster-wide caches (PCIDeviceClaims, PCIDevices,
- * USBDeviceClaims, USBDevices) whose every change queues the KubeVirt CR again, and the KubeVirt
- * reconciler, which hands out work only while this replica leads.
+ * leader election (kube/leader.c through controllers/leasepart.c), four cluster-wide caches
+ * (PCIDeviceClaims, PCIDevices, USBDeviceClaims, USBDevices) whose every change queues the
+ * KubeVirt CR again (and a claim's node), the Event recorder, the KubeVirt reconciler and the
+ * reconciler of claims no agent serves (controllers/nodeclaims.c); both hand out work only
+ * while this replica leads.
  */
 #include "controllers/controller.h"
 
@@ -20,8 +22,10 @@
 #include "base/metrics.h"
 #include "controllers/kubevirt.h"
 #include "controllers/leasepart.h"
+#include "controllers/nodeclaims.h"
 #include "controllers/process.h"
 #include "kube/client.h"
+#include "kube/events.h"
 #include "kube/informer.h"
 #include "kube/leader.h"
 
@@ -34,7 +38,9 @@ struct controller {
     struct process *proc;
     struct kube_leader *leader;
     struct kube_informer *caches[N_CACHES];
+    struct kube_recorder *events;
     struct kvpermit *kv;
+    struct nodeclaims *nc;
     struct metrics_series *leading;
     char identity[256];
 };
@@ -45,8 +51,11 @@ static void on_started(void *userdata)
 {
     struct controller *c = userdata;
     metrics_set(c->leading, 1);
-    log_info("Leading: keeping KubeVirt's permittedHostDevices", KV_STR("identity", c->identity));
+    log_info("Leading: keeping KubeVirt's permittedHostDevices and watching for claims no agent "
+             "serves",
+             KV_STR("identity", c->identity));
     kvpermit_enqueue(c->kv);
+    nodeclaims_enqueue_all(c->nc);
 }
 
 static void on_stopped(void *userdata)
@@ -95,6 +104,37 @@ static void on_update(const char *key, const cJSON *old_obj, const cJSON *obj, v
     on_add(key, obj, userdata);
 }
 
+/* A claim changed: the CR, and the claim's node (is there a node, an agent?). */
+static void on_claim(struct controller *c, bool usb, const char *key, const cJSON *obj)
+{
+    kvpermit_enqueue(c->kv);
+    nodeclaims_claim_changed(c->nc, usb, key, obj);
+}
+
+static void on_pci_claim(const char *key, const cJSON *obj, void *userdata)
+{
+    on_claim(userdata, false, key, obj);
+}
+
+static void on_pci_claim_update(const char *key, const cJSON *old_obj, const cJSON *obj,
+                                void *userdata)
+{
+    (void)old_obj;
+    on_claim(userdata, false, key, obj);
+}
+
+static void on_usb_claim(const char *key, const cJSON *obj, void *userdata)
+{
+    on_claim(userdata, true, key, obj);
+}
+
+static void on_usb_claim_update(const char *key, const cJSON *old_obj, const cJSON *obj,
+                                void *userdata)
+{
+    (void)old_obj;
+    on_claim(userdata, true, key, obj);
+}
+
 static void caches_free(void *userdata)
 {
     struct controller *c = userdata;
@@ -114,11 +154,15 @@ static int add_caches(struct controller *c)
     static const struct kube_resource *const res[N_CACHES] = {
             &kube_res_pcideviceclaims, &kube_res_pcidevices, &kube_res_usbdeviceclaims,
             &kube_res_usbdevices};
+    static const struct kube_informer_handlers handlers[N_CACHES] = {
+            [PCI_CLAIMS] = {on_pci_claim, on_pci_claim_update, on_pci_claim, NULL},
+            [PCI_DEVICES] = {on_add, on_update, on_add, NULL},
+            [USB_CLAIMS] = {on_usb_claim, on_usb_claim_update, on_usb_claim, NULL},
+            [USB_DEVICES] = {on_add, on_update, on_add, NULL},
+    };
     for (int i = 0; i < N_CACHES; i++) {
         struct kube_informer_config ic = {
-                .resource = res[i],
-                .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_add},
-                .userdata = c};
+                .resource = res[i], .handlers = handlers[i], .userdata = c};
         c->caches[i] = kube_informer_new(process_loop(c->proc), process_http(c->proc), &ic);
         if (!c->caches[i])
             return -ENOMEM;
@@ -128,12 +172,46 @@ static int add_caches(struct controller *c)
     return process_add_part(c->proc, &part);
 }
 
+static void events_stop(void *userdata)
+{
+    struct controller *c = userdata;
+    kube_recorder_flush(c->events);
+}
+
+static int events_in_flight(void *userdata)
+{
+    const struct controller *c = userdata;
+    return (int)kube_recorder_in_flight(c->events);
+}
+
+static void events_free(void *userdata)
+{
+    struct controller *c = userdata;
+    c->events = kube_recorder_free(c->events);
+}
+
+static int add_events(struct controller *c)
+{
+    struct kube_recorder_config rc = {.controller = "hostdevd.io/controller",
+                                      .instance = c->identity};
+    c->events = kube_recorder_new(process_loop(c->proc), process_http(c->proc), &rc);
+    if (!c->events)
+        return -ENOMEM;
+    struct process_part part = {.name = "events",
+                                .stop = events_stop,
+                                .in_flight = events_in_flight,
+                                .free = events_free,
+                                .userdata = c};
+    return process_add_part(c->proc, &part);
+}
+
 static int add_kubevirt(struct controller *c)
 {
     struct kvpermit_config kc = {.loop = process_loop(c->proc),
                                  .http = process_http(c->proc),
                                  .metrics = process_metrics(c->proc),
                                  .kubevirt = c->cfg->kubevirt,
+                                 .events = c->events,
                                  .can_write = leads,
                                  .userdata = c};
     c->kv = kvpermit_new(&kc);
@@ -150,6 +228,28 @@ static int add_kubevirt(struct controller *c)
     return process_add_part(c->proc, &part);
 }
 
+static int add_nodeclaims(struct controller *c)
+{
+    struct nodeclaims_config nc = {.loop = process_loop(c->proc),
+                                   .http = process_http(c->proc),
+                                   .metrics = process_metrics(c->proc),
+                                   .events = c->events,
+                                   .lease_namespace = c->cfg->lease_namespace,
+                                   .can_write = leads,
+                                   .userdata = c};
+    c->nc = nodeclaims_new(&nc);
+    if (!c->nc)
+        return -ENOMEM;
+    nodeclaims_set_caches(c->nc, c->caches[PCI_CLAIMS], c->caches[USB_CLAIMS]);
+    struct process_part part = {.name = "nodeclaims",
+                                .ready = nodeclaims_ready,
+                                .stop = nodeclaims_stop,
+                                .in_flight = nodeclaims_in_flight,
+                                .free = nodeclaims_free,
+                                .userdata = c->nc};
+    return process_add_part(c->proc, &part);
+}
+
 static int start(struct controller *c)
 {
     for (int i = 0; i < N_CACHES; i++) {
@@ -158,6 +258,8 @@ static int start(struct controller *c)
             return r;
     }
     int r = kvpermit_start(c->kv);
+    if (r == 0)
+        r = nodeclaims_start(c->nc);
     return r < 0 ? r : kube_leader_start(c->leader);
 }
 
@@ -168,7 +270,9 @@ static int setup(struct controller *c)
         int (*run)(struct controller *c);
     } steps[] = {
             {"the caches", add_caches},
+            {"the Event recorder", add_events},
             {"the KubeVirt reconciler", add_kubevirt},
+            {"the reconciler of claims no agent serves", add_nodeclaims},
             {"leader election", add_leader},
             {"the start", start},
     };
@@ -208,6 +312,8 @@ static void usage(FILE *f)
           "                          host name)\n"
           "  --kubevirt NS/NAME      the KubeVirt CR (default: the only one in the cluster)\n"
           "  --lease-duration SECS   leader lease (default 15)\n"
+          "  --lease-namespace NS    namespace of the agents' heartbeat Leases (default\n"
+          "                          hostdevd-node-lease)\n"
           "  -v N                    log verbosity (default 0)\n",
           f);
 }
@@ -234,6 +340,9 @@ static int option(int c, const char *arg, struct controller_config *cfg)
     case 'd':
         cfg->lease_duration = strtod(arg, &end);
         return *end || cfg->lease_duration < 3 || cfg->lease_duration > 600 ? -EINVAL : 0;
+    case 'L':
+        cfg->lease_namespace = arg;
+        return 0;
     case 'v':
         log_set_verbosity((int)strtol(arg, &end, 10));
         return *end ? -EINVAL : 0;
@@ -255,6 +364,7 @@ int controller_parse_args(int argc, char **argv, struct controller_config *ret)
             {"id", required_argument, NULL, 'i'},
             {"kubevirt", required_argument, NULL, 'K'},
             {"lease-duration", required_argument, NULL, 'd'},
+            {"lease-namespace", required_argument, NULL, 'L'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
     };
@@ -262,6 +372,7 @@ int controller_parse_args(int argc, char **argv, struct controller_config *ret)
     *ret = (struct controller_config){.listen = "0.0.0.0:9809",
                                       .namespace = ns && ns[0] ? ns : "hostdevd-system",
                                       .identity = getenv("POD_NAME"),
+                                      .lease_namespace = LEASEPART_HEARTBEAT_NAMESPACE,
                                       .lease_duration = 15};
     int c;
     optind = 1;

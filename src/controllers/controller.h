@@ -2,7 +2,8 @@
 /*
  * controllers/controller.h - `hostdevd controller`, the cluster-wide role (1-2 replicas, one
  * leads through a Lease): keeps the KubeVirt CR's permittedHostDevices exact
- * (controllers/kubevirt.h). The same process skeleton as the agent; /readyz is ready only on the
+ * (controllers/kubevirt.h) and tells (or releases) the claims no agent will serve
+ * (controllers/nodeclaims.h). The same process skeleton as the agent; /readyz is ready only on the
  * leader ("standby: ..." on the others). Logs.
  */
 #pragma once
@@ -14,6 +15,7 @@ struct controller_config {
     const char *identity;   /* this candidate, default $POD_NAME or the host name */
     const char *kubevirt;   /* "namespace/name" of the KubeVirt CR, NULL: the only one */
     double lease_duration;  /* seconds, default 15 */
+    const char *lease_namespace; /* of the agents' heartbeats, default hostdevd-node-lease */
 };
 
 /* Parses argv (after "controller"). Returns 0, 1 (--help printed) or -EINVAL (logged). */

@@ -12,6 +12,7 @@
 
 #include "base/buf.h"
 #include "base/log.h"
+#include "base/map.h"
 #include "base/metrics.h"
 #include "controllers/claimstatus.h"
 #include "controllers/devplugin.h"
@@ -19,6 +20,7 @@
 #include "controllers/runner.h"
 #include "controllers/usbclaim.h"
 #include "kube/client.h"
+#include "kube/events.h"
 #include "kube/informer.h"
 
 #define MAX_IN_FLIGHT 1
@@ -28,6 +30,7 @@ struct kvpermit {
     struct runner *runner;
     struct kube_informer *pci_claims, *pci_devices, *usb_claims, *usb_devices;
     bool gate_reported, count_reported;
+    struct map *told; /* uids of the claims told that the feature gate is off */
     struct metrics_series *writes, *conflicts, *entries;
 };
 
@@ -50,7 +53,27 @@ static const char *sfield(const cJSON *o, const char *name)
 
 /* --- what the claims need ------------------------------------------------------------------ */
 
-static void want_pci(struct kvpermit *k, struct permitted_want *w)
+/* The gate is off and `claim` needs an entry: one Warning Event on it (until the gate is on). */
+static void tell_gate_off(struct kvpermit *k, bool usb, const char *name, const cJSON *claim,
+                          const char *cr)
+{
+    const char *uid = kube_meta_str(claim, "uid");
+    if (!k->gate_reported || !uid || map_contains(k->told, uid) || map_put(k->told, uid, NULL) < 0)
+        return;
+    struct kube_event_ref ref = {.api_version = "devices.harvesterhci.io/v1beta1",
+                                 .kind = usb ? "USBDeviceClaim" : "PCIDeviceClaim",
+                                 .name = name,
+                                 .uid = uid};
+    char note[512];
+    (void)snprintf(note, sizeof(note),
+                   "the KubeVirt CR %s does not enable the HostDevices feature gate: no VM can "
+                   "use this device until it does (hostdevd does not edit feature gates)",
+                   cr);
+    (void)kube_recorder_emit(k->cfg.events, &ref, true, "HostDevicesFeatureGateDisabled",
+                             "Reconcile", note);
+}
+
+static void want_pci(struct kvpermit *k, struct permitted_want *w, const char *cr)
 {
     size_t pos = 0;
     const char *key;
@@ -65,10 +88,11 @@ static void want_pci(struct kvpermit *k, struct permitted_want *w)
         (void)snprintf(e.vendor, sizeof(e.vendor), "%s", sfield(st, "vendorId"));
         (void)snprintf(e.product, sizeof(e.product), "%s", sfield(st, "deviceId"));
         (void)permitted_want_add(w, &e);
+        tell_gate_off(k, false, key, claim, cr);
     }
 }
 
-static void want_usb(struct kvpermit *k, struct permitted_want *w)
+static void want_usb(struct kvpermit *k, struct permitted_want *w, const char *cr)
 {
     size_t pos = 0;
     const char *key;
@@ -83,6 +107,7 @@ static void want_usb(struct kvpermit *k, struct permitted_want *w)
         (void)snprintf(e.vendor, sizeof(e.vendor), "%s", sfield(st, "vendorID"));
         (void)snprintf(e.product, sizeof(e.product), "%s", sfield(st, "productID"));
         (void)permitted_want_add(w, &e);
+        tell_gate_off(k, true, key, claim, cr);
     }
 }
 
@@ -110,6 +135,8 @@ static void report_gate(struct kvpermit *k, const char *key, const cJSON *cr)
                     "the permitted host devices until it does (hostdevd does not edit feature "
                     "gates)",
                     KV_STR("kubevirt", key));
+    if (on)
+        map_clear(k->told); /* tell again if it is turned off again */
     k->gate_reported = !on;
 }
 
@@ -122,8 +149,8 @@ static int plan_cr(void *ctx, const char *key, const cJSON *obj, void **ret_plan
     if (!obj || !managed(k, key))
         return 0;
     report_gate(k, key, obj);
-    want_pci(k, &w);
-    want_usb(k, &w);
+    want_pci(k, &w, key);
+    want_usb(k, &w, key);
     metrics_set(k->entries, (double)w.n);
     int r = permitted_plan(obj, &w, &res);
     permitted_want_done(&w);
@@ -230,8 +257,9 @@ struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg)
                                .ops = &ops,
                                .ctx = k};
     k->runner = runner_new(&rc);
-    if (!k->runner) {
-        free(k);
+    k->told = map_new(NULL);
+    if (!k->runner || !k->told) {
+        kvpermit_free(k);
         return NULL;
     }
     k->writes = metrics_one(cfg->metrics, METRICS_COUNTER, "hostdevd_kubevirt_writes_total",
@@ -291,5 +319,6 @@ void kvpermit_free(void *userdata)
     if (!k)
         return;
     k->runner = runner_free(k->runner);
+    k->told = map_free(k->told);
     free(k);
 }

@@ -7,7 +7,9 @@
  * and nothing is written), or named by the configuration. Any change of the claims, their
  * devices or the CR (someone dropping our entries) queues it again. Writes are merge patches with
  * the resourceVersion: a conflict is retried after the runner's backoff from the new version.
- * Keys are handed out only while `can_write` says so (the leader). Logs.
+ * Without KubeVirt's HostDevices feature gate, a log line and one Warning Event
+ * (HostDevicesFeatureGateDisabled) on each Ready claim say that VMs cannot use the device; the
+ * gate is never edited. Keys are handed out only while `can_write` says so (the leader). Logs.
  */
 #pragma once
 
@@ -17,6 +19,7 @@ struct buf;
 struct ev_loop;
 struct kube_http;
 struct kube_informer;
+struct kube_recorder;
 struct metrics;
 struct kvpermit;
 
@@ -25,6 +28,7 @@ struct kvpermit_config {
     struct kube_http *http;
     struct metrics *metrics;
     const char *kubevirt; /* "namespace/name", or NULL: the only one there is */
+    struct kube_recorder *events; /* a Warning on each Ready claim while the gate is off */
     bool (*can_write)(void *userdata);
     void *userdata;
 };
