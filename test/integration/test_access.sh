@@ -284,6 +284,12 @@ TA=$(kubectl create token hostdevd-agent -n $NS --bound-object-kind Node --bound
 TB=$(kubectl create token hostdevd-agent -n $NS --bound-object-kind Node --bound-object-name node-b)
 TU=$(kubectl create token hostdevd-agent -n $NS)
 TC=$(kubectl create token hostdevd-controller -n $NS)
+LAPI=/apis/coordination.k8s.io/v1/namespaces/hostdevd-node-lease/leases
+lease() { # name holder [resourceVersion]
+    printf '{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"%s"%s},"spec":{"holderIdentity":"%s","leaseDurationSeconds":180}}' \
+        "$1" "${3:+,\"resourceVersion\":\"$3\"}" "$2"
+}
+lease_rv() { kubectl get lease -n hostdevd-node-lease "$1" -o jsonpath='{.metadata.resourceVersion}'; }
 expect_ok "whoami with node-a's token" kt "$TA" auth whoami -o json
 expect_contains "node-a's agent token carries its node name" \
     "$(jq -c '.status.userInfo | {username, node: .extra["authentication.kubernetes.io/node-name"]}' <<<"$OUT")" \
@@ -306,6 +312,7 @@ ready() {
         api "$TU" POST "$API/pcidevices?dryRun=All" "$(device_json PCIDevice node-a-0000010ff node-a)" &&
         denied_by hostdevd-agent-claims api "$TA" PATCH \
             "$API/pcideviceclaims/node-b-000009000/status?dryRun=All" '{"status":{"passthroughEnabled":true}}' &&
+        denied_by hostdevd-agent-lease api "$TU" POST "$LAPI?dryRun=All" "$(lease node-c node-c)" &&
         denied_by hostdevd-controller-claims api "$TC" PATCH \
             "$API/pcideviceclaims/node-b-000009000?dryRun=All" '{"metadata":{"labels":{"x":"y"}}}' &&
         denied_by hostdevd-agent-written kubectl --as dave create --dry-run=server -f - \
@@ -498,14 +505,36 @@ reject "an agent token without a node name cannot write a claim's status" \
     "only with a token that names its node" \
     api "$TU" PATCH "$API/pcideviceclaims/$X/status" '{"status":{"passthroughEnabled":false}}'
 
-echo "--- the controller only removes claim finalizers"
+echo "--- each agent keeps its own heartbeat"
+expect_ok "node-a's agent creates its heartbeat Lease" api "$TA" POST "$LAPI" "$(lease node-a node-a)"
+expect_ok "... and gives it up (empty holder)" api "$TA" PUT "$LAPI/node-a" "$(lease node-a "" "$(lease_rv node-a)")"
+reject "node-a's agent cannot write node-b's heartbeat" "may only write its heartbeat, the Lease named like its node (node-a)" \
+    api "$TA" POST "$LAPI" "$(lease node-b node-b)"
+reject "... nor hold its own for another node" "held by it or no" \
+    api "$TA" PUT "$LAPI/node-a" "$(lease node-a node-b "$(lease_rv node-a)")"
+reject "... nor delete it" "cannot delete resource \"leases\"" api "$TA" DELETE "$LAPI/node-a"
+reject "an agent token without a node name writes no heartbeat" "its token names none" \
+    api "$TU" POST "$LAPI" "$(lease node-c node-c)"
+
+echo "--- the controller only removes claim finalizers and says why no agent serves a claim"
 reject "the controller cannot label a claim" "the hostdevd controller may only remove finalizers of claims" \
     kt "$TC" patch pcideviceclaim $X --type merge -p '{"metadata":{"labels":{"x":"y"}}}'
 reject "... nor add a finalizer" "may only remove finalizers of claims" \
     kt "$TC" patch pcideviceclaim $X --type merge \
     -p '{"metadata":{"finalizers":["devices.harvesterhci.io/restore-driver","example.com/keep"]}}'
-reject "... nor write a claim's status" "cannot patch resource \"pcideviceclaims/status\"" \
-    api "$TC" PATCH "$API/pcideviceclaims/$X/status" '{"status":{"passthroughEnabled":false}}'
+reject "... nor write the agent's facts in a claim's status" "may only remove finalizers of claims" \
+    api "$TC" PATCH "$API/pcideviceclaims/$X/status" '{"status":{"kernelDriverToUnbind":"evil"}}'
+cond() { # status reason
+    printf '{"status":{"conditions":[{"type":"Ready","status":"%s","reason":"%s","message":"m","lastTransitionTime":"2026-11-23T07:00:00Z"}]}}' "$1" "$2"
+}
+reject "... nor make a claim Ready" "or set their Ready condition to False for NodeNotFound" \
+    api "$TC" PATCH "$API/pcideviceclaims/$X/status" "$(cond True Bound)"
+reject "... nor give a claim another reason" "may only remove finalizers of claims" \
+    api "$TC" PATCH "$API/pcideviceclaims/$X/status" "$(cond False IOMMUGroupUnsafe)"
+expect_ok "the controller sets Ready=False NodeNotFound on a claim" \
+    api "$TC" PATCH "$API/pcideviceclaims/$X/status?dryRun=All" "$(cond False NodeNotFound)"
+expect_ok "... and AgentNotRunning on a USB claim" \
+    api "$TC" PATCH "$API/usbdeviceclaims/$DONGLE/status?dryRun=All" "$(cond False AgentNotRunning)"
 reject "... nor create a device" "cannot create resource \"pcidevices\"" \
     kt "$TC" create --dry-run=server -f - <<<"$(device_json PCIDevice node-a-000001008 node-a)"
 expect_ok "the controller removes the agent's finalizer from a claim (its node gone)" \
@@ -533,6 +562,8 @@ can_i "agent: no Events elsewhere" no create events -n kube-system --as "$AGENT"
 can_i "agent: no Secrets" no list secrets -A --as "$AGENT"
 can_i "agent: no Pods" no create pods -n $NS --as "$AGENT"
 can_i "agent: no Leases" no update leases.coordination.k8s.io -n $NS --as "$AGENT"
+can_i "agent: its heartbeat" yes update leases.coordination.k8s.io -n hostdevd-node-lease --as "$AGENT"
+can_i "agent: does not delete heartbeats" no delete leases.coordination.k8s.io -n hostdevd-node-lease --as "$AGENT"
 can_i "controller: patches the KubeVirt CR" yes patch kubevirts.kubevirt.io -n kubevirt --as "$CONTROLLER"
 can_i "controller: no create on the KubeVirt CR" no create kubevirts.kubevirt.io -n kubevirt --as "$CONTROLLER"
 can_i "controller: no create on PCIDevices" no create pcidevices.$G --as "$CONTROLLER"
@@ -542,7 +573,10 @@ can_i "controller: no delete on USBDevices" no delete usbdevices.$G --as "$CONTR
 can_i "controller: no update on USBDevices" no update usbdevices.$G --as "$CONTROLLER"
 can_i "controller: lists devices" yes list pcidevices.$G --as "$CONTROLLER"
 can_i "controller: patches claims (finalizers)" yes patch pcideviceclaims.$G --as "$CONTROLLER"
-can_i "controller: no claim status" no patch pcideviceclaims.$G --subresource status --as "$CONTROLLER"
+can_i "controller: claim status (NodeNotFound, AgentNotRunning)" yes patch pcideviceclaims.$G --subresource status --as "$CONTROLLER"
+can_i "controller: reads the agents' heartbeats" yes watch leases.coordination.k8s.io -n hostdevd-node-lease --as "$CONTROLLER"
+can_i "controller: writes no heartbeat" no update leases.coordination.k8s.io -n hostdevd-node-lease --as "$CONTROLLER"
+can_i "controller: Events in default" yes create events.events.k8s.io -n default --as "$CONTROLLER"
 can_i "controller: no create on claims" no create usbdeviceclaims.$G --as "$CONTROLLER"
 can_i "controller: its Lease" yes update leases.coordination.k8s.io -n $NS --as "$CONTROLLER"
 can_i "controller: no Lease elsewhere" no update leases.coordination.k8s.io -n kube-system --as "$CONTROLLER"
