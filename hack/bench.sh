@@ -20,6 +20,7 @@ set -a
 . "$D/cluster/env"
 set +a
 export PATH="$K8S_BIN:$PATH"
+kubectl apply -f manifests/namespace.yaml >/dev/null
 kubectl apply -k crds/ >/dev/null
 kubectl wait --for condition=Established --timeout 60s crd/pcidevices.devices.harvesterhci.io >/dev/null
 ADMIN=$D/cluster/admin.kubeconfig
@@ -63,25 +64,12 @@ wait "$AGENT_PID" || true
 agent_rss "$D/sys-small" bench-small
 
 echo "=== bench: API requests of an idle agent (small server with USB; PCI and USB informers) over ${BENCH_IDLE_SECONDS:-600} s"
-count_requests() {
-    python3 - "$D/cluster/audit.log" <<'EOF'
-import json, sys
-reads = writes = 0
-for line in open(sys.argv[1]):
-    e = json.loads(line)
-    if e.get("stage") != "ResponseComplete" or not e.get("userAgent", "").startswith("hostdevd/"):
-        continue
-    if e.get("verb") in ("create", "update", "patch", "delete"):
-        writes += 1
-    else:
-        reads += 1
-print(reads, writes)
-EOF
-}
-read -r r0 w0 <<<"$(count_requests)"
+count_requests() { hack/audit-requests.py "$D/cluster/audit.log"; }
+read -r r0 w0 l0 <<<"$(count_requests)"
 sleep "${BENCH_IDLE_SECONDS:-600}"
-read -r r1 w1 <<<"$(count_requests)"
-echo "idle agent: $((w1 - w0)) writes, $((r1 - r0)) reads (list/watch) in ${BENCH_IDLE_SECONDS:-600} s"
+read -r r1 w1 l1 <<<"$(count_requests)"
+echo "idle agent: $((w1 - w0)) writes, $((r1 - r0)) reads (list/watch) in ${BENCH_IDLE_SECONDS:-600} s;" \
+    "$((l1 - l0)) heartbeat Lease renewals (one a minute; reference: kubelet renews its node Lease every 10 s)"
 curl -fsS "http://127.0.0.1:$AGENT_PORT/metrics" | grep -E '^hostdevd_(watch_restarts|api_writes)'
 
 echo "=== bench: src/kube against kube-apiserver $(kube-apiserver --version | awk '{print $2}')"

@@ -123,8 +123,11 @@ kubelet_start() {
 }
 
 # The project's CRDs, installed and Established.
+# The CRDs and the project's namespaces (hostdevd-system; hostdevd-node-lease, where agents
+# keep their heartbeats).
 install_crds() {
-    kubectl apply -k "$ROOT/crds/" >/dev/null &&
+    kubectl apply -f "$ROOT/manifests/namespace.yaml" >/dev/null &&
+        kubectl apply -k "$ROOT/crds/" >/dev/null &&
         kubectl wait --for condition=Established --timeout 60s crd --all >/dev/null
 }
 

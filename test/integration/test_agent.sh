@@ -46,18 +46,7 @@ ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
 count() { kubectl get pcidevices -l "nodename=$NODE" -o name | wc -l; }
 name_of() { local a=${1//:/}; echo "$NODE-${a//./}"; }
 # Write requests the agent made (its user agent is hostdevd/<version>).
-writes() {
-    python3 - "$TEST_DIR/cluster/audit.log" <<'EOF'
-import json, sys
-n = 0
-for line in open(sys.argv[1]):
-    e = json.loads(line)
-    if e.get("stage") == "ResponseComplete" and e.get("userAgent", "").startswith("hostdevd/") \
-            and e.get("verb") in ("create", "update", "patch", "delete"):
-        n += 1
-print(n)
-EOF
-}
+writes() { hack/audit-requests.py "$TEST_DIR/cluster/audit.log" | cut -d" " -f2; }
 
 echo "--- inventory"
 start_agent

@@ -23,7 +23,6 @@ KVCRDS=$(hack/kubevirt-crds.sh)
 kubectl create -f "$KVCRDS/kubevirts.kubevirt.io.yaml" >/dev/null
 kubectl wait --for condition=Established --timeout 60s crd/kubevirts.kubevirt.io >/dev/null
 kubectl create namespace kubevirt >/dev/null
-kubectl create namespace hostdevd-system >/dev/null
 FA='{"pciVendorSelector":"15b3:1017","resourceName":"mellanox.com/CX5"}'
 FB='{"pciVendorSelector":"8086:1572","resourceName":"intel.com/X710","externalResourceProvider":true}'
 FU='{"resourceName":"example.com/dongle","selectors":[{"vendor":"1234","product":"5678"}]}'
@@ -39,6 +38,16 @@ spec:
       usb: [$FU]
 EOF
 pass "KubeVirt CR with foreign entries, on KubeVirt's own CRD"
+
+# The nodes of the claims, and their agents' heartbeats, as the agents would keep them.
+heartbeat() { # node duration-seconds
+    printf 'apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: %s, namespace: hostdevd-node-lease}\nspec: {holderIdentity: %s, leaseDurationSeconds: %s, renewTime: "%s"}\n' \
+        "$1" "$1" "$2" "$(date -u +%FT%T.000000Z)" | kubectl apply -f - >/dev/null
+}
+for n in lat node-a node-b node-c; do
+    create_node "$n"
+    heartbeat "$n" 3600
+done
 
 PORTS=()
 PIDS=()
@@ -59,6 +68,7 @@ start_ctl 1
 if eventually 30 leader; then pass "one replica leads (/readyz), the other stands by"; else fail "a leader" "$(tail -5 "$TEST_DIR"/controller-*.log)"; finish; fi
 
 cr_json() { kubectl get kubevirt -n kubevirt kubevirt -o json; }
+cr_writes() { hack/audit-requests.py "$TEST_DIR/cluster/audit.log" --resource kubevirts | cut -d" " -f2; }
 # "name count" per resource name of our kind in the CR (pci and usb lists).
 counts() {
     cr_json | python3 -c '
@@ -137,13 +147,7 @@ if eventually 30 bash -c "! kubectl get kubevirt -n kubevirt kubevirt -o json | 
     pass "claims deleted: their entries removed"; else fail "LAT entries removed" "$(counts)"; fi
 
 echo "--- 30 claims over 3 nodes, concurrently, with a second writer and a leader change"
-W0=$(python3 - "$TEST_DIR/cluster/audit.log" <<'EOF'
-import json, sys
-print(sum(1 for l in open(sys.argv[1]) if (e := json.loads(l)).get("stage") == "ResponseComplete"
-          and e.get("userAgent", "").startswith("hostdevd/") and e.get("verb") == "patch"
-          and e.get("objectRef", {}).get("resource") == "kubevirts"))
-EOF
-)
+W0=$(cr_writes)
 NAMES=()
 for n in node-a node-b node-c; do
     for i in 1 2 3 4 5 6 7; do
@@ -191,26 +195,105 @@ print(" ".join(e["resourceName"] for e in c["usb"] if not e["resourceName"].star
 [ "$ORDER" = "mellanox.com/CX5 intel.com/X710 example.com/F1 example.com/F2 example.com/F3
 example.com/dongle" ] && pass "foreign entries untouched and in their order (the second writer's too)" ||
     fail "foreign entries" "$ORDER"
-W1=$(python3 - "$TEST_DIR/cluster/audit.log" <<'EOF'
-import json, sys
-print(sum(1 for l in open(sys.argv[1]) if (e := json.loads(l)).get("stage") == "ResponseComplete"
-          and e.get("userAgent", "").startswith("hostdevd/") and e.get("verb") == "patch"
-          and e.get("objectRef", {}).get("resource") == "kubevirts"))
-EOF
-)
+W1=$(cr_writes)
 WRITES=$((W1 - W0))
 echo "  CR writes by the controllers during the concurrent run: $WRITES"
 
 echo "--- idle"
+A1=$(hack/audit-requests.py "$TEST_DIR/cluster/audit.log" | cut -d" " -f2)
 sleep 10
-W2=$(python3 - "$TEST_DIR/cluster/audit.log" <<'EOF'
-import json, sys
-print(sum(1 for l in open(sys.argv[1]) if (e := json.loads(l)).get("stage") == "ResponseComplete"
-          and e.get("userAgent", "").startswith("hostdevd/") and e.get("verb") == "patch"
-          and e.get("objectRef", {}).get("resource") == "kubevirts"))
-EOF
-)
-[ "$W2" -eq "$W1" ] && pass "an idle controller writes nothing (audit log, 10 s)" || fail "idle writes" "$((W2 - W1))"
+W2=$(cr_writes)
+A2=$(hack/audit-requests.py "$TEST_DIR/cluster/audit.log" | cut -d" " -f2)
+[ "$W2" -eq "$W1" ] && [ "$A2" -eq "$A1" ] && pass "an idle controller writes nothing (audit log, 10 s; only its election Lease renews)" ||
+    fail "idle writes" "CR $((W2 - W1)), all $((A2 - A1))"
+
+echo "--- the HostDevices feature gate off: the Ready claims are told"
+ONE=$(kubectl get pcideviceclaims -o name | head -1)
+ONE=${ONE#*/}
+kubectl patch kubevirt -n kubevirt kubevirt --type merge \
+    -p '{"spec":{"configuration":{"developerConfiguration":{"featureGates":[]}}}}' >/dev/null
+event() { # claim reason
+    [ -n "$(kubectl get events -n default --field-selector "involvedObject.name=$1,reason=$2" -o name)" ]
+}
+if eventually 20 event "$ONE" HostDevicesFeatureGateDisabled; then
+    pass "Warning HostDevicesFeatureGateDisabled on a Ready claim ($ONE)"; else
+    fail "gate Event" "$(kubectl get events -n default --field-selector "involvedObject.name=$ONE" 2>&1 | tail -3)"; fi
+[ "$(cr_json | jq -c '.spec.configuration.developerConfiguration.featureGates')" = "[]" ] &&
+    pass "the feature gates are left as they are" || fail "feature gates edited" "$(cr_json | jq -c .spec.configuration.developerConfiguration)"
+kubectl patch kubevirt -n kubevirt kubevirt --type merge \
+    -p '{"spec":{"configuration":{"developerConfiguration":{"featureGates":["HostDevices"]}}}}' >/dev/null
+
+echo "--- claims no agent serves"
+reason() { # kind name
+    kubectl get "$1" "$2" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}/{.status.conditions[?(@.type=="Ready")].reason}' 2>/dev/null
+}
+is() { [ "$(reason "$1" "$2")" = "$3" ]; }
+d=$(device pci ghost 1 8086 10d3 intel.com/GHOST)
+claim pci "$d" ghost
+if eventually 20 is pcideviceclaim "$d" False/NodeNotFound && eventually 10 event "$d" NodeNotFound; then
+    pass "a claim for a node that does not exist: Ready=False NodeNotFound, and an Event"; else
+    fail "NodeNotFound" "$(reason pcideviceclaim "$d")"; fi
+create_node quiet
+d=$(device pci quiet 1 8086 10d3 intel.com/QUIET)
+claim pci "$d" quiet
+if eventually 20 is pcideviceclaim "$d" False/AgentNotRunning && eventually 10 event "$d" AgentNotRunning; then
+    pass "a claim on a node whose agent never reported: Ready=False AgentNotRunning, and an Event"; else
+    fail "AgentNotRunning (never)" "$(reason pcideviceclaim "$d")"; fi
+expect_contains "... the message says so" \
+    "$(kubectl get pcideviceclaim "$d" -o jsonpath='{.status.conditions[0].message}')" \
+    "has never reported (no heartbeat Lease hostdevd-node-lease/quiet)"
+create_node fading
+heartbeat fading 4
+F1=$(device pci fading 1 8086 10d3 intel.com/FADING)
+F2=$(device usb fading 1 0951 1666)
+claim pci "$F1" fading
+claim usb "$F2" fading
+ready usb "$F2"
+sleep 1
+is pcideviceclaim "$F1" / && pass "a fresh heartbeat: the claim is left to its agent" ||
+    fail "fresh heartbeat" "$(reason pcideviceclaim "$F1")"
+if eventually 20 is pcideviceclaim "$F1" False/AgentNotRunning; then
+    pass "the heartbeat expired: the waiting claim says AgentNotRunning (silent since ...)"; else
+    fail "AgentNotRunning (silent)" "$(reason pcideviceclaim "$F1")"; fi
+is usbdeviceclaim "$F2" True/R && pass "... the claim its agent made Ready stays Ready" ||
+    fail "Ready claim kept" "$(reason usbdeviceclaim "$F2")"
+has_entry "kubevirt.io/$F2" && pass "... and its permittedHostDevices entry stays" || fail "entry kept" "$(counts)"
+heartbeat fading 3600
+ready pci "$F1"
+sleep 2
+is pcideviceclaim "$F1" True/R && pass "the agent back: its Ready condition stands" ||
+    fail "revived agent's status" "$(reason pcideviceclaim "$F1")"
+
+echo "--- a Node deleted with claims on it"
+create_node doomed
+heartbeat doomed 3600
+NUID=$(kubectl get node doomed -o jsonpath='{.metadata.uid}')
+D1=$(device pci doomed 1 8086 10d3 intel.com/DOOMED)
+kubectl patch pcidevice "$D1" --type merge -p \
+    "{\"metadata\":{\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"doomed\",\"uid\":\"$NUID\"}]}}" >/dev/null
+DUID=$(kubectl get pcidevice "$D1" -o jsonpath='{.metadata.uid}')
+# Owned by its device (as Harvester's UI makes claims): the garbage collector deletes it.
+printf 'apiVersion: %s/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s, finalizers: [%s/restore-driver], ownerReferences: [{apiVersion: %s/v1beta1, kind: PCIDevice, name: %s, uid: %s}]}\nspec: {address: "0000:00:01.0", nodeName: doomed}\n' \
+    "$G" "$D1" "$G" "$G" "$D1" "$DUID" | kubectl create -f - >/dev/null
+ready pci "$D1"
+D2=$(device usb doomed 1 0951 1666)
+claim usb "$D2" doomed # not owned: its user deletes it
+ready usb "$D2"
+if eventually 20 has_entry "intel.com/DOOMED"; then pass "claims Ready on node doomed"; else fail "doomed entries" "$(counts)"; fi
+kubectl delete node doomed >/dev/null
+gone() { ! kubectl get "$1" "$2" >/dev/null 2>&1; }
+if eventually 60 gone pcideviceclaim "$D1"; then
+    pass "the owned claim went with its node (garbage collector, then the controller removed the finalizer)"; else
+    fail "owned claim gone" "$(kubectl get pcideviceclaim "$D1" -o jsonpath='{.metadata}')"; fi
+if eventually 20 is usbdeviceclaim "$D2" False/NodeNotFound; then
+    pass "the claim not owned says NodeNotFound"; else fail "NodeNotFound after delete" "$(reason usbdeviceclaim "$D2")"; fi
+kubectl delete usbdeviceclaim "$D2" --wait=false >/dev/null
+if eventually 20 gone usbdeviceclaim "$D2"; then pass "... and is gone at once when deleted: deletion does not hang"; else
+    fail "USB claim deletion" "$(kubectl get usbdeviceclaim "$D2" -o jsonpath='{.metadata}')"; fi
+event "$D2" FinalizerRemoved && pass "Event FinalizerRemoved on it" ||
+    fail "FinalizerRemoved Event" "$(kubectl get events -n default --field-selector "involvedObject.name=$D2" 2>&1 | tail -3)"
+if eventually 20 no_entry "intel.com/DOOMED" && no_entry "kubevirt.io/$D2"; then
+    pass "their permittedHostDevices entries removed"; else fail "doomed entries removed" "$(counts)"; fi
 
 echo "--- all claims deleted"
 kubectl delete pcideviceclaims --all --wait=false >/dev/null

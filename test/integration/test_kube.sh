@@ -212,7 +212,7 @@ expect_contains "kubectl sees BindFailed x5 and Bound x1 about the device" "$OUT
     "BindFailed 5 ev-0000001f6" "Bound 1 ev-0000001f6"
 
 echo "--- leader election: two candidates, SIGKILL of the leader"
-kubectl create namespace hostdevd-system >/dev/null
+kubectl get namespace hostdevd-system >/dev/null # made by install_crds
 L=$TEST_DIR/leader
 mkdir -p "$L"
 "$KT" leader "$ADMIN" hostdevd-system hostdevd-controller cand-a "$L/a" >"$L/a.log" 2>&1 &

@@ -92,18 +92,7 @@ plug() {
     mv "$TEST_DIR/unplugged/$1" "$(cat "$TEST_DIR/unplugged/$1.path")"
     mv "$TEST_DIR/unplugged/$1.link" "$SYS/bus/usb/devices/$1"
 }
-writes() {
-    python3 - "$TEST_DIR/cluster/audit.log" <<'EOF'
-import json, sys
-n = 0
-for line in open(sys.argv[1]):
-    e = json.loads(line)
-    if e.get("stage") == "ResponseComplete" and e.get("userAgent", "").startswith("hostdevd/") \
-            and e.get("verb") in ("create", "update", "patch", "delete"):
-        n += 1
-print(n)
-EOF
-}
+writes() { hack/audit-requests.py "$TEST_DIR/cluster/audit.log" | cut -d" " -f2; }
 
 STICK=$(usbname 0951-1666 3-2)
 TAB3=$(usbname 0627-0001 1-3)
