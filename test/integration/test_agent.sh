@@ -45,7 +45,7 @@ stop_agent() { # description
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
 count() { kubectl get pcidevices -l "nodename=$NODE" -o name | wc -l; }
 name_of() { local a=${1//:/}; echo "$NODE-${a//./}"; }
-# Write requests the agent made (its user agent is hostdevd/<version>).
+# Write requests the agent made (its user agent is hostdevd/<version>), heartbeats left out.
 writes() { hack/audit-requests.py "$TEST_DIR/cluster/audit.log" | cut -d" " -f2; }
 
 echo "--- inventory"
@@ -125,12 +125,19 @@ OUT=$(kubectl get pcidevices 2>&1)
 expect_contains "kubectl get pcidevices shows the blocker column" "$OUT" "PASSTHROUGH BLOCKER" \
     "IOMMUGroupShared"
 
+echo "--- the heartbeat: a Lease named like the node, given up on SIGTERM"
+holder() { kubectl get lease -n hostdevd-node-lease "$NODE" -o jsonpath='{.spec.holderIdentity}/{.spec.leaseDurationSeconds}' 2>/dev/null; }
+held() { [ "$(holder)" = "$NODE/180" ]; }
+if eventually 20 held; then pass "Lease hostdevd-node-lease/$NODE held by $NODE for 180 s"; else fail "heartbeat Lease" "$(holder)"; fi
+
 echo "--- restart with nothing changed"
 before=$(writes)
 stop_agent "agent stopped cleanly (SIGTERM; no leaks under ASan)"
+[ "$(holder)" = "/1" ] && pass "the stopped agent gave its heartbeat up (empty holder, 1 s, as client-go releases)" || fail "heartbeat given up" "$(holder)"
 start_agent
 eventually 60 ready
 sleep 3
+held && pass "the restarted agent holds its heartbeat again at once" || fail "heartbeat retaken" "$(holder)"
 after=$(writes)
 [ "$after" -eq "$before" ] && pass "zero write requests after a restart ($before writes before it)" ||
     fail "zero write requests after a restart" "$((after - before)) writes"
