@@ -214,8 +214,12 @@ vmi() { # hostDevices-json
         metadata: {name: "vmi", namespace: "kubevirt"},
         spec: {domain: {devices: {hostDevices: $h}}}}'
 }
-expect_ok "a VirtualMachineInstance asking for a host device passes KubeVirt's schema" \
-    kubectl create --dry-run=server -f - <<<"$(vmi '[{"name":"gpu1","deviceName":"nvidia.com/GA102GL_A10"}]')"
+vmi_gpu() { kubectl create --dry-run=server -f - <<<"$(vmi '[{"name":"gpu1","deviceName":"nvidia.com/GA102GL_A10"}]')"; }
+# The KubeVirt CR is the parameter of hostdevd-vm-use (manifests/policies-kubevirt.yaml),
+# applied above before KubeVirt's CRDs existed: the API server resolves the new kind with its
+# next discovery refresh and refuses VMIs until then (failurePolicy Fail).
+eventually 60 vmi_gpu
+expect_ok "a VirtualMachineInstance asking for a host device passes KubeVirt's schema" vmi_gpu
 reject "... one without a name does not" "spec.domain.devices.hostDevices[0].name: Required value" \
     kubectl create --dry-run=server -f - <<<"$(vmi '[{"deviceName":"nvidia.com/GA102GL_A10"}]')"
 

@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# test/integration/test_vmaccess.sh - the verb "use" carried to the VM (manifests/
+# policies-kubevirt.yaml) on a real control plane with KubeVirt v1.9.0's own CRDs
+# (hack/kubevirt-crds.sh). No hostdevd runs: the KubeVirt CR, with the ownership annotation
+# the controller writes, is made here. Checks: VMIs and VMs asking for hostdevd's resource
+# names (PCI per device, USB, PCI pool; hostDevices and gpus) need "use" on the device or the
+# pool, and the refusal names what is missing; foreign names are not checked; a VM update is
+# checked for the names it adds only; KubeVirt's virt-controller (and no same-named impostor)
+# is exempt; Pods asking for owned names directly are refused to everyone else; Pods without
+# extended resources are never evaluated, also before KubeVirt's CRDs exist (and why the Pod
+# policy cannot be failurePolicy Fail); the parameter is live; the CEL cost limit of 12 names.
+SUITE=vmaccess
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+G=devices.harvesterhci.io
+X=titan-000001000                # a PCIDevice: alice may use it
+Y=titan-000001001                # another: nobody may
+USB=titan-0951-1666-2-1-4        # a USBDevice: alice may use it
+POOL=intel.com/82574L_GIGABIT_NETWORK_CONNECTION # a PCI pool: alice may use it
+FOREIGN=nvidia.com/GA102GL_A10   # listed in permittedHostDevices by someone else
+KVC=system:serviceaccount:kubevirt:kubevirt-controller
+MANY=() # 12 more per-device names, for the cost limit
+for i in 0 1 2 3 4 5 6 7 8 9 a b c; do MANY+=("intel.com/titan-00000200$i"); done
+
+# The command fails with a refusal by the named policy whose message contains the text.
+denied_by() { # policy text command...
+    local policy=$1 text=$2 out
+    shift 2
+    out=$("$@" 2>&1) && return 1
+    [[ "$out" == *"ValidatingAdmissionPolicy '$policy'"*"$text"* ]]
+}
+
+# Objects, as JSON on stdout.
+devices_json() { # deviceName...: hostDevices entries h0, h1, ...
+    printf '%s\n' "$@" | jq -R . | jq -sc 'to_entries | map({name: "h\(.key)", deviceName: .value})'
+}
+vmi() { # name deviceName...
+    local name=$1
+    shift
+    jq -cn --arg n "$name" --argjson h "$(devices_json "$@")" '{apiVersion: "kubevirt.io/v1",
+        kind: "VirtualMachineInstance", metadata: {name: $n, namespace: "default"},
+        spec: {domain: {devices: {hostDevices: $h}}}}'
+}
+vmi_gpu() { # name deviceName
+    jq -cn --arg n "$1" --arg d "$2" '{apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance",
+        metadata: {name: $n, namespace: "default"},
+        spec: {domain: {devices: {gpus: [{name: "gpu0", deviceName: $d}]}}}}'
+}
+vm() { # name deviceName...
+    local name=$1
+    shift
+    jq -cn --arg n "$name" --argjson h "$(devices_json "$@")" '{apiVersion: "kubevirt.io/v1",
+        kind: "VirtualMachine", metadata: {name: $n, namespace: "default"},
+        spec: {runStrategy: "Halted",
+               template: {spec: {domain: {devices: {hostDevices: $h}}}}}}'
+}
+pod() { # name container-resources-json [initContainer-resources-json]
+    jq -cn --arg n "$1" --argjson r "$2" --argjson i "${3:-null}" '{apiVersion: "v1", kind: "Pod",
+        metadata: {name: $n, namespace: "default"},
+        spec: ({containers: [{name: "c", image: "x", resources: $r}]} +
+               (if $i then {initContainers: [{name: "i", image: "x", resources: $i}]} else {} end))}'
+}
+
+# kubectl for a user (client certificate contexts alice and bob) or a token, creating JSON from
+# stdin; --dry-run=server goes through admission without storing anything.
+as() { # alice|bob|token:TOKEN kubectl-args...
+    local who=$1
+    shift
+    if [[ "$who" == token:* ]]; then
+        kubectl --kubeconfig=/dev/null --server="$K8S_SERVER" --certificate-authority="$K8S_CA" \
+            --token="${who#token:}" "$@"
+    else
+        kubectl --context "$who" "$@"
+    fi
+}
+try() { # who json: create it, dry run
+    as "$1" create --dry-run=server -f - <<<"$2"
+}
+
+owned_annotation() { # name...: sorted, comma-separated, as the controller writes it
+    printf '%s\n' "$@" | sort | paste -sd, -
+}
+
+cluster_start
+T0=$SECONDS
+
+# Everyone here may make VMs, VMIs and Pods; only alice may use X, the USB device and the pool
+# (a pcidevicepools rule: a resource that exists only in RBAC, named with a '/').
+expect_ok "roles: VM makers; alice's devices" kubectl apply -f - <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: vm-maker}
+rules:
+- {apiGroups: [kubevirt.io], resources: [virtualmachineinstances, virtualmachines], verbs: ["*"]}
+- {apiGroups: [""], resources: [pods], verbs: [create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: vm-maker}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: vm-maker}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: developers}
+- {kind: ServiceAccount, name: kubevirt-controller, namespace: kubevirt}
+- {kind: ServiceAccount, name: kubevirt-controller, namespace: default}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: alice-devices}
+rules:
+- {apiGroups: [$G], resources: [pcidevices], resourceNames: [$X], verbs: [use]}
+- {apiGroups: [$G], resources: [usbdevices], resourceNames: [$USB], verbs: [use]}
+- {apiGroups: [$G], resources: [pcidevicepools], resourceNames: ["$POOL"], verbs: [use]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: alice-devices}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: alice-devices}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+EOF
+
+echo "--- before KubeVirt: the policies installed first"
+expect_ok "policies-kubevirt.yaml applies without KubeVirt's CRDs" \
+    kubectl apply -f manifests/policies-kubevirt.yaml
+# The same Pod policy with failurePolicy Fail, to show why it is Ignore: the API server cannot
+# resolve the paramKind and refuses every Pod the policy matches, matchConditions or not.
+sed -e 's/name: hostdevd-pod-use/name: fail-pod-use/; s/policyName: hostdevd-pod-use/policyName: fail-pod-use/' \
+    -e 's/failurePolicy: Ignore/failurePolicy: Fail/' manifests/policies-kubevirt.yaml |
+    awk 'BEGIN { RS = "---\n"; ORS = "---\n" } /fail-pod-use/' >"$TEST_DIR/fail-pod.yaml"
+kubectl apply -f "$TEST_DIR/fail-pod.yaml" >/dev/null
+PLAIN=$(pod plain '{"limits": {"cpu": "1"}}')
+if eventually 20 denied_by fail-pod-use "failed to find resource referenced by paramKind" try alice "$PLAIN"; then
+    pass "(failurePolicy Fail would refuse every Pod without KubeVirt's CRDs, even one without extended resources)"
+else
+    fail "failurePolicy Fail without KubeVirt's CRDs" "$(try alice "$PLAIN" 2>&1)"
+fi
+kubectl delete -f "$TEST_DIR/fail-pod.yaml" >/dev/null
+expect_ok "hostdevd-pod-use (Ignore): a Pod without extended resources is created" \
+    eventually 20 try alice "$PLAIN"
+expect_ok "... and one asking for an extended resource (no KubeVirt CR, nothing owned)" \
+    try alice "$(pod ext "{\"limits\": {\"$POOL\": 1}}")"
+
+echo "--- fixtures: KubeVirt's CRDs and CR (ownership annotation), roles"
+KVCRDS=$(hack/kubevirt-crds.sh) || fail "hack/kubevirt-crds.sh gives KubeVirt's CRDs"
+expect_ok "KubeVirt v1.9.0's kubevirts, virtualmachineinstances and virtualmachines CRDs" \
+    kubectl create -f "$KVCRDS/kubevirts.kubevirt.io.yaml" \
+    -f "$KVCRDS/virtualmachineinstances.kubevirt.io.yaml" -f "$KVCRDS/virtualmachines.kubevirt.io.yaml"
+kubectl wait --for condition=Established --timeout 60s crd/kubevirts.kubevirt.io \
+    crd/virtualmachineinstances.kubevirt.io crd/virtualmachines.kubevirt.io >/dev/null
+OWNED=$(owned_annotation "intel.com/$X" "intel.com/$Y" "kubevirt.io/$USB" "$POOL" "${MANY[@]}")
+expect_ok "namespace kubevirt, KubeVirt's service account, the KubeVirt CR with owned names" \
+    kubectl apply -f - <<EOF
+apiVersion: v1
+kind: Namespace
+metadata: {name: kubevirt}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: kubevirt-controller, namespace: kubevirt}
+---
+# Same name, other namespace: not KubeVirt.
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: kubevirt-controller, namespace: default}
+---
+apiVersion: kubevirt.io/v1
+kind: KubeVirt
+metadata:
+  name: kubevirt
+  namespace: kubevirt
+  annotations: {hostdevd.io/owned-host-devices: "$OWNED"}
+spec:
+  configuration:
+    permittedHostDevices:
+      pciHostDevices:
+      - {pciVendorSelector: "10de:2236", resourceName: $FOREIGN}
+      - {pciVendorSelector: "8086:10d3", resourceName: "intel.com/$X", externalResourceProvider: true}
+      - {pciVendorSelector: "8086:10d3", resourceName: "intel.com/$Y", externalResourceProvider: true}
+      - {pciVendorSelector: "8086:10d3", resourceName: $POOL, externalResourceProvider: true}
+      usb:
+      - {resourceName: "kubevirt.io/$USB", selectors: [{vendor: "0951", product: "1666"}], externalResourceProvider: true}
+EOF
+TKV=$(kubectl create token kubevirt-controller -n kubevirt)
+TFAKE=$(kubectl create token kubevirt-controller -n default)
+
+# The API server resolves the new kind a little later (its discovery refresh); until then the
+# VM policy (failurePolicy Fail) refuses VMIs with a configuration error, and the Pod policy
+# lets everything through.
+t=$SECONDS
+if eventually 60 denied_by hostdevd-vm-use "may not use" try bob "$(vmi vm1 "intel.com/$X")"; then
+    pass "the policies take the KubeVirt CR as parameter ($((SECONDS - t))s after KubeVirt's CRDs)"
+else
+    fail "the policies become effective" "$(try bob "$(vmi vm1 "intel.com/$X")" 2>&1)"
+    finish
+fi
+eventually 30 denied_by hostdevd-pod-use "may not" try alice "$(pod p "{\"limits\": {\"$POOL\": 1}}")"
+
+echo "--- VirtualMachineInstances"
+expect_ok "alice (use on pcidevices/$X): a VMI with intel.com/$X" try alice "$(vmi vm1 "intel.com/$X")"
+expect_reject "bob (no grant): refused, the message names what he lacks" \
+    "user bob may not use host device intel.com/$X in VirtualMachineInstance default/vm1: it needs the verb \"use\" on pcidevices/$X in API group $G (or on pcidevicepools/intel.com/$X)" \
+    try bob "$(vmi vm1 "intel.com/$X")"
+expect_ok "alice: intel.com/$X as a GPU (spec.domain.devices.gpus)" try alice "$(vmi_gpu vm1 "intel.com/$X")"
+expect_reject "bob: ... refused as well" "needs the verb \"use\" on pcidevices/$X" \
+    try bob "$(vmi_gpu vm1 "intel.com/$X")"
+expect_ok "alice (use on usbdevices/$USB): kubevirt.io/$USB" try alice "$(vmi vm1 "kubevirt.io/$USB")"
+expect_reject "bob: kubevirt.io/$USB refused" \
+    "needs the verb \"use\" on usbdevices/$USB in API group $G (or on pcidevicepools/kubevirt.io/$USB)" \
+    try bob "$(vmi vm1 "kubevirt.io/$USB")"
+expect_ok "alice (use on pcidevicepools/$POOL): the pool" try alice "$(vmi vm1 "$POOL" "$POOL")"
+expect_reject "bob: the pool refused" \
+    "user bob may not use host device $POOL in VirtualMachineInstance default/vm1: it needs the verb \"use\" on pcidevicepools/$POOL in API group $G" \
+    try bob "$(vmi vm1 "$POOL")"
+expect_ok "bob: $FOREIGN (a foreign entry's name, not owned) is not checked" \
+    try bob "$(vmi vm1 "$FOREIGN")"
+expect_ok "bob: an unlisted name is not checked either" try bob "$(vmi vm1 example.com/whatever)"
+expect_reject "alice: all of hers and $Y: refused for $Y" \
+    "user alice may not use host device intel.com/$Y in VirtualMachineInstance default/vm1" \
+    try alice "$(vmi vm1 "intel.com/$X" "kubevirt.io/$USB" "$POOL" "intel.com/$Y")"
+expect_ok "KubeVirt's virt-controller ($KVC, a token): exempt" try "token:$TKV" "$(vmi vm1 "intel.com/$Y")"
+expect_reject "... a kubevirt-controller of another namespace is not" \
+    "user system:serviceaccount:default:kubevirt-controller may not use host device intel.com/$Y" \
+    try "token:$TFAKE" "$(vmi vm1 "intel.com/$Y")"
+
+echo "--- VirtualMachines"
+expect_reject "bob: a VM with intel.com/$X refused" \
+    "user bob may not use host device intel.com/$X in VirtualMachine default/vm-a" \
+    try bob "$(vm vm-a "intel.com/$X")"
+expect_ok "alice: a VM with intel.com/$X created" as alice create -f - <<<"$(vm vm-a "intel.com/$X")"
+expect_ok "alice: adding kubevirt.io/$USB to it" as alice patch vm vm-a --type json -p \
+    '[{"op": "add", "path": "/spec/template/spec/domain/devices/hostDevices/-", "value": {"name": "usb", "deviceName": "kubevirt.io/'"$USB"'"}}]'
+expect_reject "alice: adding intel.com/$Y refused" "may not use host device intel.com/$Y in VirtualMachine default/vm-a" \
+    as alice patch vm vm-a --type json -p \
+    '[{"op": "add", "path": "/spec/template/spec/domain/devices/hostDevices/-", "value": {"name": "y", "deviceName": "intel.com/'"$Y"'"}}]'
+expect_ok "bob (no grant for the VM's devices): other edits of the VM pass (old names not checked)" \
+    as bob patch vm vm-a --type merge -p '{"metadata": {"labels": {"edited-by": "bob"}}, "spec": {"runStrategy": "Always"}}'
+expect_reject "bob: adding the pool to it refused" "user bob may not use host device $POOL in VirtualMachine default/vm-a" \
+    as bob patch vm vm-a --type json -p \
+    '[{"op": "add", "path": "/spec/template/spec/domain/devices/gpus", "value": [{"name": "g", "deviceName": "'"$POOL"'"}]}]'
+expect_contains "the VM holds what was admitted" \
+    "$(kubectl get vm vm-a -o jsonpath='{.spec.template.spec.domain.devices.hostDevices[*].deviceName} {.spec.runStrategy}')" \
+    "intel.com/$X kubevirt.io/$USB Always"
+
+echo "--- Pods"
+expect_reject "alice: a Pod asking for intel.com/$X (limits) refused" \
+    "user alice may not create Pod default/p asking for host device intel.com/$X: only KubeVirt (system:serviceaccount:kubevirt:kubevirt-controller) may" \
+    try alice "$(pod p "{\"limits\": {\"intel.com/$X\": 1}}")"
+# (An extended resource must have a limit; requests, if given, must equal it.)
+expect_reject "bob: the pool in an initContainer refused" "may not create Pod default/p asking for host device $POOL" \
+    try bob "$(pod p '{}' "{\"requests\": {\"$POOL\": 1}, \"limits\": {\"$POOL\": 1}}")"
+expect_ok "KubeVirt's virt-controller: the same Pod (a virt-launcher) created" \
+    try "token:$TKV" "$(pod p "{\"limits\": {\"intel.com/$X\": 1}}")"
+expect_reject "... a kubevirt-controller of another namespace: refused" "may not create Pod" \
+    try "token:$TFAKE" "$(pod p "{\"limits\": {\"intel.com/$X\": 1}}")"
+expect_ok "alice: a Pod asking for a foreign extended resource" try alice "$(pod p "{\"limits\": {\"$FOREIGN\": 1}}")"
+expect_ok "alice: a Pod without extended resources" try alice "$PLAIN"
+
+echo "--- the CEL cost limit: 12 new names per request"
+kubectl apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: alice-many}
+rules:
+- {apiGroups: [$G], resources: [pcidevicepools], resourceNames: [$(printf '"%s",' "${MANY[@]}" | sed 's/,$//')], verbs: [use]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: alice-many}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: alice-many}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+EOF
+# Per-device names granted through pools: two checks each, the most expensive case.
+expect_ok "alice: 12 per-device names, each allowed by its pool (24 authorization checks)" \
+    try alice "$(vmi vm1 "${MANY[@]:0:12}")"
+expect_reject "alice: 13 refused with the reason" "asks for 13 hostdevd host devices by distinct resource name; at most 12" \
+    try alice "$(vmi vm1 "${MANY[@]}")"
+expect_reject "bob: 12, none allowed: refused naming the first" "user bob may not use host device ${MANY[0]} in" \
+    try bob "$(vmi vm1 "${MANY[@]:0:12}")"
+
+echo "--- the parameter is live"
+expect_ok "intel.com/$X dropped from the ownership annotation" kubectl annotate kubevirt -n kubevirt kubevirt \
+    --overwrite "hostdevd.io/owned-host-devices=$(owned_annotation "intel.com/$Y" "kubevirt.io/$USB" "$POOL")"
+if eventually 20 try bob "$(vmi vm1 "intel.com/$X")"; then
+    pass "bob: a VMI with intel.com/$X now admitted (no longer hostdevd's name)"
+else
+    fail "bob: a VMI with intel.com/$X once it is not owned" "$(try bob "$(vmi vm1 "intel.com/$X")" 2>&1)"
+fi
+expect_ok "... and a Pod" try bob "$(pod p "{\"limits\": {\"intel.com/$X\": 1}}")"
+expect_reject "bob: kubevirt.io/$USB still refused" "needs the verb \"use\" on usbdevices/$USB" \
+    try bob "$(vmi vm1 "kubevirt.io/$USB")"
+expect_ok "the KubeVirt CR deleted" kubectl delete kubevirt -n kubevirt kubevirt
+if eventually 20 try bob "$(vmi vm1 "kubevirt.io/$USB")"; then
+    pass "no KubeVirt CR: nothing owned, nothing checked (parameterNotFoundAction Allow)"
+else
+    fail "no KubeVirt CR: nothing checked" "$(try bob "$(vmi vm1 "kubevirt.io/$USB")" 2>&1)"
+fi
+echo "  checks done in $((SECONDS - T0))s after the control plane"
+finish
