@@ -18,7 +18,7 @@ struct agent_config {
     const char *usb_ids;     /* NULL: /usr/share/misc/usb.ids */
     const char *listen;      /* health and metrics endpoint, default "0.0.0.0:9808" */
     double resync;           /* seconds between full rescans; default 300 */
-    const char *uevent_source; /* "kernel" (default), "udev" or "none": what triggers rescans */
+    const char *uevent_source;   /* "kernel" (default), "udev" or "none": what triggers rescans */
     const char *lease_namespace; /* of the heartbeat Lease, default hostdevd-node-lease */
     double heartbeat;            /* its duration, seconds (renewed every third); default 180 */
 };

@@ -9,12 +9,12 @@
 #pragma once
 
 struct controller_config {
-    const char *kubeconfig; /* NULL: $KUBECONFIG, then in-cluster */
-    const char *listen;     /* health and metrics endpoint, default "0.0.0.0:9809" */
-    const char *namespace;  /* of the Lease, default $POD_NAMESPACE or hostdevd-system */
-    const char *identity;   /* this candidate, default $POD_NAME or the host name */
-    const char *kubevirt;   /* "namespace/name" of the KubeVirt CR, NULL: the only one */
-    double lease_duration;  /* seconds, default 15 */
+    const char *kubeconfig;      /* NULL: $KUBECONFIG, then in-cluster */
+    const char *listen;          /* health and metrics endpoint, default "0.0.0.0:9809" */
+    const char *namespace;       /* of the Lease, default $POD_NAMESPACE or hostdevd-system */
+    const char *identity;        /* this candidate, default $POD_NAME or the host name */
+    const char *kubevirt;        /* "namespace/name" of the KubeVirt CR, NULL: the only one */
+    double lease_duration;       /* seconds, default 15 */
     const char *lease_namespace; /* of the agents' heartbeats, default hostdevd-node-lease */
 };
 

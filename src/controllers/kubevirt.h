@@ -27,7 +27,7 @@ struct kvpermit_config {
     struct ev_loop *loop;
     struct kube_http *http;
     struct metrics *metrics;
-    const char *kubevirt; /* "namespace/name", or NULL: the only one there is */
+    const char *kubevirt;         /* "namespace/name", or NULL: the only one there is */
     struct kube_recorder *events; /* a Warning on each Ready claim while the gate is off */
     bool (*can_write)(void *userdata);
     void *userdata;

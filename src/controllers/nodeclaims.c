@@ -112,8 +112,8 @@ void nodeclaims_decide(const cJSON *claim, const char *finalizer, const struct n
             deleting ? "; the claim goes once the agent is back and has released the device"
                      : "; the claim waits for it");
     }
-    if (d->action == NODECLAIMS_CONDITION && claimstatus_ready_is(claim, false, d->reason,
-                                                                   d->message))
+    if (d->action == NODECLAIMS_CONDITION &&
+        claimstatus_ready_is(claim, false, d->reason, d->message))
         d->action = NODECLAIMS_NOTHING; /* already says so */
 }
 
@@ -125,8 +125,8 @@ char *nodeclaims_status_patch(const cJSON *claim, const struct nodeclaims_decisi
     cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
     cJSON *list = cJSON_AddArrayToObject(cJSON_AddObjectToObject(patch, "status"), "conditions");
     if (!rv || !cJSON_AddStringToObject(meta, "resourceVersion", rv) || !list ||
-        !cJSON_AddItemToArray(list, claimstatus_ready_condition(claim, false, d->reason,
-                                                                d->message, now))) {
+        !cJSON_AddItemToArray(
+                list, claimstatus_ready_condition(claim, false, d->reason, d->message, now))) {
         cJSON_Delete(patch);
         return NULL;
     }
@@ -207,9 +207,9 @@ static enum nodeclaims_agent agent_of(struct nodeclaims *nc, const char *node, c
     if (!sfield(spec, "holderIdentity") || !sfield(spec, "holderIdentity")[0])
         return NODECLAIMS_AGENT_STOPPED;
     const double *t = seen_at(nc, lease_key);
-    *ret_expires = (t ? *t : ev_now(nc->cfg.loop)) +
-                   (cJSON_IsNumber(duration) && duration->valuedouble > 0 ? duration->valuedouble
-                                                                          : 180);
+    *ret_expires =
+            (t ? *t : ev_now(nc->cfg.loop)) +
+            (cJSON_IsNumber(duration) && duration->valuedouble > 0 ? duration->valuedouble : 180);
     return ev_now(nc->cfg.loop) < *ret_expires ? NODECLAIMS_AGENT_RUNNING : NODECLAIMS_AGENT_SILENT;
 }
 
@@ -313,14 +313,13 @@ static void next_action(struct ncjob *j)
 {
     while (j->next < j->n) {
         const struct action *a = &j->actions[j->next++];
-        const struct kube_resource *res = a->usb ? &kube_res_usbdeviceclaims
-                                                 : &kube_res_pcideviceclaims;
+        const struct kube_resource *res =
+                a->usb ? &kube_res_usbdeviceclaims : &kube_res_pcideviceclaims;
         char now[40], *patch;
         bool release = a->d.action == NODECLAIMS_RELEASE;
         timefmt_now(now, sizeof(now));
-        patch = release ? claimstatus_finalizer_patch(a->claim, a->usb ? USBCLAIM_FINALIZER
-                                                                       : PCICLAIM_FINALIZER,
-                                                      false)
+        patch = release ? claimstatus_finalizer_patch(
+                                  a->claim, a->usb ? USBCLAIM_FINALIZER : PCICLAIM_FINALIZER, false)
                         : nodeclaims_status_patch(a->claim, &a->d, now);
         int r = patch ? kube_client_patch(j->nc->cfg.http, res, NULL, a->name,
                                           release ? KUBE_PATCH_JSON : KUBE_PATCH_MERGE, patch,
@@ -351,8 +350,7 @@ static bool can_start(void *ctx)
 {
     const struct nodeclaims *nc = ctx;
     bool synced = nc->pci_claims && kube_informer_has_synced(nc->pci_claims) &&
-                  kube_informer_has_synced(nc->usb_claims) &&
-                  kube_informer_has_synced(nc->leases);
+                  kube_informer_has_synced(nc->usb_claims) && kube_informer_has_synced(nc->leases);
     return synced && (!nc->cfg.can_write || nc->cfg.can_write(nc->cfg.userdata));
 }
 
@@ -384,8 +382,7 @@ static void on_lease_add(const char *key, const cJSON *obj, void *userdata)
     enqueue_lease(nc, key);
 }
 
-static void on_lease_update(const char *key, const cJSON *old_obj, const cJSON *obj,
-                            void *userdata)
+static void on_lease_update(const char *key, const cJSON *old_obj, const cJSON *obj, void *userdata)
 {
     (void)old_obj;
     on_lease_add(key, obj, userdata); /* only called when the resourceVersion changed */
@@ -416,13 +413,12 @@ struct nodeclaims *nodeclaims_new(const struct nodeclaims_config *cfg)
                                .metrics = cfg->metrics,
                                .ops = &ops,
                                .ctx = nc};
-    struct kube_informer_config lc = {
-            .resource = &kube_res_leases,
-            .namespace = cfg->lease_namespace,
-            .handlers = {.on_add = on_lease_add,
-                         .on_update = on_lease_update,
-                         .on_delete = on_lease_delete},
-            .userdata = nc};
+    struct kube_informer_config lc = {.resource = &kube_res_leases,
+                                      .namespace = cfg->lease_namespace,
+                                      .handlers = {.on_add = on_lease_add,
+                                                   .on_update = on_lease_update,
+                                                   .on_delete = on_lease_delete},
+                                      .userdata = nc};
     nc->runner = runner_new(&rc);
     nc->leases = kube_informer_new(cfg->loop, cfg->http, &lc);
     nc->seen = map_new(free);
@@ -446,8 +442,7 @@ int nodeclaims_start(struct nodeclaims *nc)
     return r < 0 ? r : runner_start(nc->runner);
 }
 
-void nodeclaims_claim_changed(struct nodeclaims *nc, bool usb, const char *key,
-                              const cJSON *claim)
+void nodeclaims_claim_changed(struct nodeclaims *nc, bool usb, const char *key, const cJSON *claim)
 {
     char node[254];
     if (nc && claim_node(usb, key, claim, node, sizeof(node)))

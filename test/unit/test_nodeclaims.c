@@ -17,7 +17,7 @@ static cJSON *claim(bool deleting, bool held, const char *ready, const char *rea
                            "\"resourceVersion\":\"42\",\"generation\":1},"
                            "\"spec\":{\"nodeName\":\"titan\",\"address\":\"0000:00:10.0\"}}");
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    cJSON *meta = cJSON_GetObjectItem(c, "metadata");
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(c, "metadata");
     if (deleting)
         cJSON_AddStringToObject(meta, "deletionTimestamp", "2026-11-23T07:00:00Z");
     cJSON *f = cJSON_AddArrayToObject(meta, "finalizers");
@@ -38,15 +38,18 @@ static cJSON *claim(bool deleting, bool held, const char *ready, const char *rea
     return c;
 }
 
-static const struct nodeclaims_node gone = {.name = "titan", .exists = false,
+static const struct nodeclaims_node gone = {.name = "titan",
+                                            .exists = false,
                                             .agent = NODECLAIMS_AGENT_NEVER,
                                             .lease = "hostdevd-node-lease/titan"};
 
 static struct nodeclaims_node node(enum nodeclaims_agent agent)
 {
-    return (struct nodeclaims_node){.name = "titan", .exists = true, .agent = agent,
-                                     .lease = "hostdevd-node-lease/titan",
-                                     .renewed = "2026-11-23T06:58:00.000000Z"};
+    return (struct nodeclaims_node){.name = "titan",
+                                    .exists = true,
+                                    .agent = agent,
+                                    .lease = "hostdevd-node-lease/titan",
+                                    .renewed = "2026-11-23T06:58:00.000000Z"};
 }
 
 static void test_node_gone(void)
@@ -138,23 +141,30 @@ static void test_status_patch(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     cJSON *patch = cJSON_Parse(p);
     CU_ASSERT_STRING_EQUAL(
-            cJSON_GetObjectItem(cJSON_GetObjectItem(patch, "metadata"), "resourceVersion")
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(patch, "metadata"),
+                                             "resourceVersion")
                     ->valuestring,
             "42"); /* the write applies only to the version it was decided from */
     cJSON *cond = cJSON_GetArrayItem(
-            cJSON_GetObjectItem(cJSON_GetObjectItem(patch, "status"), "conditions"), 0);
-    CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(cond, "status")->valuestring, "False");
-    CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(cond, "reason")->valuestring, "NodeNotFound");
-    CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(cond, "lastTransitionTime")->valuestring,
-                           "2026-11-23T07:01:00Z"); /* True -> False is a transition */
-    CU_ASSERT_FALSE(cJSON_HasObjectItem(cJSON_GetObjectItem(patch, "status"),
-                                        "passthroughEnabled")); /* the agent's, untouched */
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(patch, "status"),
+                                             "conditions"),
+            0);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItemCaseSensitive(cond, "status")->valuestring, "False");
+    CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItemCaseSensitive(cond, "reason")->valuestring,
+                           "NodeNotFound");
+    CU_ASSERT_STRING_EQUAL(
+            cJSON_GetObjectItemCaseSensitive(cond, "lastTransitionTime")->valuestring,
+            "2026-11-23T07:01:00Z"); /* True -> False is a transition */
+    CU_ASSERT_PTR_NULL(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(patch, "status"),
+                                             "passthroughEnabled")); /* the agent's, untouched */
     cJSON_Delete(patch);
     free(p);
     cJSON_Delete(c);
 
     c = claim(false, true, NULL, NULL, NULL);
-    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(c, "metadata"), "resourceVersion");
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "metadata"),
+                                            "resourceVersion");
     CU_ASSERT_PTR_NULL(nodeclaims_status_patch(c, &d, "2026-11-23T07:01:00Z"));
     cJSON_Delete(c);
 }
