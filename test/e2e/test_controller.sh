@@ -12,7 +12,7 @@
 SUITE=e2e-controller
 # shellcheck source=test/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
-cd "$ROOT"
+cd "$ROOT" || exit 1
 NODE=qctl
 NIC=0000:00:04.0 # e1000e 8086:10d3
 CTL=${E2E_CONTROLLER:-$ROOT/build/asan/hostdevd}

@@ -22,7 +22,6 @@ RESYNC=${LONG_IDLE_RESYNC:-60}
 DESC=test/fixtures/sysfs/plugins-node.txt
 NODE=idle-a
 G=devices.harvesterhci.io
-SA=system:serviceaccount:hostdevd-system:hostdevd-controller
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 [ -x "$BIN" ] || make -C "$ROOT" build/asan/hostdevd >/dev/null
 
