@@ -2,6 +2,7 @@
 #
 #   make          bin/hostdevd (release flags, warnings are errors)
 #   make test     deps + sanitizer build (ASan+UBSan) + every test suite that exists
+#   make test-long  the long checks in test/long/ (minutes each; not part of make test)
 #   make demo     deps + local control plane + CRDs + sample objects; prints what to try
 #   make lint     clang-format, cppcheck, clang-tidy, shellcheck (qemu node), dependency rules
 #   make bench    benchmarks against a private control plane; prints figures
@@ -54,7 +55,7 @@ REL_OBJS := $(LIB_SRCS:%.c=build/release/%.o) build/release/$(MAIN_SRC:.c=.o)
 ASAN_LIB_OBJS := $(LIB_SRCS:%.c=build/asan/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.c=build/asan/%.o)
 
-.PHONY: all deps test test-unit test-integration test-e2e fuzz bench demo demo-down lint clean k8s format
+.PHONY: all deps test test-unit test-integration test-e2e test-long fuzz bench demo demo-down lint clean k8s format
 
 all: bin/hostdevd
 
@@ -154,6 +155,11 @@ test-integration: deps k8s
 test-e2e: deps k8s
 	@$(MAKE) --no-print-directory $(TEST_BINS)
 	@hack/run-tests.sh e2e
+
+# make test-long: test/long/ (an idle cluster's writes over 5 minutes, LONG_IDLE_SECONDS).
+test-long: deps k8s
+	@$(MAKE) --no-print-directory $(TEST_BINS)
+	@hack/run-tests.sh long
 
 # make fuzz [FUZZ_RUNS=1000000] [FUZZ_TARGETS="watch status"]: runs each target from its corpus
 # and prints the executions; new inputs go to build/fuzz/corpus-<name>, crashes to build/fuzz/.

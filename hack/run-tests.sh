@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the test suites that exist, each even if an earlier one failed, and ends with one line
 # "tests: N passed, N failed" over all of them. Exits non-zero if any suite failed.
-#   hack/run-tests.sh [unit|integration|e2e|all]
-# Expects the binaries built (make test does that first).
+#   hack/run-tests.sh [unit|integration|e2e|all|long]
+# Expects the binaries built (make test does that first). "long" (make test-long) runs the
+# scripts in test/long/, which take minutes each; "all" leaves them out.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 what=${1:-all}
@@ -50,6 +51,7 @@ run_scripts() {
 run_integration() { run_scripts test/integration "integration (real etcd + kube-apiserver + kube-controller-manager)"; }
 # hack/qemu-node.sh installs qemu and fetches the kernel package through apt the first time.
 run_e2e() { run_scripts test/e2e "end to end (a qemu node with Debian's kernel + the control plane)"; }
+run_long() { run_scripts test/long "long (minutes of idle or load against the control plane)"; }
 
 mkdir -p "$results"
 rm -f "$results"/*.count
@@ -58,7 +60,8 @@ unit) run_unit; run_fuzz_replay ;;
 integration) run_integration ;;
 e2e) run_e2e ;;
 all) run_unit; run_fuzz_replay; run_integration; run_e2e ;;
-*) echo "usage: $0 [unit|integration|e2e|all]" >&2; exit 2 ;;
+long) run_long ;;
+*) echo "usage: $0 [unit|integration|e2e|all|long]" >&2; exit 2 ;;
 esac
 
 passed=0 failed=0

@@ -136,6 +136,113 @@ create_node() {
     printf 'apiVersion: v1\nkind: Node\nmetadata: {name: %s}\n' "$1" | kubectl create -f - >/dev/null
 }
 
+# sa_kubeconfig NAMESPACE SERVICEACCOUNT FILE: a kubeconfig for the private control plane with
+# a token of that ServiceAccount (2 h), as its Pod would have; for processes run on the host.
+sa_kubeconfig() {
+    local token
+    token=$(kubectl create token "$2" -n "$1" --duration 2h) || return 1
+    (
+        umask 077
+        cat >"$3" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- {name: local, cluster: {server: "$K8S_SERVER", certificate-authority: "$K8S_CA"}}
+users:
+- {name: $2, user: {token: "$token"}}
+contexts:
+- {name: local, context: {cluster: local, user: $2}}
+current-context: local
+EOF
+    )
+}
+
+# audit_summary AUDIT_LOG [SKIP_LINES]: hostdevd's completed requests (user agent hostdevd/...)
+# after the first SKIP_LINES lines of the API server's audit log, one line per kind of request:
+# "WHO RESOURCE[/SUBRESOURCE] VERB CODE COUNT", WHO "controller" for the hostdevd-controller
+# service account, "agent" for anyone else (the agent's service account, or admin in tests).
+audit_summary() {
+    python3 - "$1" "${2:-0}" <<'EOF'
+import collections, itertools, json, sys
+n = collections.Counter()
+for line in itertools.islice(open(sys.argv[1]), int(sys.argv[2]), None):
+    e = json.loads(line)
+    if e.get("stage") != "ResponseComplete" or not e.get("userAgent", "").startswith("hostdevd/"):
+        continue
+    who = "controller" if e["user"]["username"].endswith(":hostdevd-controller") else "agent"
+    o = e.get("objectRef", {})
+    res = o.get("resource", e.get("requestURI", "?")) + ("/" + o["subresource"] if o.get("subresource") else "")
+    n[(who, res, e["verb"], e.get("responseStatus", {}).get("code", 0))] += 1
+for k, v in sorted(n.items()):
+    print(*k, v)
+EOF
+}
+
+# audit_quiet AUDIT_LOG SECONDS: hostdevd wrote nothing but Leases in the last SECONDS (its last
+# such write completed longer ago than that, by the API server's clock).
+audit_quiet() {
+    python3 - "$1" "$2" <<'EOF'
+import datetime, json, sys
+last = 0.0
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("stage") == "ResponseComplete" and e.get("userAgent", "").startswith("hostdevd/") \
+            and e.get("verb") in ("create", "update", "patch", "delete", "deletecollection") \
+            and e.get("objectRef", {}).get("resource") != "leases":
+        last = datetime.datetime.fromisoformat(e["stageTimestamp"].replace("Z", "+00:00")).timestamp()
+sys.exit(datetime.datetime.now(datetime.timezone.utc).timestamp() - last < float(sys.argv[2]))
+EOF
+}
+
+# Devices and claims as an agent leaves them (for tests of the controller without agents).
+# agent_device pci|usb NODE IDX VENDOR DEVICE [RESOURCE]: a PCIDevice at 0000:00:0<IDX>.0 with its
+# status (RESOURCE), or a USBDevice on port 1-<IDX> (resource kubevirt.io/<name>); prints the name.
+agent_device() {
+    local name g=devices.harvesterhci.io
+    if [ "$1" = pci ]; then
+        name=$2-0000000${3}0
+        printf 'apiVersion: %s/v1beta1\nkind: PCIDevice\nmetadata: {name: %s, labels: {nodename: %s}}\nspec: {}\n' "$g" "$name" "$2" |
+            kubectl create -f - >/dev/null
+        kubectl patch pcidevice "$name" --subresource status --type merge -p \
+            "{\"status\":{\"address\":\"0000:00:0$3.0\",\"vendorId\":\"$4\",\"deviceId\":\"$5\",\"classId\":\"0200\",\"nodeName\":\"$2\",\"resourceName\":\"$6\"}}" >/dev/null
+    else
+        name=$2-$4-$5-1-$3
+        printf 'apiVersion: %s/v1beta1\nkind: USBDevice\nmetadata: {name: %s, labels: {nodename: %s}}\n' "$g" "$name" "$2" |
+            kubectl create -f - >/dev/null
+        kubectl patch usbdevice "$name" --subresource status --type merge -p \
+            "{\"status\":{\"vendorID\":\"$4\",\"productID\":\"$5\",\"nodeName\":\"$2\",\"portPath\":\"1-$3\",\"resourceName\":\"kubevirt.io/$name\"}}" >/dev/null
+    fi
+    echo "$name"
+}
+
+# agent_claim pci NAME NODE [DISABLE_POOLING] | agent_claim usb NAME: the claim of a device that
+# agent_device made (a USB claim with the agent's finalizer already on).
+agent_claim() {
+    local g=devices.harvesterhci.io
+    if [ "$1" = pci ]; then
+        local idx=${2##*-0000000}
+        printf 'apiVersion: %s/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "0000:00:0%s.0", nodeName: %s, disableResourcePooling: %s}\n' \
+            "$g" "$2" "${idx%0}" "$3" "${4:-false}" | kubectl create -f - >/dev/null
+    else
+        printf 'apiVersion: %s/v1beta1\nkind: USBDeviceClaim\nmetadata: {name: %s, finalizers: [%s/release-usb]}\nspec: {}\n' \
+            "$g" "$2" "$g" | kubectl create -f - >/dev/null
+    fi
+}
+
+# agent_ready pci|usb NAME: the claim's status as its agent writes it once the device is ready.
+agent_ready() {
+    local now cond
+    now=$(date -u +%FT%TZ)
+    cond="{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"R\",\"message\":\"m\",\"lastTransitionTime\":\"$now\",\"observedGeneration\":1}"
+    if [ "$1" = pci ]; then
+        kubectl patch pcideviceclaim "$2" --subresource status --type merge -p \
+            "{\"status\":{\"passthroughEnabled\":true,\"conditions\":[$cond]}}" >/dev/null
+    else
+        kubectl patch usbdeviceclaim "$2" --subresource status --type merge -p \
+            "{\"status\":{\"conditions\":[$cond]}}" >/dev/null
+    fi
+}
+
 finish() {
     if [ "$FAILED" -gt 0 ]; then
         printf 'failed in %s:\n' "$SUITE"

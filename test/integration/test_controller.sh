@@ -14,7 +14,6 @@ cd "$ROOT"
 
 CTL=$ROOT/build/asan/hostdevd
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-G=devices.harvesterhci.io
 
 cluster_start
 ADMIN=$TEST_DIR/cluster/admin.kubeconfig
@@ -80,58 +79,18 @@ for k, v in sorted(n.items()): print(k, v)'
 has_entry() { counts | grep -q "^$1 1$"; }
 no_entry() { ! counts | grep -q "^$1 "; }
 
-# A device and its claim, as an agent would leave them: device(node, index, vendor, device,
-# resource), claim Ready or not.
-device() { # kind node idx vid pid resource
-    local name
-    if [ "$1" = pci ]; then
-        name=$2-0000000${3}0 # address 0000:00:0<idx>.0
-        printf 'apiVersion: %s/v1beta1\nkind: PCIDevice\nmetadata: {name: %s, labels: {nodename: %s}}\nspec: {}\n' "$G" "$name" "$2" |
-            kubectl create -f - >/dev/null
-        kubectl patch pcidevice "$name" --subresource status --type merge -p \
-            "{\"status\":{\"address\":\"0000:00:0$3.0\",\"vendorId\":\"$4\",\"deviceId\":\"$5\",\"classId\":\"0200\",\"nodeName\":\"$2\",\"resourceName\":\"$6\"}}" >/dev/null
-    else
-        name=$2-$4-$5-1-$3
-        printf 'apiVersion: %s/v1beta1\nkind: USBDevice\nmetadata: {name: %s, labels: {nodename: %s}}\n' "$G" "$name" "$2" |
-            kubectl create -f - >/dev/null
-        kubectl patch usbdevice "$name" --subresource status --type merge -p \
-            "{\"status\":{\"vendorID\":\"$4\",\"productID\":\"$5\",\"nodeName\":\"$2\",\"portPath\":\"1-$3\",\"resourceName\":\"kubevirt.io/$name\"}}" >/dev/null
-    fi
-    echo "$name"
-}
-claim() { # kind name node [pooling]
-    if [ "$1" = pci ]; then
-        local idx=${2##*-0000000}
-        printf 'apiVersion: %s/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "0000:00:0%s.0", nodeName: %s, disableResourcePooling: %s}\n' \
-            "$G" "$2" "${idx%0}" "$3" "${4:-false}" | kubectl create -f - >/dev/null
-    else
-        printf 'apiVersion: %s/v1beta1\nkind: USBDeviceClaim\nmetadata: {name: %s, finalizers: [%s/release-usb]}\nspec: {}\n' \
-            "$G" "$2" "$G" | kubectl create -f - >/dev/null
-    fi
-}
-ready() { # kind name
-    local now
-    now=$(date -u +%FT%TZ)
-    local cond="{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"R\",\"message\":\"m\",\"lastTransitionTime\":\"$now\",\"observedGeneration\":1}"
-    if [ "$1" = pci ]; then
-        kubectl patch pcideviceclaim "$2" --subresource status --type merge -p \
-            "{\"status\":{\"passthroughEnabled\":true,\"conditions\":[$cond]}}" >/dev/null
-    else
-        kubectl patch usbdeviceclaim "$2" --subresource status --type merge -p \
-            "{\"status\":{\"conditions\":[$cond]}}" >/dev/null
-    fi
-}
+# Devices and claims as the agents would leave them: agent_device, agent_claim, agent_ready (lib.sh).
 now() { date +%s.%N; }
 
 echo "--- an entry only once its claim is Ready (timed, 10 claims)"
 LAT=()
 for i in $(seq 1 9) 0; do
-    d=$(device pci lat "$i" 10de "1e0$i" "nvidia.com/LAT$i")
-    claim pci "$d" lat
+    d=$(agent_device pci lat "$i" 10de "1e0$i" "nvidia.com/LAT$i")
+    agent_claim pci "$d" lat
     sleep 0.3
     no_entry "nvidia.com/LAT$i" || fail "entry before Ready" "nvidia.com/LAT$i present"
     T=$(now)
-    ready pci "$d"
+    agent_ready pci "$d"
     if eventually 20 has_entry "nvidia.com/LAT$i"; then
         LAT+=("$(awk -v a="$(now)" -v b="$T" 'BEGIN {printf "%.3f", a - b}')")
     fi
@@ -152,13 +111,13 @@ NAMES=()
 for n in node-a node-b node-c; do
     for i in 1 2 3 4 5 6 7; do
         res="intel.com/NIC$(((i % 3) + 1))" # three pooled names shared by many claims
-        NAMES+=("pci $(device pci "$n" "$i" 8086 "10d$((i % 3))" "$res") $n $([ "$i" = 7 ] && echo true || echo false)")
+        NAMES+=("pci $(agent_device pci "$n" "$i" 8086 "10d$((i % 3))" "$res") $n $([ "$i" = 7 ] && echo true || echo false)")
     done
     for i in 1 2 3; do
-        NAMES+=("usb $(device usb "$n" "$i" 0951 1666) $n")
+        NAMES+=("usb $(agent_device usb "$n" "$i" 0951 1666) $n")
     done
 done
-(for x in "${NAMES[@]}"; do read -r k nm nd pool <<<"$x"; (claim "$k" "$nm" "$nd" "$pool" && ready "$k" "$nm") & done; wait) &
+(for x in "${NAMES[@]}"; do read -r k nm nd pool <<<"$x"; (agent_claim "$k" "$nm" "$nd" "$pool" && agent_ready "$k" "$nm") & done; wait) &
 CLAIMS_PID=$!
 # The second writer: appends foreign entries while the claims come (a JSON patch add is atomic).
 for i in 1 2 3; do
