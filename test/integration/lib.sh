@@ -194,6 +194,13 @@ sys.exit(datetime.datetime.now(datetime.timezone.utc).timestamp() - last < float
 EOF
 }
 
+# agent_heartbeat NODE DURATION: NODE's agent's heartbeat Lease (hostdevd-node-lease/NODE), as
+# the agent renews it, fresh now for DURATION seconds (for tests of the controller without agents).
+agent_heartbeat() {
+    printf 'apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: %s, namespace: hostdevd-node-lease}\nspec: {holderIdentity: %s, leaseDurationSeconds: %s, renewTime: "%s"}\n' \
+        "$1" "$1" "$2" "$(date -u +%FT%T.000000Z)" | kubectl apply -f - >/dev/null
+}
+
 # Devices and claims as an agent leaves them (for tests of the controller without agents).
 # agent_device pci|usb NODE IDX VENDOR DEVICE [RESOURCE]: a PCIDevice at 0000:00:0<IDX>.0 with its
 # status (RESOURCE), or a USBDevice on port 1-<IDX> (resource kubevirt.io/<name>); prints the name.

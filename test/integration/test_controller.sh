@@ -13,6 +13,7 @@ SUITE=controller
 cd "$ROOT"
 
 CTL=$ROOT/build/asan/hostdevd
+G=devices.harvesterhci.io
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 cluster_start
@@ -39,13 +40,9 @@ EOF
 pass "KubeVirt CR with foreign entries, on KubeVirt's own CRD"
 
 # The nodes of the claims, and their agents' heartbeats, as the agents would keep them.
-heartbeat() { # node duration-seconds
-    printf 'apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: %s, namespace: hostdevd-node-lease}\nspec: {holderIdentity: %s, leaseDurationSeconds: %s, renewTime: "%s"}\n' \
-        "$1" "$1" "$2" "$(date -u +%FT%T.000000Z)" | kubectl apply -f - >/dev/null
-}
 for n in lat node-a node-b node-c; do
     create_node "$n"
-    heartbeat "$n" 3600
+    agent_heartbeat "$n" 3600
 done
 
 PORTS=()
@@ -187,14 +184,14 @@ reason() { # kind name
     kubectl get "$1" "$2" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}/{.status.conditions[?(@.type=="Ready")].reason}' 2>/dev/null
 }
 is() { [ "$(reason "$1" "$2")" = "$3" ]; }
-d=$(device pci ghost 1 8086 10d3 intel.com/GHOST)
-claim pci "$d" ghost
+d=$(agent_device pci ghost 1 8086 10d3 intel.com/GHOST)
+agent_claim pci "$d" ghost
 if eventually 20 is pcideviceclaim "$d" False/NodeNotFound && eventually 10 event "$d" NodeNotFound; then
     pass "a claim for a node that does not exist: Ready=False NodeNotFound, and an Event"; else
     fail "NodeNotFound" "$(reason pcideviceclaim "$d")"; fi
 create_node quiet
-d=$(device pci quiet 1 8086 10d3 intel.com/QUIET)
-claim pci "$d" quiet
+d=$(agent_device pci quiet 1 8086 10d3 intel.com/QUIET)
+agent_claim pci "$d" quiet
 if eventually 20 is pcideviceclaim "$d" False/AgentNotRunning && eventually 10 event "$d" AgentNotRunning; then
     pass "a claim on a node whose agent never reported: Ready=False AgentNotRunning, and an Event"; else
     fail "AgentNotRunning (never)" "$(reason pcideviceclaim "$d")"; fi
@@ -202,12 +199,12 @@ expect_contains "... the message says so" \
     "$(kubectl get pcideviceclaim "$d" -o jsonpath='{.status.conditions[0].message}')" \
     "has never reported (no heartbeat Lease hostdevd-node-lease/quiet)"
 create_node fading
-heartbeat fading 4
-F1=$(device pci fading 1 8086 10d3 intel.com/FADING)
-F2=$(device usb fading 1 0951 1666)
-claim pci "$F1" fading
-claim usb "$F2" fading
-ready usb "$F2"
+agent_heartbeat fading 4
+F1=$(agent_device pci fading 1 8086 10d3 intel.com/FADING)
+F2=$(agent_device usb fading 1 0951 1666)
+agent_claim pci "$F1" fading
+agent_claim usb "$F2" fading
+agent_ready usb "$F2"
 sleep 1
 is pcideviceclaim "$F1" / && pass "a fresh heartbeat: the claim is left to its agent" ||
     fail "fresh heartbeat" "$(reason pcideviceclaim "$F1")"
@@ -217,27 +214,27 @@ if eventually 20 is pcideviceclaim "$F1" False/AgentNotRunning; then
 is usbdeviceclaim "$F2" True/R && pass "... the claim its agent made Ready stays Ready" ||
     fail "Ready claim kept" "$(reason usbdeviceclaim "$F2")"
 has_entry "kubevirt.io/$F2" && pass "... and its permittedHostDevices entry stays" || fail "entry kept" "$(counts)"
-heartbeat fading 3600
-ready pci "$F1"
+agent_heartbeat fading 3600
+agent_ready pci "$F1"
 sleep 2
 is pcideviceclaim "$F1" True/R && pass "the agent back: its Ready condition stands" ||
     fail "revived agent's status" "$(reason pcideviceclaim "$F1")"
 
 echo "--- a Node deleted with claims on it"
 create_node doomed
-heartbeat doomed 3600
+agent_heartbeat doomed 3600
 NUID=$(kubectl get node doomed -o jsonpath='{.metadata.uid}')
-D1=$(device pci doomed 1 8086 10d3 intel.com/DOOMED)
+D1=$(agent_device pci doomed 1 8086 10d3 intel.com/DOOMED)
 kubectl patch pcidevice "$D1" --type merge -p \
     "{\"metadata\":{\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"doomed\",\"uid\":\"$NUID\"}]}}" >/dev/null
 DUID=$(kubectl get pcidevice "$D1" -o jsonpath='{.metadata.uid}')
 # Owned by its device (as Harvester's UI makes claims): the garbage collector deletes it.
 printf 'apiVersion: %s/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s, finalizers: [%s/restore-driver], ownerReferences: [{apiVersion: %s/v1beta1, kind: PCIDevice, name: %s, uid: %s}]}\nspec: {address: "0000:00:01.0", nodeName: doomed}\n' \
     "$G" "$D1" "$G" "$G" "$D1" "$DUID" | kubectl create -f - >/dev/null
-ready pci "$D1"
-D2=$(device usb doomed 1 0951 1666)
-claim usb "$D2" doomed # not owned: its user deletes it
-ready usb "$D2"
+agent_ready pci "$D1"
+D2=$(agent_device usb doomed 1 0951 1666)
+agent_claim usb "$D2" doomed # not owned: its user deletes it
+agent_ready usb "$D2"
 if eventually 20 has_entry "intel.com/DOOMED"; then pass "claims Ready on node doomed"; else fail "doomed entries" "$(counts)"; fi
 kubectl delete node doomed >/dev/null
 gone() { ! kubectl get "$1" "$2" >/dev/null 2>&1; }

@@ -47,6 +47,8 @@ spec:
     permittedHostDevices: {pciHostDevices: [$FOREIGN]}
 EOF
 for n in "$NODE" idle-b idle-c; do create_node "$n"; done
+# The agents of idle-b and idle-c are not run: their heartbeats are written as theirs would be.
+for n in idle-b idle-c; do agent_heartbeat "$n" 3600; done
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 echo "--- two controller replicas (their service account), an agent on a fake sysfs tree"
@@ -156,7 +158,7 @@ AG_OTHER=$(awk '$1 == "agent" && $2 !~ /^(pcidevices|usbdevices|pcideviceclaims|
     pass "the CR's resourceVersion unchanged" || fail "CR resourceVersion changed" "$RV -> $(kubectl get kubevirt -n kubevirt kubevirt -o jsonpath='{.metadata.resourceVersion}')"
 [ "$(leader)" = "$L0" ] && pass "replica-$L0 still leads" || fail "leader unchanged" "replica-$L0 -> $(leader)"
 echo "  leader Lease writes by the controllers: $CTL_LEASE (renewals; not asserted); other controller writes: $CTL_OTHER"
-echo "  agent Lease writes: $AG_LEASE (a heartbeat, when there is one; not asserted); other agent writes: $AG_OTHER (Events, ...)"
+echo "  agent Lease writes: $AG_LEASE (its heartbeat, renewed every 60 s; not asserted); other agent writes: $AG_OTHER (Events, ...)"
 mkdir -p "$ROOT/build/results"
 echo "idle ${IDLE} s: controller CR writes $CTL_CR, claim writes $CTL_CLAIMS, Lease writes $CTL_LEASE; agent device writes $AG_DEV, claim writes $AG_CLAIMS, Lease writes $AG_LEASE, other $AG_OTHER" \
     >"$ROOT/build/results/long-idle.txt"
