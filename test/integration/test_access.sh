@@ -209,19 +209,7 @@ reject "... refuses a non-boolean externalResourceProvider" \
     kubectl create --dry-run=server -f - <<<"$(kv_cr "$(jq -c '.[0].externalResourceProvider = "yes"' <<<"$PCI_OK")" "$USB_OK")"
 reject "... refuses a USB selector without product" "$KVP.usb[0].selectors[0].product: Required value" \
     kubectl create --dry-run=server -f - <<<"$(kv_cr "$PCI_OK" '[{"resourceName":"kingston.com/DataTraveler","selectors":[{"vendor":"0951"}]}]')"
-vmi() { # hostDevices-json
-    jq -cn --argjson h "$1" '{apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance",
-        metadata: {name: "vmi", namespace: "kubevirt"},
-        spec: {domain: {devices: {hostDevices: $h}}}}'
-}
-vmi_gpu() { kubectl create --dry-run=server -f - <<<"$(vmi '[{"name":"gpu1","deviceName":"nvidia.com/GA102GL_A10"}]')"; }
-# The KubeVirt CR is the parameter of hostdevd-vm-use (manifests/policies-kubevirt.yaml),
-# applied above before KubeVirt's CRDs existed: the API server resolves the new kind with its
-# next discovery refresh and refuses VMIs until then (failurePolicy Fail).
-eventually 60 vmi_gpu
-expect_ok "a VirtualMachineInstance asking for a host device passes KubeVirt's schema" vmi_gpu
-reject "... one without a name does not" "spec.domain.devices.hostDevices[0].name: Required value" \
-    kubectl create --dry-run=server -f - <<<"$(vmi '[{"deviceName":"nvidia.com/GA102GL_A10"}]')"
+
 
 # Team A (alice) may use GPU X on node-a; team B (bob) the USB dongle on node-b; both are in
 # group developers, which may read devices and create claims (hostdevd-device-user). As in
@@ -591,4 +579,20 @@ if [ "$REJECTS" -ge 20 ]; then
 else
     fail "at least 20 bad requests checked" "only $REJECTS"
 fi
+
+echo "--- KubeVirt's VMI schema (once the policies know the kind)"
+vmi() { # hostDevices-json
+    jq -cn --argjson h "$1" '{apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance",
+        metadata: {name: "vmi", namespace: "kubevirt"},
+        spec: {domain: {devices: {hostDevices: $h}}}}'
+}
+vmi_gpu() { kubectl create --dry-run=server -f - <<<"$(vmi '[{"name":"gpu1","deviceName":"nvidia.com/GA102GL_A10"}]')"; }
+# The KubeVirt CR is the parameter of hostdevd-vm-use (manifests/policies-kubevirt.yaml),
+# applied before KubeVirt's CRDs existed: the API server resolves the new kind with its next
+# discovery refresh (about 20 s) and refuses VMIs until then (failurePolicy Fail); checked last,
+# so that the wait overlaps the rest of the suite.
+eventually 60 vmi_gpu
+expect_ok "a VirtualMachineInstance asking for a host device passes KubeVirt's schema" vmi_gpu
+reject "... one without a name does not" "spec.domain.devices.hostDevices[0].name: Required value" \
+    kubectl create --dry-run=server -f - <<<"$(vmi '[{"deviceName":"nvidia.com/GA102GL_A10"}]')"
 finish
