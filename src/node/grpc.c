@@ -32,6 +32,7 @@
 #define READ_CHUNK        16384             /* bytes per read() */
 #define READS_PER_EVENT   8                 /* then let other watchers run */
 #define ACCEPTS_PER_EVENT 16                /* same for accept() */
+#define ACCEPT_PAUSE      0.5               /* seconds without accept() when out of fds */
 #define OUT_BATCH         65536             /* bytes gathered from nghttp2 per write */
 #define OUT_CAP           ((size_t)1 << 20) /* one batch plus one frame, generously */
 #define QUEUE_CAP         ((size_t)2 * (GRPC_MAX_MESSAGE + PREFIX)) /* unsent reply bytes of one call */
@@ -84,6 +85,7 @@ struct grpc_server {
     struct ev_loop *loop;
     int fd;
     ev_io accept_io;
+    ev_timer accept_pause; /* accept() out of descriptors: wait instead of spinning */
     char *path;
     dev_t dev;
     ino_t ino;
@@ -739,13 +741,26 @@ static int server_conn_new(struct grpc_server *s, int fd)
     return 0;
 }
 
+static void on_accept_resume(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct grpc_server *s = w->data;
+    (void)revents;
+    ev_io_start(loop, &s->accept_io);
+}
+
 static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct grpc_server *s = w->data;
-    (void)loop;
     (void)revents;
     for (int i = 0; i < ACCEPTS_PER_EVENT; i++) {
         int fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+            /* The connection stays queued and the socket readable: a level-triggered watcher
+             * would wake at once, forever. Look again in a while. */
+            ev_io_stop(loop, w);
+            ev_timer_set(&s->accept_pause, ACCEPT_PAUSE, 0);
+            ev_timer_start(loop, &s->accept_pause);
+        }
         if (fd < 0)
             return;
         if (s->n_conns >= GRPC_MAX_CONNS || server_conn_new(s, fd) < 0)
@@ -823,6 +838,8 @@ int grpc_server_new(struct ev_loop *loop, const char *path, const struct grpc_me
     s->ino = st.st_ino;
     ev_io_init(&s->accept_io, on_accept, s->fd, EV_READ);
     s->accept_io.data = s;
+    ev_timer_init(&s->accept_pause, on_accept_resume, ACCEPT_PAUSE, 0);
+    s->accept_pause.data = s;
     ev_io_start(loop, &s->accept_io);
     *ret = s;
     return 0;
@@ -835,6 +852,7 @@ struct grpc_server *grpc_server_free(struct grpc_server *s)
     while (s->conns)
         server_conn_free(s->conns, true);
     ev_io_stop(s->loop, &s->accept_io);
+    ev_timer_stop(s->loop, &s->accept_pause);
     if (s->fd >= 0)
         close(s->fd);
     struct stat st;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -331,6 +332,14 @@ static bool raw_reset(void *arg)
     return r->rst || r->eof;
 }
 
+static bool raw_has_bytes(void *arg)
+{
+    struct raw *r = arg;
+    char c;
+    ssize_t n = recv(r->fd, &c, 1, MSG_PEEK);
+    return n > 0;
+}
+
 static bool raw_eof(void *arg)
 {
     return raw_poll(arg);
@@ -553,6 +562,41 @@ static void test_connection_limit(void)
     grpc_server_free(s);
 }
 
+/* Out of file descriptors, accept() fails while the connection stays queued: the server must
+ * wait, not spin on a socket that stays readable, and serve the connection once it can. */
+static void test_out_of_descriptors(void)
+{
+    struct grpc_server *s = server();
+    struct rlimit old, low;
+    CU_ASSERT_EQUAL_FATAL(getrlimit(RLIMIT_NOFILE, &old), 0);
+    struct raw r;
+    CU_ASSERT_EQUAL_FATAL(raw_open(&r, NULL), 0);
+    low = old;
+    low.rlim_cur = (rlim_t)r.fd + 1; /* no descriptor above the client's */
+    CU_ASSERT_EQUAL_FATAL(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int fill[64], n = 0;
+    while (n < 64 && (fill[n] = dup(0)) >= 0) /* and none free below it */
+        n++;
+    unsigned before = ev_iteration(loop);
+    ev_timer stop;
+    ev_timer_init(&stop, on_tick, 0.3, 0);
+    ev_timer_start(loop, &stop);
+    ev_now_update(loop);
+    double end = ev_now(loop) + 0.3;
+    while (ev_now(loop) < end)
+        ev_run(loop, EVRUN_ONCE);
+    ev_timer_stop(loop, &stop);
+    unsigned woken = ev_iteration(loop) - before;
+    CU_ASSERT(woken < 20); /* a spinning watcher wakes many thousand times in 0.3 s */
+    while (n > 0)
+        close(fill[--n]);
+    CU_ASSERT_EQUAL(setrlimit(RLIMIT_NOFILE, &old), 0);
+    /* With descriptors again, the queued connection is accepted (SETTINGS arrive). */
+    CU_ASSERT(spin(raw_has_bytes, &r, 2.0));
+    raw_close(&r);
+    grpc_server_free(s);
+}
+
 static void test_socket_file(void)
 {
     struct stat st;
@@ -629,6 +673,7 @@ static CU_TestInfo tests[] = {
         {"RST_STREAM cancels a server stream", test_cancel_by_reset},
         {"bad peers harm no other connection", test_bad_peers},
         {"connection limit", test_connection_limit},
+        {"out of file descriptors: waits, then serves", test_out_of_descriptors},
         {"socket file: mode, replace, remove", test_socket_file},
         {"path too long", test_path_too_long},
         CU_TEST_INFO_NULL,
