@@ -75,7 +75,17 @@ eventually() {
     done
 }
 
+# track PID...: background processes of the test (agents, controllers), killed when the test
+# ends, however it ends (a failed check that calls finish early included), before the control
+# plane goes.
+TRACKED=()
+track() { TRACKED+=("$@"); }
+
 cluster_stop() {
+    local p
+    for p in "${TRACKED[@]}"; do # still ours (not a reused pid): a hostdevd process
+        grep -qa hostdevd "/proc/$p/cmdline" 2>/dev/null && kill -KILL "$p" 2>/dev/null
+    done
     [ -n "$TEST_DIR" ] || return 0
     [ -z "$KUBELET_UP" ] || "$ROOT/hack/kubelet.sh" down "$TEST_DIR/kubelet" || true
     if [ "$FAILED" -gt 0 ] && [ -n "${KEEP_FAILED_STATE:-}" ]; then

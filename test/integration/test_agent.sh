@@ -33,6 +33,7 @@ start_agent() {
     "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
         --listen "127.0.0.1:$PORT" --resync 3600 -v 2 >>"$TEST_DIR/agent.log" 2>&1 &
     AGENT_PID=$!
+    track "$AGENT_PID"
 }
 # Stops the agent and checks it exited 0 (no leak reports under ASan). Not in a subshell:
 # `wait` only works for the shell's own children.

@@ -31,6 +31,7 @@ PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
     --proc-root "$TEST_DIR/proc" --dev-root "$TEST_DIR/dev" --listen "127.0.0.1:$PORT" \
     --uevent-source none -v 2 >>"$TEST_DIR/agent.log" 2>&1 &
 AGENT_PID=$!
+track "$AGENT_PID"
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
 if eventually 60 ready; then pass "agent ready"; else fail "agent ready" "$(tail -20 "$TEST_DIR/agent.log")"; fi
 

@@ -54,11 +54,12 @@ start_ctl() { # index
     "$CTL" controller --kubeconfig "$ADMIN" --listen "127.0.0.1:$port" --id "replica-$1" \
         --lease-duration 6 -v 1 >>"$TEST_DIR/controller-$1.log" 2>&1 &
     PIDS[$1]=$!
+    track "${PIDS[$1]}"
 }
 leading() { curl -fsS "http://127.0.0.1:${PORTS[$1]}/readyz" >/dev/null 2>&1; }
 leader() { for i in 0 1; do leading "$i" && { echo "$i"; return 0; }; done; return 1; }
 # The replicas stop with the test, whatever way it ends (then the control plane).
-trap 'kill -KILL "${PIDS[@]}" 2>/dev/null; cluster_stop' EXIT
+# (the replicas are tracked: they stop with the test, whatever way it ends)
 start_ctl 0
 start_ctl 1
 if eventually 30 leader; then pass "one replica leads (/readyz), the other stands by"; else fail "a leader" "$(tail -5 "$TEST_DIR"/controller-*.log)"; finish; fi

@@ -43,6 +43,7 @@ PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
     --proc-root "$TEST_DIR/proc" --dev-root "$DEV" --kubelet-dir "$(dirname "$DEVICE_PLUGIN_DIR")" \
     --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source none -v 1 >>"$TEST_DIR/agent.log" 2>&1 &
 AGENT_PID=$!
+track "$AGENT_PID"
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
 if eventually 60 ready; then pass "agent ready next to kubelet"; else fail "agent ready" "$(tail -20 "$TEST_DIR/agent.log")"; finish; fi
 

@@ -52,6 +52,7 @@ start_agent() {
         --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source none -v 2 \
         >>"$TEST_DIR/agent.log" 2>&1 &
     AGENT_PID=$!
+    track "$AGENT_PID"
 }
 stop_agent() { # description
     kill -TERM "$AGENT_PID" 2>/dev/null
