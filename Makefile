@@ -3,11 +3,13 @@
 #   make          bin/hostdevd (release flags, warnings are errors)
 #   make test     deps + sanitizer build (ASan+UBSan) + every test suite that exists
 #   make test-long  the long checks in test/long/ (minutes each; not part of make test)
-#   make demo     deps + local control plane + CRDs + sample objects; prints what to try
+#   make demo     demo deps + local control plane + CRDs + sample objects + agent, controller
+#                 and a qemu node; prints what to try. make demo-down [PURGE=1] stops it all
 #   make lint     clang-format, cppcheck, clang-tidy, shellcheck (qemu node), dependency rules
 #   make bench    benchmarks against a private control plane; prints figures
 #   make fuzz     libFuzzer runs of every parser (FUZZ_RUNS, FUZZ_TARGETS)
-#   make deps     installs the Debian packages the build and the tests need
+#   make deps     installs the Debian packages the build and the tests need, and Go 1.26 for the
+#                 test infrastructure (hack/go.sh: from the Go module proxy when it is missing)
 #   make k8s      builds the pinned Kubernetes test binaries (kubelet too), the fake CRI
 #                 runtime (test/fakecri), kubelet's device manager for the qemu node
 #                 (test/kubeletpeer) and KubeVirt's env reader (test/kubevirtenv) into caches
@@ -55,7 +57,7 @@ REL_OBJS := $(LIB_SRCS:%.c=build/release/%.o) build/release/$(MAIN_SRC:.c=.o)
 ASAN_LIB_OBJS := $(LIB_SRCS:%.c=build/asan/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.c=build/asan/%.o)
 
-.PHONY: all deps test test-unit test-integration test-e2e test-long fuzz bench demo demo-down lint clean k8s format
+.PHONY: all deps deps-demo test test-unit test-integration test-e2e test-long fuzz bench demo demo-down lint clean k8s format
 
 all: bin/hostdevd
 
@@ -126,7 +128,12 @@ build/asan/hostdevd: $(ASAN_LIB_OBJS) build/asan/$(MAIN_SRC:.c=.o)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 deps:
-	@hack/deps.sh
+	@hack/deps.sh test
+
+# What make demo needs of make deps (no clang, cppcheck, valgrind; Kubernetes is built by the
+# demo's control plane).
+deps-demo:
+	@hack/deps.sh demo
 
 k8s: deps
 	@hack/k8s-build.sh >/dev/null
@@ -169,14 +176,12 @@ fuzz: deps
 	@$(MAKE) --no-print-directory $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 	@hack/fuzz.sh $(FUZZ_RUNS) $(FUZZ_TARGETS)
 
-demo: deps k8s bin/hostdevd
-	@hack/demo.sh
+demo: deps-demo bin/hostdevd
+	@hack/demo.sh up
 
+# make demo-down PURGE=1 also removes .demo/ (about 200 MB).
 demo-down:
-	@hack/qemu-node.sh stop "$(CURDIR)/.demo/demo-node" >/dev/null 2>&1 || true
-	@if [ -f .demo/agent.pid ]; then kill -TERM "$$(cat .demo/agent.pid)" 2>/dev/null || true; \
-		rm -f .demo/agent.pid; fi
-	@hack/cluster.sh down "$(CURDIR)/.demo/cluster"
+	@hack/demo.sh down $(if $(PURGE),--purge)
 
 lint: deps
 	@hack/lint.sh

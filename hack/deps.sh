@@ -1,35 +1,64 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build, the tests and the demo need. Idempotent: when every
-# package is already installed it prints nothing and touches nothing. Needs root (or sudo).
+# Installs what a group of make targets needs: Debian packages through apt-get (root or sudo),
+# and for demo and test the Go toolchain that builds the test infrastructure (hack/go.sh
+# install: go1.26.8 from the Go module proxy unless a go1.26 is on PATH). Idempotent: when
+# everything is there it prints nothing and touches nothing.
+#
+#   hack/deps.sh [test]   make deps: everything make test, make lint and make fuzz need
+#   hack/deps.sh demo     make demo: the build, the local control plane and Go (the qemu node
+#                         installs its own tools, qemu-system-x86 and busybox-static, when it
+#                         first boots: hack/qemu-node.sh)
+#   hack/deps.sh build    make: the compiler and the libraries' headers
+#   hack/deps.sh bootstrap  Debian's golang-go only (hack/go.sh install's downloader when there
+#                         is no go at all)
 set -euo pipefail
-packages=(
-    # build
+HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+build=(
     gcc make pkg-config
     libcurl4-openssl-dev libcjson-dev libpci-dev libudev-dev libev-dev libkmod-dev
     libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libyaml-dev
-    # tests, lint, fuzz
+)
+demo=(
+    # the local control plane (hack/cluster.sh), the module proxy, names of devices
+    openssl curl python3 ca-certificates util-linux pci.ids usb.ids
+)
+test=(
     libcunit1-dev clang libclang-rt-14-dev clang-format clang-tidy cppcheck valgrind shellcheck
     prometheus # promtool checks the /metrics exposition
-    # control plane harness and data
-    openssl curl python3 ca-certificates pci.ids usb.ids util-linux bc jq pciutils
+    bc jq pciutils
 )
-missing=()
-for p in "${packages[@]}"; do
-    if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
-        missing+=("$p")
+
+group=${1:-test}
+case "$group" in
+build) packages=("${build[@]}") ;;
+demo) packages=("${build[@]}" "${demo[@]}") ;;
+test) packages=("${build[@]}" "${demo[@]}" "${test[@]}") ;;
+bootstrap) packages=(golang-go) ;;
+*) echo "usage: hack/deps.sh [build|demo|test|bootstrap]" >&2; exit 2 ;;
+esac
+
+apt_install() { # packages...
+    local missing sudo=
+    mapfile -t missing < <(comm -23 <(printf '%s\n' "$@" | sort -u) \
+        <(dpkg-query -W -f='${Package} ${Status}\n' "$@" 2>/dev/null |
+            awk '$NF == "installed" && $(NF-1) == "ok" {print $1}' | sort -u))
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "deps: installing ${missing[*]}" >&2
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    export DEBIAN_FRONTEND=noninteractive
+    # Update the lists when they are missing or older than a day, or when an install fails on them.
+    local lists=/var/lib/apt/lists
+    if [ -z "$(find "$lists" -maxdepth 1 -name '*Packages*' -mtime -1 2>/dev/null | head -1)" ]; then
+        $sudo apt-get update -qq >&2
     fi
-done
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "deps: installing ${missing[*]}" >&2
-SUDO=
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-export DEBIAN_FRONTEND=noninteractive
-# Update the lists when they are missing or older than a day, or when an install fails on them.
-lists=/var/lib/apt/lists
-if [ -z "$(find "$lists" -maxdepth 1 -name '*Packages*' -mtime -1 2>/dev/null | head -1)" ]; then
-    $SUDO apt-get update -qq >&2
-fi
-if ! $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
-    $SUDO apt-get update -qq >&2
-    $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+    if ! $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
+        $sudo apt-get update -qq >&2
+        $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+}
+
+apt_install "${packages[@]}"
+case "$group" in
+demo | test) "$HACK/go.sh" install ;;
+esac

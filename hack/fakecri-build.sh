@@ -5,19 +5,13 @@
 # the directory in well under a second. Prints the bin directory on stdout; progress on stderr.
 set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../test/fakecri" && pwd)
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-modcacherw
+# shellcheck source=hack/go.sh
+. "$(dirname "${BASH_SOURCE[0]}")/go.sh"
 ROOT=${HOSTDEVD_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hostdevd-k8s}
-GOVER=$(go env GOVERSION)
 SUM=$(cd "$SRC" && cat go.mod go.sum ./*.go | sha256sum | cut -c1-16)
-OUT="$ROOT/fakecri_${GOVER}_$(go env GOOS)-$(go env GOARCH)_$SUM"
-if [ -f "$OUT/bin/.complete" ]; then echo "$OUT/bin"; exit 0; fi
-mkdir -p "$ROOT"
-exec 9>"$ROOT/.lock-fakecri"
-flock 9
-if [ -f "$OUT/bin/.complete" ]; then echo "$OUT/bin"; exit 0; fi
-
-W=$(mktemp -d "$ROOT/.work-fakecri.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+OUT="$ROOT/fakecri_${GOVER}_${GOOSARCH}_$SUM"
+go_cached "$ROOT" fakecri "$OUT/bin/.complete" "$OUT/bin"
+go_workdir "$ROOT" work-fakecri
 echo "fakecri-build: building test/fakecri with ${GOVER} into $OUT" >&2
 mkdir -p "$W/bin"
 (cd "$SRC" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$W/bin/fakecri" .) >&2

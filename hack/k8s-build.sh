@@ -11,19 +11,12 @@ K8S_VERSION=${K8S_VERSION:-1.37.1}
 RECIPE=r2
 MINOR=${K8S_VERSION#1.}; MINOR=${MINOR%%.*}
 STAGING=v0.${K8S_VERSION#1.}
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-modcacherw
+# shellcheck source=hack/go.sh
+. "$(dirname "${BASH_SOURCE[0]}")/go.sh"
 ROOT=${HOSTDEVD_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hostdevd-k8s}
-GOVER=$(go env GOVERSION)
-KEY="k8s-v${K8S_VERSION}_${GOVER}_$(go env GOOS)-$(go env GOARCH)_${RECIPE}"
-OUT="$ROOT/$KEY"
-if [ -f "$OUT/bin/.complete" ]; then echo "$OUT/bin"; exit 0; fi
-mkdir -p "$ROOT"
-exec 9>"$ROOT/.lock"
-flock 9
-if [ -f "$OUT/bin/.complete" ]; then echo "$OUT/bin"; exit 0; fi
-
-W=$(mktemp -d "$ROOT/.work.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+OUT="$ROOT/k8s-v${K8S_VERSION}_${GOVER}_${GOOSARCH}_${RECIPE}"
+go_cached "$ROOT" k8s "$OUT/bin/.complete" "$OUT/bin"
+go_workdir "$ROOT" work
 mkdir -p "$W/bin" "$W/kube" "$W/etcd"
 start=$(date +%s)
 log() { printf '[k8s-build %3ss] %s\n' "$(( $(date +%s) - start ))" "$*" >&2; }
@@ -36,9 +29,8 @@ GOMOD=$(go mod download -json "k8s.io/kubernetes@v${K8S_VERSION}" |
 
 cd "$W/kube"
 go mod init hostdevd.invalid/k8s-harness-kube >/dev/null 2>&1
-for m in $(sed -n 's#^[[:space:]]*\(k8s\.io/[^[:space:]]*\)[[:space:]]*=>[[:space:]]*\./staging/.*#\1#p' "$GOMOD"); do
-    go mod edit -replace="$m=$m@$STAGING"
-done
+sed -n 's#^[[:space:]]*\(k8s\.io/[^[:space:]]*\)[[:space:]]*=>[[:space:]]*\./staging/.*#\1#p' "$GOMOD" |
+    while read -r m; do go mod edit -replace="$m=$m@$STAGING"; done
 log "resolving modules"
 go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v${K8S_VERSION}" \
               "k8s.io/kubernetes/cmd/kube-controller-manager@v${K8S_VERSION}" \
@@ -69,7 +61,7 @@ go build -trimpath -ldflags "-s -w" -o "$W/bin/etcdctl" go.etcd.io/etcd/etcdctl/
 echo "$ETCD_VERSION" >"$W/bin/etcd.version"
 touch "$W/bin/.complete"
 mkdir -p "$OUT"
-rm -rf "$OUT/bin"
+rm -rf "${OUT:?}/bin"
 mv "$W/bin" "$OUT/bin"
 log "done"
 echo "$OUT/bin"

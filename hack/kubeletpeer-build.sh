@@ -6,19 +6,14 @@
 # qemu node's initramfs. Prints the binary's path on stdout; progress on stderr.
 set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../test/kubeletpeer" && pwd)
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-modcacherw
-ROOT=${HOSTDEVD_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hostdevd-tools}
-GOVER=$(go env GOVERSION)
+# shellcheck source=hack/go.sh
+. "$(dirname "${BASH_SOURCE[0]}")/go.sh"
+ROOT=$GO_CACHE
 SUM=$(cd "$SRC" && cat go.mod go.sum ./*.go | sha256sum | cut -c1-16)
-OUT="$ROOT/kubeletpeer_${GOVER}_$(go env GOOS)-$(go env GOARCH)_$SUM"
-if [ -f "$OUT/.complete" ]; then echo "$OUT/kubeletpeer"; exit 0; fi
-mkdir -p "$ROOT"
-exec 9>"$ROOT/.kubeletpeer.lock"
-flock 9
-if [ -f "$OUT/.complete" ]; then echo "$OUT/kubeletpeer"; exit 0; fi
+OUT="$ROOT/kubeletpeer_${GOVER}_${GOOSARCH}_$SUM"
+go_cached "$ROOT" kubeletpeer "$OUT/.complete" "$OUT/kubeletpeer"
 echo "kubeletpeer-build: building test/kubeletpeer with ${GOVER} into $OUT" >&2
-W=$(mktemp -d "$ROOT/.kubeletpeer.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+go_workdir "$ROOT" kubeletpeer
 (cd "$SRC" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$W/kubeletpeer" .) >&2
 touch "$W/.complete"
 rm -rf "$OUT"

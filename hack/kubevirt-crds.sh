@@ -17,20 +17,15 @@
 set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../test/kubevirtcrds" && pwd)
 SELF=$(realpath "${BASH_SOURCE[0]}")
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-modcacherw
-ROOT=${HOSTDEVD_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hostdevd-tools}
+# shellcheck source=hack/go.sh
+. "$(dirname "${BASH_SOURCE[0]}")/go.sh"
+ROOT=$GO_CACHE
 KUBEVIRT=v1.9.0
-GOVER=$(go env GOVERSION)
 SUM=$( (cd "$SRC" && cat go.mod go.sum ./*.go; cat "$SELF") | sha256sum | cut -c1-16)
 OUT="$ROOT/kubevirt-crds_${KUBEVIRT}_${GOVER}_$SUM"
-if [ -f "$OUT/.complete" ]; then echo "$OUT"; exit 0; fi
-mkdir -p "$ROOT"
-exec 9>"$ROOT/.kubevirt-crds.lock"
-flock 9
-if [ -f "$OUT/.complete" ]; then echo "$OUT"; exit 0; fi
+go_cached "$ROOT" kubevirt-crds "$OUT/.complete" "$OUT"
 echo "kubevirt-crds: generating kubevirt.io/kubevirt@$KUBEVIRT's CRDs with ${GOVER} into $OUT" >&2
-W=$(mktemp -d "$ROOT/.kubevirt-crds.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+go_workdir "$ROOT" kubevirt-crds
 MOD=$(cd "$SRC" && go mod download -json "kubevirt.io/kubevirt@$KUBEVIRT" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 [ -f "$MOD/go.mod" ] || { echo "kubevirt-crds: cannot download kubevirt.io/kubevirt@$KUBEVIRT" >&2; exit 1; }
 C=pkg/virt-operator/resource/generate/components

@@ -13,20 +13,15 @@
 set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../test/kubevirtenv" && pwd)
 SELF=$(realpath "${BASH_SOURCE[0]}")
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-modcacherw
-ROOT=${HOSTDEVD_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hostdevd-tools}
+# shellcheck source=hack/go.sh
+. "$(dirname "${BASH_SOURCE[0]}")/go.sh"
+ROOT=$GO_CACHE
 KUBEVIRT=v1.9.0
-GOVER=$(go env GOVERSION)
 SUM=$( (cd "$SRC" && cat go.mod go.sum ./*.go; cat "$SELF") | sha256sum | cut -c1-16)
-OUT="$ROOT/kubevirtenv_${GOVER}_$(go env GOOS)-$(go env GOARCH)_$SUM"
-if [ -f "$OUT/.complete" ]; then echo "$OUT/kubevirtenv"; exit 0; fi
-mkdir -p "$ROOT"
-exec 9>"$ROOT/.kubevirtenv.lock"
-flock 9
-if [ -f "$OUT/.complete" ]; then echo "$OUT/kubevirtenv"; exit 0; fi
+OUT="$ROOT/kubevirtenv_${GOVER}_${GOOSARCH}_$SUM"
+go_cached "$ROOT" kubevirtenv "$OUT/.complete" "$OUT/kubevirtenv"
 echo "kubevirtenv-build: building test/kubevirtenv with ${GOVER} and kubevirt.io/kubevirt@$KUBEVIRT into $OUT" >&2
-W=$(mktemp -d "$ROOT/.kubevirtenv.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+go_workdir "$ROOT" kubevirtenv
 MOD=$(cd "$SRC" && go mod download -json "kubevirt.io/kubevirt@$KUBEVIRT" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 [ -f "$MOD/go.mod" ] || { echo "kubevirtenv-build: cannot download kubevirt.io/kubevirt@$KUBEVIRT" >&2; exit 1; }
 mkdir -p "$W/src/kubevirt"
