@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <ev.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,8 @@ struct runner {
     struct runner_metrics m;
     int max_in_flight, in_flight;
     bool started, stopping, converged;
+    int last_error_http; /* of the last failed LIST or WATCH: the same again is logged at v=1 */
+    char last_error_reason[64];
     ev_prepare dispatch;
     ev_timer queue_timer;
 };
@@ -79,11 +82,24 @@ static void on_delete(const char *key, const cJSON *obj, void *userdata)
     on_event(userdata, key, obj, RUNNER_EVENT_DELETE);
 }
 
+/* A failed LIST or WATCH (the informer retries with backoff): a warning when it differs from
+ * the last one, else only at verbosity 1, so a missing CRD is one line, not one a retry. */
 static void on_informer_error(const struct kube_err *err, void *userdata)
 {
-    const struct runner *r = userdata;
-    log_warning("Watch failed; retrying", KV_STR("controller", r->name), KV_INT("http", err->http),
-                KV_STR("reason", err->reason), KV_STR("message", err->message));
+    struct runner *r = userdata;
+    const char *reason = err->reason;
+    bool repeat = err->http == r->last_error_http && strcmp(reason, r->last_error_reason) == 0;
+    r->last_error_http = err->http;
+    (void)snprintf(r->last_error_reason, sizeof(r->last_error_reason), "%s", reason);
+    if (repeat) {
+        log_v(1, "Watch failed again; retrying", KV_STR("controller", r->name),
+              KV_INT("http", err->http), KV_STR("reason", reason));
+        return;
+    }
+    log_warning("Watch failed; retrying (the same failure again is logged at -v 1)",
+                KV_STR("controller", r->name), KV_INT("http", err->http), KV_STR("reason", reason),
+                KV_STR("message", err->http == 404 ? "not found: is the resource's CRD installed?"
+                                                   : err->message));
 }
 
 /* --- jobs ----------------------------------------------------------------------------------- */
