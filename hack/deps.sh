@@ -12,6 +12,8 @@ packages=(
     prometheus # promtool checks the /metrics exposition
     # control plane harness and data
     openssl curl python3 ca-certificates pci.ids usb.ids util-linux bc jq pciutils
+    # make image (buildah, skopeo) and its test (podman runs it, containerd's ctr imports it)
+    buildah skopeo podman containerd
 )
 missing=()
 for p in "${packages[@]}"; do
