@@ -6,7 +6,7 @@
 # buildah into a private store and written as an OCI archive:
 #
 #   build/image/rootfs/                    the staged root filesystem (hack/image.sh rootfs)
-#   build/image/hostdevd-<version>.tar     the OCI archive, image name hostdevd:<version>
+#   build/image/hostdevd-<version>.tar     the OCI archive of localhost/hostdevd:<version>
 #   build/image/digest                     the image's manifest digest (sha256:...)
 #
 # Reproducible: every mtime, the image's created time and the archive's entries are clamped to
@@ -14,8 +14,9 @@
 # order is sorted, and nothing of the build host (name, paths, tool versions) gets in; the same
 # commit gives the same digest and the same archive bytes. Environment: VERSION (default git
 # describe --always --dirty, as the Makefile compiles it in; bin/hostdevd must print it),
-# SOURCE_DATE_EPOCH, IMAGE_SOURCE (the org.opencontainers.image.source label), IMAGE_DIR
-# (default build/image). Prints the archive, its digest and sizes on stdout.
+# SOURCE_DATE_EPOCH, IMAGE_NAME (default localhost/hostdevd: the name podman gives a short name,
+# and one containerd's CRI leaves as it is), IMAGE_SOURCE (the org.opencontainers.image.source
+# label), IMAGE_DIR (default build/image). Prints the archive, its digest and sizes on stdout.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 what=${1:-build}
@@ -23,11 +24,13 @@ what=${1:-build}
 VERSION=${VERSION:-$(git describe --always --dirty 2>/dev/null || echo 0.0.0-dev)}
 REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
+# A fixed value, not the clone's remote: the label is part of the digest. The repository records
+# no upstream address yet; this one is a placeholder until it does.
 IMAGE_SOURCE=${IMAGE_SOURCE:-https://github.com/hostdevd/hostdevd}
 IMAGE_DIR=${IMAGE_DIR:-build/image}
 BIN=bin/hostdevd
 ROOTFS=$IMAGE_DIR/rootfs
-NAME=hostdevd:$VERSION
+NAME=${IMAGE_NAME:-localhost/hostdevd}:$VERSION
 ARCHIVE=$IMAGE_DIR/hostdevd-$VERSION.tar
 export SOURCE_DATE_EPOCH TZ=UTC LC_ALL=C
 
@@ -49,7 +52,6 @@ put() {
     install -D -m "$mode" "$1" "$ROOTFS/$2"
     echo "$1" >>"$IMAGE_DIR/sources"
 }
-
 
 # The shared libraries bin/hostdevd loads, as ldd resolves them (libgcc_s too: glibc loads it
 # for unwinding), each under its soname in /usr/lib/<multiarch>; the loader where the ELF
@@ -144,7 +146,7 @@ build_image() {
         --timestamp "$SOURCE_DATE_EPOCH" --build-arg "VERSION=$VERSION" \
         --build-arg "REVISION=$REVISION" --build-arg "SOURCE=$IMAGE_SOURCE" \
         --build-arg "CREATED=$created" "${ann[@]}" -f Containerfile -t "$NAME" "$IMAGE_DIR" >/dev/null
-    rm -rf "$IMAGE_DIR/oci" "$ARCHIVE"
+    rm -rf "$IMAGE_DIR/oci" "$IMAGE_DIR"/hostdevd-*.tar
     buildah_ push --quiet --format oci --digestfile "$IMAGE_DIR/digest" "$NAME" \
         "oci:$IMAGE_DIR/oci:$NAME" >/dev/null
     # The layout as one archive, entries sorted, clamped and owned by 0:0, so the bytes repeat.
