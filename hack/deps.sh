@@ -13,7 +13,7 @@ packages=(
     # control plane harness and data
     openssl curl python3 ca-certificates pci.ids usb.ids util-linux bc jq pciutils
     # make image (buildah, skopeo) and its test (podman runs it, containerd's ctr imports it)
-    buildah skopeo podman containerd
+    buildah skopeo podman runc containerd
 )
 missing=()
 for p in "${packages[@]}"; do
