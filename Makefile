@@ -8,6 +8,7 @@
 #   make lint     clang-format, cppcheck, clang-tidy, shellcheck (qemu node), dependency rules
 #   make bench    benchmarks against a private control plane; prints figures
 #   make fuzz     libFuzzer runs of every parser (FUZZ_RUNS, FUZZ_TARGETS)
+#   make image    build/image/hostdevd-<version>.tar, the OCI image, reproducible (docs/image.md)
 #   make deps     installs the Debian packages the build and the tests need, and Go 1.26 for the
 #                 test infrastructure (hack/go.sh: from the Go module proxy when it is missing)
 #   make k8s      builds the pinned Kubernetes test binaries (kubelet too), the fake CRI
@@ -126,6 +127,20 @@ build/fuzz/fuzz_%: test/fuzz/fuzz_%.c $(LIB_SRCS)
 
 build/asan/hostdevd: $(ASAN_LIB_OBJS) build/asan/$(MAIN_SRC:.c=.o)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# make image: the OCI image hostdevd:<version>, built offline from bin/hostdevd and Debian's
+# files (hack/image.sh, Containerfile, docs/image.md). The release build leaves the build
+# directory out of the binary, and recompiles what embeds the version when `git describe`
+# changes, so the same commit gives the same image digest.
+.PHONY: image FORCE
+RELEASE_CFLAGS += -ffile-prefix-map=$(CURDIR)=.
+image: deps bin/hostdevd
+	@hack/image.sh build
+
+build/version: FORCE
+	@mkdir -p $(@D)
+	@[ "$$(cat $@ 2>/dev/null)" = '$(VERSION)' ] || echo '$(VERSION)' >$@
+$(patsubst %.c,build/release/%.o,$(shell grep -l HOSTDEVD_VERSION src/*/*.c)): build/version
 
 deps:
 	@hack/deps.sh test

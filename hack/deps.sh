@@ -9,6 +9,7 @@
 #                         installs its own tools, qemu-system-x86 and busybox-static, when it
 #                         first boots: hack/qemu-node.sh)
 #   hack/deps.sh build    make: the compiler and the libraries' headers
+#   hack/deps.sh image    make image: the build and buildah, skopeo
 #   hack/deps.sh bootstrap  Debian's golang-go only (hack/go.sh install's downloader when there
 #                         is no go at all)
 set -euo pipefail
@@ -27,15 +28,18 @@ test=(
     libcunit1-dev clang libclang-rt-14-dev clang-format clang-tidy cppcheck valgrind shellcheck
     prometheus # promtool checks the /metrics exposition
     bc jq pciutils
+    # make image (buildah, skopeo) and its test (podman runs it, containerd's ctr imports it)
+    buildah skopeo podman runc containerd
 )
 
 group=${1:-test}
 case "$group" in
 build) packages=("${build[@]}") ;;
+image) packages=("${build[@]}" buildah skopeo) ;;
 demo) packages=("${build[@]}" "${demo[@]}") ;;
 test) packages=("${build[@]}" "${demo[@]}" "${test[@]}") ;;
 bootstrap) packages=(golang-go) ;;
-*) echo "usage: hack/deps.sh [build|demo|test|bootstrap]" >&2; exit 2 ;;
+*) echo "usage: hack/deps.sh [build|image|demo|test|bootstrap]" >&2; exit 2 ;;
 esac
 
 apt_install() { # packages...

@@ -46,6 +46,7 @@ mapfile -t guest < <(git ls-files --cached --others --exclude-standard -- hack/q
 shfiles=(hack/qemu-node.sh hack/kubelet.sh hack/go.sh hack/k8s-build.sh hack/fakecri-build.sh
     hack/grpcpeer-build.sh hack/kubeletpeer-build.sh hack/kubevirtenv-build.sh hack/kubevirt-crds.sh
     hack/deps.sh hack/demo.sh)
+shfiles+=(hack/image.sh test/integration/test_image.sh) # make image and its test
 for f in "${guest[@]}"; do is_sh "$f" && shfiles+=("$f"); done
 shellcheck "${shfiles[@]}" || rc=1
 
