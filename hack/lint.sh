@@ -44,6 +44,7 @@ is_sh() { head -1 "$1" | grep -qE '^(#!/bin/sh|# shellcheck shell=)'; }
 mapfile -t guest < <(git ls-files --cached --others --exclude-standard -- hack/qemu-guest | sort -u)
 shfiles=(hack/qemu-node.sh hack/kubelet.sh hack/fakecri-build.sh hack/kubeletpeer-build.sh
     hack/kubevirtenv-build.sh hack/kubevirt-crds.sh)
+shfiles+=(hack/helm-build.sh)
 for f in "${guest[@]}"; do is_sh "$f" && shfiles+=("$f"); done
 shellcheck "${shfiles[@]}" || rc=1
 
