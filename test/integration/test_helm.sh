@@ -39,6 +39,14 @@ expect_ok "helm template (defaults, namespace $NS, CRDs included)" \
     helm template $REL "$CHART" -n $NS --include-crds
 printf '%s\n' "$OUT" >"$TEST_DIR/chart.yaml"
 expect_ok "kubectl kustomize manifests/" kubectl kustomize manifests/ -o "$TEST_DIR/kustomize.yaml"
+# A packaged chart holds the files its symlinks point at, and renders the same.
+expect_ok "helm package" helm package "$CHART" -d "$TEST_DIR"
+expect_ok "... the archive renders as the directory does" \
+    diff <(helm template $REL "$TEST_DIR"/hostdevd-*.tgz -n $NS --include-crds) "$TEST_DIR/chart.yaml"
+expect_reject "values.schema.json refuses a misspelt value" "additional properties 'kubeletdir' not allowed" \
+    helm template $REL "$CHART" --set agent.kubeletdir=/data/kubelet
+expect_reject "... and a log level that is no number" "at '/controller/logLevel': got string, want integer" \
+    helm template $REL "$CHART" --set-string controller.logLevel=debug
 expect_reject "the release namespace may not be hostdevd-node-lease" \
     "hostdevd-node-lease holds the agents' heartbeats" helm template $REL "$CHART" -n hostdevd-node-lease
 
