@@ -14,7 +14,7 @@
 #   make k8s      builds the pinned Kubernetes test binaries (kubelet too), the fake CRI
 #                 runtime (test/fakecri), kubelet's device manager for the qemu node
 #                 (test/kubeletpeer) and KubeVirt's env reader (test/kubevirtenv) into caches
-#                 outside the repo
+#                 outside the repo; Helm for test_helm.sh (hack/helm-build.sh)
 #   make clean
 
 SHELL := /bin/bash
@@ -156,6 +156,7 @@ k8s: deps
 	@hack/kubeletpeer-build.sh >/dev/null
 	@hack/kubevirtenv-build.sh >/dev/null
 	@hack/kubevirt-crds.sh >/dev/null
+	@hack/helm-build.sh >/dev/null
 
 # The test build is separate (build/asan) so `make` and `make test` never share objects.
 TEST_BINS := build/asan/unit-tests build/asan/hostdevd build/asan/kubetool bin/hostdevd \

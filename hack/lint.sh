@@ -47,6 +47,7 @@ shfiles=(hack/qemu-node.sh hack/kubelet.sh hack/go.sh hack/k8s-build.sh hack/fak
     hack/grpcpeer-build.sh hack/kubeletpeer-build.sh hack/kubevirtenv-build.sh hack/kubevirt-crds.sh
     hack/deps.sh hack/demo.sh)
 shfiles+=(hack/image.sh test/integration/test_image.sh) # make image and its test
+shfiles+=(hack/helm-build.sh)
 for f in "${guest[@]}"; do is_sh "$f" && shfiles+=("$f"); done
 shellcheck "${shfiles[@]}" || rc=1
 
