@@ -8,21 +8,17 @@
 # (bump RECIPE when the build changes), with a completion stamp: a second run prints the path
 # at once. Prints the helm binary's path on stdout; progress on stderr.
 set -euo pipefail
+# shellcheck source=hack/go.sh
+. "$(dirname "${BASH_SOURCE[0]}")/go.sh"
 HELM_VERSION=${HELM_VERSION:-v4.3.1}
 RECIPE=r1
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-modcacherw
-ROOT=${HOSTDEVD_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hostdevd-tools}
-GOVER=$(go env GOVERSION)
-OUT="$ROOT/helm-${HELM_VERSION}_${GOVER}_$(go env GOOS)-$(go env GOARCH)_$RECIPE"
-if [ -f "$OUT/.complete" ]; then echo "$OUT/helm"; exit 0; fi
-mkdir -p "$ROOT"
-exec 9>"$ROOT/.helm.lock"
-flock 9
-if [ -f "$OUT/.complete" ]; then echo "$OUT/helm"; exit 0; fi
+export CGO_ENABLED=0
+ROOT=$GO_CACHE
+OUT="$ROOT/helm-${HELM_VERSION}_${GOVER}_${GOOSARCH}_$RECIPE"
+go_cached "$ROOT" helm "$OUT/.complete" "$OUT/helm"
 start=$(date +%s)
 echo "helm-build: building helm.sh/helm/v4@$HELM_VERSION with $GOVER into $OUT" >&2
-W=$(mktemp -d "$ROOT/.helm.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+go_workdir "$ROOT" helm
 V=helm.sh/helm/v4/internal/version
 (cd "$W" && GOBIN="$W/bin" go install -trimpath \
     -ldflags "-s -w -X $V.version=$HELM_VERSION -X $V.metadata= -X $V.gitTreeState=clean" \
