@@ -142,7 +142,7 @@ expect_contains "the agent Pod: privileged, host network, NODE_NAME from spec.no
     "$(jq -c '{sa: .serviceAccountName, net: .hostNetwork, c: .containers[0] |
         {p: .securityContext.privileged, img: .image, pull: .imagePullPolicy, cmd: .command,
          env: (.env[] | select(.name == "NODE_NAME") | .valueFrom.fieldRef.fieldPath)}}' <<<"$DS")" \
-    '"sa":"hostdevd-agent"' '"net":true' '"p":true' '"img":"hostdevd:0.1.0"' '"pull":"IfNotPresent"' \
+    '"sa":"hostdevd-agent"' '"net":true' '"p":true' '"img":"localhost/hostdevd:0.1.0"' '"pull":"IfNotPresent"' \
     '"cmd":["hostdevd","agent"]' '"env":"spec.nodeName"'
 expect_contains "the agent's host paths (read-only where it only reads)" \
     "$(jq -r '. as $s | .containers[0].volumeMounts[] | . as $m |

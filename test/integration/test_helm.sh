@@ -152,7 +152,7 @@ expect_contains "... all $(wc -l <"$TEST_DIR/c.keys") of them" "$(wc -l <<<"$OUT
 expect_contains "the release is deployed" "$(helm list -n $NS -o json)" '"name":"hostdevd"' '"status":"deployed"'
 expect_contains "the DaemonSet and the Deployment are there (no kubelet here: no Pods)" \
     "$(kubectl get ds,deploy -n $NS -o jsonpath='{range .items[*]}{.kind}/{.metadata.name} {.spec.template.spec.containers[0].image}{"\n"}{end}')" \
-    "DaemonSet/hostdevd-agent hostdevd:0.1.0" "Deployment/hostdevd-controller hostdevd:0.1.0"
+    "DaemonSet/hostdevd-agent localhost/hostdevd:0.1.0" "Deployment/hostdevd-controller localhost/hostdevd:0.1.0"
 
 echo "--- the admission policies act as with kubectl apply -k manifests/"
 X=node-a-000001000
