@@ -103,6 +103,7 @@ static int spec_from_dev(const char *node, const struct node_pci_dev *d, struct 
         (void)snprintf(s->iommu_group, sizeof(s->iommu_group), "%d", d->iommu_group);
     (void)snprintf(s->driver, sizeof(s->driver), "%s", d->driver);
     (void)snprintf(s->physfn, sizeof(s->physfn), "%s", d->physfn);
+    (void)snprintf(s->pcie_root, sizeof(s->pcie_root), "%s", d->pcie_root);
     return names_of(d, s);
 }
 

@@ -35,6 +35,7 @@ struct pcidevice_spec {
     char revision[3];
     char iommu_group[12]; /* "" when none (as harvester writes it) */
     int numa_node;        /* -1: field absent */
+    char pcie_root[24];   /* "pci0000:00", "" when unknown; not in the PCIDevice (DRA only) */
     char resource_name[320];
     char description[512];
     char driver[64];    /* "" when unbound: kernelDriverInUse absent */
@@ -109,6 +110,9 @@ struct map *pcidevices_new_want(void);
 /* Takes the desired objects of a new scan and reconciles every key. */
 void pcidevices_set_want(struct pcidevices *d, struct map *want);
 void pcidevices_enqueue_all(struct pcidevices *d);
+/* The desired objects of the last scan (name -> struct pcidevice_spec; borrowed, replaced by
+ * the next scan), or NULL before the first. */
+const struct map *pcidevices_want(const struct pcidevices *d);
 /* The runner (its informer caches this node's PCIDevices). */
 struct runner *pcidevices_runner(const struct pcidevices *d);
 

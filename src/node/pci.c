@@ -25,6 +25,7 @@
  */
 #include "node/pci.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <pci/pci.h>
@@ -436,9 +437,48 @@ static void int_fact(struct scan *s, struct node_pci_dev *out, const char *name,
         *ret = (int)v;
 }
 
-/* The facts libpci does not give (or caches): driver, IOMMU group, NUMA node, SR-IOV. */
+/* Whether `e` (a path element of `len` bytes) is "pci<hex>:<hex>", a PCI root's directory. */
+static bool is_root_element(const char *e, size_t len)
+{
+    size_t colon = 0;
+    if (len < 6 || len > 20 || strncmp(e, "pci", 3) != 0)
+        return false;
+    for (size_t i = 3; i < len; i++) {
+        if (e[i] == ':' && !colon && i > 3)
+            colon = i;
+        else if (!isxdigit((unsigned char)e[i]))
+            return false;
+    }
+    return colon && colon + 1 < len;
+}
+
+/* The device's PCI root: the first "pci<domain>:<bus>" element of its link's target
+ * (../../../devices/pci0000:00/0000:00:1c.0/0000:04:00.0); "" when there is none. */
+static void root_fact(struct scan *s, struct node_pci_dev *out)
+{
+    char path[64], target[512];
+    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s", out->address);
+    out->pcie_root[0] = '\0';
+    int r = node_sysfs_read_link_target(s->pci->root_fd, path, target, sizeof(target));
+    if (r < 0) {
+        if (r != -ENOENT && r != -EINVAL) /* not a link: a tree without devices/ */
+            add_problem(out, "PCI root", r, NULL);
+        return;
+    }
+    for (const char *e = target; *e;) {
+        size_t len = strcspn(e, "/");
+        if (is_root_element(e, len)) {
+            (void)snprintf(out->pcie_root, sizeof(out->pcie_root), "%.*s", (int)len, e);
+            return;
+        }
+        e += len + (e[len] == '/');
+    }
+}
+
+/* The facts libpci does not give (or caches): driver, IOMMU group, NUMA node, SR-IOV, root. */
 static void read_facts(struct scan *s, struct node_pci_dev *out)
 {
+    root_fact(s, out);
     link_fact(s, out, "driver", "bus/pci/drivers", out->driver, sizeof(out->driver));
     link_fact(s, out, "physfn", "bus/pci/devices", out->physfn, sizeof(out->physfn));
     group_fact(s, out);

@@ -6,7 +6,8 @@
  * libpci is pointed at) and one libpci context used only for name lookups, which loads pci.ids
  * once. node_pci_scan() lists bus/pci/devices itself (through the root fd, node/sysfs), makes a
  * fresh libpci context for every scan, asks it for each listed device (pci_get_dev) and takes
- * identity and class from libpci, the driver, IOMMU group, NUMA node and SR-IOV facts from sysfs.
+ * identity and class from libpci, the driver, IOMMU group, NUMA node, SR-IOV facts and the PCI
+ * root (from the device's link in bus/pci/devices) from sysfs.
  *
  * One bad device never hides the others. An entry of bus/pci/devices whose name is not a PCI
  * address, that is not a directory (a regular file, a dangling link, a link loop), or whose
@@ -45,6 +46,10 @@ struct node_pci_dev {
     char driver[64];       /* "" when unbound (or the link does not lead to bus/pci/drivers/) */
     int iommu_group;       /* -1 when none */
     int numa_node;         /* -1 when unknown */
+    /* The PCI root the device hangs off, "pci<domain>:<bus>" ("pci0000:00"): the first
+     * element of that form in the device's real path (devices/pci0000:00/0000:00:1c.0/...);
+     * "" when unknown */
+    char pcie_root[24];
     char physfn[NODE_PCI_ADDRESS_SIZE]; /* the PF's address for an SR-IOV VF, else "" */
     int sriov_totalvfs, sriov_numvfs;   /* -1 unless an SR-IOV PF */
     bool is_bridge;                     /* class 0x0604 */
