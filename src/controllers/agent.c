@@ -12,6 +12,8 @@
  *     (field spec.nodeName=<node>) and binding on the process's worker thread;
  *   - the USBDeviceClaim reconciler (controllers/usbclaim.c), watching every USB claim and
  *     acting on those whose name says this node;
+ *   - the DRA ResourceSlices (controllers/draslices.c): this node's pool of passthrough-capable
+ *     PCI functions no claim holds, computed from the scan and the PCIDeviceClaim cache;
  *   - the heartbeat (controllers/leasepart.c): a Lease named like the node, renewed while the
  *     agent runs and given up when it stops, which tells the controller the agent is alive.
  * The reconcilers read each other's caches; the callbacks below queue the keys that depend on
@@ -27,6 +29,7 @@
 
 #include "base/log.h"
 #include "base/names.h"
+#include "controllers/draslices.h"
 #include "controllers/inventory.h"
 #include "controllers/leasepart.h"
 #include "controllers/nodeuid.h"
@@ -51,6 +54,7 @@ struct agent {
     struct usbdevices *usb_devices;
     struct usbclaim *usb_claims;
     struct plugins *plugins;
+    struct draslices *slices;
     struct kube_leader *heartbeat;
     char plugin_dir[4096];
 };
@@ -65,6 +69,7 @@ static void on_scan(struct map *want, void *userdata)
 {
     struct agent *a = userdata;
     pcidevices_set_want(a->devices, want);
+    draslices_sync(a->slices);
     pciclaim_enqueue_all(a->claims);
     usbclaim_enqueue_all(a->usb_claims);
 }
@@ -89,6 +94,7 @@ static void on_node_uid(void *userdata)
     struct agent *a = userdata;
     pcidevices_enqueue_all(a->devices);
     usbdevices_enqueue_all(a->usb_devices);
+    draslices_sync(a->slices);
 }
 
 /* A USBDevice changed: its claim (same name), and PCI claims of USB controllers. */
@@ -108,11 +114,13 @@ static void on_usb_claim(const char *key, void *userdata)
     plugins_sync(a->plugins);
 }
 
-/* A PCIDeviceClaim changed: USB claims behind a controller. */
+/* A PCIDeviceClaim changed: USB claims behind a controller, the DRA pool (a claimed device
+ * leaves it). */
 static void on_pci_claim(void *userdata)
 {
     struct agent *a = userdata;
     usbclaim_enqueue_all(a->usb_claims);
+    draslices_sync(a->slices);
     plugins_sync(a->plugins);
 }
 
@@ -260,6 +268,27 @@ static int add_plugins(struct agent *a)
     return process_add_part(a->proc, &part);
 }
 
+static int add_slices(struct agent *a)
+{
+    struct draslices_config sc = {.loop = process_loop(a->proc),
+                                  .http = process_http(a->proc),
+                                  .metrics = process_metrics(a->proc),
+                                  .node_name = a->cfg->node_name,
+                                  .node = a->node,
+                                  .devices = a->devices,
+                                  .claims = pciclaim_informer(a->claims)};
+    a->slices = draslices_new(&sc);
+    if (!a->slices)
+        return -ENOMEM;
+    struct process_part part = {.name = "resourceslices",
+                                .ready = draslices_ready,
+                                .stop = draslices_stop,
+                                .in_flight = draslices_in_flight,
+                                .free = draslices_free,
+                                .userdata = a->slices};
+    return process_add_part(a->proc, &part);
+}
+
 static int add_inventory(struct agent *a)
 {
     struct inventory_config ic = {.loop = process_loop(a->proc),
@@ -317,6 +346,8 @@ static int start_informers(struct agent *a)
         r = usbclaim_start(a->usb_claims);
     if (r == 0)
         r = plugins_start(a->plugins);
+    if (r == 0)
+        r = draslices_start(a->slices);
     return r < 0 ? r : kube_leader_start(a->heartbeat);
 }
 
@@ -334,6 +365,7 @@ static int setup(struct agent *a)
             {"the USBDevice reconciler", add_usb_devices},
             {"the USBDeviceClaim reconciler", add_usb_claims},
             {"the device plugins", add_plugins},
+            {"the ResourceSlices", add_slices},
             {"the heartbeat", add_heartbeat},
             {"the informers", start_informers},
     };

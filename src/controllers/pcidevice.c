@@ -310,6 +310,11 @@ struct map *pcidevices_new_want(void)
     return map_new(pcidevice_spec_free);
 }
 
+const struct map *pcidevices_want(const struct pcidevices *d)
+{
+    return d->want;
+}
+
 struct runner *pcidevices_runner(const struct pcidevices *d)
 {
     return d->runner;
