@@ -192,6 +192,11 @@ static void check_device(const struct node_pci_dev *d, const struct expect *e)
     CU_ASSERT_EQUAL(d->sriov_numvfs, e->numvfs);
     CU_ASSERT_EQUAL(d->is_bridge, e->class_id == 0x0604);
     CU_ASSERT_STRING_EQUAL(d->problem, "");
+    /* the fixture puts every device right below devices/pci<domain>:<bus of the device> */
+    char root[24];
+    (void)snprintf(root, sizeof(root), "pci%.*s", (int)(strrchr(d->address, ':') - d->address),
+                   d->address);
+    CU_ASSERT_STRING_EQUAL(d->pcie_root, root);
 }
 
 static void test_scan_matches_description(void)
@@ -581,6 +586,20 @@ static void test_device_link_loop(void)
     hostile_close();
 }
 
+/* The PCI root is the first pci<domain>:<bus> element of the device's real path. */
+static void test_pcie_root(void)
+{
+    if (!hostile_open())
+        return;
+    mkdir_in("devices/pci0000:64");
+    mkdir_in("devices/pci0000:64/0000:64:00.0");
+    link_to(BAD_BUS, "../../../devices/pci0000:64/0000:64:00.0/../../pci0000:00/" BAD);
+    CU_ASSERT_STRING_EQUAL(expect_problem("").pcie_root, "pci0000:64");
+    link_to(BAD_BUS, "../../../devices/pci0000:00/" BAD);
+    CU_ASSERT_STRING_EQUAL(expect_problem("").pcie_root, "pci0000:00");
+    hostile_close();
+}
+
 static void test_entry_not_an_address(void)
 {
     if (!hostile_open())
@@ -897,6 +916,7 @@ static CU_TestInfo tests[] = {
         {"second scan identical", test_second_scan_identical},
         {"hostile: device entry not a directory", test_device_not_a_directory},
         {"hostile: device entry a dangling link", test_device_dangling_link},
+        {"PCI root from the device's real path", test_pcie_root},
         {"hostile: device entry a link loop", test_device_link_loop},
         {"hostile: entries that are not addresses", test_entry_not_an_address},
         {"hostile: identity unreadable (libpci error)", test_identity_unreadable},
