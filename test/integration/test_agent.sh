@@ -47,7 +47,7 @@ ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
 count() { kubectl get pcidevices -l "nodename=$NODE" -o name | wc -l; }
 name_of() { local a=${1//:/}; echo "$NODE-${a//./}"; }
 # Write requests the agent made (its user agent is hostdevd/<version>), heartbeats left out.
-writes() { hack/audit-requests.py "$TEST_DIR/cluster/audit.log" | cut -d" " -f2; }
+writes() { hack/audit-requests.py "$TEST_DIR/cluster/audit.log" ${1:+--resource "$1"} | cut -d" " -f2; }
 
 echo "--- inventory"
 start_agent
@@ -154,7 +154,8 @@ sed -e "/^$GONE[[:space:]]/d" -e "/^$MOVED[[:space:]]/s/driver=[^ ]*/driver=vfio
     >"$TEST_DIR/changed.txt"
 expect_ok "tree rebuilt without $GONE and with $MOVED on vfio-pci" \
     hack/mk-sysfs-fixture.sh "$TEST_DIR/changed.txt" "$SYS"
-before=$(writes)
+before=$(writes pcidevices)
+slices_before=$(writes resourceslices)
 kill -HUP "$AGENT_PID"
 gone() { ! kubectl get pcidevice "$(name_of "$GONE")" >/dev/null 2>&1; }
 if eventually 30 gone; then pass "the removed device's PCIDevice was deleted"; else fail "the removed device's PCIDevice was deleted"; fi
@@ -162,8 +163,11 @@ moved() { [ "$(kubectl get pcidevice "$(name_of "$MOVED")" -o jsonpath='{.status
 if eventually 30 moved; then pass "the changed driver shows in status.kernelDriverInUse"; else fail "the changed driver shows in status.kernelDriverInUse"; fi
 [ "$(count)" -eq $((WANT - 1)) ] && pass "$((WANT - 1)) PCIDevices left" || fail "$((WANT - 1)) PCIDevices left" "have $(count)"
 sleep 2
-[ $(($(writes) - before)) -eq 2 ] && pass "the rescan wrote exactly twice (one status patch, one delete)" ||
-    fail "the rescan wrote exactly twice" "$(($(writes) - before)) writes"
+[ $(($(writes pcidevices) - before)) -eq 2 ] && pass "the rescan wrote PCIDevices exactly twice (one status patch, one delete)" ||
+    fail "the rescan wrote PCIDevices exactly twice" "$(($(writes pcidevices) - before)) writes"
+# Both devices were in the node's DRA pool (test_dra.sh): one patch of its one ResourceSlice.
+[ $(($(writes resourceslices) - slices_before)) -eq 1 ] && pass "... and its ResourceSlice once" ||
+    fail "... and its ResourceSlice once" "$(($(writes resourceslices) - slices_before)) writes"
 
 echo "--- a kernel uevent triggers the rescan (no signal, resync period 1 h)"
 # The fake tree gets the NVMe drive back; the agent learns of it only from a real kernel event:
