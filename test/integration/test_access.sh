@@ -281,6 +281,12 @@ lease() { # name holder [resourceVersion]
     printf '{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"%s"%s},"spec":{"holderIdentity":"%s","leaseDurationSeconds":180}}' \
         "$1" "${3:+,\"resourceVersion\":\"$3\"}" "$2"
 }
+RAPI=/apis/resource.k8s.io/v1/resourceslices
+slice() { # name node [pool] [driver]: a ResourceSlice as the agent of NODE makes it
+    jq -cn --arg n "$1" --arg node "$2" --arg p "${3:-$2}" --arg d "${4:-vfio-pci.hostdevd.io}" \
+        '{apiVersion: "resource.k8s.io/v1", kind: "ResourceSlice", metadata: {name: $n},
+          spec: {driver: $d, nodeName: $node, pool: {name: $p, generation: 1, resourceSliceCount: 1}}}'
+}
 lease_rv() { kubectl get lease -n hostdevd-node-lease "$1" -o jsonpath='{.metadata.resourceVersion}'; }
 expect_ok "whoami with node-a's token" kt "$TA" auth whoami -o json
 expect_contains "node-a's agent token carries its node name" \
@@ -305,6 +311,7 @@ ready() {
         denied_by hostdevd-agent-claims api "$TA" PATCH \
             "$API/pcideviceclaims/node-b-000009000/status?dryRun=All" '{"status":{"passthroughEnabled":true}}' &&
         denied_by hostdevd-agent-lease api "$TU" POST "$LAPI?dryRun=All" "$(lease node-c node-c)" &&
+        denied_by hostdevd-agent-resourceslices api "$TA" POST "$RAPI?dryRun=All" "$(slice node-b-vfio-pci-0 node-b)" &&
         denied_by hostdevd-controller-claims api "$TC" PATCH \
             "$API/pcideviceclaims/node-b-000009000?dryRun=All" '{"metadata":{"labels":{"x":"y"}}}' &&
         denied_by hostdevd-agent-written kubectl --as dave create --dry-run=server -f - \
@@ -508,6 +515,21 @@ reject "... nor delete it" "cannot delete resource \"leases\"" api "$TA" DELETE 
 reject "an agent token without a node name writes no heartbeat" "its token names none" \
     api "$TU" POST "$LAPI" "$(lease node-c node-c)"
 
+echo "--- each agent publishes only its own node's DRA ResourceSlices (dry runs)"
+expect_ok "node-a's agent creates its pool's slice" api "$TA" POST "$RAPI?dryRun=All" "$(slice node-a-vfio-pci-0 node-a)"
+expect_ok "node-b's agent creates its own" api "$TB" POST "$RAPI?dryRun=All" "$(slice node-b-vfio-pci-3 node-b)"
+reject "node-a's agent cannot create node-b's slice" \
+    "may only write ResourceSlices named \"node-a-vfio-pci-<index>\": node-b-vfio-pci-0 is not" \
+    api "$TA" POST "$RAPI?dryRun=All" "$(slice node-b-vfio-pci-0 node-b)"
+reject "... nor one of its name for node-b" "may only write ResourceSlices with spec.nodeName node-a" \
+    api "$TA" POST "$RAPI?dryRun=All" "$(slice node-a-vfio-pci-0 node-b node-a)"
+reject "... nor one in node-b's pool" "spec.pool.name node-a (before and after the change)" \
+    api "$TA" POST "$RAPI?dryRun=All" "$(slice node-a-vfio-pci-0 node-a node-b)"
+reject "... nor one of another driver" "spec.driver vfio-pci.hostdevd.io" \
+    api "$TA" POST "$RAPI?dryRun=All" "$(slice node-a-vfio-pci-0 node-a node-a gpu.example.com)"
+reject "an agent token without a node name publishes no slice" "only with a token that names its node" \
+    api "$TU" POST "$RAPI?dryRun=All" "$(slice node-a-vfio-pci-0 node-a)"
+
 echo "--- the controller only removes claim finalizers and says why no agent serves a claim"
 reject "the controller cannot label a claim" "the hostdevd controller may only remove finalizers of claims" \
     kt "$TC" patch pcideviceclaim $X --type merge -p '{"metadata":{"labels":{"x":"y"}}}'
@@ -551,6 +573,11 @@ can_i "agent: reads Nodes" yes get nodes --as "$AGENT"
 can_i "agent: no patch on Nodes" no patch nodes --as "$AGENT"
 can_i "agent: creates Events in default" yes create events.events.k8s.io -n default --as "$AGENT"
 can_i "agent: no Events elsewhere" no create events -n kube-system --as "$AGENT"
+can_i "agent: creates ResourceSlices" yes create resourceslices.resource.k8s.io --as "$AGENT"
+can_i "agent: deletes ResourceSlices" yes delete resourceslices.resource.k8s.io --as "$AGENT"
+can_i "agent: no PUT of ResourceSlices" no update resourceslices.resource.k8s.io --as "$AGENT"
+can_i "agent: no ResourceClaims" no update resourceclaims.resource.k8s.io -A --as "$AGENT"
+can_i "controller: no ResourceSlices" no create resourceslices.resource.k8s.io --as "$CONTROLLER"
 can_i "agent: no Secrets" no list secrets -A --as "$AGENT"
 can_i "agent: no Pods" no create pods -n $NS --as "$AGENT"
 can_i "agent: no Leases" no update leases.coordination.k8s.io -n $NS --as "$AGENT"
