@@ -104,7 +104,19 @@ static int compare_specs(const void *a, const void *b)
     return strcmp((*x)->address, (*y)->address);
 }
 
-/* The pool's devices in address order: those of the scan no blocker stops and no claim holds. */
+/* Classes never offered to DRA, whatever their blockers say: a class-wide selector ("any
+ * device of the driver") must not be able to take the platform's bridges or SMBus controller. */
+static bool platform_class(const char *class_id)
+{
+    static const char *const never[] = {"0600", "0601", "0604", "0c05"};
+    for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+        if (strncmp(class_id, never[i], 4) == 0)
+            return true;
+    return false;
+}
+
+/* The pool's devices in address order: those of the scan no blocker stops and no claim holds,
+ * bridges and the SMBus controller left out. */
 static int wanted_devices(const struct draslices_input *in, cJSON **ret)
 {
     size_t n = map_size(in->devices), k = 0, pos = 0;
@@ -113,7 +125,8 @@ static int wanted_devices(const struct draslices_input *in, cJSON **ret)
     void *val;
     while (v && list && map_next(in->devices, &pos, NULL, &val)) {
         const struct pcidevice_spec *s = val;
-        if (s->n_blockers == 0 && !(in->claimed && map_contains(in->claimed, s->address)))
+        if (s->n_blockers == 0 && !platform_class(s->class_id) &&
+            !(in->claimed && map_contains(in->claimed, s->address)))
             v[k++] = s;
     }
     if (v)

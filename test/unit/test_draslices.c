@@ -242,6 +242,26 @@ static void test_pool(void)
     map_free(claimed);
 }
 
+/* The platform's bridges and its SMBus controller are never in the pool, blockers or not: a
+ * class-wide selector must not be able to take them. */
+static void test_platform_classes(void)
+{
+    struct map *devs = map_new(pcidevice_spec_free), *claimed = map_new(NULL);
+    put(devs, dev("0000:00:00.0", "0600", 0)); /* host bridge */
+    put(devs, dev("0000:00:1f.0", "0601", 0)); /* ISA/LPC bridge */
+    put(devs, dev("0000:00:1c.0", "0604", 0)); /* PCI bridge */
+    put(devs, dev("0000:00:1f.4", "0c05", 0)); /* SMBus */
+    put(devs, dev("0000:00:1f.6", "0200", 0));
+    struct cache c = {0};
+    CU_ASSERT_EQUAL(step(&c, devs, claimed, 1), 1);
+    const cJSON *list = slice_devices(&c, NODE "-vfio-pci-0");
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(list), 1);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetArrayItem(list, 0)->child->valuestring, "pci-0000-00-1f-6");
+    cache_free(&c);
+    map_free(devs);
+    map_free(claimed);
+}
+
 /* A missing ownerReference is repaired without a new generation (the devices did not change). */
 static void test_owner_only(void)
 {
@@ -341,6 +361,7 @@ static CU_TestInfo tests[] = {
         {"device name", test_device_name},
         {"attributes", test_attributes},
         {"pool: blockers, claims, generation", test_pool},
+        {"bridges and SMBus never in the pool", test_platform_classes},
         {"owner repaired without a new generation", test_owner_only},
         {"more than 128 devices split", test_split},
         {"mixed generations", test_mixed_generations},
