@@ -100,6 +100,7 @@ static void check(struct pcibind_job *j, struct node_vfio_dev *d)
         f.present = d->present;
         f.iommu_group = d->iommu_group;
         f.driver = d->driver;
+        f.platform = d->present ? node_vfio_platform_class(d->class_id) : NULL;
         int u = node_hostuse_collect(j->env->proc_root, &use);
         if (d->present && strcmp(d->driver, NODE_VFIO_DRIVER) != 0)
             f.host_critical = u < 0 ? u : node_hostuse_check(fd, j->address, &use, NULL, &why);

@@ -177,6 +177,10 @@ void pciclaim_check_bind(const struct pciclaim_facts *f, struct pciclaim_outcome
                     "on the IOMMU (VT-d or AMD-Vi in the firmware, intel_iommu=on or "
                     "amd_iommu=on on the kernel command line) and reboot the node",
                     f->address);
+    else if (f->platform)
+        set_outcome(ret, PCICLAIM_REFUSED, "PlatformDevice",
+                    "device %s is %s, which the host cannot give up: it is never passed through",
+                    f->address, f->platform);
     else if (f->host_critical > 0)
         set_outcome(ret, PCICLAIM_REFUSED, "HostCritical",
                     "device %s is host-critical: %s; passing it through would cut the node "

@@ -79,11 +79,12 @@ enum pciclaim_step pciclaim_next_step(const struct cJSON *claim, const char *key
 /* What the worker observed in sysfs about a claimed device, for the bind checks. */
 struct pciclaim_facts {
     const char *node, *address;
-    int read_error;     /* < 0: the device could not be read (then nothing else is set) */
-    bool present;       /* the device exists */
-    int iommu_group;    /* -1: none */
-    const char *driver; /* "" when unbound */
-    int host_critical;  /* 1 yes (why in host_why), 0 no, < 0 cannot tell */
+    int read_error;       /* < 0: the device could not be read (then nothing else is set) */
+    bool present;         /* the device exists */
+    int iommu_group;      /* -1: none */
+    const char *driver;   /* "" when unbound */
+    const char *platform; /* what the device is when the platform needs it (host bridge, ...) */
+    int host_critical;    /* 1 yes (why in host_why), 0 no, < 0 cannot tell */
     const char *host_why;
     int group_blockers;      /* members in the way (< 0: the group cannot be read) */
     const char *blockers;    /* "0000:00:1f.0 (lpc_ich; claim n-00001f0), ..." */

@@ -49,6 +49,7 @@ struct members {
     size_t n;
     bool essential;      /* one of them the host cannot give up */
     struct err why_kept; /* why, for the first such member */
+    const char *self;    /* what the device itself is when the platform needs it, or NULL */
 };
 
 static void note_member(struct members *ms, const struct node_vfio_dev *m)
@@ -71,6 +72,9 @@ static int collect_members(int fd, const char *address, int group, const struct 
     if (r < 0)
         return err_set(ret_err, r, "cannot read the members of IOMMU group %d in sysfs: %s", group,
                        strerror(-r));
+    for (size_t i = 0; r == 0 && i < n; i++)
+        if (m[i].present && strcmp(m[i].address, address) == 0)
+            ms->self = node_vfio_platform_class(m[i].class_id); /* a static string */
     for (size_t i = 0; r == 0 && i < n; i++) {
         if (!node_vfio_member_blocks(&m[i], address, is_claimed, arg))
             continue;
@@ -110,6 +114,10 @@ static int group_blockers(struct found *f, int fd, const char *address, int grou
     struct members ms = {.n = 0};
     char tail[32];
     int r = collect_members(fd, address, group, use, is_claimed, arg, &ms, ret_err);
+    if (r == 0 && ms.self)
+        add(f, "PlatformDevice",
+            "device %s is %s, which the host cannot give up: it is never passed through", address,
+            ms.self);
     if (r < 0 || ms.n == 0)
         return r;
     more(&ms, tail, sizeof(tail));

@@ -278,8 +278,7 @@ bool node_vfio_member_blocks(const struct node_vfio_dev *member, const char *add
     return !(claimed && claimed(member->address, arg));
 }
 
-/* What a member of class `class_id` (0x060100) is when the host cannot give it up, or NULL. */
-static const char *essential_class(uint32_t class_id)
+const char *node_vfio_platform_class(uint32_t class_id)
 {
     switch (class_id >> 8) {
     case 0x0600:
@@ -297,7 +296,7 @@ static const char *essential_class(uint32_t class_id)
 int node_vfio_member_essential(int root_fd, const struct node_vfio_dev *m,
                                const struct node_hostuse *use, struct err *ret_err)
 {
-    const char *what = essential_class(m->class_id);
+    const char *what = node_vfio_platform_class(m->class_id);
     if (what)
         return err_set(ret_err, 1, "%s is %s, which the host cannot give up", m->address, what);
     struct err why;

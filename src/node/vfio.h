@@ -116,6 +116,11 @@ bool node_vfio_member_blocks(const struct node_vfio_dev *member, const char *add
  * when the host-use check cannot read sysfs. `ret_err` may be NULL. Ask it of members that
  * block (node_vfio_member_blocks()); one on vfio-pci already has been given up.
  */
+/* What a device of class `class_id` (0x060100) is when the platform needs it (host bridge,
+ * ISA/LPC bridge, SMBus controller): such a device never goes to vfio-pci, as the claimed device
+ * or as a member of its group. NULL for any other class. */
+const char *node_vfio_platform_class(uint32_t class_id);
+
 int node_vfio_member_essential(int root_fd, const struct node_vfio_dev *m,
                                const struct node_hostuse *use, struct err *ret_err);
 

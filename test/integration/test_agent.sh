@@ -117,8 +117,10 @@ done
 echo "--- passthrough blockers, computed like a claim's checks"
 SMBUS=$(awk '$2 == "0c05" {print $1; exit}' "$DESC") # shares its group with the LPC bridge
 OUT=$(kubectl get pcidevice "$(name_of "$SMBUS")" -o jsonpath='{.status.passthroughBlockers[*].reason}: {.status.passthroughBlockers[0].message}')
-expect_contains "the SMBus controller is blocked by its IOMMU group, and says it cannot go safely" \
-    "$OUT" "IOMMUGroupShared" "cannot be passed through safely"
+expect_contains "the SMBus controller is the platform's (PlatformDevice, first) and blocked by its IOMMU group" \
+    "$OUT" "PlatformDevice IOMMUGroupShared" "is an SMBus controller" "it is never passed through"
+OUT=$(kubectl get pcidevice "$(name_of "$SMBUS")" -o jsonpath='{.status.passthroughBlockers[1].message}')
+expect_contains "... and its group says it cannot go safely" "$OUT" "cannot be passed through safely"
 OUT=$(kubectl get pcidevice "$(name_of "$GPU")" -o jsonpath='{.status.passthroughBlockers}')
 [ -z "$OUT" ] && pass "the GPU (whole group on vfio-pci) has no blockers" ||
     fail "the GPU (whole group on vfio-pci) has no blockers" "$OUT"

@@ -146,9 +146,19 @@ static void test_none(void)
 {
     struct node_blocker b[NODE_BLOCKERS_MAX];
     CU_ASSERT_EQUAL(blockers("0000:06:00.0", 7, "", NULL, b, NODE_BLOCKERS_MAX), 0);
-    /* A group of the device and a bridge, and members on vfio-pci, are fine. */
-    CU_ASSERT_EQUAL(node_blockers_for(root, "0000:00:00.0", 0, "", NULL, NULL, NULL, b, 0, NULL),
-                    0);
+}
+
+/* The platform's own devices are never passed through, alone in their group or not. */
+static void test_platform_device(void)
+{
+    struct node_blocker b[NODE_BLOCKERS_MAX];
+    CU_ASSERT_EQUAL_FATAL(blockers("0000:00:00.0", 0, "", NULL, b, NODE_BLOCKERS_MAX), 1);
+    CU_ASSERT_STRING_EQUAL(b[0].reason, "PlatformDevice");
+    expect_message(&b[0], "is a host bridge (the PCI root complex)");
+    int n = blockers("0000:00:1f.4", 11, "i801_smbus", NULL, b, NODE_BLOCKERS_MAX);
+    CU_ASSERT(n >= 1);
+    CU_ASSERT_STRING_EQUAL(b[0].reason, "PlatformDevice");
+    expect_message(&b[0], "an SMBus controller");
 }
 
 static void test_no_iommu_group(void)
@@ -275,6 +285,7 @@ static void test_errors(void)
 
 static CU_TestInfo tests[] = {
         {"nothing in the way", test_none},
+        {"PlatformDevice: the platform's own devices", test_platform_device},
         {"NoIOMMUGroup", test_no_iommu_group},
         {"IOMMUGroupShared: members to claim too", test_group_shared},
         {"IOMMUGroupShared: members the host cannot give up", test_group_member_host_keeps},

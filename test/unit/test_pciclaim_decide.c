@@ -94,6 +94,9 @@ static void test_check_reasons(void)
     f.iommu_group = -1;
     check(&f, PCICLAIM_REFUSED, "NoIOMMUGroup", "intel_iommu=on");
     f = good();
+    f.platform = "a host bridge (the PCI root complex)";
+    check(&f, PCICLAIM_REFUSED, "PlatformDevice", "is a host bridge");
+    f = good();
     f.host_critical = 1;
     f.host_why = "it holds the network interface eth0, which has address 10.0.2.15";
     check(&f, PCICLAIM_REFUSED, "HostCritical", "eth0");
