@@ -21,6 +21,7 @@
  */
 #include "controllers/agent.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -92,6 +93,13 @@ static void on_usb_scan(struct map *want, void *userdata)
 static void on_node_uid(void *userdata)
 {
     struct agent *a = userdata;
+    cJSON *owner = cJSON_CreateObject();
+    if (owner && cJSON_AddStringToObject(owner, "apiVersion", "v1") &&
+        cJSON_AddStringToObject(owner, "kind", "Node") &&
+        cJSON_AddStringToObject(owner, "name", a->cfg->node_name) &&
+        cJSON_AddStringToObject(owner, "uid", nodeuid_get(a->node)))
+        (void)kube_leader_set_owner(a->heartbeat, owner); /* goes with the Node (next renewal) */
+    cJSON_Delete(owner);
     pcidevices_enqueue_all(a->devices);
     usbdevices_enqueue_all(a->usb_devices);
     draslices_sync(a->slices);

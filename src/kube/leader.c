@@ -32,6 +32,7 @@ struct kube_leader {
     ev_timer timer;
     bool running, leading, inflight, freeing, held_by_other;
     char *observed; /* holder and renewTime of the Lease last seen */
+    cJSON *owner;   /* the ownerReference every write carries, or NULL */
     double observed_at;
     double last_renew;
     void (*release_done)(void *userdata);
@@ -186,13 +187,24 @@ static int write_lease(struct kube_leader *l, const cJSON *current, const char *
         return -ENOMEM;
     bool acquired = holder && strcmp(spec_str(current, "holderIdentity"), holder) != 0;
     fill_spec(l, lease, holder, acquired);
+    if (l->owner) {
+        cJSON *meta = cJSON_GetObjectItemCaseSensitive(lease, "metadata");
+        if (!meta)
+            meta = cJSON_AddObjectToObject(lease, "metadata");
+        cJSON *refs = cJSON_CreateArray();
+        cJSON_AddItemToArray(refs, cJSON_Duplicate(l->owner, true));
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "ownerReferences");
+        cJSON_AddItemToObject(meta, "ownerReferences", refs);
+    }
     int e;
     if (current) {
         e = kube_client_update(l->http, &kube_res_leases, l->ns, lease, false, cb, l);
     } else {
         cJSON_AddStringToObject(lease, "apiVersion", "coordination.k8s.io/v1");
         cJSON_AddStringToObject(lease, "kind", "Lease");
-        cJSON *meta = cJSON_AddObjectToObject(lease, "metadata");
+        cJSON *meta = cJSON_GetObjectItemCaseSensitive(lease, "metadata");
+        if (!meta)
+            meta = cJSON_AddObjectToObject(lease, "metadata");
         cJSON_AddStringToObject(meta, "name", l->name);
         cJSON_AddStringToObject(meta, "namespace", l->ns);
         e = kube_client_create(l->http, &kube_res_leases, l->ns, lease, cb, l);
@@ -339,6 +351,19 @@ struct kube_leader *kube_leader_free(struct kube_leader *l)
     free(l->name);
     free(l->identity);
     free(l->observed);
+    cJSON_Delete(l->owner);
     free(l);
     return NULL;
+}
+
+int kube_leader_set_owner(struct kube_leader *l, const cJSON *owner)
+{
+    if (!cJSON_IsObject(owner))
+        return -EINVAL;
+    cJSON *copy = cJSON_Duplicate(owner, true);
+    if (!copy)
+        return -ENOMEM;
+    cJSON_Delete(l->owner);
+    l->owner = copy;
+    return 0;
 }

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 
+struct cJSON;
 struct ev_loop;
 struct kube_http;
 struct kube_leader;
@@ -36,6 +37,11 @@ struct kube_leader *kube_leader_new(struct ev_loop *loop, struct kube_http *http
 int kube_leader_start(struct kube_leader *l);
 
 bool kube_leader_is_leader(const struct kube_leader *l);
+
+/* From the next write on, the Lease is owned by `owner` (an ownerReference JSON object, copied;
+ * e.g. the Node whose agent holds it, so the garbage collector removes the Lease with the Node).
+ * Returns 0 or -ENOMEM / -EINVAL. */
+int kube_leader_set_owner(struct kube_leader *l, const struct cJSON *owner);
 
 /* Stops campaigning; if leading, releases the Lease and calls `done` when the write finished
  * (or failed); otherwise calls `done` at once. Does not call on_stopped_leading. */

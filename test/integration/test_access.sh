@@ -511,6 +511,8 @@ reject "node-a's agent cannot write node-b's heartbeat" "may only write its hear
     api "$TA" POST "$LAPI" "$(lease node-b node-b)"
 reject "... nor hold its own for another node" "held by it or no" \
     api "$TA" PUT "$LAPI/node-a" "$(lease node-a node-b "$(lease_rv node-a)")"
+reject "... nor make another Node its owner" "owned by its Node only" \
+    api "$TA" PUT "$LAPI/node-a" "$(lease node-a node-a "$(lease_rv node-a)" | jq -c '.metadata.ownerReferences = [{"apiVersion":"v1","kind":"Node","name":"node-b","uid":"00000000-0000-0000-0000-000000000001"}]')"
 reject "... nor delete it" "cannot delete resource \"leases\"" api "$TA" DELETE "$LAPI/node-a"
 reject "an agent token without a node name writes no heartbeat" "its token names none" \
     api "$TU" POST "$LAPI" "$(lease node-c node-c)"

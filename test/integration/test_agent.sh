@@ -224,5 +224,8 @@ stop_agent "agent stopped cleanly"
 expect_ok "Node deleted" kubectl delete node "$NODE" --wait=false
 none() { [ "$(count)" -eq 0 ]; }
 if eventually 90 none; then pass "no PCIDevices of the deleted Node remain"; else fail "no PCIDevices of the deleted Node remain" "have $(count)"; fi
+lease_gone() { ! kubectl get lease -n hostdevd-node-lease "$NODE" >/dev/null 2>&1; }
+if eventually 60 lease_gone; then pass "... nor its heartbeat Lease (owned by the Node)"; else
+    fail "heartbeat Lease removed with the Node" "$(kubectl get lease -n hostdevd-node-lease "$NODE" -o jsonpath='{.metadata.ownerReferences}')"; fi
 
 finish
