@@ -158,6 +158,7 @@ struct ncjob {
     struct action *actions;
     size_t n, next;
     bool failed;
+    bool watched;         /* claims on a node whose agent runs: look again at its expiry */
     double requeue_after; /* > 0: look again when the heartbeat would expire */
 };
 
@@ -246,7 +247,7 @@ static int plan_claims(struct ncjob *j, bool usb, const struct nodeclaims_node *
         if (r < 0)
             return r;
         if (n->agent == NODECLAIMS_AGENT_RUNNING)
-            j->requeue_after = 1; /* marks "has claims"; the time is set by the caller */
+            j->watched = true;
     }
     return 0;
 }
@@ -265,12 +266,12 @@ static int plan_node(void *ctx, const char *key, const cJSON *obj, void **ret_pl
     int r = plan_claims(j, false, &n);
     if (r == 0)
         r = plan_claims(j, true, &n);
-    if (r < 0 || (j->n == 0 && j->requeue_after == 0)) {
+    if (r < 0 || (j->n == 0 && !j->watched)) {
         ncjob_free(j);
         *ret_plan = NULL;
         return r;
     }
-    if (j->requeue_after > 0) /* the heartbeat may expire: look again then */
+    if (j->watched) /* the heartbeat may expire: look again then */
         j->requeue_after = expires - ev_now(nc->cfg.loop) + 0.5;
     *ret_plan = j;
     return 0;

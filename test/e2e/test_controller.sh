@@ -25,22 +25,8 @@ install_crds
 create_node "$NODE"
 agent_rbac
 kubectl apply -f manifests/controller-rbac.yaml >/dev/null
-KVCRDS=$(hack/kubevirt-crds.sh)
-kubectl create -f "$KVCRDS/kubevirts.kubevirt.io.yaml" >/dev/null
-# (kubectl wait fails at once, "accessor error", when the new CRD has no status yet: retried)
-eventually 60 kubectl wait --for condition=Established --timeout 10s crd/kubevirts.kubevirt.io ||
-    fail "kubevirts CRD Established"
-kubectl create namespace kubevirt >/dev/null
 FOREIGN='{"pciVendorSelector":"15b3:1017","resourceName":"mellanox.com/CX5"}'
-kubectl create -f - >/dev/null <<EOF
-apiVersion: kubevirt.io/v1
-kind: KubeVirt
-metadata: {name: kubevirt, namespace: kubevirt}
-spec:
-  configuration:
-    developerConfiguration: {featureGates: [HostDevices]}
-    permittedHostDevices: {pciHostDevices: [$FOREIGN]}
-EOF
+install_kubevirt "{pciHostDevices: [$FOREIGN]}" || fail "KubeVirt's CRD and CR"
 
 # The controller's identity: a token of its ServiceAccount (as its Pod would have), on the host.
 CTL_KUBECONFIG=$TEST_DIR/controller.kubeconfig

@@ -141,6 +141,65 @@ install_crds() {
         kubectl wait --for condition=Established --timeout 60s crd --all >/dev/null
 }
 
+# --- requests as a user or a service account (test_access.sh, test_helm.sh) ---
+
+# kubectl as the holder of a bearer token only (no client certificate from $KUBECONFIG).
+kt() { # token kubectl-args...
+    local token=$1
+    shift
+    kubectl --kubeconfig=/dev/null --server="$K8S_SERVER" --certificate-authority="$K8S_CA" \
+        --token="$token" "$@"
+}
+
+# One API request as the agent makes it: JSON merge patches (also on /status), creates and
+# deletes, with no GET first (kubectl patch would read /status, which the agent may not).
+# Prints the object; on an HTTP error prints the Status message and the code, and fails.
+api() { # token method path [json]
+    local token=$1 method=$2 path=$3 body=${4:-} type=application/json out code
+    [ "$method" != PATCH ] || type=application/merge-patch+json
+    out=$(curl -sS --max-time 20 --cacert "$K8S_CA" -w '\n%{http_code}' \
+        -H "Authorization: Bearer $token" -H "Content-Type: $type" -X "$method" \
+        ${body:+--data "$body"} "$K8S_SERVER$path") || return 1
+    code=${out##*$'\n'}
+    out=${out%$'\n'*}
+    if [[ "$code" == 2?? ]]; then
+        printf '%s\n' "$out"
+        return 0
+    fi
+    printf '%s (HTTP %s)\n' "$(jq -r '.message // empty' <<<"$out" 2>/dev/null || printf '%s' "$out")" "$code"
+    return 1
+}
+
+# The command fails with a denial from the named admission policy.
+denied_by() { # policy command...
+    local policy=$1 out
+    shift
+    out=$("$@" 2>&1) && return 1
+    [[ "$out" == *"ValidatingAdmissionPolicy '$policy'"* ]]
+}
+
+# install_kubevirt PERMITTED: KubeVirt v1.9.0's own kubevirts CRD (hack/kubevirt-crds.sh) and
+# the KubeVirt CR kubevirt/kubevirt with the HostDevices feature gate and
+# spec.configuration.permittedHostDevices = PERMITTED (YAML flow: the foreign entries).
+install_kubevirt() {
+    local crds
+    crds=$("$ROOT/hack/kubevirt-crds.sh") &&
+        kubectl create -f "$crds/kubevirts.kubevirt.io.yaml" >/dev/null || return 1
+    # (kubectl wait fails at once, "accessor error", when the new CRD has no status yet: retried)
+    eventually 60 kubectl wait --for condition=Established --timeout 10s crd/kubevirts.kubevirt.io ||
+        return 1
+    kubectl create namespace kubevirt >/dev/null &&
+        kubectl create -f - >/dev/null <<EOF
+apiVersion: kubevirt.io/v1
+kind: KubeVirt
+metadata: {name: kubevirt, namespace: kubevirt}
+spec:
+  configuration:
+    developerConfiguration: {featureGates: [HostDevices]}
+    permittedHostDevices: $1
+EOF
+}
+
 # A Node object NAME (nothing runs it; agents need it for their ownerReferences and tokens).
 create_node() {
     printf 'apiVersion: v1\nkind: Node\nmetadata: {name: %s}\n' "$1" | kubectl create -f - >/dev/null

@@ -23,32 +23,7 @@ reject() {
     expect_reject "$@"
 }
 
-# kubectl as the holder of a bearer token only (no client certificate from $KUBECONFIG).
-kt() { # token kubectl-args...
-    local token=$1
-    shift
-    kubectl --kubeconfig=/dev/null --server="$K8S_SERVER" --certificate-authority="$K8S_CA" \
-        --token="$token" "$@"
-}
-
-# One API request as the agent makes it: JSON merge patches (also on /status), creates and
-# deletes, with no GET first (kubectl patch would read /status, which the agent may not).
-# Prints the object; on an HTTP error prints the Status message and the code, and fails.
-api() { # token method path [json]
-    local token=$1 method=$2 path=$3 body=${4:-} type=application/json out code
-    [ "$method" != PATCH ] || type=application/merge-patch+json
-    out=$(curl -sS --max-time 20 --cacert "$K8S_CA" -w '\n%{http_code}' \
-        -H "Authorization: Bearer $token" -H "Content-Type: $type" -X "$method" \
-        ${body:+--data "$body"} "$K8S_SERVER$path") || return 1
-    code=${out##*$'\n'}
-    out=${out%$'\n'*}
-    if [[ "$code" == 2?? ]]; then
-        printf '%s\n' "$out"
-        return 0
-    fi
-    printf '%s (HTTP %s)\n' "$(jq -r '.message // empty' <<<"$out" 2>/dev/null || printf '%s' "$out")" "$code"
-    return 1
-}
+# kt, api, denied_by: lib.sh.
 
 # A device as the agent creates it: metadata only (status goes through /status afterwards).
 device_json() { # kind name label-node [owner-node]
@@ -93,13 +68,6 @@ put_claim() { # token name jq-filter
     api "$1" PUT "$API/pcideviceclaims/$2" "$(kubectl get pcideviceclaim "$2" -o json | jq -c "$3")"
 }
 
-# The command fails with a denial from the named admission policy.
-denied_by() { # policy command...
-    local policy=$1 out
-    shift
-    out=$("$@" 2>&1) && return 1
-    [[ "$out" == *"ValidatingAdmissionPolicy '$policy'"* ]]
-}
 
 # kubectl auth can-i with the expected answer.
 can_i() { # description yes|no can-i-args...

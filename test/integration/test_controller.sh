@@ -19,24 +19,10 @@ export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_erro
 cluster_start
 ADMIN=$TEST_DIR/cluster/admin.kubeconfig
 install_crds
-KVCRDS=$(hack/kubevirt-crds.sh)
-kubectl create -f "$KVCRDS/kubevirts.kubevirt.io.yaml" >/dev/null
-kubectl wait --for condition=Established --timeout 60s crd/kubevirts.kubevirt.io >/dev/null
-kubectl create namespace kubevirt >/dev/null
 FA='{"pciVendorSelector":"15b3:1017","resourceName":"mellanox.com/CX5"}'
 FB='{"pciVendorSelector":"8086:1572","resourceName":"intel.com/X710","externalResourceProvider":true}'
 FU='{"resourceName":"example.com/dongle","selectors":[{"vendor":"1234","product":"5678"}]}'
-kubectl create -f - >/dev/null <<EOF
-apiVersion: kubevirt.io/v1
-kind: KubeVirt
-metadata: {name: kubevirt, namespace: kubevirt}
-spec:
-  configuration:
-    developerConfiguration: {featureGates: [HostDevices]}
-    permittedHostDevices:
-      pciHostDevices: [$FA, $FB]
-      usb: [$FU]
-EOF
+install_kubevirt "{pciHostDevices: [$FA, $FB], usb: [$FU]}" || fail "KubeVirt's CRD and CR"
 pass "KubeVirt CR with foreign entries, on KubeVirt's own CRD"
 
 # The nodes of the claims, and their agents' heartbeats, as the agents would keep them.

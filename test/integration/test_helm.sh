@@ -199,30 +199,12 @@ EOF
 TA=$(kubectl create token hostdevd-agent -n $NS --bound-object-kind Node --bound-object-name node-a)
 TU=$(kubectl create token hostdevd-agent -n $NS)
 
-# curl with a bearer token; prints the body, or the Status message and code and fails.
-api() { # token method path [json]
-    local type=application/json out code
-    [ "$2" != PATCH ] || type=application/merge-patch+json
-    out=$(curl -sS --max-time 20 --cacert "$K8S_CA" -w '\n%{http_code}' -H "Authorization: Bearer $1" \
-        -H "Content-Type: $type" -X "$2" ${4:+--data "$4"} "$K8S_SERVER$3") || return 1
-    code=${out##*$'\n'}
-    out=${out%$'\n'*}
-    [[ "$code" == 2?? ]] && { printf '%s\n' "$out"; return 0; }
-    printf '%s (HTTP %s)\n' "$(jq -r '.message // empty' <<<"$out" 2>/dev/null)" "$code"
-    return 1
-}
 device() { # name node
     printf '{"apiVersion":"%s/v1beta1","kind":"PCIDevice","metadata":{"name":"%s","labels":{"nodename":"%s"}}}' "$G" "$1" "$2"
 }
 claim() { # name node [userName]
     printf 'apiVersion: %s/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "0000:01:00.0", nodeName: %s%s}\n' \
         "$G" "$1" "$2" "${3:+, userName: $3}"
-}
-denied_by() { # policy command...
-    local policy=$1 out
-    shift
-    out=$("$@" 2>&1) && return 1
-    [[ "$out" == *"ValidatingAdmissionPolicy '$policy'"* ]]
 }
 # Policies and bindings take effect asynchronously: wait until each answers as it should.
 ready() {

@@ -25,7 +25,7 @@ MANY=() # 12 more per-device names, for the cost limit
 for i in 0 1 2 3 4 5 6 7 8 9 a b c; do MANY+=("intel.com/titan-00000200$i"); done
 
 # The command fails with a refusal by the named policy whose message contains the text.
-denied_by() { # policy text command...
+denied_with() { # policy text command...
     local policy=$1 text=$2 out
     shift 2
     out=$("$@" 2>&1) && return 1
@@ -130,7 +130,7 @@ sed -e 's/name: hostdevd-pod-use/name: fail-pod-use/; s/policyName: hostdevd-pod
     awk 'BEGIN { RS = "---\n"; ORS = "---\n" } /fail-pod-use/' >"$TEST_DIR/fail-pod.yaml"
 kubectl apply -f "$TEST_DIR/fail-pod.yaml" >/dev/null
 PLAIN=$(pod plain '{"limits": {"cpu": "1"}}')
-if eventually 20 denied_by fail-pod-use "failed to find resource referenced by paramKind" try alice "$PLAIN"; then
+if eventually 20 denied_with fail-pod-use "failed to find resource referenced by paramKind" try alice "$PLAIN"; then
     pass "(failurePolicy Fail would refuse every Pod without KubeVirt's CRDs, even one without extended resources)"
 else
     fail "failurePolicy Fail without KubeVirt's CRDs" "$(try alice "$PLAIN" 2>&1)"
@@ -188,13 +188,13 @@ TFAKE=$(kubectl create token kubevirt-controller -n default)
 # VM policy (failurePolicy Fail) refuses VMIs with a configuration error, and the Pod policy
 # lets everything through.
 t=$SECONDS
-if eventually 60 denied_by hostdevd-vm-use "may not use" try bob "$(vmi vm1 "intel.com/$X")"; then
+if eventually 60 denied_with hostdevd-vm-use "may not use" try bob "$(vmi vm1 "intel.com/$X")"; then
     pass "the policies take the KubeVirt CR as parameter ($((SECONDS - t))s after KubeVirt's CRDs)"
 else
     fail "the policies become effective" "$(try bob "$(vmi vm1 "intel.com/$X")" 2>&1)"
     finish
 fi
-eventually 30 denied_by hostdevd-pod-use "may not" try alice "$(pod p "{\"limits\": {\"$POOL\": 1}}")"
+eventually 30 denied_with hostdevd-pod-use "may not" try alice "$(pod p "{\"limits\": {\"$POOL\": 1}}")"
 
 echo "--- VirtualMachineInstances"
 expect_ok "alice (use on pcidevices/$X): a VMI with intel.com/$X" try alice "$(vmi vm1 "intel.com/$X")"

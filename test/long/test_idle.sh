@@ -29,23 +29,9 @@ cluster_start
 ADMIN=$TEST_DIR/cluster/admin.kubeconfig
 AUDIT=$TEST_DIR/cluster/audit.log
 install_crds
-KVCRDS=$(hack/kubevirt-crds.sh)
-kubectl create -f "$KVCRDS/kubevirts.kubevirt.io.yaml" >/dev/null
-# (kubectl wait fails at once, "accessor error", when the new CRD has no status yet: retried)
-eventually 60 kubectl wait --for condition=Established --timeout 10s crd/kubevirts.kubevirt.io ||
-    fail "kubevirts CRD Established"
-kubectl create namespace kubevirt >/dev/null
-kubectl apply -f manifests/namespace.yaml -f manifests/controller-rbac.yaml >/dev/null
+kubectl apply -f manifests/controller-rbac.yaml >/dev/null
 FOREIGN='{"pciVendorSelector":"15b3:1017","resourceName":"mellanox.com/CX5"}'
-kubectl create -f - >/dev/null <<EOF
-apiVersion: kubevirt.io/v1
-kind: KubeVirt
-metadata: {name: kubevirt, namespace: kubevirt}
-spec:
-  configuration:
-    developerConfiguration: {featureGates: [HostDevices]}
-    permittedHostDevices: {pciHostDevices: [$FOREIGN]}
-EOF
+install_kubevirt "{pciHostDevices: [$FOREIGN]}" || fail "KubeVirt's CRD and CR"
 for n in "$NODE" idle-b idle-c; do create_node "$n"; done
 # The agents of idle-b and idle-c are not run: their heartbeats are written as theirs would be.
 for n in idle-b idle-c; do agent_heartbeat "$n" 3600; done
