@@ -47,7 +47,7 @@ expect_ok "$NIC is on vfio-pci in the guest" on_driver "$NIC" vfio-pci
 expect_ok "/dev/vfio/$GROUP exists" guest "test -c /dev/vfio/$GROUP"
 OUT=$(field "$NIC" '{.status.kernelDriverToUnbind} {.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason} {.metadata.finalizers}')
 expect_contains "status records e1000e, Ready=True Bound, finalizer set" "$OUT" "e1000e True Bound" "devices.harvesterhci.io/restore-driver"
-bound_event() { kubectl get events -n default --field-selector reason=Bound -o name | grep -q .; }
+bound_event() { [ -n "$(kubectl get events -n default --field-selector reason=Bound -o name)" ]; }
 if eventually 20 bound_event; then pass "an Event says Bound"; else fail "an Event says Bound"; fi
 expect_ok "claim deleted" kubectl delete pcideviceclaim "$(name_of "$NIC")" --wait=false
 if eventually 60 claim_gone "$NIC"; then pass "the claim goes away once restored"; else fail "the claim goes away once restored" "$(reason "$NIC")"; fi

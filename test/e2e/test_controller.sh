@@ -67,7 +67,7 @@ for e in c.get("pciHostDevices") or []: print(json.dumps(e, sort_keys=True, sepa
 owned() { kubectl get kubevirt -n kubevirt kubevirt -o jsonpath='{.metadata.annotations.hostdevd\.io/owned-host-devices}'; }
 WANT_ENTRY="{\"externalResourceProvider\":true,\"pciVendorSelector\":\"8086:10d3\",\"resourceName\":\"$RES\"}"
 WANT_FOREIGN=$(python3 -c 'import json, sys; print(json.dumps(json.loads(sys.argv[1]), sort_keys=True, separators=(",", ":")))' "$FOREIGN")
-has_entry() { entries | grep -qF "\"resourceName\":\"$RES\""; }
+has_entry() { grep -qF "\"resourceName\":\"$RES\"" <<<"$(entries)"; }
 enabled() { [ "$(kubectl get pcideviceclaim "$CLAIM" -o jsonpath='{.status.passthroughEnabled}' 2>/dev/null)" = true ]; }
 claim_gone() { ! kubectl get pcideviceclaim "$CLAIM" >/dev/null 2>&1; }
 now() { date +%s.%N; }

@@ -25,7 +25,7 @@ pcidevs() {
 }
 count() { kubectl get pcidevices -l "nodename=$NODE" -o name 2>/dev/null | wc -l; }
 some_devices() { [ "$(count)" -gt 0 ]; }
-have() { pcidevs | grep -q "^$1 "; }
+have() { grep -q "^$1 " <<<"$(pcidevs)"; }
 nics_published() { have 0000:00:03.0 && have 0000:00:04.0 && have 0000:00:05.0; }
 guest_group() { guest "basename \$(readlink /sys/bus/pci/devices/$1/iommu_group)"; }
 guest_driver() { guest "basename \$(readlink /sys/bus/pci/devices/$1/driver)"; }

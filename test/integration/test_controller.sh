@@ -60,8 +60,8 @@ c = json.load(sys.stdin)["spec"]["configuration"].get("permittedHostDevices") or
 n = collections.Counter(e["resourceName"] for k in ("pciHostDevices", "usb") for e in (c.get(k) or []))
 for k, v in sorted(n.items()): print(k, v)'
 }
-has_entry() { counts | grep -q "^$1 1$"; }
-no_entry() { ! counts | grep -q "^$1 "; }
+has_entry() { grep -q "^$1 1$" <<<"$(counts)"; }
+no_entry() { ! grep -q "^$1 " <<<"$(counts)"; }
 
 # Devices and claims as the agents would leave them: agent_device, agent_claim, agent_ready (lib.sh).
 now() { date +%s.%N; }

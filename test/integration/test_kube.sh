@@ -117,7 +117,7 @@ rev=$(etcdctl --endpoints "$ETCD_ENDPOINT" endpoint status -w json |
 expect_ok "etcd compacted to revision $rev" etcdctl --endpoints "$ETCD_ENDPOINT" compact "$rev"
 expect_ok "kube-apiserver restarted" "$ROOT/hack/cluster.sh" restart "$TEST_DIR/cluster" apiserver
 kill -CONT "$INF"
-relisted() { stats | grep -qE 'relists_gone=[1-9]'; }
+relisted() { grep -qE 'relists_gone=[1-9]' <<<"$(stats)"; }
 if eventually 90 relisted; then pass "the informer relisted after 410"; else fail "the informer relisted after 410" "$(stats; tail -5 "$W/log")"; fi
 if eventually 30 in_order "DELETE gone-1-0000001f6" && in_order "DELETE gone-2-0000001f6" &&
     in_order "ADD gone-4-0000001f6"; then
@@ -186,7 +186,7 @@ if eventually 30 watch_refused; then
 else
     fail "a refused WATCH names the server and says the connection failed" "$(since_stop | tail -5)"
 fi
-if since_stop | grep -q "watch ended at once"; then
+if grep -q "watch ended at once" <<<"$(since_stop)"; then
     fail "no refused WATCH is reported as \"watch ended at once\"" "$(since_stop | grep "watch ended at once" | head -3)"
 else
     pass "no refused WATCH is reported as \"watch ended at once\""
