@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the real Kubernetes test binaries (kube-apiserver, kube-controller-manager, kubectl,
-# kubelet) of a pinned version, and the etcd server that version pins, from the Go module proxy
+# Builds the real Kubernetes test binaries (kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubectl, kubelet) of a pinned version, and the etcd server that version pins, from the Go module proxy
 # with two small wrapper modules. Output goes to a cache outside the repo, keyed by every version
 # that changes it and the recipe (bump RECIPE when the list of binaries changes: the stamp does
 # not know them), with a completion stamp: a second run prints the directory in well under a
@@ -8,7 +8,7 @@
 # Prints the bin directory on stdout; progress on stderr.
 set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-1.37.1}
-RECIPE=r2
+RECIPE=r3
 MINOR=${K8S_VERSION#1.}; MINOR=${MINOR%%.*}
 STAGING=v0.${K8S_VERSION#1.}
 # shellcheck source=hack/go.sh
@@ -34,16 +34,18 @@ sed -n 's#^[[:space:]]*\(k8s\.io/[^[:space:]]*\)[[:space:]]*=>[[:space:]]*\./sta
 log "resolving modules"
 go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v${K8S_VERSION}" \
               "k8s.io/kubernetes/cmd/kube-controller-manager@v${K8S_VERSION}" \
+              "k8s.io/kubernetes/cmd/kube-scheduler@v${K8S_VERSION}" \
               "k8s.io/kubernetes/cmd/kubectl@v${K8S_VERSION}" \
               "k8s.io/kubernetes/cmd/kubelet@v${K8S_VERSION}" >&2
 LDF="-s -w"
 for kv in "gitVersion=v${K8S_VERSION}" gitMajor=1 "gitMinor=${MINOR}" gitTreeState=clean; do
     LDF+=" -X k8s.io/component-base/version.$kv -X k8s.io/client-go/pkg/version.$kv"
 done
-log "compiling kube-apiserver, kube-controller-manager, kubectl, kubelet"
+log "compiling kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet"
 go build -trimpath -ldflags "$LDF" -o "$W/bin/" \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler \
     k8s.io/kubernetes/cmd/kubectl \
     k8s.io/kubernetes/cmd/kubelet >&2
 ETCD_VERSION=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
