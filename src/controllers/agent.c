@@ -14,6 +14,9 @@
  *     acting on those whose name says this node;
  *   - the DRA ResourceSlices (controllers/draslices.c): this node's pool of passthrough-capable
  *     PCI functions no claim holds, computed from the scan and the PCIDeviceClaim cache;
+ *   - the DRA kubelet plugin (controllers/draplugin.c): prepares the devices the scheduler
+ *     allocated from that pool (bound to vfio-pci on the worker thread, CDI specs, KubeVirt's
+ *     metadata files); the PCIDeviceClaim reconciler refuses the devices it holds;
  *   - the heartbeat (controllers/leasepart.c): a Lease named like the node, renewed while the
  *     agent runs and given up when it stops, which tells the controller the agent is alive.
  * The reconcilers read each other's caches; the callbacks below queue the keys that depend on
@@ -30,6 +33,7 @@
 
 #include "base/log.h"
 #include "base/names.h"
+#include "controllers/draplugin.h"
 #include "controllers/draslices.h"
 #include "controllers/inventory.h"
 #include "controllers/leasepart.h"
@@ -56,6 +60,7 @@ struct agent {
     struct usbclaim *usb_claims;
     struct plugins *plugins;
     struct draslices *slices;
+    struct draplugin *dra;
     struct kube_leader *heartbeat;
     char plugin_dir[4096];
 };
@@ -297,6 +302,46 @@ static int add_slices(struct agent *a)
     return process_add_part(a->proc, &part);
 }
 
+/* DRA released devices: claims refused because of them may go on. */
+static void on_dra_release(void *userdata)
+{
+    struct agent *a = userdata;
+    pciclaim_enqueue_all(a->claims);
+}
+
+static bool dra_holder(const char *address, char *buf, size_t size, void *userdata)
+{
+    const struct agent *a = userdata;
+    return draplugin_holder(a->dra, address, buf, size);
+}
+
+static int add_dra(struct agent *a)
+{
+    struct draplugin_config dc = {.loop = process_loop(a->proc),
+                                  .http = process_http(a->proc),
+                                  .metrics = process_metrics(a->proc),
+                                  .worker = process_worker(a->proc),
+                                  .node_name = a->cfg->node_name,
+                                  .kubelet_dir = a->cfg->kubelet_dir,
+                                  .cdi_dir = a->cfg->cdi_dir,
+                                  .sysfs_root = a->cfg->sysfs_root,
+                                  .dev_root = a->cfg->dev_root,
+                                  .proc_root = a->cfg->proc_root,
+                                  .devices = a->devices,
+                                  .on_release = on_dra_release,
+                                  .userdata = a};
+    a->dra = draplugin_new(&dc);
+    if (!a->dra)
+        return -ENOMEM;
+    struct process_part part = {.name = "draplugin",
+                                .ready = draplugin_ready,
+                                .stop = draplugin_stop,
+                                .in_flight = draplugin_in_flight,
+                                .free = draplugin_free,
+                                .userdata = a->dra};
+    return process_add_part(a->proc, &part);
+}
+
 static int add_inventory(struct agent *a)
 {
     struct inventory_config ic = {.loop = process_loop(a->proc),
@@ -344,6 +389,8 @@ static int start_informers(struct agent *a)
                         usb_inventory_written, a);
     plugins_set_caches(a->plugins, pciclaim_informer(a->claims), pci_devs,
                        usbclaim_informer(a->usb_claims), usb_devs);
+    draplugin_set_caches(a->dra, pciclaim_informer(a->claims), pci_devs);
+    pciclaim_set_dra_holder(a->claims, dra_holder, a);
     nodeuid_start(a->node);
     int r = pcidevices_start(a->devices);
     if (r == 0)
@@ -356,6 +403,8 @@ static int start_informers(struct agent *a)
         r = plugins_start(a->plugins);
     if (r == 0)
         r = draslices_start(a->slices);
+    if (r == 0)
+        r = draplugin_start(a->dra);
     return r < 0 ? r : kube_leader_start(a->heartbeat);
 }
 
@@ -374,6 +423,7 @@ static int setup(struct agent *a)
             {"the USBDeviceClaim reconciler", add_usb_claims},
             {"the device plugins", add_plugins},
             {"the ResourceSlices", add_slices},
+            {"the DRA kubelet plugin", add_dra},
             {"the heartbeat", add_heartbeat},
             {"the informers", start_informers},
     };
@@ -411,8 +461,9 @@ static void usage(FILE *f)
           "  --pci-ids PATH       pci.ids database (default: libpci's)\n"
           "  --usb-ids PATH       usb.ids database (default /usr/share/misc/usb.ids)\n"
           "  --dev-root DIR       device nodes, for /dev/vfio (default /dev)\n"
-          "  --kubelet-dir DIR    kubelet's root; device plugins in DIR/device-plugins\n"
-          "                       (default /var/lib/kubelet)\n"
+          "  --kubelet-dir DIR    kubelet's root; device plugins in DIR/device-plugins, the\n"
+          "                       DRA plugin in DIR/plugins (default /var/lib/kubelet)\n"
+          "  --cdi-dir DIR        CDI specs of prepared DRA claims (default /var/run/cdi)\n"
           "  --proc-root DIR      procfs, for mounts, swap and routes (default /proc)\n"
           "  --listen ADDR:PORT   health and metrics endpoint (default 0.0.0.0:9808)\n"
           "  --resync SECONDS     full rescan period (default 300)\n"
@@ -460,6 +511,8 @@ static const char **string_option(int c, struct agent_config *cfg)
         return &cfg->proc_root;
     case 'K':
         return &cfg->kubelet_dir;
+    case 'C':
+        return &cfg->cdi_dir;
     case 'l':
         return &cfg->listen;
     case 'L':
@@ -521,6 +574,7 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
             {"dev-root", required_argument, NULL, 'D'},
             {"proc-root", required_argument, NULL, 'P'},
             {"kubelet-dir", required_argument, NULL, 'K'},
+            {"cdi-dir", required_argument, NULL, 'C'},
             {"listen", required_argument, NULL, 'l'},
             {"resync", required_argument, NULL, 'r'},
             {"uevent-source", required_argument, NULL, 'u'},
@@ -535,6 +589,7 @@ int agent_parse_args(int argc, char **argv, struct agent_config *ret)
                                  .dev_root = "/dev",
                                  .proc_root = "/proc",
                                  .kubelet_dir = "/var/lib/kubelet",
+                                 .cdi_dir = "/var/run/cdi",
                                  .resync = 300,
                                  .uevent_source = "kernel",
                                  .lease_namespace = LEASEPART_HEARTBEAT_NAMESPACE,

@@ -13,7 +13,9 @@ struct agent_config {
     const char *sysfs_root;  /* default "/sys" */
     const char *dev_root;    /* default "/dev" (/dev/vfio/<group>) */
     const char *proc_root;   /* default "/proc" (mounts, swaps, routes) */
-    const char *kubelet_dir; /* default "/var/lib/kubelet"; device plugins in <it>/device-plugins */
+    const char *kubelet_dir; /* default "/var/lib/kubelet"; device plugins in <it>/device-plugins,
+                                the DRA plugin in <it>/plugins and <it>/plugins_registry */
+    const char *cdi_dir;     /* CDI specs of prepared DRA claims, default "/var/run/cdi" */
     const char *pci_ids;     /* NULL: libpci's default pci.ids */
     const char *usb_ids;     /* NULL: /usr/share/misc/usb.ids */
     const char *listen;      /* health and metrics endpoint, default "0.0.0.0:9808" */

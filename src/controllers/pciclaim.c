@@ -300,6 +300,8 @@ struct pciclaim {
     struct kube_recorder *events;
     struct map *first_seen; /* claim uid -> double *: when this agent first saw it unbound */
     struct pcibind_env env;
+    bool (*dra_holder)(const char *address, char *buf, size_t size, void *ud);
+    void *dra_ud;
     bool stopping;
     struct metrics_series *results[7], *bind_seconds, *last_bind;
 };
@@ -536,6 +538,32 @@ static void start_node_work(struct cjob *j)
     worker_submit(j->c->cfg.worker, &b->wj);
 }
 
+/* A claim (not deleting) on a device a DRA ResourceClaim holds is refused; it binds once DRA
+ * lets the device go (the agent queues every claim then). */
+static bool dra_refuses(struct cjob *j)
+{
+    const char *a = str_field(field(j->claim, "spec"), "address");
+    char who[600];
+    if (!j->c->dra_holder || !a || field(field(j->claim, "metadata"), "deletionTimestamp") ||
+        !j->c->dra_holder(a, who, sizeof(who), j->c->dra_ud))
+        return false;
+    struct pciclaim_outcome o = {.kind = PCICLAIM_REFUSED, .reason = "AllocatedByDRA"};
+    (void)snprintf(o.message, sizeof(o.message),
+                   "device %s is prepared for ResourceClaim %.600s (DRA driver "
+                   "vfio-pci.hostdevd.io): this claim waits until that claim's Pod is gone",
+                   a, who);
+    conclude(j, &o);
+    return true;
+}
+
+void pciclaim_set_dra_holder(struct pciclaim *c,
+                             bool (*holder)(const char *address, char *buf, size_t size, void *ud),
+                             void *ud)
+{
+    c->dra_holder = holder;
+    c->dra_ud = ud;
+}
+
 static void act(struct runner_job *job, void *plan, void *ctx)
 {
     struct cjob *j = plan;
@@ -549,6 +577,8 @@ static void act(struct runner_job *job, void *plan, void *ctx)
                        "claim is not named after it (<node>-<address without ':' and '.'>)",
                        a ? a : "");
         conclude(j, &o);
+    } else if (j->step == PCICLAIM_NODE_WORK && dra_refuses(j)) {
+        return;
     } else if (j->step == PCICLAIM_ADD_FINALIZER) {
         j->decision.fault = "finalizer";
         int r = write_claim(j);

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct buf;
 struct cJSON;
@@ -172,6 +173,11 @@ struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg);
 int pciclaim_start(struct pciclaim *c);
 /* This node's USBDevices (borrowed), for the USB-controller check; keys wait for its sync. */
 void pciclaim_set_usb_devices(struct pciclaim *c, struct kube_informer *usb_devices);
+/* Who else holds a device: a DRA ResourceClaim (its "namespace/name" in buf). A claim on such
+ * a device is refused with reason AllocatedByDRA. */
+void pciclaim_set_dra_holder(struct pciclaim *c,
+                             bool (*holder)(const char *address, char *buf, size_t size, void *ud),
+                             void *ud);
 /* The runner's informer: this node's PCIDeviceClaims. */
 struct kube_informer *pciclaim_informer(const struct pciclaim *c);
 /* Reconciles every claim again (after a rescan: a driver may have changed under us). */

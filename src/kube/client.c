@@ -31,6 +31,8 @@ const struct kube_resource kube_res_leases = {"coordination.k8s.io", "v1", "leas
 const struct kube_resource kube_res_events = {"events.k8s.io", "v1", "events", true};
 const struct kube_resource kube_res_resourceslices = {"resource.k8s.io", "v1", "resourceslices",
                                                       false};
+const struct kube_resource kube_res_resourceclaims = {"resource.k8s.io", "v1", "resourceclaims",
+                                                      true};
 
 struct call {
     kube_client_cb cb;

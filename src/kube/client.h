@@ -33,6 +33,7 @@ extern const struct kube_resource kube_res_kubevirts;
 extern const struct kube_resource kube_res_leases;
 extern const struct kube_resource kube_res_events;
 extern const struct kube_resource kube_res_resourceslices;
+extern const struct kube_resource kube_res_resourceclaims;
 
 /* Success: `err` is NULL and `obj` the response object (borrowed for the call; NULL when the
  * response had no body). Failure: `err` says what happened and `obj` is NULL. */
