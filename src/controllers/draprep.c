@@ -40,8 +40,8 @@ int draprep_address(const char *device, char *buf, size_t size)
         return -EINVAL;
     const char *d = device + 4, *b = strchr(d, '-');
     size_t dom = b ? (size_t)(b - d) : 0;
-    if (dom < 4 || dom > 8 || !all_hex(d, dom) || strlen(b) != 9 || b[3] != '-' || b[6] != '-' ||
-        !all_hex(b + 1, 2) || !all_hex(b + 4, 2) || b[7] < '0' || b[7] > '7' || b[8] != '\0')
+    if (dom < 4 || dom > 8 || !all_hex(d, dom) || strlen(b) != 8 || b[3] != '-' || b[6] != '-' ||
+        !all_hex(b + 1, 2) || !all_hex(b + 4, 2) || b[7] < '0' || b[7] > '7')
         return -EINVAL;
     int n = snprintf(buf, size, "%.*s:%.2s:%.2s.%c", (int)dom, d, b + 1, b + 4, b[7]);
     return n > 0 && (size_t)n < size ? 0 : -EINVAL;
@@ -341,8 +341,9 @@ int draprep_checkpoint_parse(const char *text, cJSON **ret, struct err *ret_err)
         free(groups);
         draprep_claim_done(&c);
         if (r < 0) {
+            r = err_set(ret_err, r, "claim %.64s's entry is malformed", e->string);
             cJSON_Delete(ck);
-            return err_set(ret_err, r, "claim %s's entry is malformed", e->string);
+            return r;
         }
     }
     *ret = ck;
