@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# test/integration/test_drakubelet.sh - the agent's DRA kubelet plugin (docs/dra.md) against a
+# real kubelet v1.37.1 (hack/kubelet.sh: fake CRI, registered with the private control plane)
+# and a real kube-scheduler that allocates ResourceClaims from the agent's ResourceSlices. The
+# agent (sanitizer build) runs on a fake sysfs tree (test/fixtures/sysfs/small-server.txt), where
+# binding needs no kernel for devices already on vfio-pci (the e2e suite binds for real).
+# Checks: kubelet registers the plugin; a pod with a ResourceClaimTemplate whose CEL picks the
+# X710 port on vfio-pci is scheduled, kubelet calls NodePrepareResources, and the container the
+# fake CRI records gets our two CDI ids; the CDI spec has /dev/vfio/vfio, /dev/vfio/<group> and
+# the metadata mount at the path KubeVirt reads; the metadata file (v1alpha1) has the pciBusID,
+# and KubeVirt v1.9.0's own reader finds the address in it; a PCIDeviceClaim on the device is
+# refused (AllocatedByDRA); a kubelet restart keeps the pod and a repeated prepare answers the
+# same without binding again; a device that cannot be bound fails its pod's preparation with
+# the reason and is left as it was; deleting the pod unprepares (files gone, checkpoint empty)
+# and the waiting PCIDeviceClaim binds; a malformed DRA request is refused and the plugin
+# serves on. Prints pod created -> device prepared.
+SUITE=drakubelet
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+AGENT=$ROOT/build/asan/hostdevd
+GRPCTOOL=$ROOT/build/asan/grpctool
+DRIVER=vfio-pci.hostdevd.io
+X710=0000:d8:00.3 # on vfio-pci, IOMMU group 74, NUMA node 1
+IGB=0000:04:00.0  # on igb: a fake tree cannot bind it
+export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "SKIP $SUITE: needs root (a real kubelet)"
+    finish
+fi
+cluster_start --with-scheduler
+ADMIN=$TEST_DIR/cluster/admin.kubeconfig
+install_crds
+expect_ok "the DeviceClasses are applied" kubectl apply -f manifests/deviceclasses.yaml
+kubelet_start dra-node
+NODE=$KUBELET_NODE
+KROOT=$(dirname "$DEVICE_PLUGIN_DIR")
+PLUGIN_DIR=$KROOT/plugins/$DRIVER
+CDI=$TEST_DIR/cdi
+SYS=$TEST_DIR/sys
+DEV=$TEST_DIR/dev
+hack/mk-sysfs-fixture.sh test/fixtures/sysfs/small-server.txt "$SYS" >/dev/null
+mkdir -p "$SYS/module/vfio_iommu_type1" "$DEV" "$TEST_DIR/proc/1" "$TEST_DIR/proc/net"
+printf '22 1 0:21 / / rw - tmpfs tmpfs rw\n' >"$TEST_DIR/proc/1/mountinfo"
+printf 'Filename\tType\tSize\tUsed\tPriority\n' >"$TEST_DIR/proc/swaps"
+printf 'Iface\tDestination\tGateway\n' >"$TEST_DIR/proc/net/route"
+: >"$TEST_DIR/proc/net/ipv6_route"
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+start_agent() {
+    "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
+        --proc-root "$TEST_DIR/proc" --dev-root "$DEV" --kubelet-dir "$KROOT" --cdi-dir "$CDI" \
+        --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source none -v 1 >>"$TEST_DIR/agent.log" 2>&1 &
+    AGENT_PID=$!
+    track "$AGENT_PID"
+}
+start_agent
+ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
+if eventually 60 ready; then pass "agent ready next to kubelet"; else fail "agent ready" "$(tail -20 "$TEST_DIR/agent.log")"; finish; fi
+metric() { curl -fsS "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+registered() { [ "$(metric 'hostdevd_dra_registrations_total{result="ok"}')" -ge 1 ] 2>/dev/null; }
+if eventually 30 registered; then pass "kubelet registered the DRA plugin (NotifyRegistrationStatus ok)"; else
+    fail "registered" "$(grep -i dra "$KUBELET_LOG" | tail -5)"; fi
+expect_contains "the registration socket answers GetInfo with the DRA socket" \
+    "$("$GRPCTOOL" reginfo "$KROOT/plugins_registry/$DRIVER-reg.sock")" \
+    "type=DRAPlugin name=$DRIVER endpoint=$PLUGIN_DIR/dra.sock v1=true"
+in_slice() { kubectl get resourceslices -o json | jq -e --arg d "pci-${X710//[:.]/-}" \
+    '[.items[].spec.devices[]?.name] | index($d) != null' >/dev/null; }
+if eventually 30 in_slice; then pass "the X710 port is in the node's pool"; else fail "slice" "$(kubectl get resourceslices -o yaml | head -40)"; fi
+
+now() { date +%s.%N; }
+since() { awk -v a="$(now)" -v b="$1" 'BEGIN {printf "%.2f", a - b}'; }
+template() { # name CEL
+    kubectl apply -f - >/dev/null <<EOF
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: $1, namespace: default}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: nic
+        exactly:
+          deviceClassName: $DRIVER
+          selectors:
+          - cel: {expression: '$2'}
+EOF
+}
+pod() { # name template
+    kubectl apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: default}
+spec:
+  automountServiceAccountToken: false
+  hostNetwork: true
+  tolerations: [{operator: Exists}]
+  resourceClaims: [{name: nic, resourceClaimTemplateName: $2}]
+  containers:
+  - name: c
+    image: busybox
+    resources: {claims: [{name: nic}]}
+EOF
+}
+claim_of() { kubectl get pod "$1" -o jsonpath='{.status.resourceClaimStatuses[0].resourceClaimName}' 2>/dev/null; }
+phase() { kubectl get pod "$1" -o jsonpath='{.status.phase}' 2>/dev/null; }
+running() { [ "$(phase "$1")" = Running ]; }
+
+echo "--- a pod's claim allocated by the scheduler and prepared by the agent"
+template x710 'device.attributes["vfio-pci.hostdevd.io"].vendorID == "8086" && device.attributes["vfio-pci.hostdevd.io"].deviceID == "1572" && device.attributes["vfio-pci.hostdevd.io"].driver == "vfio-pci" && device.attributes["resource.kubernetes.io"].numaNode == 1'
+T0=$(now)
+pod vm1 x710
+if eventually 60 running vm1; then
+    pass "the pod runs on $NODE ($(since "$T0") s from creation)"
+else
+    fail "pod running" "$(kubectl describe pod vm1 | tail -15; tail -10 "$TEST_DIR/agent.log")"
+    finish
+fi
+CLAIM=$(claim_of vm1)
+UID_=$(kubectl get resourceclaim "$CLAIM" -o jsonpath='{.metadata.uid}')
+expect_contains "the scheduler allocated the X710 port from our pool" \
+    "$(kubectl get resourceclaim "$CLAIM" -o jsonpath='{.status.allocation.devices.results[0].driver}/{.status.allocation.devices.results[0].pool}/{.status.allocation.devices.results[0].device}')" \
+    "$DRIVER/$NODE/pci-0000-d8-00-3"
+PREP_MS=$(python3 - "$TEST_DIR/agent.log" "$T0" <<'PY'
+import datetime, re, sys
+t0 = float(sys.argv[2])
+day = datetime.datetime.fromtimestamp(t0, datetime.timezone.utc).date()
+for line in open(sys.argv[1]):
+    m = re.match(r"I\d{4} (\d\d):(\d\d):(\d\d\.\d+) .*\"Prepared a ResourceClaim\"", line)
+    if m:
+        t = datetime.datetime.combine(day, datetime.time(), datetime.timezone.utc).timestamp()
+        t += int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
+        print(int((t - t0) * 1000))
+        break
+PY
+)
+echo "  pod created -> device prepared: ${PREP_MS:-?} ms"
+REC=$(grep "\"pod\":\"vm1\"" "$CRI_RECORD" | tail -1)
+expect_contains "the container got the device's CDI id" "$(jq -r '.cdi_devices | join(" ")' <<<"$REC")" \
+    "$DRIVER/vfio=$UID_-pci-0000-d8-00-3"
+expect_contains "... and the metadata mount's" "$(jq -r '.cdi_devices | join(" ")' <<<"$REC")" "$DRIVER/vfio=${UID_}_nic"
+SPEC=$CDI/$DRIVER-$UID_.json
+expect_ok "the CDI spec is valid JSON" jq -e . "$SPEC"
+expect_contains "CDI: /dev/vfio/vfio and the group's node" \
+    "$(jq -r '.devices[0].containerEdits.deviceNodes[].path' "$SPEC" | tr '\n' ' ')" "/dev/vfio/vfio /dev/vfio/74"
+expect_contains "CDI: the metadata file mounted where KubeVirt reads it (template claim)" \
+    "$(jq -r '.devices[1].containerEdits.mounts[0].containerPath' "$SPEC")" \
+    "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/nic/nic/$DRIVER-metadata.json"
+META=$(jq -r '.devices[1].containerEdits.mounts[0].hostPath' "$SPEC")
+expect_contains "metadata: v1alpha1 with the pciBusID" \
+    "$(jq -c '{apiVersion, podClaimName, b: .requests[0].devices[0].attributes["resource.kubernetes.io/pciBusID"].string}' "$META")" \
+    "{\"apiVersion\":\"metadata.resource.k8s.io/v1alpha1\",\"podClaimName\":\"nic\",\"b\":\"$X710\"}"
+# KubeVirt's own reader on the file, placed where the container sees it.
+KVENV=$(hack/kubevirtenv-build.sh 2>/dev/null || true)
+if [ -x "$KVENV" ]; then
+    BASE=$TEST_DIR/ctr/var/run/kubernetes.io/dra-device-attributes
+    mkdir -p "$BASE/resourceclaimtemplates/nic/nic" && cp "$META" "$BASE/resourceclaimtemplates/nic/nic/$DRIVER-metadata.json"
+    expect_contains "KubeVirt v1.9.0's DRA reader finds the PCI address" \
+        "$("$KVENV" --dra-base "$BASE" --dra-claim nic --dra-request nic 2>&1)" "\"pciAddress\":\"$X710\""
+else
+    fail "KubeVirt's reader builds" "$KVENV"
+fi
+
+echo "--- the device is DRA's: a PCIDeviceClaim on it is refused"
+pci_name() { local a=${1//:/}; echo "$NODE-${a//./}"; }
+printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "%s", nodeName: %s, userName: alice}\n' \
+    "$(pci_name $X710)" "$X710" "$NODE" | kubectl create -f - >/dev/null
+reason() { kubectl get pcideviceclaim "$(pci_name $X710)" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}' 2>/dev/null; }
+is_reason() { [ "$(reason)" = "$1" ]; }
+if eventually 30 is_reason AllocatedByDRA; then pass "refused: AllocatedByDRA"; else fail "AllocatedByDRA" "$(reason)"; fi
+expect_contains "... the message names the ResourceClaim" \
+    "$(kubectl get pcideviceclaim "$(pci_name $X710)" -o jsonpath='{.status.conditions[0].message}')" "default/$CLAIM"
+
+echo "--- kubelet restarts; kubelet's calls repeat"
+BEFORE=$(metric 'hostdevd_dra_prepare_total{result="ok"}')
+if "$ROOT/hack/kubelet.sh" restart "$TEST_DIR/kubelet" >"$TEST_DIR/restart.log" 2>&1; then
+    pass "kubelet restarted"; else fail "kubelet restart" "$(tail -5 "$TEST_DIR/restart.log")"; fi
+if eventually 30 registered && eventually 30 running vm1; then pass "after the restart the pod still runs"; else fail "pod after restart" "$(phase vm1)"; fi
+CK1=$(jq -c . "$PLUGIN_DIR/checkpoint.json")
+OUT=$("$GRPCTOOL" dra "$PLUGIN_DIR/dra.sock" prepare "default/$CLAIM/$UID_")
+expect_contains "a repeated NodePrepareResources answers the same CDI ids" "$OUT" \
+    "uid=$UID_ error=\"\" device=$NODE/pci-0000-d8-00-3 requests=nic cdi=$DRIVER/vfio=$UID_-pci-0000-d8-00-3,$DRIVER/vfio=${UID_}_nic"
+[ "$(jq -c . "$PLUGIN_DIR/checkpoint.json")" = "$CK1" ] && pass "... and the checkpoint is unchanged (nothing bound twice)" ||
+    fail "checkpoint changed" "$(cat "$PLUGIN_DIR/checkpoint.json")"
+echo "  prepares answered: $BEFORE before the restart, $(metric 'hostdevd_dra_prepare_total{result="ok"}') after"
+
+echo "--- a device that cannot be bound"
+template igb 'device.attributes["vfio-pci.hostdevd.io"].driver == "igb" && device.attributes["resource.kubernetes.io"].pciBusID == "'$IGB'"'
+pod vm2 igb
+failed_prepare() { kubectl get events -n default --field-selector involvedObject.name=vm2 -o jsonpath='{.items[*].message}' | grep -q "device $IGB: BindFailed"; }
+if eventually 60 failed_prepare; then pass "the pod's preparation fails with the agent's reason (BindFailed)"; else
+    fail "prepare error" "$(kubectl get events -n default --field-selector involvedObject.name=vm2 -o jsonpath='{.items[*].message}'; tail -5 "$TEST_DIR/agent.log")"; fi
+[ "$(phase vm2)" != Running ] && pass "... and the pod does not run" || fail "vm2 runs" "$(phase vm2)"
+C2=$(claim_of vm2)
+U2=$(kubectl get resourceclaim "$C2" -o jsonpath='{.metadata.uid}')
+[ "$(jq --arg u "$U2" '.claims | has($u)' "$PLUGIN_DIR/checkpoint.json")" = false ] &&
+    pass "... the failed claim leaves no checkpoint entry (its device restored)" || fail "checkpoint" "$(cat "$PLUGIN_DIR/checkpoint.json")"
+[ ! -e "$CDI/$DRIVER-$U2.json" ] && pass "... and no CDI spec" || fail "CDI spec left" "$(ls "$CDI")"
+expect_ok "the igb device's pod is deleted" kubectl delete pod vm2 --wait=true --timeout=60s
+
+echo "--- malformed requests"
+OUT=$("$GRPCTOOL" call "$PLUGIN_DIR/dra.sock" /k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources $'\x0a\x05\x0a\x01a\x12' 2>&1)
+expect_contains "a truncated NodePrepareResourcesRequest: INVALID_ARGUMENT with a reason" "$OUT" "code=3 msg=\"malformed NodePrepareResourcesRequest"
+OUT=$("$GRPCTOOL" dra "$PLUGIN_DIR/dra.sock" prepare "default/no-such-claim/0000" 2>&1)
+expect_contains "a claim that does not exist: its error says so" "$OUT" "cannot read ResourceClaim default/no-such-claim"
+OUT=$("$GRPCTOOL" dra "$PLUGIN_DIR/dra.sock" prepare "default/$CLAIM/not-its-uid" 2>&1)
+expect_contains "a uid that is not the claim's: refused" "$OUT" "deleted and made again"
+OUT=$("$GRPCTOOL" dra "$PLUGIN_DIR/dra.sock" unprepare "default/never-prepared/1234" 2>&1)
+expect_contains "unpreparing a claim never prepared is done at once" "$OUT" "uid=1234 error=\"\""
+kill -0 "$AGENT_PID" && pass "the agent serves on" || fail "agent died" "$(tail -20 "$TEST_DIR/agent.log")"
+
+echo "--- the pod deleted: the claim unprepared"
+expect_ok "pod vm1 deleted" kubectl delete pod vm1 --wait=true --timeout=60s
+gone() { [ "$(jq '.claims | length' "$PLUGIN_DIR/checkpoint.json")" = 0 ] && [ ! -e "$SPEC" ] && [ ! -e "$META" ]; }
+if eventually 60 gone; then pass "unprepared: checkpoint empty, CDI spec and metadata gone"; else
+    fail "unprepare" "$(cat "$PLUGIN_DIR/checkpoint.json"; ls "$CDI")"; fi
+bound() { [ "$(kubectl get pcideviceclaim "$(pci_name $X710)" -o jsonpath='{.status.passthroughEnabled}')" = true ]; }
+if eventually 30 bound; then pass "the waiting PCIDeviceClaim now binds the device"; else fail "claim after DRA" "$(reason)"; fi
+kubectl delete pcideviceclaim "$(pci_name $X710)" --wait=false >/dev/null
+
+echo "--- a restarted agent keeps its checkpoint"
+template x710b 'device.attributes["resource.kubernetes.io"].pciBusID == "0000:18:00.0"'
+pod vm3 x710b
+if eventually 60 running vm3; then pass "a GPU function prepared for vm3"; else fail "vm3" "$(kubectl describe pod vm3 | tail -8)"; fi
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID" 2>/dev/null
+start_agent
+if eventually 60 ready; then pass "agent restarted"; else fail "agent restart" "$(tail -10 "$TEST_DIR/agent.log")"; fi
+expect_contains "... it knows the prepared claim" "$(grep 'Serving the DRA plugin' "$TEST_DIR/agent.log" | tail -1)" 'preparedClaims=1'
+expect_ok "pod vm3 deleted" kubectl delete pod vm3 --wait=true --timeout=60s
+if eventually 60 bash -c "[ \"\$(jq '.claims | length' '$PLUGIN_DIR/checkpoint.json')\" = 0 ]"; then
+    pass "... and unprepares it when the pod goes"; else fail "unprepare after restart" "$(cat "$PLUGIN_DIR/checkpoint.json")"; fi
+finish
