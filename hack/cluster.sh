@@ -1,22 +1,33 @@
 #!/usr/bin/env bash
 # A real local Kubernetes control plane for tests and the demo: etcd, kube-apiserver (RBAC,
 # client-certificate CA, service-account issuer and keys, audit log) and kube-controller-manager
-# (garbage collector, namespace, service account and role aggregation controllers), all on
-# 127.0.0.1 with free ports, state and logs in one directory.
+# (garbage collector, namespace, service account, role aggregation and DRA resourceclaim
+# controllers), and on request kube-scheduler, all on 127.0.0.1 with free ports, state and logs
+# in one directory.
 #
-#   hack/cluster.sh up DIR                 start (idempotent: a healthy plane is left alone)
+#   hack/cluster.sh up DIR [--with-scheduler]
+#                                          start (idempotent: a healthy plane is left alone, but
+#                                          kube-scheduler is started or stopped to match the flag)
 #   hack/cluster.sh down DIR [--purge]     stop everything; --purge also removes DIR
-#   hack/cluster.sh stop|start|restart DIR etcd|apiserver|controller-manager
-#   hack/cluster.sh status DIR             exit 0 when all three run and the API is ready
+#   hack/cluster.sh stop|start|restart DIR etcd|apiserver|controller-manager|scheduler
+#   hack/cluster.sh status DIR             exit 0 when the plane's components (those `up` started)
+#                                          run and the API is ready
 #   hack/cluster.sh env DIR                print the export line
 #
+# kube-scheduler (--with-scheduler; for DRA allocation tests) runs as system:kube-scheduler
+# without leader election, with the default profile (DynamicResources included), serving
+# /readyz on a free port (DIR/scheduler.port) that `up` waits on; nothing else schedules pods.
+#
 # DIR gets: kubeconfig (admin, contexts admin/alice/bob), admin|alice|bob.kubeconfig,
-# env (K8S_SERVER, K8S_CA, KUBECONFIG, ...), pki/, etcd/, *.log, audit.log.
+# env (K8S_SERVER, K8S_CA, KUBECONFIG, ...), components (the set `up` started), pki/, etcd/,
+# *.log, audit.log.
 # Users: admin (group system:masters), alice and bob (group developers), all client certificates.
 set -euo pipefail
 
 HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-COMPONENTS=(etcd apiserver controller-manager)
+ALL_COMPONENTS=(etcd apiserver controller-manager scheduler)
+BASE_COMPONENTS=(etcd apiserver controller-manager)
+COMPONENTS=("${BASE_COMPONENTS[@]}") # the plane's set: DIR/components once `up` wrote it
 START_TIMEOUT=${CLUSTER_START_TIMEOUT:-120}
 
 die() { echo "cluster: $*" >&2; exit 1; }
@@ -36,7 +47,8 @@ binary_of() {
     etcd) echo etcd ;;
     apiserver) echo kube-apiserver ;;
     controller-manager) echo kube-controller-manager ;;
-    *) die "unknown component $1 (etcd, apiserver, controller-manager)" ;;
+    scheduler) echo kube-scheduler ;;
+    *) die "unknown component $1 (etcd, apiserver, controller-manager, scheduler)" ;;
     esac
 }
 
@@ -103,6 +115,9 @@ load_ports() {
     [ -f "$D/ports.env" ] || die "$D has no control plane (run: hack/cluster.sh up $D)"
     # shellcheck disable=SC1091
     . "$D/ports.env"
+    if [ -f "$D/components" ]; then
+        read -r -a COMPONENTS <"$D/components"
+    fi
 }
 
 # --- PKI and kubeconfigs -----------------------------------------------------------------------
@@ -114,6 +129,15 @@ sign() { # name subject extensions
     openssl x509 -req -in "$p/$1.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial \
         -days 30 -out "$p/$1.crt" -extfile <(printf '%s\n' "$3") 2>/dev/null
     rm -f "$p/$1.csr"
+}
+
+# kube-scheduler's certificate is both its client certificate and the serving one of its
+# /readyz (127.0.0.1). Made on demand, so a directory from before the scheduler gets one too.
+make_scheduler_cert() {
+    [ -f "$D/pki/scheduler.crt" ] && return 0
+    sign scheduler "/CN=system:kube-scheduler" "subjectAltName=IP:127.0.0.1,DNS:localhost
+extendedKeyUsage=clientAuth,serverAuth
+keyUsage=digitalSignature,keyEncipherment"
 }
 
 make_pki() {
@@ -257,11 +281,37 @@ start_apiserver() {
 
 start_controller_manager() {
     launch controller-manager --kubeconfig "$D/controller-manager.kubeconfig" \
-        --controllers garbagecollector,namespace,serviceaccount,clusterrole-aggregation \
+        --controllers garbagecollector,namespace,serviceaccount,clusterrole-aggregation,resourceclaim-controller \
         --secure-port 0 --leader-elect=false --use-service-account-credentials=false \
         --concurrent-gc-syncs 5 --v=1
     wait_for kube-controller-manager kcm_working ||
         { tail -20 "$D/controller-manager.log" >&2; return 1; }
+}
+
+scheduler_ready() {
+    curl -fsS --cacert "$D/pki/ca.crt" "https://127.0.0.1:$(cat "$D/scheduler.port")/readyz" |
+        grep -q '^ok$'
+}
+
+# /readyz is ok once its informers have synced and its event handlers are registered.
+start_scheduler() {
+    make_scheduler_cert
+    (
+        umask 077
+        kubeconfig scheduler scheduler >"$D/scheduler.kubeconfig"
+    )
+    cat >"$D/scheduler-config.yaml" <<EOF
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {kubeconfig: $D/scheduler.kubeconfig}
+leaderElection: {leaderElect: false}
+EOF
+    free_ports 1 >"$D/scheduler.port"
+    launch scheduler --config "$D/scheduler-config.yaml" \
+        --bind-address 127.0.0.1 --secure-port "$(cat "$D/scheduler.port")" \
+        --tls-cert-file "$D/pki/scheduler.crt" --tls-private-key-file "$D/pki/scheduler.key" \
+        --client-ca-file "$D/pki/ca.crt" --v=1
+    wait_for kube-scheduler scheduler_ready || { tail -20 "$D/scheduler.log" >&2; return 1; }
 }
 
 start_component() {
@@ -272,6 +322,7 @@ start_component() {
     etcd) start_etcd ;;
     apiserver) start_apiserver ;;
     controller-manager) start_controller_manager ;;
+    scheduler) start_scheduler ;;
     esac
 }
 
@@ -286,47 +337,64 @@ all_running() {
 print_usage() {
     cat <<EOF
 Local control plane is up: Kubernetes $("$(bin_dir)/kube-apiserver" --version | awk '{print $2}'), \
-etcd v$(cat "$(bin_dir)/etcd.version" | sed 's/^v//'), API at https://127.0.0.1:$API_PORT
+etcd v$(sed 's/^v//' "$(bin_dir)/etcd.version"), API at https://127.0.0.1:$API_PORT
   export KUBECONFIG=$D/kubeconfig        # admin; also contexts alice and bob (group developers)
   export PATH=$(bin_dir):\$PATH           # kubectl of the same version
   kubectl get --raw /readyz
-Logs: $D/{etcd,apiserver,controller-manager,audit}.log
+Logs: $D/{$(IFS=,; echo "${COMPONENTS[*]}"),audit}.log
 Stop: hack/cluster.sh down $D
 EOF
 }
 
 # --- commands ----------------------------------------------------------------------------------
 
-cmd_up() {
+cmd_up() { # [--with-scheduler]
+    local want=("${BASE_COMPONENTS[@]}")
+    case "${1:-}" in
+    --with-scheduler) want+=(scheduler) ;;
+    "") ;;
+    *) die "unknown option $1 (up DIR [--with-scheduler])" ;;
+    esac
     mkdir -p "$D"
     exec 9>"$D/.lock"
     flock 9
     bin_dir >/dev/null
     if [ -f "$D/ports.env" ]; then
         load_ports
+        COMPONENTS=("${BASE_COMPONENTS[@]}")
         if all_running; then
+            COMPONENTS=("${want[@]}")
+            echo "${COMPONENTS[*]}" >"$D/components"
             write_kubeconfigs
+            if [ "${#want[@]}" -gt "${#BASE_COMPONENTS[@]}" ]; then
+                start_component scheduler || die "could not start kube-scheduler; logs in $D"
+            else
+                stop_component scheduler
+            fi
             print_usage
             return 0
         fi
         note "restarting a partly running control plane in $D"
         cmd_down_locked
     fi
+    COMPONENTS=("${want[@]}")
+    echo "${COMPONENTS[*]}" >"$D/components"
     choose_ports
     make_pki
     write_kubeconfigs
     write_audit_policy
-    start_etcd && start_apiserver && start_controller_manager || {
+    if ! start_etcd || ! start_apiserver || ! start_controller_manager ||
+        { [ "${#want[@]}" -gt "${#BASE_COMPONENTS[@]}" ] && ! start_scheduler; }; then
         cmd_down_locked
         die "could not start the control plane; logs in $D"
-    }
+    fi
     print_usage
 }
 
 cmd_down_locked() {
     local i
-    for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
-        stop_component "${COMPONENTS[$i]}"
+    for ((i = ${#ALL_COMPONENTS[@]} - 1; i >= 0; i--)); do
+        stop_component "${ALL_COMPONENTS[$i]}"
     done
 }
 
@@ -351,12 +419,12 @@ cmd_component() { # stop|start|restart component
 }
 
 main() {
-    [ $# -ge 2 ] || die "usage: hack/cluster.sh up|down|stop|start|restart|status|env DIR [COMPONENT]"
+    [ $# -ge 2 ] || die "usage: hack/cluster.sh up|down|stop|start|restart|status|env DIR [COMPONENT|OPTION]"
     local cmd=$1
     D=$(realpath -m "$2")
     shift 2
     case "$cmd" in
-    up) cmd_up ;;
+    up) cmd_up "$@" ;;
     down) cmd_down "$@" ;;
     stop | start | restart) [ $# -eq 1 ] || die "$cmd needs a component"; cmd_component "$cmd" "$1" ;;
     status) load_ports; all_running ;;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds test/kubevirtenv (KubeVirt v1.9.0's reader of PCI_RESOURCE_* / USB_RESOURCE_*, test
+# Builds test/kubevirtenv (KubeVirt v1.9.0's reader of PCI_RESOURCE_* / USB_RESOURCE_* and of DRA
+# device metadata files, with the host devices virt-launcher makes of them; test
 # infrastructure only) from the Go module proxy into a cache outside the repo, keyed by the Go
 # version and a hash of its sources and this script, with a completion stamp; a second run prints
 # the path at once. Prints the binary's path on stdout; progress on stderr.

@@ -48,6 +48,7 @@ shfiles=(hack/qemu-node.sh hack/kubelet.sh hack/go.sh hack/k8s-build.sh hack/fak
     hack/deps.sh hack/demo.sh)
 shfiles+=(hack/image.sh test/integration/test_image.sh) # make image and its test
 shfiles+=(hack/helm-build.sh)
+shfiles+=(hack/cluster.sh) # the tests' control plane
 for f in "${guest[@]}"; do is_sh "$f" && shfiles+=("$f"); done
 shellcheck "${shfiles[@]}" || rc=1
 

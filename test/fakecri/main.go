@@ -1,8 +1,8 @@
 // fakecri is a container runtime for tests: k8s.io/cri-client's in-memory fake serving the CRI
 // RuntimeService and ImageService on a unix socket, so a real kubelet runs pods without images,
 // containers or a network. It records every CreateContainer as one JSON line (pod, container,
-// envs, devices, mounts, annotations) so tests can check what kubelet asked for, for example
-// what a device plugin's Allocate answer became.
+// envs, devices, CDI devices, mounts, annotations) so tests can check what kubelet asked for,
+// for example what a device plugin's Allocate answer or a DRA driver's CDI device IDs became.
 //
 //	fakecri --socket /run/fakecri.sock --record /tmp/create.jsonl
 //
@@ -48,6 +48,7 @@ type record struct {
 	Container   string            `json:"container"`
 	Envs        map[string]string `json:"envs"`
 	Devices     []device          `json:"devices"`
+	CDIDevices  []string          `json:"cdi_devices"` // fully qualified names, vendor/class=name
 	Mounts      []mount           `json:"mounts"`
 	Annotations map[string]string `json:"annotations"`
 }
@@ -64,6 +65,7 @@ func newRecord(req *runtimeapi.CreateContainerRequest) record {
 		Time:        time.Now().UTC().Format(time.RFC3339Nano),
 		Envs:        map[string]string{},
 		Devices:     []device{},
+		CDIDevices:  []string{},
 		Mounts:      []mount{},
 		Annotations: map[string]string{},
 	}
@@ -77,6 +79,9 @@ func newRecord(req *runtimeapi.CreateContainerRequest) record {
 	}
 	for _, d := range c.GetDevices() {
 		r.Devices = append(r.Devices, device{d.ContainerPath, d.HostPath, d.Permissions})
+	}
+	for _, d := range c.GetCDIDevices() {
+		r.CDIDevices = append(r.CDIDevices, d.GetName())
 	}
 	for _, m := range c.GetMounts() {
 		r.Mounts = append(r.Mounts, mount{m.ContainerPath, m.HostPath, m.Readonly})

@@ -97,13 +97,15 @@ cluster_stop() {
     rm -rf "$TEST_DIR"
 }
 
-# Starts a private control plane and points KUBECONFIG and PATH (kubectl) at it.
+# cluster_start [--with-scheduler]: starts a private control plane and points KUBECONFIG and
+# PATH (kubectl) at it. --with-scheduler adds kube-scheduler (hack/cluster.sh), for tests whose
+# pods are scheduled (DRA allocation); without it nothing schedules pods (set spec.nodeName).
 cluster_start() {
     TEST_DIR=$(mktemp -d "${TMPDIR:-/tmp}/hostdevd-$SUITE.XXXXXX")
     trap cluster_stop EXIT
     trap 'exit 130' INT TERM
     local t0=$SECONDS
-    if ! "$ROOT/hack/cluster.sh" up "$TEST_DIR/cluster" >"$TEST_DIR/up.log" 2>&1; then
+    if ! "$ROOT/hack/cluster.sh" up "$TEST_DIR/cluster" "$@" >"$TEST_DIR/up.log" 2>&1; then
         cat "$TEST_DIR/up.log"
         fail "control plane starts"
         finish
