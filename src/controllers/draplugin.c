@@ -63,7 +63,7 @@ struct call {
     cJSON *ck;              /* the checkpoint the job works on, and leaves */
     char **claimed;         /* addresses PCIDeviceClaims or other DRA claims hold */
     size_t n_claimed;
-    bool released;          /* unprepare restored something */
+    bool released;          /* unprepare let devices go */
 };
 
 struct draplugin {
@@ -344,6 +344,7 @@ static void unprepare_claim(struct call *k, struct dclaim *d)
     metadata_dir(k->p, &d->c, path, sizeof(path));
     (void)rm_rf(path);
     draprep_checkpoint_remove(k->ck, d->ref->uid);
+    k->released = true;
     (void)save(k, d->error);
 out:
     free(orig);
@@ -550,7 +551,10 @@ static void check_devices(struct call *k, struct dclaim *d)
         const char *a = d->c.devices[i].address;
         char name[KUBE_NAME_MAX + 1] = "", who[2 * DRAPREP_NAME_SIZE];
         (void)kube_names_pcidevice(p->cfg.node_name, a, name, sizeof(name));
-        if (p->pci_claims && kube_informer_get(p->pci_claims, name)) {
+        if (draprep_checkpoint_original(p->ck, d->c.uid, a)) {
+            /* this claim holds it already (a repeated call): a later PCIDeviceClaim is the one
+             * refused */
+        } else if (p->pci_claims && kube_informer_get(p->pci_claims, name)) {
             (void)snprintf(d->error, sizeof(d->error),
                            "device %s is held by PCIDeviceClaim %s: delete that claim first", a,
                            name);

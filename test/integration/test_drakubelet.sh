@@ -156,8 +156,12 @@ KVENV=$(hack/kubevirtenv-build.sh 2>/dev/null || true)
 if [ -x "$KVENV" ]; then
     BASE=$TEST_DIR/ctr/var/run/kubernetes.io/dra-device-attributes
     mkdir -p "$BASE/resourceclaimtemplates/nic/nic" && cp "$META" "$BASE/resourceclaimtemplates/nic/nic/$DRIVER-metadata.json"
+    KV=$("$KVENV" --dra-base "$BASE" --dra-claim nic --dra-request nic 2>&1)
     expect_contains "KubeVirt v1.9.0's DRA reader finds the PCI address" \
-        "$("$KVENV" --dra-base "$BASE" --dra-claim nic --dra-request nic 2>&1)" "\"pciAddress\":\"$X710\""
+        "$(jq -r .pciAddress <<<"$KV" 2>&1)" "$X710"
+    expect_contains "... and its host-device builder makes the libvirt hostdev of it" \
+        "$(jq -r .hostDevicesXML <<<"$KV" 2>&1)" '<address type="pci" domain="0x0000" bus="0xd8" slot="0x00" function="0x3">'
+
 else
     fail "KubeVirt's reader builds" "$KVENV"
 fi
