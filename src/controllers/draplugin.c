@@ -44,6 +44,7 @@ struct dclaim { /* one claim of a call */
     const struct draapi_claim *ref;
     struct draprep_claim c;
     bool known;            /* unprepare: the checkpoint knows it */
+    bool prepared;         /* prepare: the checkpoint says it is prepared */
     char error[ERROR_SIZE]; /* "" while fine */
     char (*annotation)[64];  /* per device: the PCIDevice's driver at first sight */
     cJSON **attrs;           /* per device: its slice attributes (or NULL) */
@@ -272,9 +273,13 @@ static void prepare_claim(struct call *k, struct dclaim *d)
     for (size_t i = 0; i < c->n; i++) {
         struct node_vfio_dev dev;
         groups[i] = -1;
-        orig[i] = draprep_checkpoint_original(k->ck, c->uid, c->devices[i].address);
-        if (orig[i])
+        /* A copy: draprep_checkpoint_put() below replaces (frees) the entry it points into. */
+        const char *known = draprep_checkpoint_original(k->ck, c->uid, c->devices[i].address);
+        orig[i] = seen[i];
+        if (known) {
+            (void)snprintf(seen[i], sizeof(seen[i]), "%s", known);
             continue;
+        }
         int r = node_vfio_observe(k->p->env.sysfs_fd, c->devices[i].address, &dev);
         if (r < 0 || !dev.present) {
             (void)snprintf(d->error, sizeof(d->error), "device %s: %s", c->devices[i].address,
@@ -282,7 +287,6 @@ static void prepare_claim(struct call *k, struct dclaim *d)
             return;
         }
         (void)snprintf(seen[i], sizeof(seen[i]), "%s", draprep_original(dev.driver, d->annotation[i]));
-        orig[i] = seen[i];
     }
     /* The originals are on disk before anything changes. */
     if (draprep_checkpoint_put(k->ck, c, orig, groups, false) < 0 || save(k, d->error) < 0) {
@@ -550,7 +554,9 @@ static void check_devices(struct call *k, struct dclaim *d)
         const char *a = d->c.devices[i].address;
         char name[KUBE_NAME_MAX + 1] = "", who[2 * DRAPREP_NAME_SIZE];
         (void)kube_names_pcidevice(p->cfg.node_name, a, name, sizeof(name));
-        if (p->pci_claims && kube_informer_get(p->pci_claims, name)) {
+        /* A prepared claim's devices are DRA's: a PCIDeviceClaim made since waits for them
+         * (AllocatedByDRA), and kubelet's repeated call gets the same answer. */
+        if (!d->prepared && p->pci_claims && kube_informer_get(p->pci_claims, name)) {
             (void)snprintf(d->error, sizeof(d->error),
                            "device %s is held by PCIDeviceClaim %s: delete that claim first", a,
                            name);
@@ -646,7 +652,7 @@ static void on_prepare(struct grpc_call *gc, const uint8_t *msg, size_t len, voi
     k->pending = 1; /* (held while the GETs start) */
     for (size_t i = 0; i < k->claims.n; i++) {
         struct dclaim *d = &k->dc[i];
-        if (from_checkpoint(k, d))
+        if ((d->prepared = from_checkpoint(k, d)))
             continue;
         k->pending++;
         int r = kube_client_get(p->cfg.http, &kube_res_resourceclaims, d->ref->namespace_,
