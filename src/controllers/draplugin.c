@@ -77,7 +77,7 @@ struct draplugin {
     struct call *queue, *running;
     int calls;
     bool started, stopping;
-    struct metrics_series *prepared, *prepare_ok, *prepare_err, *unprepare_ok, *unprepare_err,
+    struct metrics_series *prepare_ok, *prepare_err, *unprepare_ok, *unprepare_err,
             *registered, *register_err, *claims_gauge;
 };
 
@@ -272,9 +272,13 @@ static void prepare_claim(struct call *k, struct dclaim *d)
     for (size_t i = 0; i < c->n; i++) {
         struct node_vfio_dev dev;
         groups[i] = -1;
-        orig[i] = draprep_checkpoint_original(k->ck, c->uid, c->devices[i].address);
-        if (orig[i])
+        /* A copy: draprep_checkpoint_put() below replaces (frees) the entry it points into. */
+        const char *known = draprep_checkpoint_original(k->ck, c->uid, c->devices[i].address);
+        orig[i] = seen[i];
+        if (known) {
+            (void)snprintf(seen[i], sizeof(seen[i]), "%s", known);
             continue;
+        }
         int r = node_vfio_observe(k->p->env.sysfs_fd, c->devices[i].address, &dev);
         if (r < 0 || !dev.present) {
             (void)snprintf(d->error, sizeof(d->error), "device %s: %s", c->devices[i].address,
@@ -282,7 +286,6 @@ static void prepare_claim(struct call *k, struct dclaim *d)
             return;
         }
         (void)snprintf(seen[i], sizeof(seen[i]), "%s", draprep_original(dev.driver, d->annotation[i]));
-        orig[i] = seen[i];
     }
     /* The originals are on disk before anything changes. */
     if (draprep_checkpoint_put(k->ck, c, orig, groups, false) < 0 || save(k, d->error) < 0) {

@@ -16,7 +16,8 @@
  *   grpctool dra SOCK prepare|unprepare NAMESPACE/NAME/UID...
  *       one NodePrepareResources / NodeUnprepareResources call of a DRA plugin (node/draapi.h);
  *       prints one line per claim: "uid=U error=\"E\"" and per device " device=POOL/NAME
- *       requests=R,.. cdi=ID,..", or "code=N msg=\"M\"" when the call failed.
+ *       requests=R,.. cdi=ID,..", or "code=N msg=\"M\"" when the call failed. With
+ *       GRPCTOOL_TIME set, also "round_trip_ms=T" on stderr (connect to answer, ev_time).
  *   grpctool reginfo SOCK
  *       GetInfo on a plugin registration socket: "type=T name=N endpoint=E v1=true|false".
  *   grpctool bench SOCK METHOD N [HEX]
@@ -293,8 +294,11 @@ static int dra(struct ev_loop *loop, const char *sock, bool prepare, int n, char
         *c[i].name++ = '\0';
         *c[i].uid++ = '\0';
     }
+    double t0 = ev_time();
     int rc = !c || draapi_encode_claims(c, (size_t)n, prepare, &req) < 0 ||
              unary_bytes(loop, sock, prepare ? DRAAPI_PREPARE : DRAAPI_UNPREPARE, &req, &resp);
+    if (getenv("GRPCTOOL_TIME"))
+        fprintf(stderr, "round_trip_ms=%.1f\n", (ev_time() - t0) * 1e3);
     struct draapi_result *r = NULL;
     size_t nr = 0;
     if (rc == 0 && draapi_decode_answers(resp.data, resp.len, prepare, &r, &nr, &e) < 0) {
