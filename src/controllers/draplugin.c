@@ -43,11 +43,13 @@ struct dclaim { /* one claim of a call */
     struct call *call;
     const struct draapi_claim *ref;
     struct draprep_claim c;
-    bool known;            /* unprepare: the checkpoint knows it */
+    bool known;             /* unprepare: the checkpoint knows it */
     char error[ERROR_SIZE]; /* "" while fine */
-    char (*annotation)[64];  /* per device: the PCIDevice's driver at first sight */
-    cJSON **attrs;           /* per device: its slice attributes (or NULL) */
-    char (*cdi)[2][DRAPREP_NAME_SIZE + 128]; /* per device: its CDI ids (prepared) */
+    char (*annotation)[64]; /* per device: the PCIDevice's driver at first sight */
+    cJSON **attrs;          /* per device: its slice attributes (or NULL) */
+    struct cdi_ids {
+        char device[DRAPREP_NAME_SIZE + 128], metadata[DRAPREP_NAME_SIZE + 128];
+    } * cdi; /* per device: its CDI ids (prepared) */
 };
 
 struct call {
@@ -60,10 +62,10 @@ struct call {
     struct call *next;
     /* the node work */
     struct worker_job wj;
-    cJSON *ck;              /* the checkpoint the job works on, and leaves */
-    char **claimed;         /* addresses PCIDeviceClaims or other DRA claims hold */
+    cJSON *ck;      /* the checkpoint the job works on, and leaves */
+    char **claimed; /* addresses PCIDeviceClaims or other DRA claims hold */
     size_t n_claimed;
-    bool released;          /* unprepare let devices go */
+    bool released; /* unprepare let devices go */
 };
 
 struct draplugin {
@@ -77,8 +79,8 @@ struct draplugin {
     struct call *queue, *running;
     int calls;
     bool started, stopping;
-    struct metrics_series *prepare_ok, *prepare_err, *unprepare_ok, *unprepare_err,
-            *registered, *register_err, *claims_gauge;
+    struct metrics_series *prepare_ok, *prepare_err, *unprepare_ok, *unprepare_err, *registered,
+            *register_err, *claims_gauge;
 };
 
 static const cJSON *field(const cJSON *o, const char *name)
@@ -88,16 +90,18 @@ static const cJSON *field(const cJSON *o, const char *name)
 
 /* A path into `buf`; one that does not fit is cut (then nothing of that name is found or made
  * where it should be: the caller's later open or bind fails and says which path). */
-__attribute__((format(printf, 3, 4))) static void fmt_path(char *buf, size_t size,
-                                                            const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void fmt_path(char *buf, size_t size, const char *fmt,
+                                                           ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang-analyzer 14 false positive
     (void)vsnprintf(buf, size, fmt, ap);
     va_end(ap);
 }
 
-/* --- files (worker thread, and the start) ------------------------------------------------------- */
+/* --- files (worker thread, and the start) -------------------------------------------------------
+ */
 
 static int write_atomic(const char *path, const char *text)
 {
@@ -174,8 +178,7 @@ static int rm_rf(const char *dir)
 static void metadata_dir(const struct draplugin *p, const struct draprep_claim *c, char *buf,
                          size_t size)
 {
-    fmt_path(buf, size, "%s/dra-device-metadata/%s_%s", p->plugin_dir, c->namespace_,
-                   c->name);
+    fmt_path(buf, size, "%s/dra-device-metadata/%s_%s", p->plugin_dir, c->namespace_, c->name);
 }
 
 static void cdi_path(const struct draplugin *p, const char *uid, char *buf, size_t size)
@@ -183,7 +186,8 @@ static void cdi_path(const struct draplugin *p, const char *uid, char *buf, size
     fmt_path(buf, size, "%s/%s-%s.json", p->cdi_dir, DRASLICES_DRIVER, uid);
 }
 
-/* --- node work (worker thread) ------------------------------------------------------------------ */
+/* --- node work (worker thread) ------------------------------------------------------------------
+ */
 
 static int save(struct call *k, char *error)
 {
@@ -226,8 +230,7 @@ static int restore_devices(struct call *k, const struct draprep_claim *c, const 
         else if (o.kind != PCICLAIM_RELEASED && failed++ == 0)
             (void)snprintf(error, ERROR_SIZE, "device %s: %s: %.900s", c->devices[i].address,
                            o.kind == PCICLAIM_BUSY ? "DeviceInUse" : o.reason,
-                           o.kind == PCICLAIM_BUSY ? "a process holds its IOMMU group"
-                                                   : o.message);
+                           o.kind == PCICLAIM_BUSY ? "a process holds its IOMMU group" : o.message);
     }
     return failed ? -EBUSY : 0;
 }
@@ -248,7 +251,7 @@ static int write_files(struct call *k, struct dclaim *d, const int *groups)
         if (r == 0)
             r = write_json(path, m, false);
         cJSON_Delete(m);
-        draprep_cdi_ids(c, i, d->cdi[i][0], d->cdi[i][1], sizeof(d->cdi[i][0]));
+        draprep_cdi_ids(c, i, d->cdi[i].device, d->cdi[i].metadata, sizeof(d->cdi[i].device));
     }
     cJSON *spec = r == 0 ? draprep_cdi_spec(c, groups, k->p->cfg.dev_root, dir) : NULL;
     cdi_path(k->p, c->uid, path, sizeof(path));
@@ -258,8 +261,8 @@ static int write_files(struct call *k, struct dclaim *d, const int *groups)
         r = write_json(path, spec, true);
     cJSON_Delete(spec);
     if (r < 0)
-        (void)snprintf(d->error, sizeof(d->error), "cannot write the CDI spec or metadata of %s: %s",
-                       c->uid, strerror(-r));
+        (void)snprintf(d->error, sizeof(d->error),
+                       "cannot write the CDI spec or metadata of %s: %s", c->uid, strerror(-r));
     return r;
 }
 
@@ -285,7 +288,8 @@ static void prepare_claim(struct call *k, struct dclaim *d)
                            r < 0 ? strerror(-r) : "there is no such PCI device on this node");
             return;
         }
-        (void)snprintf(seen[i], sizeof(seen[i]), "%s", draprep_original(dev.driver, d->annotation[i]));
+        (void)snprintf(seen[i], sizeof(seen[i]), "%s",
+                       draprep_original(dev.driver, d->annotation[i]));
     }
     /* The originals are on disk before anything changes. */
     if (draprep_checkpoint_put(k->ck, c, orig, groups, false) < 0 || save(k, d->error) < 0) {
@@ -309,8 +313,7 @@ static void prepare_claim(struct call *k, struct dclaim *d)
         }
         return;
     }
-    if (write_files(k, d, groups) == 0 &&
-        draprep_checkpoint_put(k->ck, c, orig, groups, true) == 0)
+    if (write_files(k, d, groups) == 0 && draprep_checkpoint_put(k->ck, c, orig, groups, true) == 0)
         (void)save(k, d->error);
 }
 
@@ -366,7 +369,8 @@ static void run_call(struct worker_job *wj)
     }
 }
 
-/* --- calls (loop) ---------------------------------------------------------------------------------- */
+/* --- calls (loop)
+ * ---------------------------------------------------------------------------------- */
 
 static void call_free(struct call *k)
 {
@@ -398,11 +402,10 @@ static void on_call_cancel(struct grpc_call *gc, void *ud)
 
 static void answer(struct call *k)
 {
-    struct draapi_answer *a = calloc(k->claims.n ? k->claims.n : 1, sizeof(*a));
-    struct draapi_device *devs = calloc(DRAPREP_MAX_DEVICES * (k->claims.n ? k->claims.n : 1),
-                                        sizeof(*devs));
-    const char **ptrs = calloc(DRAPREP_MAX_DEVICES * 3 * (k->claims.n ? k->claims.n : 1),
-                               sizeof(*ptrs));
+    size_t nc = k->claims.n ? k->claims.n : 1;
+    struct draapi_answer *a = calloc(nc, sizeof(*a));
+    struct draapi_device *devs = calloc((size_t)DRAPREP_MAX_DEVICES * nc, sizeof(*devs));
+    const char **ptrs = calloc((size_t)DRAPREP_MAX_DEVICES * 3 * nc, sizeof(*ptrs));
     struct buf out;
     buf_init(&out, 1 << 20);
     int r = a && devs && ptrs ? 0 : -ENOMEM;
@@ -414,14 +417,14 @@ static void answer(struct call *k)
         for (size_t j = 0; k->prepare && !d->error[0] && j < d->c.n; j++) {
             const char **pp = &ptrs[(i * DRAPREP_MAX_DEVICES + j) * 3];
             pp[0] = d->c.devices[j].request;
-            pp[1] = d->cdi[j][0];
-            pp[2] = d->cdi[j][1];
+            pp[1] = d->cdi[j].device;
+            pp[2] = d->cdi[j].metadata;
             devs[i * DRAPREP_MAX_DEVICES + j] = (struct draapi_device){.requests = &pp[0],
-                                                                      .n_requests = 1,
-                                                                      .pool = k->p->cfg.node_name,
-                                                                      .name = d->c.devices[j].name,
-                                                                      .cdi_ids = &pp[1],
-                                                                      .n_cdi_ids = 2};
+                                                                       .n_requests = 1,
+                                                                       .pool = k->p->cfg.node_name,
+                                                                       .name = d->c.devices[j].name,
+                                                                       .cdi_ids = &pp[1],
+                                                                       .n_cdi_ids = 2};
             a[i].n_devices = j + 1;
         }
     }
@@ -446,7 +449,8 @@ static void log_results(const struct call *k)
         const struct dclaim *d = &k->dc[i];
         const struct draapi_claim *c = &k->claims.v[i];
         if (d->error[0]) {
-            log_warning(k->prepare ? "Cannot prepare a ResourceClaim" : "Cannot unprepare a ResourceClaim",
+            log_warning(k->prepare ? "Cannot prepare a ResourceClaim"
+                                   : "Cannot unprepare a ResourceClaim",
                         KV_STR("claim", c->name), KV_STR("namespace", c->namespace_),
                         KV_STR("uid", c->uid), KV_STR("message", d->error));
             metrics_inc(k->prepare ? p->prepare_err : p->unprepare_err);
@@ -543,7 +547,7 @@ static void check_devices(struct call *k, struct dclaim *d)
 {
     struct draplugin *p = k->p;
     d->annotation = calloc(d->c.n ? d->c.n : 1, sizeof(*d->annotation));
-    d->attrs = calloc(d->c.n ? d->c.n : 1, sizeof(*d->attrs));
+    d->attrs = calloc(d->c.n ? d->c.n : 1, sizeof(cJSON *));
     d->cdi = calloc(d->c.n ? d->c.n : 1, sizeof(*d->cdi));
     if (!d->annotation || !d->attrs || !d->cdi) {
         (void)snprintf(d->error, sizeof(d->error), "out of memory");
@@ -562,12 +566,12 @@ static void check_devices(struct call *k, struct dclaim *d)
                            "device %s is held by PCIDeviceClaim %s: delete that claim first", a,
                            name);
         } else if (draprep_checkpoint_holder(p->ck, a, d->c.uid, who, sizeof(who))) {
-            (void)snprintf(d->error, sizeof(d->error),
-                           "device %s is prepared for ResourceClaim %s", a, who);
+            (void)snprintf(d->error, sizeof(d->error), "device %s is prepared for ResourceClaim %s",
+                           a, who);
         }
         const cJSON *dev = p->pci_devices ? kube_informer_get(p->pci_devices, name) : NULL;
-        const char *ann = cJSON_GetStringValue(
-                field(field(field(dev, "metadata"), "annotations"), KUBE_PCIDEVICE_DRIVER_ANNOTATION));
+        const char *ann = cJSON_GetStringValue(field(field(field(dev, "metadata"), "annotations"),
+                                                     KUBE_PCIDEVICE_DRIVER_ANNOTATION));
         (void)snprintf(d->annotation[i], sizeof(d->annotation[i]), "%s", ann ? ann : "");
         const struct pcidevice_spec *spec = scan ? map_get(scan, name) : NULL;
         cJSON *entry = spec ? draslices_device(spec) : NULL;
@@ -591,7 +595,8 @@ static void on_claim(const struct kube_err *err, const cJSON *obj, void *userdat
     struct err e = {""};
     if (err)
         (void)snprintf(d->error, sizeof(d->error), "cannot read ResourceClaim %s/%s: %.500s",
-                       d->ref->namespace_, d->ref->name, err->message[0] ? err->message : err->reason);
+                       d->ref->namespace_, d->ref->name,
+                       err->message[0] ? err->message : err->reason);
     else if (draprep_parse(obj, d->ref->uid, DRASLICES_DRIVER, k->p->cfg.node_name, &d->c, &e) < 0)
         (void)snprintf(d->error, sizeof(d->error), "%s", e.msg);
     if (--k->pending == 0)
@@ -610,9 +615,11 @@ static struct call *call_new(struct draplugin *p, struct grpc_call *gc, bool pre
     k->p = p;
     p->calls++;
     int r = draapi_decode_claims(msg, len, prepare, &k->claims, &e);
-    if (r == 0 && !(k->dc = calloc(k->claims.n ? k->claims.n : 1, sizeof(*k->dc))))
-        r = err_set(&e, -ENOMEM, "out of memory");
-    if (r < 0) {
+    if (r == 0 && !(k->dc = calloc(k->claims.n ? k->claims.n : 1, sizeof(*k->dc)))) {
+        (void)err_set(&e, -ENOMEM, "out of memory");
+        r = -ENOMEM;
+    }
+    if (r < 0 || !k->dc) {
         log_warning("Refused a malformed DRA request", KV_STR("message", e.msg));
         grpc_call_finish(gc, r == -ENOMEM ? GRPC_RESOURCE_EXHAUSTED : GRPC_INVALID_ARGUMENT, e.msg);
         call_free(k);
@@ -675,7 +682,8 @@ static void on_unprepare(struct grpc_call *gc, const uint8_t *msg, size_t len, v
         enqueue(k);
 }
 
-/* --- registration ------------------------------------------------------------------------------ */
+/* --- registration ------------------------------------------------------------------------------
+ */
 
 static void on_get_info(struct grpc_call *gc, const uint8_t *msg, size_t len, void *ud)
 {
@@ -715,14 +723,16 @@ static void on_notify(struct grpc_call *gc, const uint8_t *msg, size_t len, void
                   KV_STR("message", why));
         metrics_inc(p->register_err);
     }
-    if (draapi_encode_status_response(&out) == 0 && grpc_call_reply(gc, (const uint8_t *)out.data, out.len) == 0)
+    if (draapi_encode_status_response(&out) == 0 &&
+        grpc_call_reply(gc, (const uint8_t *)out.data, out.len) == 0)
         grpc_call_finish(gc, GRPC_OK, NULL);
     else
         grpc_call_finish(gc, GRPC_INTERNAL, "cannot encode the response");
     buf_free(&out);
 }
 
-/* --- the part ---------------------------------------------------------------------------------- */
+/* --- the part ----------------------------------------------------------------------------------
+ */
 
 static void register_metrics(struct draplugin *p)
 {
@@ -738,8 +748,8 @@ static void register_metrics(struct draplugin *p)
     p->unprepare_ok = s[0];
     p->unprepare_err = s[1];
     metrics_enum(m, METRICS_COUNTER, "hostdevd_dra_registrations_total",
-                 "Registration statuses kubelet sent the DRA plugin, by result.", "result",
-                 results, s);
+                 "Registration statuses kubelet sent the DRA plugin, by result.", "result", results,
+                 s);
     p->registered = s[0];
     p->register_err = s[1];
     p->claims_gauge = metrics_one(m, METRICS_GAUGE, "hostdevd_dra_prepared_claims",
@@ -758,7 +768,7 @@ struct draplugin *draplugin_new(const struct draplugin_config *cfg)
     fmt_path(p->plugin_dir, sizeof(p->plugin_dir), "%s/plugins/%s", kd, DRASLICES_DRIVER);
     fmt_path(p->socket, sizeof(p->socket), "%s/dra.sock", p->plugin_dir);
     fmt_path(p->reg_socket, sizeof(p->reg_socket), "%s/plugins_registry/%s-reg.sock", kd,
-                   DRASLICES_DRIVER);
+             DRASLICES_DRIVER);
     (void)snprintf(p->ck_path, sizeof(p->ck_path), "%s/checkpoint.json", p->plugin_dir);
     (void)snprintf(p->cdi_dir, sizeof(p->cdi_dir), "%s", cfg->cdi_dir);
     p->env = (struct pcibind_env){.sysfs_fd = node_sysfs_open_root(cfg->sysfs_root),
@@ -810,8 +820,8 @@ static int load_checkpoint(struct draplugin *p)
         char bad[PATH_MAX + 64];
         (void)snprintf(bad, sizeof(bad), "%s.bad", p->ck_path);
         (void)rename(p->ck_path, bad);
-        log_error("The DRA checkpoint is malformed: set aside, starting empty",
-                  KV_STR("path", bad), KV_STR("message", e.msg));
+        log_error("The DRA checkpoint is malformed: set aside, starting empty", KV_STR("path", bad),
+                  KV_STR("message", e.msg));
         return (p->ck = draprep_checkpoint_new()) ? 0 : -ENOMEM;
     }
     return 0;
@@ -830,8 +840,8 @@ int draplugin_start(struct draplugin *p)
     *strrchr(dir, '/') = '\0';
     if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
         /* No kubelet here (kubelet makes its registry when it starts, before any agent Pod). */
-        log_warning("No kubelet plugin registry: the DRA plugin is not served",
-                    KV_STR("dir", dir), KV_STR("hint", "--kubelet-dir: kubelet's root directory"));
+        log_warning("No kubelet plugin registry: the DRA plugin is not served", KV_STR("dir", dir),
+                    KV_STR("hint", "--kubelet-dir: kubelet's root directory"));
         p->started = true;
         return 0;
     }

@@ -54,8 +54,7 @@ void draprep_claim_done(struct draprep_claim *c)
     c->n = 0;
 }
 
-static int copy_name(char *dst, size_t size, const char *src, const char *what,
-                     struct err *ret_err)
+static int copy_name(char *dst, size_t size, const char *src, const char *what, struct err *ret_err)
 {
     if (!src || !src[0])
         return err_set(ret_err, -EINVAL, "the claim has no %s", what);
@@ -117,7 +116,8 @@ int draprep_parse(const cJSON *claim, const char *uid, const char *driver, const
     if (!(ret->devices = calloc(DRAPREP_MAX_DEVICES, sizeof(*ret->devices))))
         return err_set(ret_err, -ENOMEM, "out of memory");
     const cJSON *res;
-    cJSON_ArrayForEach(res, results) {
+    cJSON_ArrayForEach(res, results)
+    {
         const char *d = str_field(res, "driver"), *p = str_field(res, "pool");
         if (!d || strcmp(d, driver) != 0 || !p || strcmp(p, pool) != 0)
             continue;
@@ -136,10 +136,11 @@ void draprep_base_request(const char *request, char *buf, size_t size)
     (void)snprintf(buf, size, "%.*s", (int)n, request);
 }
 
-/* --- CDI and metadata -------------------------------------------------------------------------- */
+/* --- CDI and metadata --------------------------------------------------------------------------
+ */
 
-void draprep_cdi_ids(const struct draprep_claim *c, size_t i, char *device_id,
-                     char *metadata_id, size_t size)
+void draprep_cdi_ids(const struct draprep_claim *c, size_t i, char *device_id, char *metadata_id,
+                     size_t size)
 {
     char base[DRAPREP_NAME_SIZE];
     draprep_base_request(c->devices[i].request, base, sizeof(base));
@@ -195,12 +196,12 @@ static cJSON *vfio_edits(int group, const char *dev_root)
     return e;
 }
 
-static cJSON *mount_edits(const struct draprep_claim *c, const char *base,
-                          const char *metadata_dir)
+static cJSON *mount_edits(const struct draprep_claim *c, const char *base, const char *metadata_dir)
 {
     char host[4096], ctr[1024];
     cJSON *e = cJSON_CreateObject(), *mounts = cJSON_AddArrayToObject(e, "mounts"),
-          *m = cJSON_CreateObject(), *opts = cJSON_CreateStringArray((const char *[]){"ro", "bind"}, 2);
+          *m = cJSON_CreateObject(),
+          *opts = cJSON_CreateStringArray((const char *[]){"ro", "bind"}, 2);
     (void)snprintf(host, sizeof(host), "%s/%s/metadata.json", metadata_dir, base);
     if (!mounts || !m || !opts || !cJSON_AddItemToArray(mounts, m) ||
         draprep_container_path(c, base, ctr, sizeof(ctr)) < 0 ||
@@ -253,7 +254,8 @@ cJSON *draprep_cdi_spec(const struct draprep_claim *c, const int *groups, const 
 static cJSON *meta_device(const struct draprep_device *d, const char *driver, const char *pool,
                           const cJSON *attrs)
 {
-    cJSON *o = cJSON_CreateObject(), *a = attrs ? cJSON_Duplicate(attrs, true) : cJSON_CreateObject();
+    cJSON *o = cJSON_CreateObject(),
+          *a = attrs ? cJSON_Duplicate(attrs, true) : cJSON_CreateObject();
     if (!o || !a || !cJSON_AddStringToObject(o, "driver", driver) ||
         !cJSON_AddStringToObject(o, "pool", pool) || !cJSON_AddStringToObject(o, "name", d->name) ||
         !cJSON_AddItemToObject(o, "attributes", a)) {
@@ -270,8 +272,8 @@ static cJSON *meta_device(const struct draprep_device *d, const char *driver, co
     return o;
 }
 
-cJSON *draprep_metadata(const struct draprep_claim *c, const char *base_request,
-                        const char *driver, const char *pool, const cJSON *const *attrs)
+cJSON *draprep_metadata(const struct draprep_claim *c, const char *base_request, const char *driver,
+                        const char *pool, const cJSON *const *attrs)
 {
     cJSON *m = cJSON_CreateObject(), *meta = cJSON_AddObjectToObject(m, "metadata"), *reqs,
           *req = cJSON_CreateObject(), *devs;
@@ -295,8 +297,8 @@ cJSON *draprep_metadata(const struct draprep_claim *c, const char *base_request,
         if (strcmp(b, base_request) != 0)
             continue;
         request = request ? request : c->devices[i].request;
-        if (!cJSON_AddItemToArray(devs, meta_device(&c->devices[i], driver, pool,
-                                                    attrs ? attrs[i] : NULL)))
+        if (!cJSON_AddItemToArray(
+                    devs, meta_device(&c->devices[i], driver, pool, attrs ? attrs[i] : NULL)))
             return cJSON_Delete(m), NULL;
     }
     if (!cJSON_AddStringToObject(req, "name", request ? request : base_request))
@@ -311,7 +313,8 @@ const char *draprep_original(const char *current, const char *annotation)
     return current;
 }
 
-/* --- the checkpoint ----------------------------------------------------------------------------- */
+/* --- the checkpoint -----------------------------------------------------------------------------
+ */
 
 cJSON *draprep_checkpoint_new(void)
 {
@@ -332,7 +335,8 @@ int draprep_checkpoint_parse(const char *text, cJSON **ret, struct err *ret_err)
         cJSON_Delete(ck);
         return err_set(ret_err, -EINVAL, "not a version 1 checkpoint");
     }
-    cJSON_ArrayForEach(e, claims) {
+    cJSON_ArrayForEach(e, claims)
+    {
         struct draprep_claim c;
         const char **orig = NULL;
         int *groups = NULL;
@@ -373,7 +377,8 @@ int draprep_checkpoint_put(cJSON *ck, const struct draprep_claim *c, const char 
             !cJSON_AddStringToObject(d, "address", c->devices[i].address) ||
             !cJSON_AddStringToObject(d, "original", originals[i] ? originals[i] : "") ||
             !cJSON_AddNumberToObject(d, "group", groups ? groups[i] : -1)) {
-            if (!cJSON_GetArraySize(devs) || cJSON_GetArrayItem(devs, cJSON_GetArraySize(devs) - 1) != d)
+            if (!cJSON_GetArraySize(devs) ||
+                cJSON_GetArrayItem(devs, cJSON_GetArraySize(devs) - 1) != d)
                 cJSON_Delete(d);
             return cJSON_Delete(e), -ENOMEM;
         }
@@ -392,7 +397,8 @@ void draprep_checkpoint_remove(cJSON *ck, const char *uid)
 const char *draprep_checkpoint_original(const cJSON *ck, const char *uid, const char *address)
 {
     const cJSON *d;
-    cJSON_ArrayForEach(d, field(draprep_checkpoint_claim(ck, uid), "devices")) {
+    cJSON_ArrayForEach(d, field(draprep_checkpoint_claim(ck, uid), "devices"))
+    {
         const char *a = str_field(d, "address");
         if (a && strcmp(a, address) == 0)
             return str_field(d, "original");
@@ -404,10 +410,12 @@ bool draprep_checkpoint_holder(const cJSON *ck, const char *address, const char 
                                char *buf, size_t size)
 {
     const cJSON *e, *d;
-    cJSON_ArrayForEach(e, field(ck, "claims")) {
+    cJSON_ArrayForEach(e, field(ck, "claims"))
+    {
         if (except_uid && strcmp(e->string, except_uid) == 0)
             continue;
-        cJSON_ArrayForEach(d, field(e, "devices")) {
+        cJSON_ArrayForEach(d, field(e, "devices"))
+        {
             const char *a = str_field(d, "address");
             if (a && strcmp(a, address) == 0) {
                 (void)snprintf(buf, size, "%s/%s", str_field(e, "namespace"), str_field(e, "name"));
@@ -423,29 +431,27 @@ int draprep_checkpoint_addresses(const cJSON *ck, char ***ret, size_t *ret_n)
     const cJSON *e, *d;
     size_t n = 0, cap = 0;
     char **v = NULL;
-    cJSON_ArrayForEach(e, field(ck, "claims")) cJSON_ArrayForEach(d, field(e, "devices"))
-    {
-        const char *a = str_field(d, "address");
-        if (!a)
-            continue;
-        if (n == cap) {
-            char **nv = realloc(v, (cap = cap ? 2 * cap : 8) * sizeof(*v));
-            if (!nv)
-                goto oom;
-            v = nv;
-        }
-        if (!(v[n] = strdup(a)))
+    cJSON_ArrayForEach(e, field(ck, "claims")){
+            cJSON_ArrayForEach(d, field(e, "devices")){const char *a = str_field(d, "address");
+    if (!a)
+        continue;
+    if (n == cap) {
+        char **nv = realloc(v, (cap = cap ? 2 * cap : 8) * sizeof(*v));
+        if (!nv)
             goto oom;
-        n++;
+        v = nv;
     }
-    *ret = v;
-    *ret_n = n;
-    return 0;
-oom:
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-    return -ENOMEM;
+    if (!(v[n] = strdup(a)))
+        goto oom;
+    n++;
+}
+}
+*ret = v;
+*ret_n = n;
+return 0;
+oom : for (size_t i = 0; i < n; i++) free(v[i]);
+free(v);
+return -ENOMEM;
 }
 
 static int entry_device(const cJSON *d, struct draprep_device *ret, const char **orig, int *group)
@@ -455,9 +461,9 @@ static int entry_device(const cJSON *d, struct draprep_device *ret, const char *
     const cJSON *g = field(d, "group");
     char addr[20];
     *orig = str_field(d, "original");
-    if (!req || !name || !a || !*orig || !cJSON_IsNumber(g) || strlen(req) >= sizeof(ret->request) ||
-        strlen(name) >= sizeof(ret->name) || draprep_address(name, addr, sizeof(addr)) < 0 ||
-        strcmp(addr, a) != 0)
+    if (!req || !name || !a || !*orig || !cJSON_IsNumber(g) ||
+        strlen(req) >= sizeof(ret->request) || strlen(name) >= sizeof(ret->name) ||
+        draprep_address(name, addr, sizeof(addr)) < 0 || strcmp(addr, a) != 0)
         return -EINVAL;
     memcpy(ret->request, req, strlen(req) + 1);
     memcpy(ret->name, name, strlen(name) + 1);
@@ -490,7 +496,8 @@ int draprep_checkpoint_entry(const cJSON *entry, const char *uid, struct draprep
     *ret_groups = calloc(n ? (size_t)n : 1, sizeof(**ret_groups));
     if (!ret->devices || !*ret_originals || !*ret_groups)
         return -ENOMEM;
-    cJSON_ArrayForEach(d, devs) {
+    cJSON_ArrayForEach(d, devs)
+    {
         if (entry_device(d, &ret->devices[ret->n], &(*ret_originals)[ret->n],
                          &(*ret_groups)[ret->n]) < 0)
             return -EINVAL;

@@ -17,11 +17,10 @@
  *                resource.kubernetes.io/pod-claim-name); apiVersion
  *                metadata.resource.k8s.io/v1alpha1, the device's slice attributes (pciBusID...)
  *   checkpoint   <plugin dir>/checkpoint.json: {"version": 1, "claims": {"<uid>": {"namespace",
- *                "name", "podClaim" (when from a template), "prepared": bool, "devices": [{"request", "name", "address",
- *                "original", "group"}]}}}; a device's original driver is recorded there before
- *                anything is bound, so a crash at any step knows what to restore.
- * A request name with a subrequest ("nic/intel") is recorded whole; its files use the base
- * request name ("nic").
+ *                "name", "podClaim" (when from a template), "prepared": bool, "devices":
+ * [{"request", "name", "address", "original", "group"}]}}}; a device's original driver is recorded
+ * there before anything is bound, so a crash at any step knows what to restore. A request name with
+ * a subrequest ("nic/intel") is recorded whole; its files use the base request name ("nic").
  */
 #pragma once
 
@@ -32,12 +31,12 @@
 
 struct cJSON;
 
-#define DRAPREP_CDI_KIND       "vfio-pci.hostdevd.io/vfio"
-#define DRAPREP_METADATA_ROOT  "/var/run/kubernetes.io/dra-device-attributes"
-#define DRAPREP_METADATA_API   "metadata.resource.k8s.io/v1alpha1"
-#define DRAPREP_POD_CLAIM_ANN  "resource.kubernetes.io/pod-claim-name"
-#define DRAPREP_MAX_DEVICES    64 /* of our driver in one claim */
-#define DRAPREP_NAME_SIZE      254
+#define DRAPREP_CDI_KIND      "vfio-pci.hostdevd.io/vfio"
+#define DRAPREP_METADATA_ROOT "/var/run/kubernetes.io/dra-device-attributes"
+#define DRAPREP_METADATA_API  "metadata.resource.k8s.io/v1alpha1"
+#define DRAPREP_POD_CLAIM_ANN "resource.kubernetes.io/pod-claim-name"
+#define DRAPREP_MAX_DEVICES   64 /* of our driver in one claim */
+#define DRAPREP_NAME_SIZE     254
 
 /* "0000:65:00.0" for "pci-0000-65-00-0" (draslices_device_name() backwards). Returns 0, or
  * -EINVAL when the name is not one of ours. */
@@ -60,8 +59,8 @@ struct draprep_claim {
  * was allocated. -EINVAL with a sentence: the uid is not `uid` (deleted and made again), the
  * claim is not allocated, a device of ours is not a PCI function name, more than
  * DRAPREP_MAX_DEVICES. A claim with no device of ours is 0 with n == 0. */
-int draprep_parse(const struct cJSON *claim, const char *uid, const char *driver,
-                  const char *pool, struct draprep_claim *ret, struct err *ret_err);
+int draprep_parse(const struct cJSON *claim, const char *uid, const char *driver, const char *pool,
+                  struct draprep_claim *ret, struct err *ret_err);
 void draprep_claim_done(struct draprep_claim *c);
 
 /* "nic" for "nic/intel". */
@@ -73,8 +72,8 @@ void draprep_base_request(const char *request, char *buf, size_t size);
 struct cJSON *draprep_cdi_spec(const struct draprep_claim *c, const int *groups,
                                const char *dev_root, const char *metadata_dir);
 /* The CDI ids of device i: "<kind>=<uid>-<device>" and "<kind>=<uid>_<base request>". */
-void draprep_cdi_ids(const struct draprep_claim *c, size_t i, char *device_id,
-                     char *metadata_id, size_t size);
+void draprep_cdi_ids(const struct draprep_claim *c, size_t i, char *device_id, char *metadata_id,
+                     size_t size);
 /* The in-container path of the metadata file of `base_request`. */
 int draprep_container_path(const struct draprep_claim *c, const char *base_request, char *buf,
                            size_t size);
@@ -92,7 +91,8 @@ struct cJSON *draprep_metadata(const struct draprep_claim *c, const char *base_r
  * stays there when the claim is unprepared. */
 const char *draprep_original(const char *current, const char *annotation);
 
-/* --- the checkpoint ---------------------------------------------------------------------------- */
+/* --- the checkpoint ----------------------------------------------------------------------------
+ */
 
 /* A new empty checkpoint, or the one in `text` (-EINVAL with a sentence when it is not one). */
 int draprep_checkpoint_parse(const char *text, struct cJSON **ret, struct err *ret_err);
@@ -109,12 +109,11 @@ const char *draprep_checkpoint_original(const struct cJSON *ck, const char *uid,
                                         const char *address);
 /* The claim that holds `address` ("namespace/name" into buf), other than `except_uid` (may be
  * NULL). Returns true when one does. */
-bool draprep_checkpoint_holder(const struct cJSON *ck, const char *address,
-                               const char *except_uid, char *buf, size_t size);
+bool draprep_checkpoint_holder(const struct cJSON *ck, const char *address, const char *except_uid,
+                               char *buf, size_t size);
 /* Every address the checkpoint holds (malloc'd array of malloc'd strings). */
 int draprep_checkpoint_addresses(const struct cJSON *ck, char ***ret, size_t *ret_n);
 /* The entry's claim as a draprep_claim (devices from the checkpoint) and their originals
  * (pointers into `entry`). Returns 0 or -EINVAL when the entry is malformed. */
-int draprep_checkpoint_entry(const struct cJSON *entry, const char *uid,
-                             struct draprep_claim *ret, const char ***ret_originals,
-                             int **ret_groups);
+int draprep_checkpoint_entry(const struct cJSON *entry, const char *uid, struct draprep_claim *ret,
+                             const char ***ret_originals, int **ret_groups);

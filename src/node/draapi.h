@@ -3,8 +3,8 @@
  * node/draapi.h - the kubelet DRA plugin API v1 (node/draapi.proto) and kubelet's plugin
  * registration API (node/pluginreg.proto), in plain C structs: what a DRA driver decodes (the
  * claims kubelet asks it to prepare or unprepare, the registration status) and encodes (its
- * PluginInfo, the per-claim answers). protobuf-c does the wire format; this is the only file
- * that uses the generated code.
+ * PluginInfo, the per-claim answers). protobuf-c does the wire format in node/dpapi.c, the one
+ * file that holds protobuf-c and the generated code (for the device-plugin API too).
  *
  * Decoders never trust their input: a message protobuf-c cannot unpack, more than
  * DRAAPI_MAX_CLAIMS claims, a claim whose uid is empty or whose namespace, uid or name is longer
@@ -75,8 +75,8 @@ int draapi_encode_info(const char *name, const char *endpoint, struct buf *out);
 int draapi_encode_status_response(struct buf *out);
 /* RegistrationStatus: whether kubelet registered the plugin and its error text (copied into
  * `error`, cut to `size`). */
-int draapi_decode_status(const uint8_t *msg, size_t len, bool *registered, char *error,
-                         size_t size, struct err *ret_err);
+int draapi_decode_status(const uint8_t *msg, size_t len, bool *registered, char *error, size_t size,
+                         struct err *ret_err);
 
 /* --- the other side, for tests and tools ---------------------------------------------------- */
 
@@ -90,12 +90,12 @@ struct draapi_result {
         char *pool, *name;
         char **requests, **cdi_ids;
         size_t n_requests, n_cdi_ids;
-    } *devices;
+    } * devices;
 };
 
 /* NodePrepareResourcesResponse / NodeUnprepareResourcesResponse. */
-int draapi_decode_answers(const uint8_t *msg, size_t len, bool prepare,
-                          struct draapi_result **ret, size_t *ret_n, struct err *ret_err);
+int draapi_decode_answers(const uint8_t *msg, size_t len, bool prepare, struct draapi_result **ret,
+                          size_t *ret_n, struct err *ret_err);
 void draapi_results_free(struct draapi_result *r, size_t n);
 /* PluginInfo: type, name and endpoint copied (cut to `size`), and whether the versions hold
  * DRAAPI_SERVICE. */

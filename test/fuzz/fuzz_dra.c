@@ -69,7 +69,8 @@ static void check_checkpoint(const char *text)
     struct err err = {""};
     if (draprep_checkpoint_parse(text, &ck, &err) < 0)
         return;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(ck, "claims")) {
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(ck, "claims"))
+    {
         struct draprep_claim c;
         const char **orig = NULL;
         int *groups = NULL;

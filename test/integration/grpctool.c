@@ -245,8 +245,8 @@ struct bytes {
     size_t len;
 };
 
-static void got_bytes(enum grpc_status status, const char *message, const uint8_t *resp,
-                      size_t len, void *userdata)
+static void got_bytes(enum grpc_status status, const char *message, const uint8_t *resp, size_t len,
+                      void *userdata)
 {
     struct bytes *b = userdata;
     b->status = status;
@@ -260,8 +260,8 @@ static void got_bytes(enum grpc_status status, const char *message, const uint8_
 static int unary_bytes(struct ev_loop *loop, const char *sock, const char *method,
                        const struct buf *req, struct bytes *ret)
 {
-    if (grpc_unary(loop, sock, method, (const uint8_t *)req->data, req->len, 50.0, got_bytes,
-                   ret) < 0)
+    if (grpc_unary(loop, sock, method, (const uint8_t *)req->data, req->len, 50.0, got_bytes, ret) <
+        0)
         return 1;
     ev_run(loop, 0);
     if (ret->status != GRPC_OK) {
@@ -289,8 +289,12 @@ static int dra(struct ev_loop *loop, const char *sock, bool prepare, int n, char
         c[i].namespace_ = refs[i];
         c[i].name = strchr(refs[i], '/');
         c[i].uid = c[i].name ? strchr(c[i].name + 1, '/') : NULL;
-        if (!c[i].uid)
-            return fprintf(stderr, "grpctool: %s is not NAMESPACE/NAME/UID\n", refs[i]), 2;
+        if (!c[i].uid) {
+            fprintf(stderr, "grpctool: %s is not NAMESPACE/NAME/UID\n", refs[i]);
+            free(c);
+            buf_free(&req);
+            return 2;
+        }
         *c[i].name++ = '\0';
         *c[i].uid++ = '\0';
     }
@@ -330,7 +334,8 @@ static int reginfo(struct ev_loop *loop, const char *sock)
     bool v1 = false;
     buf_init(&req, 16);
     int rc = unary_bytes(loop, sock, DRAAPI_GET_INFO, &req, &resp);
-    if (rc == 0 && draapi_decode_info(resp.data, resp.len, type, name, ep, sizeof(type), &v1, &e) == 0)
+    if (rc == 0 &&
+        draapi_decode_info(resp.data, resp.len, type, name, ep, sizeof(type), &v1, &e) == 0)
         printf("type=%s name=%s endpoint=%s v1=%s\n", type, name, ep, v1 ? "true" : "false");
     else if (rc == 0)
         rc = 1;

@@ -18,16 +18,21 @@ static cJSON *claim(const char *uid, const char *results, const char *pod_claim)
 {
     char text[4096];
     (void)snprintf(text, sizeof(text),
-                   "{\"metadata\": {\"namespace\": \"vms\", \"name\": \"vm1-nic-x7k2\", \"uid\": \"%s\"%s%s%s},"
+                   "{\"metadata\": {\"namespace\": \"vms\", \"name\": \"vm1-nic-x7k2\", \"uid\": "
+                   "\"%s\"%s%s%s},"
                    " \"status\": {\"allocation\": {\"devices\": {\"results\": %s}}}}",
-                   uid, pod_claim ? ", \"annotations\": {\"resource.kubernetes.io/pod-claim-name\": \"" : "",
+                   uid,
+                   pod_claim ? ", \"annotations\": {\"resource.kubernetes.io/pod-claim-name\": \""
+                             : "",
                    pod_claim ? pod_claim : "", pod_claim ? "\"}" : "", results);
     cJSON *c = cJSON_Parse(text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     return c;
 }
 
-#define OURS(req, dev) "{\"request\": \"" req "\", \"driver\": \"vfio-pci.hostdevd.io\", \"pool\": \"titan\", \"device\": \"" dev "\"}"
+#define OURS(req, dev)                                                                             \
+    "{\"request\": \"" req                                                                         \
+    "\", \"driver\": \"vfio-pci.hostdevd.io\", \"pool\": \"titan\", \"device\": \"" dev "\"}"
 
 static void test_address(void)
 {
@@ -36,9 +41,17 @@ static void test_address(void)
     CU_ASSERT_STRING_EQUAL(a, "0000:65:00.0");
     CU_ASSERT_EQUAL(draprep_address("pci-10000-0a-1f-7", a, sizeof(a)), 0);
     CU_ASSERT_STRING_EQUAL(a, "10000:0a:1f.7");
-    const char *bad[] = {"", "pci-", "pci-0000-65-00", "pci-0000-65-00-8", "pci-0000-65-00-0-",
-                         "pci-000-65-00-0", "pci-0000-6G-00-0", "pci-0000-65-00-0x",
-                         "gpu-0000-65-00-0", "pci-0000-AB-00-0", "pci-000000000-65-00-0"};
+    const char *bad[] = {"",
+                         "pci-",
+                         "pci-0000-65-00",
+                         "pci-0000-65-00-8",
+                         "pci-0000-65-00-0-",
+                         "pci-000-65-00-0",
+                         "pci-0000-6G-00-0",
+                         "pci-0000-65-00-0x",
+                         "gpu-0000-65-00-0",
+                         "pci-0000-AB-00-0",
+                         "pci-000000000-65-00-0"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         CU_ASSERT_EQUAL(draprep_address(bad[i], a, sizeof(a)), -EINVAL);
     CU_ASSERT_EQUAL(draprep_address("pci-0000-65-00-0", a, 12), -EINVAL); /* does not fit */
@@ -48,12 +61,17 @@ static void test_parse(void)
 {
     struct draprep_claim c;
     struct err e = {""};
-    cJSON *j = claim(UID,
-                     "[" OURS("nic", "pci-0000-65-00-0") ","
-                     "{\"request\": \"gpu\", \"driver\": \"gpu.example.com\", \"pool\": \"titan\", \"device\": \"gpu-0\"},"
-                     "{\"request\": \"nic\", \"driver\": \"vfio-pci.hostdevd.io\", \"pool\": \"other\", \"device\": \"pci-0000-66-00-0\"},"
-                     OURS("nic2/intel", "pci-0000-65-00-1") "]",
-                     "nic");
+    cJSON *j = claim(
+            UID,
+            "[" OURS("nic",
+                     "pci-0000-65-00-0") ","
+                                         "{\"request\": \"gpu\", \"driver\": \"gpu.example.com\", "
+                                         "\"pool\": \"titan\", \"device\": \"gpu-0\"},"
+                                         "{\"request\": \"nic\", \"driver\": "
+                                         "\"vfio-pci.hostdevd.io\", \"pool\": \"other\", "
+                                         "\"device\": \"pci-0000-66-00-0\"}," OURS(
+                                                 "nic2/intel", "pci-0000-65-00-1") "]",
+            "nic");
     CU_ASSERT_EQUAL_FATAL(draprep_parse(j, UID, "vfio-pci.hostdevd.io", "titan", &c, &e), 0);
     CU_ASSERT_EQUAL(c.n, 2); /* another driver's and another pool's left out */
     CU_ASSERT_STRING_EQUAL(c.devices[0].address, "0000:65:00.0");
@@ -62,11 +80,13 @@ static void test_parse(void)
     CU_ASSERT_STRING_EQUAL(c.namespace_, "vms");
     draprep_claim_done(&c);
     /* another uid: the claim was made again */
-    CU_ASSERT_EQUAL(draprep_parse(j, "other-uid", "vfio-pci.hostdevd.io", "titan", &c, &e), -EINVAL);
+    CU_ASSERT_EQUAL(draprep_parse(j, "other-uid", "vfio-pci.hostdevd.io", "titan", &c, &e),
+                    -EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "deleted and made again"));
     cJSON_Delete(j);
     /* not allocated */
-    j = cJSON_Parse("{\"metadata\": {\"namespace\": \"vms\", \"name\": \"c\", \"uid\": \"" UID "\"}}");
+    j = cJSON_Parse("{\"metadata\": {\"namespace\": \"vms\", \"name\": \"c\", \"uid\": \"" UID
+                    "\"}}");
     CU_ASSERT_EQUAL(draprep_parse(j, UID, "vfio-pci.hostdevd.io", "titan", &c, &e), -EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "is not allocated"));
     cJSON_Delete(j);
@@ -85,8 +105,12 @@ static void test_parse(void)
     draprep_claim_done(&c);
     cJSON_Delete(j);
     /* garbage of every kind is an error, never a crash */
+    static const char odd_results[] =
+            "{\"metadata\": {\"namespace\": \"a\", \"name\": \"b\", \"uid\": \"" UID "\"},"
+            " \"status\": {\"allocation\": {\"devices\": {\"results\": [5, null, {\"driver\": "
+            "1}]}}}}";
     const char *odd[] = {"null", "[]", "{\"metadata\": 5}", "{\"metadata\": {\"name\": 1}}",
-                         "{\"metadata\": {\"namespace\": \"a\", \"name\": \"b\", \"uid\": \"" UID "\"}, \"status\": {\"allocation\": {\"devices\": {\"results\": [5, null, {\"driver\": 1}]}}}}"};
+                         odd_results};
     for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
         j = cJSON_Parse(odd[i]);
         int r = draprep_parse(j, UID, "vfio-pci.hostdevd.io", "titan", &c, &e);
@@ -116,7 +140,8 @@ static const char *str_at(const cJSON *o, const char *path)
     char p[256], *save = NULL;
     (void)snprintf(p, sizeof(p), "%s", path);
     for (char *t = strtok_r(p, ".", &save); t && o; t = strtok_r(NULL, ".", &save))
-        o = cJSON_IsArray(o) ? cJSON_GetArrayItem(o, atoi(t)) : cJSON_GetObjectItemCaseSensitive(o, t);
+        o = cJSON_IsArray(o) ? cJSON_GetArrayItem(o, (int)strtol(t, NULL, 10))
+                             : cJSON_GetObjectItemCaseSensitive(o, t);
     return cJSON_GetStringValue(o);
 }
 
@@ -124,7 +149,8 @@ static void test_cdi(void)
 {
     struct draprep_claim c = two_devices("");
     int groups[] = {44, 45};
-    cJSON *spec = draprep_cdi_spec(&c, groups, "/dev", "/var/lib/kubelet/plugins/x/dra-device-metadata/vms_vm1-nic-x7k2");
+    cJSON *spec = draprep_cdi_spec(
+            &c, groups, "/dev", "/var/lib/kubelet/plugins/x/dra-device-metadata/vms_vm1-nic-x7k2");
     CU_ASSERT_PTR_NOT_NULL_FATAL(spec);
     CU_ASSERT_STRING_EQUAL(str_at(spec, "kind"), "vfio-pci.hostdevd.io/vfio");
     cJSON *devs = cJSON_GetObjectItemCaseSensitive(spec, "devices");
@@ -134,16 +160,19 @@ static void test_cdi(void)
     CU_ASSERT_STRING_EQUAL(str_at(devs, "0.containerEdits.deviceNodes.1.path"), "/dev/vfio/44");
     CU_ASSERT_PTR_NULL(str_at(devs, "0.containerEdits.deviceNodes.1.hostPath"));
     CU_ASSERT_STRING_EQUAL(str_at(devs, "1.name"), UID "_nic");
-    CU_ASSERT_STRING_EQUAL(str_at(devs, "1.containerEdits.mounts.0.hostPath"),
-                           "/var/lib/kubelet/plugins/x/dra-device-metadata/vms_vm1-nic-x7k2/nic/metadata.json");
+    CU_ASSERT_STRING_EQUAL(
+            str_at(devs, "1.containerEdits.mounts.0.hostPath"),
+            "/var/lib/kubelet/plugins/x/dra-device-metadata/vms_vm1-nic-x7k2/nic/metadata.json");
     CU_ASSERT_STRING_EQUAL(str_at(devs, "1.containerEdits.mounts.0.containerPath"),
-                           "/var/run/kubernetes.io/dra-device-attributes/resourceclaims/vm1-nic-x7k2/nic/vfio-pci.hostdevd.io-metadata.json");
+                           "/var/run/kubernetes.io/dra-device-attributes/resourceclaims/"
+                           "vm1-nic-x7k2/nic/vfio-pci.hostdevd.io-metadata.json");
     CU_ASSERT_STRING_EQUAL(str_at(devs, "1.containerEdits.mounts.0.options.0"), "ro");
     CU_ASSERT_STRING_EQUAL(str_at(devs, "2.containerEdits.deviceNodes.1.path"), "/dev/vfio/45");
     cJSON_Delete(spec);
     /* another /dev: the host path says where the node really is */
     spec = draprep_cdi_spec(&c, groups, "/tmp/dev", "/m");
-    CU_ASSERT_STRING_EQUAL(str_at(spec, "devices.0.containerEdits.deviceNodes.1.hostPath"), "/tmp/dev/vfio/44");
+    CU_ASSERT_STRING_EQUAL(str_at(spec, "devices.0.containerEdits.deviceNodes.1.hostPath"),
+                           "/tmp/dev/vfio/44");
     cJSON_Delete(spec);
     char d[512], m[512];
     draprep_cdi_ids(&c, 1, d, m, sizeof(d));
@@ -153,14 +182,16 @@ static void test_cdi(void)
     /* from a template: the pod's claim name in the container path */
     c = two_devices("nic-claim");
     CU_ASSERT_EQUAL(draprep_container_path(&c, "nic", d, sizeof(d)), 0);
-    CU_ASSERT_STRING_EQUAL(d, "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/nic-claim/nic/vfio-pci.hostdevd.io-metadata.json");
+    CU_ASSERT_STRING_EQUAL(d, "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/"
+                              "nic-claim/nic/vfio-pci.hostdevd.io-metadata.json");
     draprep_claim_done(&c);
 }
 
 static void test_metadata(void)
 {
     struct draprep_claim c = two_devices("nic-claim");
-    cJSON *attrs = cJSON_Parse("{\"resource.kubernetes.io/pciBusID\": {\"string\": \"0000:65:00.0\"}, \"numaNode\": {\"int\": 1}}");
+    cJSON *attrs = cJSON_Parse("{\"resource.kubernetes.io/pciBusID\": {\"string\": "
+                               "\"0000:65:00.0\"}, \"numaNode\": {\"int\": 1}}");
     const cJSON *a[] = {attrs, NULL};
     cJSON *m = draprep_metadata(&c, "nic", "vfio-pci.hostdevd.io", "titan", a);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
@@ -171,11 +202,26 @@ static void test_metadata(void)
     CU_ASSERT_STRING_EQUAL(str_at(m, "requests.0.name"), "nic/intel");
     CU_ASSERT_STRING_EQUAL(str_at(m, "requests.0.devices.0.driver"), "vfio-pci.hostdevd.io");
     CU_ASSERT_STRING_EQUAL(str_at(m, "requests.0.devices.0.pool"), "titan");
-    const cJSON *d1 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "requests"), 0), "devices"), 1);
-    const cJSON *bus = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d1, "attributes"), "resource.kubernetes.io/pciBusID");
-    CU_ASSERT_STRING_EQUAL(str_at(bus, "string"), "0000:65:00.1"); /* no attributes: pciBusID alone */
-    const cJSON *d0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "requests"), 0), "devices"), 0);
-    CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d0, "attributes"), "numaNode"), "int")->valueint, 1);
+    const cJSON *d1 = cJSON_GetArrayItem(
+            cJSON_GetObjectItemCaseSensitive(
+                    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "requests"), 0),
+                    "devices"),
+            1);
+    const cJSON *bus = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(d1, "attributes"), "resource.kubernetes.io/pciBusID");
+    CU_ASSERT_STRING_EQUAL(str_at(bus, "string"),
+                           "0000:65:00.1"); /* no attributes: pciBusID alone */
+    const cJSON *d0 = cJSON_GetArrayItem(
+            cJSON_GetObjectItemCaseSensitive(
+                    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "requests"), 0),
+                    "devices"),
+            0);
+    CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(
+                            cJSON_GetObjectItemCaseSensitive(
+                                    cJSON_GetObjectItemCaseSensitive(d0, "attributes"), "numaNode"),
+                            "int")
+                            ->valueint,
+                    1);
     cJSON_Delete(m);
     cJSON_Delete(attrs);
     draprep_claim_done(&c);
@@ -222,7 +268,8 @@ static void test_checkpoint(void)
     struct draprep_claim r;
     const char **ro = NULL;
     int *rg = NULL;
-    CU_ASSERT_EQUAL(draprep_checkpoint_entry(draprep_checkpoint_claim(back, UID), UID, &r, &ro, &rg), 0);
+    CU_ASSERT_EQUAL(
+            draprep_checkpoint_entry(draprep_checkpoint_claim(back, UID), UID, &r, &ro, &rg), 0);
     CU_ASSERT_EQUAL(r.n, 2);
     CU_ASSERT_STRING_EQUAL(r.pod_claim, "nic-claim");
     CU_ASSERT_STRING_EQUAL(ro[1], "vfio-pci");
@@ -236,8 +283,15 @@ static void test_checkpoint(void)
     cJSON_Delete(back);
     free(text);
     /* what is not a checkpoint is refused, whole */
-    const char *bad[] = {"", "[]", "{\"version\": 2, \"claims\": {}}", "{\"version\": 1}",
-                         "{\"version\": 1, \"claims\": {\"u\": {\"namespace\": \"a\", \"name\": \"b\", \"devices\": [{\"request\": \"r\", \"name\": \"pci-0000-65-00-0\", \"address\": \"0000:65:00.1\", \"original\": \"\", \"group\": 1}]}}}",
+    static const char wrong_address[] =
+            "{\"version\": 1, \"claims\": {\"u\": {\"namespace\": \"a\", \"name\": \"b\", "
+            "\"devices\": [{\"request\": \"r\", \"name\": \"pci-0000-65-00-0\", \"address\": "
+            "\"0000:65:00.1\", \"original\": \"\", \"group\": 1}]}}}";
+    const char *bad[] = {"",
+                         "[]",
+                         "{\"version\": 2, \"claims\": {}}",
+                         "{\"version\": 1}",
+                         wrong_address,
                          "{\"version\": 1, \"claims\": {\"u\": {\"devices\": []}}}"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         back = NULL;
@@ -253,7 +307,8 @@ static void test_messages(void)
     struct buf b;
     struct err e = {""};
     buf_init(&b, 1 << 20);
-    struct draapi_claim in[] = {{(char *)"vms", (char *)UID, (char *)"vm1-nic"}, {(char *)"default", (char *)"u2", (char *)"c2"}};
+    struct draapi_claim in[] = {{(char *)"vms", (char *)UID, (char *)"vm1-nic"},
+                                {(char *)"default", (char *)"u2", (char *)"c2"}};
     CU_ASSERT_EQUAL(draapi_encode_claims(in, 2, true, &b), 0);
     struct draapi_claims out;
     CU_ASSERT_EQUAL_FATAL(draapi_decode_claims((const uint8_t *)b.data, b.len, true, &out, &e), 0);
@@ -262,21 +317,27 @@ static void test_messages(void)
     CU_ASSERT_STRING_EQUAL(out.v[1].namespace_, "default");
     draapi_claims_done(&out);
     /* bad claims refused with a sentence */
-    struct draapi_claim bad[] = {{(char *)"vms", (char *)"", (char *)"n"}, {(char *)"a/b", (char *)"u", (char *)"n"}, {(char *)"vms", (char *)"u", (char *)"n\n"}};
+    struct draapi_claim bad[] = {{(char *)"vms", (char *)"", (char *)"n"},
+                                 {(char *)"a/b", (char *)"u", (char *)"n"},
+                                 {(char *)"vms", (char *)"u", (char *)"n\n"}};
     for (size_t i = 0; i < 3; i++) {
         CU_ASSERT_EQUAL(draapi_encode_claims(&bad[i], 1, false, &b), 0);
-        CU_ASSERT_EQUAL(draapi_decode_claims((const uint8_t *)b.data, b.len, false, &out, &e), -EINVAL);
+        CU_ASSERT_EQUAL(draapi_decode_claims((const uint8_t *)b.data, b.len, false, &out, &e),
+                        -EINVAL);
         CU_ASSERT(e.msg[0] != '\0');
     }
-    CU_ASSERT_EQUAL(draapi_decode_claims((const uint8_t *)"\xff\xff\xff", 3, true, &out, &e), -EINVAL);
+    CU_ASSERT_EQUAL(draapi_decode_claims((const uint8_t *)"\xff\xff\xff", 3, true, &out, &e),
+                    -EINVAL);
     /* answers, both ways */
     const char *reqs[] = {"nic"}, *ids[] = {"k=a", "k=b"};
     struct draapi_device dev = {reqs, 1, "titan", "pci-0000-65-00-0", ids, 2};
-    struct draapi_answer ans[] = {{UID, &dev, 1, NULL}, {"u2", NULL, 0, "device 0000:65:00.1: gone"}};
+    struct draapi_answer ans[] = {{UID, &dev, 1, NULL},
+                                  {"u2", NULL, 0, "device 0000:65:00.1: gone"}};
     CU_ASSERT_EQUAL(draapi_encode_prepared(ans, 2, &b), 0);
     struct draapi_result *res = NULL;
     size_t n = 0;
-    CU_ASSERT_EQUAL_FATAL(draapi_decode_answers((const uint8_t *)b.data, b.len, true, &res, &n, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(draapi_decode_answers((const uint8_t *)b.data, b.len, true, &res, &n, &e),
+                          0);
     CU_ASSERT_EQUAL_FATAL(n, 2);
     CU_ASSERT_STRING_EQUAL(res[0].uid, UID);
     CU_ASSERT_EQUAL_FATAL(res[0].n_devices, 1);
@@ -285,7 +346,8 @@ static void test_messages(void)
     CU_ASSERT_STRING_EQUAL(res[1].error, "device 0000:65:00.1: gone");
     draapi_results_free(res, n);
     CU_ASSERT_EQUAL(draapi_encode_unprepared(ans, 2, &b), 0);
-    CU_ASSERT_EQUAL_FATAL(draapi_decode_answers((const uint8_t *)b.data, b.len, false, &res, &n, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(
+            draapi_decode_answers((const uint8_t *)b.data, b.len, false, &res, &n, &e), 0);
     CU_ASSERT_PTR_NULL(res[0].error);
     CU_ASSERT_STRING_EQUAL(res[1].error, "device 0000:65:00.1: gone");
     draapi_results_free(res, n);
@@ -293,19 +355,26 @@ static void test_messages(void)
     char type[64], name[64], ep[256];
     bool v1 = false, ok = false;
     CU_ASSERT_EQUAL(draapi_encode_info("vfio-pci.hostdevd.io", "/p/dra.sock", &b), 0);
-    CU_ASSERT_EQUAL(draapi_decode_info((const uint8_t *)b.data, b.len, type, name, ep, sizeof(ep), &v1, &e), 0);
+    CU_ASSERT_EQUAL(
+            draapi_decode_info((const uint8_t *)b.data, b.len, type, name, ep, sizeof(ep), &v1, &e),
+            0);
     CU_ASSERT_STRING_EQUAL(type, "DRAPlugin");
     CU_ASSERT_STRING_EQUAL(name, "vfio-pci.hostdevd.io");
     CU_ASSERT_STRING_EQUAL(ep, "/p/dra.sock");
     CU_ASSERT(v1);
     /* RegistrationStatus{plugin_registered: false, error: "no"}: 08 00 12 02 'n' 'o' */
     char why[8];
-    CU_ASSERT_EQUAL(draapi_decode_status((const uint8_t *)"\x08\x00\x12\x02no", 6, &ok, why, sizeof(why), &e), 0);
+    CU_ASSERT_EQUAL(draapi_decode_status((const uint8_t *)"\x08\x00\x12\x02no", 6, &ok, why,
+                                         sizeof(why), &e),
+                    0);
     CU_ASSERT(!ok);
     CU_ASSERT_STRING_EQUAL(why, "no");
-    CU_ASSERT_EQUAL(draapi_decode_status((const uint8_t *)"\x08\x01", 2, &ok, why, sizeof(why), &e), 0);
+    CU_ASSERT_EQUAL(draapi_decode_status((const uint8_t *)"\x08\x01", 2, &ok, why, sizeof(why), &e),
+                    0);
     CU_ASSERT(ok);
-    CU_ASSERT_EQUAL(draapi_decode_status((const uint8_t *)"\x12\x09no", 4, &ok, why, sizeof(why), &e), -EINVAL);
+    CU_ASSERT_EQUAL(
+            draapi_decode_status((const uint8_t *)"\x12\x09no", 4, &ok, why, sizeof(why), &e),
+            -EINVAL);
     buf_free(&b);
 }
 
