@@ -9,8 +9,9 @@
 # fake CRI records gets our two CDI ids; the CDI spec has /dev/vfio/vfio, /dev/vfio/<group> and
 # the metadata mount at the path KubeVirt reads; the metadata file (v1alpha1) has the pciBusID,
 # and KubeVirt v1.9.0's own reader finds the address in it; a PCIDeviceClaim on the device is
-# refused (AllocatedByDRA); a kubelet restart keeps the pod and a repeated prepare answers the
-# same without binding again; a device that cannot be bound fails its pod's preparation with
+# refused (AllocatedByDRA); kubelet restarted while its NodePrepareResources waits (the agent
+# frozen) calls again and both calls are answered with one checkpoint entry; a repeated prepare
+# answers the same without binding again; a device that cannot be bound fails its pod's preparation with
 # the reason and is left as it was; deleting the pod unprepares (files gone, checkpoint empty)
 # and the waiting PCIDeviceClaim binds; a malformed DRA request is refused and the plugin
 # serves on. Prints pod created -> device prepared.
@@ -176,18 +177,36 @@ if eventually 30 is_reason AllocatedByDRA; then pass "refused: AllocatedByDRA"; 
 expect_contains "... the message names the ResourceClaim" \
     "$(kubectl get pcideviceclaim "$(pci_name $X710)" -o jsonpath='{.status.conditions[0].message}')" "default/$CLAIM"
 
-echo "--- kubelet restarts; kubelet's calls repeat"
+echo "--- kubelet restarts in the middle of a prepare; the call repeats"
+# The agent frozen (SIGSTOP) holds kubelet's NodePrepareResources for a new pod unanswered in its
+# socket; kubelet restarts; the agent thawed serves the first call (to a kubelet that went) and
+# the restarted kubelet's repeat.
+template gpu 'device.attributes["resource.kubernetes.io"].pciBusID == "0000:18:00.0"'
 BEFORE=$(metric 'hostdevd_dra_prepare_total{result="ok"}')
+allocated() { [ -n "$(kubectl get resourceclaim "$(claim_of vm4)" -o jsonpath='{.status.allocation}' 2>/dev/null)" ]; }
+kill -STOP "$AGENT_PID"
+pod vm4 gpu
+eventually 30 allocated || fail "vm4's claim allocated" "$(kubectl describe pod vm4 | tail -5)"
+sleep 2 # kubelet's call sent, unanswered
 if "$ROOT/hack/kubelet.sh" restart "$TEST_DIR/kubelet" >"$TEST_DIR/restart.log" 2>&1; then
-    pass "kubelet restarted"; else fail "kubelet restart" "$(tail -5 "$TEST_DIR/restart.log")"; fi
-if eventually 30 registered && eventually 30 running vm1; then pass "after the restart the pod still runs"; else fail "pod after restart" "$(phase vm1)"; fi
+    pass "kubelet restarted while its call waited"; else fail "kubelet restart" "$(tail -5 "$TEST_DIR/restart.log")"; fi
+kill -CONT "$AGENT_PID"
+if eventually 60 running vm4; then pass "the pod runs after the restart"; else fail "vm4 running" "$(kubectl describe pod vm4 | tail -8)"; fi
+twice() { [ "$(metric 'hostdevd_dra_prepare_total{result="ok"}')" -ge $((BEFORE + 2)) ]; }
+if eventually 10 twice; then pass "both calls were answered (the first one's kubelet had gone)"; else
+    fail "two prepares" "$(metric 'hostdevd_dra_prepare_total{result="ok"}') (was $BEFORE)"; fi
+U4=$(kubectl get resourceclaim "$(claim_of vm4)" -o jsonpath='{.metadata.uid}')
+expect_contains "... one checkpoint entry for the claim, prepared once" \
+    "$(jq -c --arg u "$U4" '[.claims | to_entries[] | select(.key == $u) | .value.devices[].address]' "$PLUGIN_DIR/checkpoint.json")" \
+    '["0000:18:00.0"]'
+if eventually 30 running vm1; then pass "pod vm1 still runs"; else fail "pod after restart" "$(phase vm1)"; fi
+expect_ok "pod vm4 deleted" kubectl delete pod vm4 --wait=true --timeout=60s
 CK1=$(jq -c . "$PLUGIN_DIR/checkpoint.json")
 OUT=$("$GRPCTOOL" dra "$PLUGIN_DIR/dra.sock" prepare "default/$CLAIM/$UID_")
 expect_contains "a repeated NodePrepareResources answers the same CDI ids" "$OUT" \
     "uid=$UID_ error=\"\" device=$NODE/pci-0000-d8-00-3 requests=nic cdi=$DRIVER/vfio=$UID_-pci-0000-d8-00-3,$DRIVER/vfio=${UID_}_nic"
 [ "$(jq -c . "$PLUGIN_DIR/checkpoint.json")" = "$CK1" ] && pass "... and the checkpoint is unchanged (nothing bound twice)" ||
     fail "checkpoint changed" "$(cat "$PLUGIN_DIR/checkpoint.json")"
-echo "  prepares answered: $BEFORE before the restart, $(metric 'hostdevd_dra_prepare_total{result="ok"}') after"
 
 echo "--- a device that cannot be bound"
 template igb 'device.attributes["vfio-pci.hostdevd.io"].driver == "igb" && device.attributes["resource.kubernetes.io"].pciBusID == "'$IGB'"'
