@@ -101,7 +101,7 @@ expect_contains "the agent: image, pull policy, -v 4, node selector, tolerations
          l: .resources.limits}, dp: (.volumes[] | select(.name == "device-plugins") | .hostPath.path),
          m: (.containers[0].volumeMounts[] | select(.name == "device-plugins") | .mountPath)}' <<<"$O")" \
     '"release":"devices"' '"image":"example.invalid/hostdevd:1.2.3","imagePullPolicy":"Always"' \
-    '"args":["--listen=0.0.0.0:9808","--sysfs-root=/sys","-v","4"]' \
+    '"args":["--listen=0.0.0.0:9808","--sysfs-root=/sys","--kubelet-dir=/data/kubelet","--cdi-dir=/var/run/cdi","-v","4"]' \
     '"ns":{"devices":"yes","kubernetes.io/os":"linux"}' '"t":[{"operator":"Exists"}]' \
     '"l":{"cpu":"200m","memory":"256Mi"}' '"dp":"/data/kubelet/device-plugins"' \
     '"m":"/data/kubelet/device-plugins"'
