@@ -8,7 +8,7 @@
 # and claims of two more nodes written Ready as their agents would. Once the CR holds exactly
 # the needed entries, nothing changes for LONG_IDLE_SECONDS (default 300). Counted in the API
 # server's audit log over that time: writes by the controllers to the KubeVirt CR and to claims,
-# and writes by the agent to devices and claims, must all be 0. Lease writes (the leader's
+# and writes by the agent to devices, claims and its DRA ResourceSlices, must all be 0. Lease writes (the leader's
 # renewals; an agent's heartbeat Lease) are expected and only reported, as are the other
 # requests per identity and verb.
 SUITE=long-idle
@@ -132,21 +132,24 @@ CTL_CLAIMS=$(sum controller 'deviceclaims')
 CTL_LEASE=$(sum controller '^leases')
 CTL_OTHER=$(awk '$1 == "controller" && $2 !~ /^(kubevirts|leases|pcideviceclaims|usbdeviceclaims)/ && $3 ~ /^(create|update|patch|delete)$/ {s += $5} END {print s + 0}' <<<"$SUMMARY")
 AG_DEV=$(sum agent '^(pcidevices|usbdevices)')
+AG_SLICES=$(sum agent '^resourceslices')
 RESCANS=$(($(grep -c '"Scanned PCI devices"' "$TEST_DIR/agent.log") - SCANS0))
 AG_CLAIMS=$(sum agent 'deviceclaims')
 AG_LEASE=$(sum agent '^leases')
-AG_OTHER=$(awk '$1 == "agent" && $2 !~ /^(pcidevices|usbdevices|pcideviceclaims|usbdeviceclaims|leases)/ && $3 ~ /^(create|update|patch|delete)$/ {s += $5} END {print s + 0}' <<<"$SUMMARY")
+AG_OTHER=$(awk '$1 == "agent" && $2 !~ /^(pcidevices|usbdevices|pcideviceclaims|usbdeviceclaims|leases|resourceslices)/ && $3 ~ /^(create|update|patch|delete)$/ {s += $5} END {print s + 0}' <<<"$SUMMARY")
 [ "$CTL_CR" -eq 0 ] && pass "zero controller writes to the KubeVirt CR in ${IDLE} s (audit log)" || fail "controller CR writes while idle" "$CTL_CR"
 [ "$CTL_CLAIMS" -eq 0 ] && pass "zero controller writes to claims" || fail "controller claim writes while idle" "$CTL_CLAIMS"
 [ "$AG_DEV" -eq 0 ] && pass "zero agent writes to devices ($RESCANS full rescans in the idle time)" || fail "agent device writes while idle" "$AG_DEV"
 [ "$AG_CLAIMS" -eq 0 ] && pass "zero agent writes to claims" || fail "agent claim writes while idle" "$AG_CLAIMS"
+[ "$(kubectl get resourceslices -o name | wc -l)" -ge 1 ] && [ "$AG_SLICES" -eq 0 ] &&
+    pass "zero agent writes to its DRA ResourceSlices (the pool published before)" || fail "ResourceSlice writes while idle" "$AG_SLICES"
 [ "$(kubectl get kubevirt -n kubevirt kubevirt -o jsonpath='{.metadata.resourceVersion}')" = "$RV" ] &&
     pass "the CR's resourceVersion unchanged" || fail "CR resourceVersion changed" "$RV -> $(kubectl get kubevirt -n kubevirt kubevirt -o jsonpath='{.metadata.resourceVersion}')"
 [ "$(leader)" = "$L0" ] && pass "replica-$L0 still leads" || fail "leader unchanged" "replica-$L0 -> $(leader)"
 echo "  leader Lease writes by the controllers: $CTL_LEASE (renewals; not asserted); other controller writes: $CTL_OTHER"
 echo "  agent Lease writes: $AG_LEASE (its heartbeat, renewed every 60 s; not asserted); other agent writes: $AG_OTHER (Events, ...)"
 mkdir -p "$ROOT/build/results"
-echo "idle ${IDLE} s: controller CR writes $CTL_CR, claim writes $CTL_CLAIMS, Lease writes $CTL_LEASE; agent device writes $AG_DEV, claim writes $AG_CLAIMS, Lease writes $AG_LEASE, other $AG_OTHER" \
+echo "idle ${IDLE} s: controller CR writes $CTL_CR, claim writes $CTL_CLAIMS, Lease writes $CTL_LEASE; agent device writes $AG_DEV, ResourceSlice writes $AG_SLICES, claim writes $AG_CLAIMS, Lease writes $AG_LEASE, other $AG_OTHER" \
     >"$ROOT/build/results/long-idle.txt"
 
 for i in 0 1 2; do
