@@ -28,6 +28,7 @@ test=(
     libcunit1-dev clang libclang-rt-14-dev clang-format clang-tidy cppcheck valgrind shellcheck
     prometheus # promtool checks the /metrics exposition
     bc jq pciutils
+    python3-yaml # test_inventory reads `hostdevd inventory -o yaml` back
     # make image (buildah, skopeo) and its test (podman runs it, containerd's ctr imports it)
     buildah skopeo podman runc containerd
 )

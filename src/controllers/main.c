@@ -5,7 +5,8 @@
  * `agent` runs the node agent (controllers/agent.c); `name` prints the object name hostdevd
  * gives a device, so a user can write the matching claim; `vfio` binds or restores one device
  * by hand (controllers/vfiotool.c); `usb list` prints the USB devices the agent sees
- * (controllers/usbtool.c); `controller` runs the cluster role (controllers/controller.c). Logs
+ * (controllers/usbtool.c); `inventory` prints what the agent would publish for this node
+ * (controllers/invtool.c); `controller` runs the cluster role (controllers/controller.c). Logs
  * errors once, here.
  */
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include "base/log.h"
 #include "controllers/agent.h"
 #include "controllers/controller.h"
+#include "controllers/invtool.h"
 #include "controllers/usbtool.h"
 #include "controllers/vfiotool.h"
 #include "kube/names.h"
@@ -35,6 +37,9 @@ static void usage(FILE *f)
           "  name usb NODE VENDOR PRODUCT PORTPATH USBDevice/USBDeviceClaim name of a device\n"
           "  vfio show|bind|restore ADDRESS        a device's vfio-pci binding by hand (vfio "
           "--help)\n"
+          "  inventory [--sysfs-root DIR] [-o table|json|yaml]\n"
+          "                                        what the agent would publish for this node\n"
+          "                                        (inventory --help)\n"
           "  usb list [--sysfs-root DIR] [--usb-ids PATH] [--udev]\n"
           "                                        the USB devices, one per line (usb --help)\n"
           "  help                                  this text\n",
@@ -88,6 +93,8 @@ int main(int argc, char **argv)
         return cmd_name(argc - 1, argv + 1);
     if (strcmp(cmd, "vfio") == 0)
         return vfiotool_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "inventory") == 0)
+        return invtool_run(argc - 1, argv + 1);
     if (strcmp(cmd, "usb") == 0)
         return usbtool_run(argc - 1, argv + 1);
     if (strcmp(cmd, "controller") == 0) {

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# test/integration/test_inventory.sh - `hostdevd inventory` prints what the agent publishes: on
+# the fake small-server tree, the agent (sanitizer build) writes its PCIDevices and USBDevices
+# to the real API server, and `hostdevd inventory -o json` on the same tree must hold the same
+# objects with the same status (blockers included); -o yaml is the same List; the table has a
+# line per device; bad options are refused with the usage.
+SUITE=inventory
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+BIN=$ROOT/build/asan/hostdevd
+NODE=inv-node
+export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+cluster_start
+ADMIN=$TEST_DIR/cluster/admin.kubeconfig
+install_crds
+create_node "$NODE"
+SYS=$TEST_DIR/sys
+hack/mk-sysfs-fixture.sh test/fixtures/sysfs/small-server.txt "$SYS" >/dev/null
+mkdir -p "$TEST_DIR/proc/1" "$TEST_DIR/proc/net"
+printf '22 1 0:21 / / rw - tmpfs tmpfs rw\n' >"$TEST_DIR/proc/1/mountinfo"
+printf 'Filename\tType\tSize\tUsed\tPriority\n' >"$TEST_DIR/proc/swaps"
+printf 'Iface\tDestination\tGateway\n' >"$TEST_DIR/proc/net/route"
+: >"$TEST_DIR/proc/net/ipv6_route"
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$BIN" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" --proc-root "$TEST_DIR/proc" \
+    --kubelet-dir "$TEST_DIR/nokubelet" --listen "127.0.0.1:$PORT" --uevent-source none >>"$TEST_DIR/agent.log" 2>&1 &
+track $!
+ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
+if eventually 60 ready; then pass "agent ready"; else fail "agent ready" "$(tail -20 "$TEST_DIR/agent.log")"; finish; fi
+
+INV=("$BIN" inventory --sysfs-root "$SYS" --proc-root "$TEST_DIR/proc" --node-name "$NODE")
+# name -> status, of the API's objects and of the command's
+canon() { jq -S '[.items[] | {name: .metadata.name, kind, status: (.status | del(.conditions))}] | sort_by(.name)'; }
+API=$( (kubectl get pcidevices -o json | canon; kubectl get usbdevices -o json | canon) | jq -s 'add | sort_by(.name)')
+OUT=$("${INV[@]}" -o json 2>"$TEST_DIR/inv.err") || fail "inventory -o json exits 0" "$(cat "$TEST_DIR/inv.err")"
+MINE=$(canon <<<"$OUT")
+N=$(jq length <<<"$API")
+[ "$N" -gt 30 ] && [ "$API" = "$MINE" ] && pass "-o json: the same $N objects and statuses the agent published" ||
+    fail "inventory = published" "$(diff <(echo "$API") <(echo "$MINE") | head -20)"
+YAML=$("${INV[@]}" -o yaml | python3 -c 'import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))' 2>&1)
+[ "$(jq -S . <<<"$YAML")" = "$(jq -S . <<<"$OUT")" ] && pass "-o yaml: the same List (read back by PyYAML)" ||
+    fail "yaml = json" "$(head -5 <<<"$YAML")"
+TABLE=$("${INV[@]}")
+[ "$(($(wc -l <<<"$TABLE") - 1))" -eq "$N" ] && pass "table: a line per device" || fail "table lines" "$(head -3 <<<"$TABLE")"
+expect_contains "table: the GPU on vfio-pci with its group and resource" "$(grep " 0000:18:00.0 " <<<"$TABLE")" \
+    "10de:2204 vfio-pci   21"
+expect_reject "an unknown format is refused with the usage" "Usage: hostdevd inventory" "${INV[@]}" -o xml
+expect_reject "a missing sysfs tree is an error that says so" "Cannot initialise PCI access" \
+    "$BIN" inventory --sysfs-root "$TEST_DIR/none"
+finish
