@@ -82,7 +82,7 @@ static cJSON *list_of(const struct scans *s)
     while (s->usb && map_next(s->usb, &pos, &key, &val))
         if (!(v[k++] = object(usbdevice_new_object(val, NULL), usbdevice_status(val), key)))
             goto oom;
-    qsort(v, k, sizeof(*v), by_name);
+    qsort(v, k, sizeof(cJSON *), by_name);
     for (size_t i = 0; i < k; i++) {
         free(v[i]->string);
         v[i]->string = NULL;
@@ -137,9 +137,9 @@ static void print_table(const cJSON *list)
 /* YAML, block style; every scalar a JSON scalar (a JSON string is a YAML double-quoted one). */
 static void print_yaml(const cJSON *j, int indent, bool in_seq)
 {
-    const cJSON *c;
-    bool first = true;
     if (cJSON_IsObject(j) || cJSON_IsArray(j)) {
+        const cJSON *c;
+        bool first = true;
         if (!j->child) {
             printf("%s\n", cJSON_IsObject(j) ? "{}" : "[]");
             return;
@@ -174,7 +174,8 @@ static void print_yaml(const cJSON *j, int indent, bool in_seq)
     free(s);
 }
 
-int invtool_run(int argc, char **argv)
+/* The options into `cfg` and `format`. Returns 0, 1 (--help printed) or 2 (usage printed). */
+static int parse_args(int argc, char **argv, struct inventory_config *cfg, const char **format)
 {
     static const struct option opts[] = {
             {"sysfs-root", required_argument, NULL, 's'},
@@ -185,6 +186,62 @@ int invtool_run(int argc, char **argv)
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
     };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            cfg->sysfs_root = optarg;
+            break;
+        case 'P':
+            cfg->proc_root = optarg;
+            break;
+        case 'p':
+            cfg->pci_ids = optarg;
+            break;
+        case 'U':
+            cfg->usb_ids = optarg;
+            break;
+        case 'n':
+            cfg->node_name = optarg;
+            break;
+        case 'o':
+            *format = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc ||
+        (strcmp(*format, "table") && strcmp(*format, "json") && strcmp(*format, "yaml"))) {
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static int print_list(const cJSON *list, const char *format)
+{
+    if (strcmp(format, "json") == 0) {
+        char *text = cJSON_Print(list);
+        int rc = text && puts(text) >= 0 ? 0 : 1;
+        free(text);
+        return rc;
+    }
+    if (strcmp(format, "yaml") == 0)
+        print_yaml(list, 0, false);
+    else
+        print_table(list);
+    return 0;
+}
+
+int invtool_run(int argc, char **argv)
+{
+    struct scans s = {0};
     struct inventory_config cfg = {.loop = EV_DEFAULT,
                                    .node_name = getenv("NODE_NAME"),
                                    .sysfs_root = "/sys",
@@ -192,66 +249,24 @@ int invtool_run(int argc, char **argv)
                                    .resync = 86400,
                                    .uevent_source = "none",
                                    .on_scan = on_pci,
-                                   .on_usb_scan = on_usb};
+                                   .on_usb_scan = on_usb,
+                                   .userdata = &s};
     const char *format = "table";
     char host[256] = "";
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 's':
-            cfg.sysfs_root = optarg;
-            break;
-        case 'P':
-            cfg.proc_root = optarg;
-            break;
-        case 'p':
-            cfg.pci_ids = optarg;
-            break;
-        case 'U':
-            cfg.usb_ids = optarg;
-            break;
-        case 'n':
-            cfg.node_name = optarg;
-            break;
-        case 'o':
-            format = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind < argc ||
-        (strcmp(format, "table") && strcmp(format, "json") && strcmp(format, "yaml"))) {
-        usage(stderr);
-        return 2;
-    }
+    int r = parse_args(argc, argv, &cfg, &format);
+    if (r != 0)
+        return r == 1 ? 0 : 2;
     if (!cfg.node_name) {
         (void)gethostname(host, sizeof(host) - 1);
         cfg.node_name = host[0] ? host : "node";
     }
-    struct scans s = {0};
     struct inventory *inv = NULL;
-    cfg.userdata = &s;
     if (inventory_new(&cfg, &inv) < 0)
         return 1;
     inventory_scan(inv, "inventory command");
     inventory_free(inv);
     cJSON *list = s.pci ? list_of(&s) : NULL;
-    int rc = list ? 0 : 1;
-    if (list && strcmp(format, "json") == 0) {
-        char *text = cJSON_Print(list);
-        rc = text && puts(text) >= 0 ? 0 : 1;
-        free(text);
-    } else if (list && strcmp(format, "yaml") == 0) {
-        print_yaml(list, 0, false);
-    } else if (list) {
-        print_table(list);
-    }
+    int rc = list ? print_list(list, format) : 1;
     if (!list)
         log_error("The scan failed: nothing to print", KV_STR("sysfsRoot", cfg.sysfs_root));
     cJSON_Delete(list);
