@@ -134,6 +134,19 @@ kubelet_start() {
     set +a
 }
 
+# fake_proc DIR: a /proc for an agent on a fake sysfs tree: nothing mounted from its devices, no
+# swap, no routes (what the host-critical checks read).
+fake_proc() {
+    mkdir -p "$1/1" "$1/net"
+    printf '22 1 0:21 / / rw - tmpfs tmpfs rw\n' >"$1/1/mountinfo"
+    printf 'Filename\tType\tSize\tUsed\tPriority\n' >"$1/swaps"
+    printf 'Iface\tDestination\tGateway\n' >"$1/net/route"
+    : >"$1/net/ipv6_route"
+}
+
+# A free TCP port on 127.0.0.1 (for an agent's --listen).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
 # The project's CRDs, installed and Established.
 # The CRDs and the project's namespaces (hostdevd-system; hostdevd-node-lease, where agents
 # keep their heartbeats).

@@ -23,7 +23,7 @@ create_node "$NODE"
 NODE_UID=$(kubectl get node "$NODE" -o jsonpath='{.metadata.uid}')
 
 SYS=$TEST_DIR/sys
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 expect_ok "fake sysfs tree built from $DESC" hack/mk-sysfs-fixture.sh "$DESC" "$SYS"
 # Devices the agent must publish: every line of the description except bridges (class 0604).
 mapfile -t DEVICES < <(grep -vE '^\s*(#|$)' "$DESC" | awk '$2 != "0604" {print $1}')

@@ -22,11 +22,8 @@ SYS=$TEST_DIR/sys
 hack/mk-sysfs-fixture.sh "$DESC" "$SYS" >/dev/null
 # A /proc with nothing mounted from the fake devices (the host-critical check reads it).
 mkdir -p "$TEST_DIR/proc/1" "$TEST_DIR/proc/net"
-printf '22 1 0:21 / / rw - tmpfs tmpfs rw\n' >"$TEST_DIR/proc/1/mountinfo"
-printf 'Filename\tType\tSize\tUsed\tPriority\n' >"$TEST_DIR/proc/swaps"
-printf 'Iface\tDestination\tGateway\n' >"$TEST_DIR/proc/net/route"
-: >"$TEST_DIR/proc/net/ipv6_route"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+fake_proc "$TEST_DIR/proc"
+PORT=$(free_port)
 "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
     --proc-root "$TEST_DIR/proc" --dev-root "$TEST_DIR/dev" --listen "127.0.0.1:$PORT" \
     --uevent-source none -v 2 >>"$TEST_DIR/agent.log" 2>&1 &

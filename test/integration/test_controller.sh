@@ -35,7 +35,7 @@ PORTS=()
 PIDS=()
 start_ctl() { # index
     local port
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    port=$(free_port)
     PORTS[$1]=$port
     "$CTL" controller --kubeconfig "$ADMIN" --listen "127.0.0.1:$port" --id "replica-$1" \
         --lease-duration 6 -v 1 >>"$TEST_DIR/controller-$1.log" 2>&1 &

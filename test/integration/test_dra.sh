@@ -55,11 +55,8 @@ SYS=$TEST_DIR/sys
 sed "/^$NUMA_UNKNOWN[[:space:]]/s/numa=[0-9]*/numa=-1/" test/fixtures/sysfs/small-server.txt >"$TEST_DIR/desc.txt"
 expect_ok "fake sysfs tree built" hack/mk-sysfs-fixture.sh "$TEST_DIR/desc.txt" "$SYS"
 mkdir -p "$TEST_DIR/proc/1" "$TEST_DIR/proc/net" "$TEST_DIR/dev"
-printf '22 1 0:21 / / rw - tmpfs tmpfs rw\n' >"$TEST_DIR/proc/1/mountinfo"
-printf 'Filename\tType\tSize\tUsed\tPriority\n' >"$TEST_DIR/proc/swaps"
-printf 'Iface\tDestination\tGateway\n' >"$TEST_DIR/proc/net/route"
-: >"$TEST_DIR/proc/net/ipv6_route"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+fake_proc "$TEST_DIR/proc"
+PORT=$(free_port)
 start_agent() {
     "$AGENT" agent --node-name "$NODE" --kubeconfig "$KCFG" --sysfs-root "$SYS" \
         --proc-root "$TEST_DIR/proc" --dev-root "$TEST_DIR/dev" --listen "127.0.0.1:$PORT" \

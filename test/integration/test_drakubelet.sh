@@ -44,11 +44,8 @@ SYS=$TEST_DIR/sys
 DEV=$TEST_DIR/dev
 hack/mk-sysfs-fixture.sh test/fixtures/sysfs/small-server.txt "$SYS" >/dev/null
 mkdir -p "$SYS/module/vfio_iommu_type1" "$DEV" "$TEST_DIR/proc/1" "$TEST_DIR/proc/net"
-printf '22 1 0:21 / / rw - tmpfs tmpfs rw\n' >"$TEST_DIR/proc/1/mountinfo"
-printf 'Filename\tType\tSize\tUsed\tPriority\n' >"$TEST_DIR/proc/swaps"
-printf 'Iface\tDestination\tGateway\n' >"$TEST_DIR/proc/net/route"
-: >"$TEST_DIR/proc/net/ipv6_route"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+fake_proc "$TEST_DIR/proc"
+PORT=$(free_port)
 start_agent() {
     "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
         --proc-root "$TEST_DIR/proc" --dev-root "$DEV" --kubelet-dir "$KROOT" --cdi-dir "$CDI" \

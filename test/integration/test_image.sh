@@ -123,7 +123,7 @@ mkdir -p "$TEST_DIR/device-plugins" "$TEST_DIR/run-udev" "$TEST_DIR/modules"
 MODULES=/lib/modules # (a machine without modules gets an empty directory)
 [ -d "$MODULES" ] || MODULES=$TEST_DIR/modules
 WANT_PCI=$(grep -vE '^\s*(#|$)' "$DESC" | awk '$1 != "usb" && $2 != "0604"' | wc -l)
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 # The DaemonSet's mounts (/sys, /dev, /lib/modules, the device-plugin directory, /run/udev),
 # its host network and PID namespace and its read-only root; the fake tree beside them.
 podman_ run "${RUN[@]}" -d --name agent --privileged --pid host --read-only \
@@ -157,7 +157,7 @@ kubectl apply -f manifests/controller-rbac.yaml >/dev/null
 sa_kubeconfig hostdevd-system hostdevd-controller "$TEST_DIR/ctl.kubeconfig"
 kubectl config view --raw --flatten --kubeconfig "$TEST_DIR/ctl.kubeconfig" >"$TEST_DIR/ctl-flat.kubeconfig"
 chmod 0644 "$TEST_DIR/ctl-flat.kubeconfig"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 podman_ run "${RUN[@]}" -d --name controller --user 65532:65532 --cap-drop ALL \
     --security-opt no-new-privileges --read-only \
     -v "$TEST_DIR/ctl-flat.kubeconfig:/etc/hostdevd/kubeconfig:ro" \

@@ -20,11 +20,8 @@ create_node "$NODE"
 SYS=$TEST_DIR/sys
 hack/mk-sysfs-fixture.sh test/fixtures/sysfs/small-server.txt "$SYS" >/dev/null
 mkdir -p "$TEST_DIR/proc/1" "$TEST_DIR/proc/net"
-printf '22 1 0:21 / / rw - tmpfs tmpfs rw\n' >"$TEST_DIR/proc/1/mountinfo"
-printf 'Filename\tType\tSize\tUsed\tPriority\n' >"$TEST_DIR/proc/swaps"
-printf 'Iface\tDestination\tGateway\n' >"$TEST_DIR/proc/net/route"
-: >"$TEST_DIR/proc/net/ipv6_route"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+fake_proc "$TEST_DIR/proc"
+PORT=$(free_port)
 "$BIN" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" --proc-root "$TEST_DIR/proc" \
     --kubelet-dir "$TEST_DIR/nokubelet" --listen "127.0.0.1:$PORT" --uevent-source none >>"$TEST_DIR/agent.log" 2>&1 &
 track $!

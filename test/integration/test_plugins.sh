@@ -34,11 +34,8 @@ DEV=$TEST_DIR/dev
 hack/mk-sysfs-fixture.sh "$DESC" "$SYS" >/dev/null
 mkdir -p "$SYS/module/vfio_iommu_type1" "$DEV/bus/usb/001" "$TEST_DIR/proc/1" "$TEST_DIR/proc/net"
 : >"$DEV/bus/usb/001/002"
-printf '22 1 0:21 / / rw - tmpfs tmpfs rw\n' >"$TEST_DIR/proc/1/mountinfo"
-printf 'Filename\tType\tSize\tUsed\tPriority\n' >"$TEST_DIR/proc/swaps"
-printf 'Iface\tDestination\tGateway\n' >"$TEST_DIR/proc/net/route"
-: >"$TEST_DIR/proc/net/ipv6_route"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+fake_proc "$TEST_DIR/proc"
+PORT=$(free_port)
 "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
     --proc-root "$TEST_DIR/proc" --dev-root "$DEV" --kubelet-dir "$(dirname "$DEVICE_PLUGIN_DIR")" \
     --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source none -v 1 >>"$TEST_DIR/agent.log" 2>&1 &

@@ -27,11 +27,8 @@ SYS=$TEST_DIR/sys
 DEV=$TEST_DIR/dev
 hack/mk-sysfs-fixture.sh "$DESC" "$SYS" >/dev/null
 mkdir -p "$TEST_DIR/proc/1" "$TEST_DIR/proc/net"
-printf '22 1 0:21 / / rw - tmpfs tmpfs rw\n' >"$TEST_DIR/proc/1/mountinfo"
-printf 'Filename\tType\tSize\tUsed\tPriority\n' >"$TEST_DIR/proc/swaps"
-printf 'Iface\tDestination\tGateway\n' >"$TEST_DIR/proc/net/route"
-: >"$TEST_DIR/proc/net/ipv6_route"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+fake_proc "$TEST_DIR/proc"
+PORT=$(free_port)
 
 # The fake tree's device directory of port path $1 (through its bus/usb/devices link).
 devdir() { readlink -f "$SYS/bus/usb/devices/$1"; }

@@ -35,7 +35,6 @@ install_kubevirt "{pciHostDevices: [$FOREIGN]}" || fail "KubeVirt's CRD and CR"
 for n in "$NODE" idle-b idle-c; do create_node "$n"; done
 # The agents of idle-b and idle-c are not run: their heartbeats are written as theirs would be.
 for n in idle-b idle-c; do agent_heartbeat "$n" 3600; done
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 echo "--- two controller replicas (their service account), an agent on a fake sysfs tree"
 CTL_KUBECONFIG=$TEST_DIR/controller.kubeconfig
@@ -54,10 +53,7 @@ hack/mk-sysfs-fixture.sh "$DESC" "$SYS" >/dev/null
 mkdir -p "$SYS/module/vfio_iommu_type1" "$DEV/bus/usb/001" "$TEST_DIR/proc/1" "$TEST_DIR/proc/net" \
     "$TEST_DIR/kubelet/device-plugins"
 : >"$DEV/bus/usb/001/002"
-printf '22 1 0:21 / / rw - tmpfs tmpfs rw\n' >"$TEST_DIR/proc/1/mountinfo"
-printf 'Filename\tType\tSize\tUsed\tPriority\n' >"$TEST_DIR/proc/swaps"
-printf 'Iface\tDestination\tGateway\n' >"$TEST_DIR/proc/net/route"
-: >"$TEST_DIR/proc/net/ipv6_route"
+fake_proc "$TEST_DIR/proc"
 APORT=$(free_port)
 # No kubelet: the device plugins keep retrying their registration (no API requests).
 "$BIN" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" --proc-root "$TEST_DIR/proc" \
