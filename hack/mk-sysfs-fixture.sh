@@ -34,7 +34,8 @@
 # upstream hub (1-2.3 under 1-2/ when 1-2 is described), else directly under usbBUS, as the
 # kernel nests them: devices/pci0000:00/0000:00:14.0/usb1/1-2/1-2.3. Each device has idVendor
 # idProduct busnum devnum devpath speed bDeviceClass bcdDevice bConfigurationValue
-# bNumInterfaces, product/manufacturer/serial when given, a uevent (DEVTYPE=usb_device, BUSNUM,
+# bNumInterfaces, product/manufacturer/serial when given, descriptors (the binary device and
+# configuration descriptors libusb reads, so lsusb -v works on the tree), a uevent (DEVTYPE=usb_device, BUSNUM,
 # DEVNUM, PRODUCT, DEVNAME=bus/usb/BBB/DDD, ...), a subsystem link to bus/usb and one interface
 # directory PORTPATH:1.0 (bInterfaceClass ...); bus/usb/devices/NAME links to devices,
 # interfaces and root hubs. Keys, all optional: busnum=N (default: the BUS of the port path),
@@ -376,6 +377,20 @@ ups() { # relative path -> REPLY: "../" once per component
     done
 }
 
+# usb_descriptors name vid pid class ifclass: the binary `descriptors` attribute (the device
+# descriptor, then the active configuration: one interface, one interrupt IN endpoint), which is
+# what libusb (lsusb) reads instead of opening the device node. String indexes 1-3 are set for
+# the strings the description gives.
+usb_descriptors() {
+    local name=$1 v=$2 p=$3 m=0 s=0 r=0
+    [ -z "${ustr[$name/manufacturer]+set}" ] || m=1
+    [ -z "${ustr[$name/product]+set}" ] || s=2
+    [ -z "${ustr[$name/serial]+set}" ] || r=3
+    # shellcheck disable=SC2059 # the format is built from hex bytes on purpose
+    printf "$(printf '\\x%s' 12 01 00 02 "$4" 00 00 40 "${v:2:2}" "${v:0:2}" "${p:2:2}" "${p:0:2}" \
+        00 01 0$m 0$s 0$r 01 09 02 19 00 01 01 00 80 32 09 04 00 00 01 "$5" 00 00 00 07 05 81 03 08 00 0a)"
+}
+
 # A USB device's or root hub's attributes, its one interface and their links.
 write_usb_dev() { # rel name vid pid busnum devnum devpath class ifclass speed interface
     local rel=$1 name=$2 vid=$3 pid=$4 busnum=$5 devnum=$6 devpath=$7 cls=$8 ifc=$9
@@ -388,6 +403,7 @@ write_usb_dev() { # rel name vid pid busnum devnum devpath class ifclass speed i
     for k in product manufacturer serial; do
         [ -z "${ustr[$name/$k]+set}" ] || printf '%s\n' "${ustr[$name/$k]}" >"$d/$k"
     done
+    usb_descriptors "$name" "$vid" "$pid" "$cls" "$ifc" >"$d/descriptors"
     printf 'MAJOR=189\nMINOR=%d\nDEVNAME=bus/usb/%03d/%03d\nDEVTYPE=usb_device\nDRIVER=usb\n' \
         $(((busnum - 1) * 128 + devnum - 1)) "$busnum" "$devnum" >"$d/uevent"
     printf 'PRODUCT=%x/%x/100\nTYPE=%d/0/0\nBUSNUM=%03d\nDEVNUM=%03d\n' "0x$vid" "0x$pid" \
@@ -459,7 +475,8 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 : >"$out/$marker"
 
-dirs=("$out/bus/pci/devices" "$out/bus/pci/drivers" "$out/bus/pci/slots" "$out/kernel/iommu_groups")
+# class/ stays empty: libudev (lsusb) enumerates it and gives up when it is missing.
+dirs=("$out/bus/pci/devices" "$out/bus/pci/drivers" "$out/bus/pci/slots" "$out/kernel/iommu_groups" "$out/class")
 declare -A drivers groups
 for a in "${addrs[@]}"; do
     devdir "$a"
