@@ -6,7 +6,8 @@
 #   make demo     demo deps + local control plane + CRDs + sample objects + agent, controller
 #                 and a qemu node; prints what to try. make demo-down [PURGE=1] stops it all
 #   make lint     clang-format, cppcheck, clang-tidy, shellcheck (qemu node), dependency rules
-#   make bench    benchmarks against a private control plane; prints figures
+#   make bench    every benchmark (hack/bench/*.sh), side by side with its reference, written
+#                 to docs/benchmarks.md; make bench-quick: the same table, smaller, in minutes
 #   make fuzz     libFuzzer runs of every parser (FUZZ_RUNS, FUZZ_TARGETS)
 #   make image    build/image/hostdevd-<version>.tar, the OCI image, reproducible (docs/image.md)
 #   make deps     installs the Debian packages the build and the tests need, and Go 1.26 for the
@@ -58,7 +59,7 @@ REL_OBJS := $(LIB_SRCS:%.c=build/release/%.o) build/release/$(MAIN_SRC:.c=.o)
 ASAN_LIB_OBJS := $(LIB_SRCS:%.c=build/asan/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.c=build/asan/%.o)
 
-.PHONY: all deps deps-demo test test-unit test-integration test-e2e test-long fuzz bench demo demo-down lint clean k8s format
+.PHONY: all deps deps-demo test test-unit test-integration test-e2e test-long fuzz bench bench-quick deps-bench demo demo-down lint clean k8s format
 
 all: bin/hostdevd
 
@@ -109,9 +110,13 @@ build/release/pcibench: build/release/test/integration/pcibench.o $(LIB_SRCS:%.c
 
 # make bench: figures printed, not asserted (a private control plane, release build).
 # BENCH_IDLE_SECONDS (default 600) is how long the idle-traffic figure watches an idle agent.
-bench: deps k8s
-	@$(MAKE) --no-print-directory build/release/kubebench build/release/pcibench bin/hostdevd
+BENCH_BINS = build/release/kubebench build/release/pcibench bin/hostdevd
+bench: deps-bench k8s
+	@$(MAKE) --no-print-directory $(BENCH_BINS)
 	@hack/bench.sh
+bench-quick: deps-bench k8s
+	@$(MAKE) --no-print-directory $(BENCH_BINS)
+	@hack/bench.sh --quick
 
 # Fuzz targets: test/fuzz/fuzz_<name>.c defines LLVMFuzzerTestOneInput. `make fuzz` builds them
 # with libFuzzer (clang); make test replays each corpus (test/fuzz/corpus/<name>/) through a
@@ -149,6 +154,10 @@ deps:
 # demo's control plane).
 deps-demo:
 	@hack/deps.sh demo
+
+# make bench's references and profilers besides (hyperfine, usbutils, heaptrack).
+deps-bench:
+	@hack/deps.sh bench
 
 k8s: deps
 	@hack/k8s-build.sh >/dev/null

@@ -10,6 +10,7 @@
 #                         first boots: hack/qemu-node.sh)
 #   hack/deps.sh build    make: the compiler and the libraries' headers
 #   hack/deps.sh image    make image: the build and buildah, skopeo
+#   hack/deps.sh bench    make bench: what make test needs, and the references and profilers
 #   hack/deps.sh bootstrap  Debian's golang-go only (hack/go.sh install's downloader when there
 #                         is no go at all)
 set -euo pipefail
@@ -32,6 +33,11 @@ test=(
     # make image (buildah, skopeo) and its test (podman runs it, containerd's ctr imports it)
     buildah skopeo podman runc containerd
 )
+bench=(
+    hyperfine          # discovery, whole process against whole process
+    usbutils udev      # lsusb -v, the USB reference (udev's hwdb gives it its names)
+    heaptrack          # the agent's heap (footprint)
+)
 
 group=${1:-test}
 case "$group" in
@@ -39,8 +45,9 @@ build) packages=("${build[@]}") ;;
 image) packages=("${build[@]}" buildah skopeo) ;;
 demo) packages=("${build[@]}" "${demo[@]}") ;;
 test) packages=("${build[@]}" "${demo[@]}" "${test[@]}") ;;
+bench) packages=("${build[@]}" "${demo[@]}" "${test[@]}" "${bench[@]}") ;;
 bootstrap) packages=(golang-go) ;;
-*) echo "usage: hack/deps.sh [build|image|demo|test|bootstrap]" >&2; exit 2 ;;
+*) echo "usage: hack/deps.sh [build|image|demo|test|bench|bootstrap]" >&2; exit 2 ;;
 esac
 
 apt_install() { # packages...
@@ -65,5 +72,5 @@ apt_install() { # packages...
 
 apt_install "${packages[@]}"
 case "$group" in
-demo | test) "$HACK/go.sh" install ;;
+demo | test | bench) "$HACK/go.sh" install ;;
 esac

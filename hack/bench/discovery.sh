@@ -36,6 +36,7 @@ bench_record section="$S" name="PCI: hostdevd inventory -o json, 1024-function t
 echo "=== $S: hostdevd inventory against lsusb -v, USB server tree"
 n_usb=$(grep -c '^usb' test/fixtures/sysfs/usb-server.txt)
 n_fn=$(grep -cE '^[0-9a-f]{4}' test/fixtures/sysfs/usb-server.txt)
+# shellcheck disable=SC2016 # expanded by the inner shell
 unshare -m --propagation private bash -c '
     set -e
     mount --bind "$1" /sys

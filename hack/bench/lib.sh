@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # hack/bench/lib.sh - sourced by the benchmark sections (hack/bench/*.sh). A section prints what
 # it does for a reader and records each figure with bench_record; hack/bench.sh runs the
 # sections and hack/bench-report.py turns the records into docs/benchmarks.md. Figures are
@@ -55,6 +56,16 @@ bench_rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 # bench_cpu_s PID: user + system CPU seconds the process has used.
 bench_cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
 
+# bench_fake_proc DIR: a /proc for an agent on a fixture tree: nothing mounted from its devices, no
+# swap, no routes (the host-critical checks read these), as test/integration/lib.sh's fake_proc.
+bench_fake_proc() {
+    mkdir -p "$1/1" "$1/net"
+    printf '22 1 0:21 / / rw - tmpfs tmpfs rw\n' >"$1/1/mountinfo"
+    printf 'Filename\tType\tSize\tUsed\tPriority\n' >"$1/swaps"
+    printf 'Iface\tDestination\tGateway\n' >"$1/net/route"
+    : >"$1/net/ipv6_route"
+}
+
 bench_free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # bench_plane DIR [cluster.sh up options]: a private control plane in DIR with our namespace and
@@ -68,7 +79,7 @@ bench_plane() {
     . "$dir/env"
     set +a
     export PATH="$K8S_BIN:$PATH"
-    ADMIN=$dir/admin.kubeconfig
+    export ADMIN=$dir/admin.kubeconfig
     kubectl apply -f "$BENCH_ROOT/manifests/namespace.yaml" >/dev/null
     kubectl apply -k "$BENCH_ROOT/crds/" >/dev/null
     kubectl wait --for condition=Established --timeout 60s \
@@ -80,5 +91,5 @@ bench_plane_down() { "$BENCH_ROOT/hack/cluster.sh" down "$1" --purge; }
 bench_machine() {
     printf '%s, %s cores, %s GiB, %s' "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)" \
         "$(nproc)" "$(awk '/MemTotal/ {printf "%.0f", $2 / 1048576}' /proc/meminfo)" \
-        "$(. /etc/os-release && echo "$PRETTY_NAME")"
+        "$(sed -n 's/^PRETTY_NAME="\(.*\)"$/\1/p' /etc/os-release)"
 }
