@@ -15,7 +15,10 @@
  *   address exactly as the kernel prints it (so libpci, which formats the path from the
  *   numbers, reads the same directory) and it leads to a directory inside the root.
  * - Names: the udev hwdb is never asked (PCI_LOOKUP_NO_HWDB), so names come from the pci.ids
- *   file alone. An unknown subclass falls back to the class name, which libpci returns as
+ *   file alone. libpci holds the whole file in memory once loaded (2 MB of heap), so it is
+ *   loaded only while a scan meets ids it has not named before, and dropped (and the heap
+ *   trimmed) when that scan ends; the names of the ids seen are cached (a node has tens of
+ *   distinct ids), so a rescan of an unchanged node does not read pci.ids at all. An unknown subclass falls back to the class name, which libpci returns as
  *   "Name [cccc]"; the number is cut off. Names are cut at a UTF-8 character boundary when they
  *   do not fit.
  * - Absent optional attributes (driver, iommu_group, numa_node, physfn, sriov_*) give the
@@ -28,6 +31,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pci/pci.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,6 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/map.h"
 #include "node/sysfs.h"
 
 #define LOOKUP_FLAGS (PCI_LOOKUP_NO_NUMBERS | PCI_LOOKUP_NO_HWDB)
@@ -47,7 +52,16 @@ struct node_pci {
     int root_fd; /* reopened at every scan: /sys may have been remounted */
     char *root_path;
     char *bus_path;           /* <root>/bus/pci, libpci's sysfs.path */
-    struct pci_access *names; /* pci.ids, loaded once; no devices */
+    char *ids_path;           /* pci.ids as given, or NULL for libpci's default */
+    struct pci_access *names; /* pci.ids while a scan needs it (see Decisions); no devices */
+    struct map *name_cache;   /* "vvvv:dddd:cccc" -> struct names */
+};
+
+/* What pci.ids says of one vendor, device and class. */
+struct names {
+    char vendor[sizeof(((struct node_pci_dev *)0)->vendor_name)];
+    char device[sizeof(((struct node_pci_dev *)0)->device_name)];
+    char class[sizeof(((struct node_pci_dev *)0)->class_name)];
 };
 
 /* Where libpci's error callback jumps to. While `collect` is set, warnings go to `notes`. */
@@ -155,6 +169,8 @@ struct node_pci *node_pci_free(struct node_pci *p)
         return NULL;
     if (p->names)
         pci_cleanup(p->names);
+    map_free(p->name_cache);
+    free(p->ids_path);
     if (p->root_fd >= 0)
         close(p->root_fd);
     free(p->bus_path);
@@ -163,24 +179,14 @@ struct node_pci *node_pci_free(struct node_pci *p)
     return NULL;
 }
 
-/* Opens the root and loads the names into the zeroed `p`. */
-static int setup(struct node_pci *p, const char *sysfs_root, const char *ids_path)
+/* Loads pci.ids into p->names (NULL on failure). Returns 0 or -errno. */
+static int names_open(struct node_pci *p)
 {
-    p->root_fd = node_sysfs_open_root(sysfs_root);
-    if (p->root_fd < 0)
-        return p->root_fd;
-    p->root_path = strdup(sysfs_root);
-    if (!p->root_path)
-        return -ENOMEM;
-    if (asprintf(&p->bus_path, "%s/bus/pci", sysfs_root) < 0) {
-        p->bus_path = NULL;
-        return -ENOMEM;
-    }
     p->names = access_new();
     if (!p->names)
         return -ENOMEM;
-    if (ids_path) {
-        char *copy = strdup(ids_path);
+    if (p->ids_path) {
+        char *copy = strdup(p->ids_path);
         if (!copy)
             return -ENOMEM;
         pci_set_name_list_path(p->names, copy, 1);
@@ -188,7 +194,40 @@ static int setup(struct node_pci *p, const char *sysfs_root, const char *ids_pat
     int r = load_names(p->names);
     if (r == -EINVAL && access(p->names->id_file_name, R_OK) < 0)
         r = -errno; /* libpci has tried "pci.ids.gz", then "pci.ids": this is the last name */
+    if (r < 0) {
+        pci_cleanup(p->names);
+        p->names = NULL;
+    }
     return r;
+}
+
+/* Drops pci.ids and gives the heap it held back to the system. */
+static void names_close(struct node_pci *p)
+{
+    if (!p->names)
+        return;
+    pci_cleanup(p->names);
+    p->names = NULL;
+    malloc_trim(0);
+}
+
+/* Opens the root and loads the names into the zeroed `p` (kept for the first scan). */
+static int setup(struct node_pci *p, const char *sysfs_root, const char *ids_path)
+{
+    p->root_fd = node_sysfs_open_root(sysfs_root);
+    if (p->root_fd < 0)
+        return p->root_fd;
+    p->root_path = strdup(sysfs_root);
+    p->name_cache = map_new(free);
+    if (!p->root_path || !p->name_cache)
+        return -ENOMEM;
+    if (asprintf(&p->bus_path, "%s/bus/pci", sysfs_root) < 0) {
+        p->bus_path = NULL;
+        return -ENOMEM;
+    }
+    if (ids_path && !(p->ids_path = strdup(ids_path)))
+        return -ENOMEM;
+    return names_open(p);
 }
 
 int node_pci_new(const char *sysfs_root, const char *ids_path, struct node_pci **ret)
@@ -228,23 +267,52 @@ static void copy_name(char *dst, size_t size, const char *src)
     dst[n] = '\0';
 }
 
-static void lookup_names(struct pci_access *a, struct node_pci_dev *out)
+/* Names from pci.ids, into `n`. */
+static void lookup_names(struct pci_access *a, const struct node_pci_dev *d, struct names *n)
 {
     char buf[512];
     const char *s;
-    s = pci_lookup_name(a, buf, sizeof(buf), PCI_LOOKUP_VENDOR | LOOKUP_FLAGS, out->vendor_id);
-    copy_name(out->vendor_name, sizeof(out->vendor_name), s);
-    s = pci_lookup_name(a, buf, sizeof(buf), PCI_LOOKUP_DEVICE | LOOKUP_FLAGS, out->vendor_id,
-                        out->device_id);
-    copy_name(out->device_name, sizeof(out->device_name), s);
-    s = pci_lookup_name(a, buf, sizeof(buf), PCI_LOOKUP_CLASS | LOOKUP_FLAGS, out->class_id);
-    copy_name(out->class_name, sizeof(out->class_name), s);
+    s = pci_lookup_name(a, buf, sizeof(buf), PCI_LOOKUP_VENDOR | LOOKUP_FLAGS, d->vendor_id);
+    copy_name(n->vendor, sizeof(n->vendor), s);
+    s = pci_lookup_name(a, buf, sizeof(buf), PCI_LOOKUP_DEVICE | LOOKUP_FLAGS, d->vendor_id,
+                        d->device_id);
+    copy_name(n->device, sizeof(n->device), s);
+    s = pci_lookup_name(a, buf, sizeof(buf), PCI_LOOKUP_CLASS | LOOKUP_FLAGS, d->class_id);
+    copy_name(n->class, sizeof(n->class), s);
     /* A class name found without its subclass comes as "Bridge [0680]". */
     char suffix[16];
-    int n = snprintf(suffix, sizeof(suffix), " [%04x]", out->class_id);
-    size_t len = strlen(out->class_name);
-    if (len > (size_t)n && strcmp(out->class_name + len - (size_t)n, suffix) == 0)
-        out->class_name[len - (size_t)n] = '\0';
+    int len = snprintf(suffix, sizeof(suffix), " [%04x]", d->class_id);
+    size_t have = strlen(n->class);
+    if (have > (size_t)len && strcmp(n->class + have - (size_t)len, suffix) == 0)
+        n->class[have - (size_t)len] = '\0';
+}
+
+/* The names of `out`'s ids, from the cache or pci.ids (loaded for this scan if need be). When
+ * pci.ids cannot be read any more, the names stay empty, the device's problem says so, and
+ * nothing is cached. */
+static void name_device(struct node_pci *p, struct node_pci_dev *out)
+{
+    char key[32];
+    snprintf(key, sizeof(key), "%04x:%04x:%04x", out->vendor_id, out->device_id, out->class_id);
+    struct names *n = map_get(p->name_cache, key);
+    if (!n) {
+        int r = p->names ? 0 : names_open(p);
+        if (r < 0) {
+            append(out->problem, sizeof(out->problem), "names: cannot read pci.ids");
+            return;
+        }
+        n = calloc(1, sizeof(*n));
+        if (!n)
+            return;
+        lookup_names(p->names, out, n);
+        if (map_put(p->name_cache, key, n) < 0) {
+            free(n);
+            return;
+        }
+    }
+    memcpy(out->vendor_name, n->vendor, sizeof(out->vendor_name));
+    memcpy(out->device_name, n->device, sizeof(out->device_name));
+    memcpy(out->class_name, n->class, sizeof(out->class_name));
 }
 
 /* ---- the scan -------------------------------------------------------------------------------- */
@@ -540,7 +608,7 @@ static int read_device(struct scan *s, const struct entry *e)
     s->current = NULL;
     if (r < 0)
         return skip(s, e->address, s->dev_guard.message);
-    lookup_names(s->pci->names, out);
+    name_device(s->pci, out);
     read_facts(s, out);
     s->res.n_devs++;
     return 0;
@@ -621,6 +689,7 @@ int node_pci_scan(struct node_pci *p, struct node_pci_scan_result *ret, struct e
         return err_set(ret_err, -ENOMEM, "out of memory");
     s->pci = p;
     int r = run_scan(s, ret_err);
+    names_close(p);
     if (r == 0) {
         *ret = s->res;
         memset(&s->res, 0, sizeof(s->res));

@@ -79,7 +79,9 @@ struct node_pci;
  * (NULL = libpci's default, /usr/share/misc/pci.ids on Debian; the udev hwdb is never used, so
  * names come from that one file). Returns 0 and sets `*ret`, -ENOENT (or another -errno) when
  * the root or the pci.ids file cannot be opened, -EINVAL when pci.ids cannot be parsed, or
- * -ENOMEM.
+ * -ENOMEM. pci.ids is read again by a later scan only for ids not seen before (the names of
+ * those seen are kept); a scan that cannot read it then gives those devices empty names and a
+ * problem that says so.
  */
 int node_pci_new(const char *sysfs_root, const char *ids_path, struct node_pci **ret);
 

@@ -831,6 +831,74 @@ static void test_own_ids_file(void)
     sysfs_tree_remove(&t);
 }
 
+/* One scan of `p`; the device at `address` in `res`, or NULL. */
+static const struct node_pci_dev *scan_find(struct node_pci *p, struct node_pci_scan_result *res,
+                                            const char *address)
+{
+    node_pci_scan_result_done(res);
+    if (node_pci_scan(p, res, NULL) < 0)
+        return NULL;
+    for (size_t i = 0; i < res->n_devs; i++)
+        if (strcmp(res->devs[i].address, address) == 0)
+            return &res->devs[i];
+    return NULL;
+}
+
+/* pci.ids is read only for ids not named before: a rescan of known devices does not read it, a
+ * new device's ids are looked up in it again, and a new device whose ids it can no longer name
+ * gets empty names and a problem (the known ones keep theirs). */
+static void test_names_cached(void)
+{
+    struct sysfs_tree t = {0};
+    CU_ASSERT_EQUAL(sysfs_tree_make_text(&t, "0000:00:00.0 0200 8086:1234\n"
+                                             "0000:00:01.0 0200 8086:5678\n"
+                                             "0000:00:02.0 0200 8086:9abc\n"),
+                    0);
+    if (!t.dir[0])
+        return;
+    static const char ids[] = "8086  Vendor\n\t1234  Test Device\n\t5678  Other Device\n"
+                              "C 02  Net\n\t00  Eth\n";
+    static const char renamed[] = "8086  Vendor\n\t1234  Renamed\n\t5678  Other Renamed\n"
+                                  "C 02  Net\n\t00  Eth\n";
+    char path[400];
+    snprintf(path, sizeof(path), "%s/pci.ids", t.dir);
+    CU_ASSERT_EQUAL(sysfs_tree_put(&t, "../pci.ids", ids, strlen(ids)), 0);
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&t, "bus/pci/devices/0000:00:01.0"), 0);
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&t, "bus/pci/devices/0000:00:02.0"), 0);
+    struct node_pci *p = NULL;
+    struct node_pci_scan_result res = {0};
+    CU_ASSERT_EQUAL(node_pci_new(t.root, path, &p), 0);
+    const struct node_pci_dev *d = p ? scan_find(p, &res, "0000:00:00.0") : NULL;
+    CU_ASSERT_STRING_EQUAL(d ? d->device_name : "", "Test Device");
+    /* pci.ids changes: the known device keeps the name read before (the file is not read). */
+    CU_ASSERT_EQUAL(sysfs_tree_put(&t, "../pci.ids", renamed, strlen(renamed)), 0);
+    d = p ? scan_find(p, &res, "0000:00:00.0") : NULL;
+    CU_ASSERT_STRING_EQUAL(d ? d->device_name : "", "Test Device");
+    /* A new device: its ids are looked up in the file as it is now. */
+    CU_ASSERT_EQUAL(sysfs_tree_link(&t, "bus/pci/devices/0000:00:01.0",
+                                    "../../../devices/pci0000:00/0000:00:01.0"),
+                    0);
+    d = p ? scan_find(p, &res, "0000:00:01.0") : NULL;
+    CU_ASSERT_STRING_EQUAL(d ? d->device_name : "", "Other Renamed");
+    CU_ASSERT_STRING_EQUAL(d ? d->problem : "x", "");
+    /* pci.ids gone: known devices keep their names; a new one has none, and a problem. */
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&t, "../pci.ids"), 0);
+    CU_ASSERT_EQUAL(sysfs_tree_link(&t, "bus/pci/devices/0000:00:02.0",
+                                    "../../../devices/pci0000:00/0000:00:02.0"),
+                    0);
+    d = p ? scan_find(p, &res, "0000:00:02.0") : NULL;
+    CU_ASSERT_STRING_EQUAL(d ? d->device_name : "x", "");
+    CU_ASSERT_STRING_EQUAL(d ? d->vendor_name : "x", "");
+    CU_ASSERT_PTR_NOT_NULL(d ? strstr(d->problem, "pci.ids") : NULL);
+    d = p ? scan_find(p, &res, "0000:00:01.0") : NULL;
+    CU_ASSERT_STRING_EQUAL(d ? d->device_name : "", "Other Renamed");
+    CU_ASSERT_STRING_EQUAL(d ? d->vendor_name : "", "Vendor");
+    CU_ASSERT_STRING_EQUAL(d ? d->class_name : "", "Eth");
+    node_pci_scan_result_done(&res);
+    node_pci_free(p);
+    sysfs_tree_remove(&t);
+}
+
 static void test_new_errors(void)
 {
     struct node_pci *p = PCI_SENTINEL;
@@ -910,6 +978,7 @@ static CU_TestInfo tests[] = {
         {"scan matches the description", test_scan_matches_description},
         {"names from pci.ids", test_names_from_pci_ids},
         {"names spot checks", test_names_spot_checks},
+        {"names cached, pci.ids read for new ids only", test_names_cached},
         {"bridges flagged", test_bridges},
         {"SR-IOV PF and VFs", test_sriov},
         {"unbound device and no IOMMU group", test_unbound_and_no_iommu},
