@@ -136,3 +136,10 @@ bench_record section="$S" name="agent: CPU per idle hour" \
 bench_record section="$S" name="controller: CPU per idle hour" \
     value="$(awk -v a="$k0" -v b="$k1" -v w="$WINDOW" 'BEGIN {printf "%.2f", (b - a) * 3600 / w}')" unit=s \
     how="/proc/PID/stat utime+stime over the window, extrapolated"
+for who in agent controller; do
+    pid=$AGENT
+    [ "$who" = agent ] || pid=$CONTROLLER
+    bench_record section="$S" name="$who: RSS after the idle window" \
+        value="$(awk '{printf "%.1f", $1 / 1024}' <<<"$(bench_rss_kib "$pid")")" unit=MiB \
+        how="VmRSS at the end of the window (the agent with $n PCIDevices; the controller leading, four cluster-wide claim and device caches)"
+done
