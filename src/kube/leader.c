@@ -3,8 +3,11 @@
  * kube/leader.c - Lease-based leader election. See leader.h. Does not log.
  *
  * One round every retry period: GET the Lease; create it if missing; take or renew it with a
- * conditional PUT when it is ours, free, or expired by local observation. A request is never
- * cancelled: freeing while one is in flight is deferred to its callback.
+ * conditional PUT when it is ours, free, or expired by local observation. A leader renews
+ * optimistically, as client-go does: a conditional PUT of the Lease its last write returned, no
+ * GET; when that fails (someone else wrote it, or anything else) the same round falls back to
+ * GET and PUT. A request is never cancelled: freeing while one is in flight is deferred to its
+ * callback.
  */
 #include "kube/leader.h"
 
@@ -33,6 +36,7 @@ struct kube_leader {
     bool running, leading, inflight, freeing, held_by_other;
     char *observed; /* holder and renewTime of the Lease last seen */
     cJSON *owner;   /* the ownerReference every write carries, or NULL */
+    cJSON *mine;    /* the Lease our last write returned, while leading (optimistic renewal) */
     double observed_at;
     double last_renew;
     void (*release_done)(void *userdata);
@@ -108,8 +112,16 @@ static void schedule(struct kube_leader *l)
     ev_timer_start(l->loop, &l->timer);
 }
 
+/* The next round starts with a GET. */
+static void forget_mine(struct kube_leader *l)
+{
+    cJSON_Delete(l->mine);
+    l->mine = NULL;
+}
+
 static void step_down(struct kube_leader *l)
 {
+    forget_mine(l);
     if (!l->leading)
         return;
     l->leading = false;
@@ -141,11 +153,18 @@ static void on_write(const struct kube_err *err, const cJSON *obj, void *userdat
     struct kube_leader *l = userdata;
     if (reap(l))
         return;
+    bool optimistic = l->mine != NULL;
+    forget_mine(l);
     if (err || !obj) {
+        if (optimistic && l->running) { /* the slow path, in the same round */
+            round_start(l);
+            return;
+        }
         round_failed(l);
         return;
     }
     observe(l, obj);
+    l->mine = cJSON_Duplicate(obj, true); /* (out of memory: the next round GETs) */
     l->last_renew = ev_now(l->loop);
     if (!l->leading) {
         l->leading = true;
@@ -248,6 +267,11 @@ static void round_start(struct kube_leader *l)
 {
     if (l->inflight || !l->running)
         return;
+    if (l->leading && l->mine) {
+        if (write_lease(l, l->mine, l->identity, on_write) == 0)
+            return;
+        forget_mine(l);
+    }
     if (kube_client_get(l->http, &kube_res_leases, l->ns, l->name, on_get, l) < 0) {
         round_failed(l);
         return;
@@ -352,6 +376,7 @@ struct kube_leader *kube_leader_free(struct kube_leader *l)
     free(l->identity);
     free(l->observed);
     cJSON_Delete(l->owner);
+    cJSON_Delete(l->mine);
     free(l);
     return NULL;
 }

@@ -236,6 +236,34 @@ if eventually 16 took_over; then
 else
     fail "the other candidate took over within the lease duration" "$(cat "$ofile")"
 fi
+echo "--- leader election: a leader renews without a GET; a foreign write sends it back to GET"
+# lease_requests VERB CODE: hostdevd's requests of that verb and response code to the Lease since
+# MARK (kubectl's own are not counted).
+lease_requests() {
+    tail -n +"$((MARK + 1))" "$TEST_DIR/cluster/audit.log" | python3 -c '
+import json, sys
+print(sum(1 for l in sys.stdin for e in [json.loads(l)] if e.get("stage") == "ResponseComplete"
+          and e.get("userAgent", "").startswith("hostdevd/")
+          and e.get("objectRef", {}).get("resource") == "leases"
+          and e.get("objectRef", {}).get("name") == "hostdevd-controller"
+          and e["verb"] == sys.argv[1] and e.get("responseStatus", {}).get("code") == int(sys.argv[2])))' "$1" "$2"
+}
+MARK=$(wc -l <"$TEST_DIR/cluster/audit.log")
+sleep 7
+gets=$(lease_requests get 200)
+puts=$(lease_requests update 200)
+if [ "$puts" -ge 3 ] && [ "$gets" -eq 0 ]; then pass "the only candidate renewed $puts times in 7 s, no GET"; else
+    fail "renewals without GET" "$puts renewals, $gets GETs"; fi
+MARK=$(wc -l <"$TEST_DIR/cluster/audit.log")
+kubectl -n hostdevd-system annotate lease hostdevd-controller bench/foreign=write >/dev/null
+sleep 5
+conflicts=$(lease_requests update 409)
+gets=$(lease_requests get 200)
+if [ "$conflicts" -eq 1 ] && [ "$gets" -eq 1 ] && took_over; then
+    pass "after a foreign write: one conflict, one GET, still leading"
+else
+    fail "fallback after a foreign write" "conflicts $conflicts, GETs $gets, state $(cat "$ofile")"
+fi
 kill -TERM "$other"
 wait "$other"
 rc=$?
