@@ -150,7 +150,7 @@ size=$(stat -c %s bin/hostdevd)
 stripped=$(strip -o "$T/hostdevd.stripped" bin/hostdevd && stat -c %s "$T/hostdevd.stripped")
 bench_record section="$S" name="bin/hostdevd" value="$(kib "$size")" unit=KiB \
     how="release build with debug information; stripped $(kib "$stripped") KiB (the image's is stripped)"
-img=$(find build/image -name 'hostdevd-*.tar' -printf '%T@ %p\n' 2>/dev/null | sort -n | tail -1 | cut -d' ' -f2)
+img=$( (find build/image -name "hostdevd-*.tar" -printf "%T@ %p\n" 2>/dev/null || true) | sort -n | tail -1 | cut -d" " -f2)
 if [ -n "$img" ]; then
     bench_record section="$S" name="OCI image archive ($(basename "$img"))" value="$(kib "$(stat -c %s "$img")")" unit=KiB \
         goal="< 20 MB" met="$([ "$(stat -c %s "$img")" -lt 20000000 ] && echo yes || echo no)" \
