@@ -138,6 +138,19 @@ current-context: local
 EOF
 }
 
+# move_driver SYS ADDRESS DRIVER: the device's driver changed in place, links and uevent, as the
+# kernel shows a rebind (the tree is never rebuilt: the agent's claim worker keeps the root open).
+move_driver() {
+    local sys=$1 dev old link
+    dev=$(readlink -f "$sys/bus/pci/devices/$2")
+    old=$(basename "$(readlink "$dev/driver")")
+    link=$(readlink "$sys/bus/pci/drivers/$old/$2")
+    rm "$sys/bus/pci/drivers/$old/$2"
+    ln -s "$link" "$sys/bus/pci/drivers/$3/$2"
+    ln -sfn "../../../bus/pci/drivers/$3" "$dev/driver"
+    sed -i "s/^DRIVER=.*/DRIVER=$3/" "$dev/uevent"
+}
+
 node_name() { printf 'scale-%03d' "$1"; }
 
 # N Nodes, and per node a directory: its tree, dev, kubelet dir, kubeconfig (node-bound token).
@@ -294,10 +307,7 @@ run() {
     local m=$(((n + 9) / 10)) idx=() i
     for i in $(seq 1 "$m"); do idx+=("$(((i - 1) * n / m + 1))"); done
     echo "=== $S: $m of $n nodes change a device ($CHANGED_DEV to vfio-pci) and rescan at once (SIGHUP)"
-    for i in "${idx[@]}"; do
-        hack/mk-sysfs-fixture.sh "$T/changed.txt" "$T/n/$i/sys" >/dev/null
-        mkdir -p "$T/n/$i/sys/module/vfio_iommu_type1"
-    done
+    for i in "${idx[@]}"; do move_driver "$T/n/$i/sys" "$CHANGED_DEV" vfio-pci; done
     local h0 h1 dev=${CHANGED_DEV//:/}
     dev=${dev//./}
     h0=$(now)
@@ -333,7 +343,9 @@ run() {
         entries=$(kubectl get kubevirt -n kubevirt kubevirt -o jsonpath='{range .spec.configuration.permittedHostDevices.pciHostDevices[*]}{.resourceName}{"\n"}{end}' | sort -u)
         [ "$ready" -eq "$c" ] && [ "$entries" = "$(cat "$T/want-$n")" ] && break
         if [ $SECONDS -ge $deadline ]; then
-            echo "scale: $ready of $c claims Ready, CR entries: $entries" >&2
+            echo "scale: $ready of $c claims Ready, CR entries: $entries; not Ready:" >&2
+            kubectl get pcideviceclaims -o jsonpath='{range .items[*]}{.metadata.name} {.status.passthroughEnabled} {range .status.conditions[*]}{.type}={.status} {.reason} {.message}; {end}{"\n"}{end}' |
+                grep -v ' true Ready=True' | head -5 >&2
             return 1
         fi
         sleep 0.5
@@ -356,7 +368,6 @@ run() {
 hack/mk-sysfs-fixture.sh test/fixtures/sysfs/node-64.txt "$T/template" >/dev/null
 mkdir -p "$T/template/module/vfio_iommu_type1"
 bench_fake_proc "$T/proc"
-sed "/^${CHANGED_DEV}[[:space:]]/s/driver=[^ ]*/driver=vfio-pci/" test/fixtures/sysfs/node-64.txt >"$T/changed.txt"
 # address -> resource name, for the KubeVirt CR entries the claims need
 bin/hostdevd inventory --sysfs-root "$T/template" --proc-root "$T/proc" -o table |
     awk '$1 == "pci" {print $3, $7}' >"$T/resources"
