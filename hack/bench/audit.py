@@ -17,8 +17,8 @@ account and "agent" for anyone else.
       nothing when there is none.
   audit.py window LOG FROM TO
       hostdevd's requests completed in [FROM, TO]: "WHO VERB RESOURCE COUNT" lines, then
-      "any 429 - N" (requests of anyone the API server answered with 429 Too Many Requests)
-      and "any all - N" (every request of anyone).
+      "429 VERB RESOURCE N" (hostdevd's requests answered 429 Too Many Requests), "any 429 - N"
+      (anyone's 429s) and "any all - N" (every request of anyone).
 """
 import collections
 import datetime
@@ -109,7 +109,7 @@ def last(log, since, resource_re, verb_re, name_re=""):
 
 
 def window(log, since, until):
-    n, seen, too_many, total = collections.Counter(), set(), 0, 0
+    n, n429, seen, too_many, total = collections.Counter(), collections.Counter(), set(), 0, 0
     for e in completed(log):
         if e["auditID"] in seen or not since <= epoch(e["stageTimestamp"]) <= until:
             continue
@@ -117,9 +117,14 @@ def window(log, since, until):
         total += 1
         too_many += e.get("responseStatus", {}).get("code") == 429
         if ours(e):
-            n[(who(e), e["verb"], e.get("objectRef", {}).get("resource", "?"))] += 1
+            k = (e["verb"], e.get("objectRef", {}).get("resource", "?"))
+            n[(who(e),) + k] += 1
+            if e.get("responseStatus", {}).get("code") == 429:
+                n429[k] += 1
     for k, v in sorted(n.items()):
         print(*k, v)
+    for k, v in sorted(n429.items()):
+        print("429", *k, v)
     print("any 429 -", too_many)
     print("any all -", total)
     return 0

@@ -14,6 +14,7 @@
 #     last of their PCIDevices shows it
 #   claims: 100 PCIDeviceClaims over the nodes at once, until all are Ready and the KubeVirt
 #     CR lists their resource names
+# BENCH_SCALE_KEEP=1 keeps the scratch directory (agents' logs, audit logs) for a look afterwards.
 # BENCH_SCALE_IDENTITY=admin runs the agents with the admin's client certificate instead
 # (system:masters: exempt from APF and from the policies), for comparison.
 # Needs: bin/hostdevd, hack/k8s-build.sh and hack/kubevirt-crds.sh output (make k8s).
@@ -59,10 +60,14 @@ stop_all() { # the agents and the controller: SIGTERM (they give up their Leases
     AGENTS=()
     CONTROLLER=""
 }
+KEEP=${BENCH_SCALE_KEEP:-0} # 1: keep $T (logs, audit logs, trees) for a look afterwards
+plane_down() {
+    if [ "$KEEP" = 1 ]; then "$BENCH_ROOT/hack/cluster.sh" down "$1"; else bench_plane_down "$1"; fi
+}
 cleanup() {
     stop_all
-    [ -z "$PLANE" ] || bench_plane_down "$PLANE" || true
-    rm -rf "$T"
+    [ -z "$PLANE" ] || plane_down "$PLANE" || true
+    if [ "$KEEP" = 1 ]; then echo "scale: kept $T"; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -83,6 +88,7 @@ audit() { python3 "$AUDIT_PY" "$@"; }
 # field WHO VERB-REGEX RESOURCE-REGEX: the sum over a window summary (audit.py window).
 field() { awk -v w="$1" -v v="$2" -v r="$3" '$1 ~ w && $2 ~ v && $3 ~ r {s += $4} END {print s + 0}' "$4"; }
 WR='^(create|update|patch|delete|deletecollection)$'
+HD='^(agent|controller)$' # the window lines of hostdevd's requests
 
 # The install as `kubectl apply -k manifests/` makes it, without the DaemonSet and Deployment,
 # KubeVirt's CRD and a CR with the HostDevices gate, and the controller's kubeconfig.
@@ -265,6 +271,10 @@ run() {
     t_end=$(audit last "$AUDIT" "$t0" '(?!leases$).*' "$WR")
     audit window "$AUDIT" "$t0" "$t_end" >"$T/conv-$n"
     sed 's/^/  | /' "$T/conv-$n"
+    # API Priority and Fairness: rejections and queue waits by priority level (the agents'
+    # service account is one flow of workload-low; admin is exempt)
+    kubectl get --raw /metrics | grep -E '^apiserver_flowcontrol_(rejected_requests_total|request_wait_duration_seconds_(sum|count))' |
+        grep -E 'workload-low|global-default|exempt|rejected' | sed 's/^/  | apf /' || true
     local got
     got=$(kubectl get pcidevices -o name | wc -l)
     [ "$n" -ne 100 ] || met=$(awk -v v="$(secs "$t0" "$t_exist")" 'BEGIN {print (v < 60 ? "yes" : "no")}')
@@ -277,9 +287,9 @@ run() {
     bench_record section="$S" name="$L: start -> every agent's /readyz" value="$(secs "$t0" "$t_ready")" unit=s \
         how="polled every 0.5 s"
     bench_record section="$S" name="$L: hostdevd API requests during the cold start" \
-        value="$(field agent . . "$T/conv-$n")" \
-        how="audit log, start to the last write other than a Lease; writes: $(field agent "$WR" . "$T/conv-$n")"
-    bench_record section="$S" name="$L: 429 answers during the cold start" value="$(field any 429 . "$T/conv-$n")" \
+        value="$(field '^agent$' . . "$T/conv-$n")" \
+        how="audit log, start to the last write other than a Lease; writes: $(field '^agent$' "$WR" . "$T/conv-$n")"
+    bench_record section="$S" name="$L: 429 answers during the cold start" value="$(field '^any$' '^429$' . "$T/conv-$n")" \
         how="audit log, any client"
     bench_record section="$S" name="$L: kube-apiserver CPU during the cold start" \
         value="$(awk -v a="$a0" -v b="$a1" 'BEGIN {printf "%.1f", b - a}')" unit=s \
@@ -297,11 +307,11 @@ run() {
     audit window "$AUDIT" "$i0" "$i1" >"$T/idle-$n"
     sed 's/^/  | /' "$T/idle-$n"
     local writes leases
-    writes=$(($(field . "$WR" . "$T/idle-$n") - $(field . "$WR" '^leases$' "$T/idle-$n")))
-    leases=$(field . "$WR" '^leases$' "$T/idle-$n")
+    writes=$(($(field "$HD" "$WR" . "$T/idle-$n") - $(field "$HD" "$WR" '^leases$' "$T/idle-$n")))
+    leases=$(field "$HD" "$WR" '^leases$' "$T/idle-$n")
     bench_record section="$S" name="$L: writes in $IDLE idle seconds, Leases aside" value="$writes" \
         goal="0" met="$([ "$writes" = 0 ] && echo yes || echo no)" how="audit log, agents and controller"
-    bench_record section="$S" name="$L: API requests in $IDLE idle seconds" value="$(field . . . "$T/idle-$n")" \
+    bench_record section="$S" name="$L: API requests in $IDLE idle seconds" value="$(field "$HD" . . "$T/idle-$n")" \
         how="audit log, agents and controller; Lease writes among them: $leases"
 
     local m=$(((n + 9) / 10)) idx=() i
@@ -361,7 +371,7 @@ run() {
         how="to the later of the last claim write and the controller's last CR write ($(wc -l <"$T/want-$n") entries)"
 
     stop_all
-    bench_plane_down "$PLANE"
+    plane_down "$PLANE"
     PLANE=""
 }
 
