@@ -98,7 +98,7 @@ static void on_usb_scan(struct map *want, void *userdata)
 static void on_node_uid(void *userdata)
 {
     struct agent *a = userdata;
-    cJSON *owner = cJSON_CreateObject();
+    cJSON *owner = nodeuid_get(a->node) ? cJSON_CreateObject() : NULL;
     if (owner && cJSON_AddStringToObject(owner, "apiVersion", "v1") &&
         cJSON_AddStringToObject(owner, "kind", "Node") &&
         cJSON_AddStringToObject(owner, "name", a->cfg->node_name) &&

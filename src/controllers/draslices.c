@@ -518,7 +518,7 @@ static bool can_start(void *ctx)
 {
     const struct draslices *s = ctx;
     return pcidevices_want(s->cfg.devices) && s->cfg.claims &&
-           kube_informer_has_synced(s->cfg.claims);
+           kube_informer_has_synced(s->cfg.claims) && nodeuid_answered(s->cfg.node);
 }
 
 static const struct runner_ops ops = {

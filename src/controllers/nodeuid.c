@@ -19,6 +19,7 @@
 struct nodeuid {
     struct nodeuid_config cfg;
     char *uid;
+    bool answered; /* the first GET has answered */
     double retry_in;
     ev_timer retry;
 };
@@ -44,8 +45,14 @@ static void on_node(const struct kube_err *err, const cJSON *obj, void *userdata
                     KV_STR("node", n->cfg.node_name), KV_INT("http", err ? err->http : 0),
                     KV_STR("reason", err ? err->reason : ""));
         retry_later(n);
+        if (!n->answered) {
+            n->answered = true;
+            if (n->cfg.on_uid)
+                n->cfg.on_uid(n->cfg.userdata);
+        }
         return;
     }
+    n->answered = true;
     free(n->uid);
     n->uid = strdup(uid);
     if (n->cfg.on_uid)
@@ -84,6 +91,11 @@ void nodeuid_start(struct nodeuid *n)
 const char *nodeuid_get(const struct nodeuid *n)
 {
     return n ? n->uid : NULL;
+}
+
+bool nodeuid_answered(const struct nodeuid *n)
+{
+    return !n || n->answered;
 }
 
 void nodeuid_stop(struct nodeuid *n)

@@ -227,7 +227,7 @@ static void act(struct runner_job *job, void *plan, void *ctx)
 static bool can_start(void *ctx)
 {
     const struct pcidevices *d = ctx;
-    return d->want != NULL;
+    return d->want != NULL && nodeuid_answered(d->cfg.node); /* objects made with their owner */
 }
 
 static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)

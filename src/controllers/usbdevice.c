@@ -290,7 +290,8 @@ static bool can_start(void *ctx)
 {
     const struct usbdevices *d = ctx;
     return d->want && d->claims && kube_informer_has_synced(d->claims) &&
-           (!d->pci_devices || kube_informer_has_synced(d->pci_devices));
+           (!d->pci_devices || kube_informer_has_synced(d->pci_devices)) &&
+           nodeuid_answered(d->cfg.node); /* objects made with their owner */
 }
 
 static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)

@@ -72,6 +72,10 @@ VFIO=$(grep -vE '^\s*(#|$)' "$DESC" | awk '$2 != "0604" && /driver=vfio-pci/' | 
 expect_contains "metrics count the published devices" "$OUT" "hostdevd_pci_devices $WANT" \
     "hostdevd_pci_devices_by_state{state=\"vfio-pci\"} $VFIO" \
     "hostdevd_ready 1" "hostdevd_api_writes_total{kind=\"PCIDevice\",verb=\"create\"} $WANT"
+# Each object is created with its ownerReference (the agent waits for the Node's answer before
+# its first create) and then gets its status: one status patch each, no metadata patch after.
+expect_contains "one status patch per device, no ownerReference added afterwards" "$OUT" \
+    "hostdevd_api_writes_total{kind=\"PCIDevice\",verb=\"patch\"} $WANT"
 if command -v promtool >/dev/null; then
     LINT=$(promtool check metrics <<<"$OUT" 2>&1) && pass "promtool accepts the /metrics exposition" ||
         fail "promtool accepts the /metrics exposition" "$LINT"
