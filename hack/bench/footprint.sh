@@ -5,6 +5,7 @@
 # has been quiet for a few seconds), split into what the shared libraries map (file-backed
 # pages) and the process's own (anonymous) memory; the heap itself with valgrind massif (256
 # devices); the binary and the image. The controller's memory and CPU at idle are in idle.sh.
+# BENCH_HOSTDEVD: another binary to measure (an older build, to compare; default bin/hostdevd).
 # Needs: bin/hostdevd, hack/k8s-build.sh output (make k8s), valgrind; the image size is read
 # from build/image/ when `make image` has been run (it is not built here).
 set -euo pipefail
@@ -43,7 +44,7 @@ start_agent() {
     PORT=$(bench_free_port)
     mkdir -p "$T/dev-$n" "$T/kubelet-$n"
     printf 'apiVersion: v1\nkind: Node\nmetadata: {name: fp-%s}\n' "$n" | kubectl apply -f - >/dev/null
-    "$@" bin/hostdevd agent --node-name "fp-$n" --kubeconfig "$ADMIN" --sysfs-root "$T/sys-$n" \
+    "$@" "${BENCH_HOSTDEVD:-bin/hostdevd}" agent --node-name "fp-$n" --kubeconfig "$ADMIN" --sysfs-root "$T/sys-$n" \
         --proc-root "$T/proc" --dev-root "$T/dev-$n" --kubelet-dir "$T/kubelet-$n" \
         --listen "127.0.0.1:$PORT" --uevent-source none >"$T/agent-$n.log" 2>&1 &
     AGENT=$!
