@@ -18,9 +18,9 @@
  *   file alone. libpci holds the whole file in memory once loaded (2 MB of heap), so it is
  *   loaded only while a scan meets ids it has not named before, and dropped (and the heap
  *   trimmed) when that scan ends; the names of the ids seen are cached (a node has tens of
- *   distinct ids), so a rescan of an unchanged node does not read pci.ids at all. An unknown subclass falls back to the class name, which libpci returns as
- *   "Name [cccc]"; the number is cut off. Names are cut at a UTF-8 character boundary when they
- *   do not fit.
+ *   distinct ids), so a rescan of an unchanged node does not read pci.ids at all. An unknown
+ *   subclass falls back to the class name, which libpci returns as "Name [cccc]"; the number
+ *   is cut off. Names are cut at a UTF-8 character boundary when they do not fit.
  * - Absent optional attributes (driver, iommu_group, numa_node, physfn, sriov_*) give the
  *   "none" values; one that exists but cannot be read or parsed gives them too, and the
  *   device's problem names it. A driver, iommu_group or physfn link counts only when it leads to
