@@ -70,6 +70,7 @@ CTL_PORT=$(free_port)
 "$CTL" controller --kubeconfig "$TEST_DIR/controller.kubeconfig" --listen "127.0.0.1:$CTL_PORT" --id bench \
     >"$TEST_DIR/controller.log" 2>&1 &
 track $!
+disown # (cluster_stop kills it; no job notice)
 WATCH_LOG=$TEST_DIR/watch.jsonl
 : >"$WATCH_LOG"
 python3 "$W" watch "$TEST_DIR/cluster/admin.kubeconfig" "$WATCH_LOG" "/apis/$G/pcideviceclaims" \
