@@ -88,19 +88,21 @@ char *claimstatus_finalizer_patch(const cJSON *claim, const char *finalizer, boo
 {
     int i = claimstatus_finalizer_index(claim, finalizer);
     const cJSON *list = field(field(claim, "metadata"), "finalizers");
-    const char *rv = kube_meta_str(claim, "resourceVersion");
+    const char *uid = kube_meta_str(claim, "uid");
     struct buf b;
     buf_init(&b, 4096);
     if (add && i < 0 && cJSON_GetArraySize(list) > 0)
         (void)buf_printf(&b,
                          "[{\"op\":\"add\",\"path\":\"/metadata/finalizers/-\",\"value\":\"%s\"}]",
                          finalizer);
-    else if (add && i < 0) /* no list yet: create it, unless the object changed meanwhile */
-        (void)buf_printf(
-                &b,
-                "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"%s\"},"
-                "{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":[\"%s\"]}]",
-                rv ? rv : "", finalizer);
+    else if (add && i < 0) /* no list yet: create it, on this object, unless one appeared
+                            * meanwhile (a test for null passes only where there is none); a
+                            * status write meanwhile does not fail it */
+        (void)buf_printf(&b,
+                         "[{\"op\":\"test\",\"path\":\"/metadata/uid\",\"value\":\"%s\"},"
+                         "{\"op\":\"test\",\"path\":\"/metadata/finalizers\",\"value\":null},"
+                         "{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":[\"%s\"]}]",
+                         uid ? uid : "", finalizer);
     else if (!add && i >= 0)
         (void)buf_printf(&b,
                          "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/%d\",\"value\":\"%s\"},"

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/buf.h"
 #include "base/err.h"
@@ -150,11 +151,15 @@ static void run_bind(struct pcibind_job *j)
 {
     struct node_vfio_dev d;
     check(j, &d);
-    if (j->out.kind != PCICLAIM_GO || load_modules(j) < 0)
+    if (j->out.kind != PCICLAIM_GO || j->check_only || load_modules(j) < 0)
         return;
     struct err err = {{0}};
+    struct timespec t0, t1;
+    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
     int r = node_vfio_converge(j->env->sysfs_fd, j->address, NODE_VFIO_BIND, j->original,
                                on_vfio_step, NULL, &d, &err);
+    (void)clock_gettime(CLOCK_MONOTONIC, &t1);
+    j->out.bind_us = (int)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
     (void)snprintf(j->out.message, sizeof(j->out.message), "%s", err.msg);
     j->out.kind = r < 0 ? PCICLAIM_FAILED : PCICLAIM_BOUND;
     j->out.reason = r < 0 ? "BindFailed" : "Bound";

@@ -39,6 +39,7 @@ struct pcibind_job {
     char **claimed;      /* addresses of this node's live claims: group members that count */
     size_t n_claimed;
     char *usb_enabled; /* USB devices enabled behind this device (a USB controller), "" none */
+    bool check_only;   /* observe and check, never bind (a new claim's first phase) */
     /* output */
     struct pciclaim_outcome out;
 };

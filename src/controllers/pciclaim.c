@@ -4,8 +4,13 @@
  * planning and decisions, then the reconciler on the runner. One reconcile of a claim is one
  * runner job: a finalizer patch, or one worker job (controllers/pcibind.c: sysfs reads,
  * safety checks, module loading, bind or restore) followed by at most one status or
- * finalizer write. Its result lands in the cache through the informer, which queues the claim
- * again; the runner's write expectations keep a stale cache from causing a second write.
+ * finalizer write. A write that only prepares the bind (the finalizer added, the original
+ * driver recorded) goes on in the same job from the object the server returned, which is
+ * newer than the cache. A new claim's first phase runs the checks (which only observe) first,
+ * then writes its finalizer and the record of the driver at once: one job of three writes
+ * (finalizer and record in one round trip, then Bound), with no watch round trip between them.
+ * The last write lands in the cache through the informer, which queues the claim again; the
+ * runner's write expectations keep a stale cache from causing a second write.
  */
 #include "controllers/pciclaim.h"
 
@@ -260,6 +265,7 @@ void pciclaim_decide(const cJSON *claim, const struct pciclaim_outcome *o,
                 .driver = o->driver, .reason = "Binding", .message = d->message};
         d->write_status = !status_matches(claim, &d->status);
         d->fault = "record-driver";
+        d->proceed = d->write_status;
         break;
     case PCICLAIM_BOUND:
         decide_bound(claim, o, d);
@@ -291,6 +297,33 @@ void pciclaim_decide(const cJSON *claim, const struct pciclaim_outcome *o,
     }
 }
 
+bool pciclaim_proceeds(const struct pciclaim_decision *d, const cJSON *written, const char *key,
+                       const char *node, int proceeded)
+{
+    return d->proceed && written && proceeded < PCICLAIM_MAX_PROCEED &&
+           pciclaim_next_step(written, key, node) == PCICLAIM_NODE_WORK;
+}
+
+bool pciclaim_checks_early(const cJSON *claim)
+{
+    return !pciclaim_driver_recorded(claim, NULL) && !kube_meta_str(claim, "deletionTimestamp");
+}
+
+const cJSON *pciclaim_pick_written(const cJSON *a, const cJSON *b, const char *key,
+                                   const char *node)
+{
+    const cJSON *work = NULL;
+    const cJSON *both[] = {a, b};
+    for (size_t i = 0; i < 2; i++) {
+        if (!both[i] || pciclaim_next_step(both[i], key, node) != PCICLAIM_NODE_WORK)
+            continue;
+        if (pciclaim_driver_recorded(both[i], NULL))
+            return both[i];
+        work = work ? work : both[i];
+    }
+    return work;
+}
+
 /* --- the reconciler --------------------------------------------------------------------------- */
 
 struct pciclaim {
@@ -311,8 +344,15 @@ struct cjob {                /* one reconcile: the plan and, for node work, the 
     struct pciclaim *c;
     struct runner_job *job;
     enum pciclaim_step step;
-    cJSON *claim; /* a copy of the cached claim */
+    cJSON *claim; /* a copy of the cached claim, then of what our writes returned */
     struct pciclaim_decision decision;
+    int proceeded; /* times the job went on from a write's response */
+    /* a new claim's first phase: the checks, then its finalizer and the record of the driver
+     * written at once */
+    bool first_phase;  /* the checks of the first phase are running */
+    int outstanding;   /* of its writes, how many are not back yet */
+    bool failed;       /* a write of the phase failed: retry once all are back */
+    cJSON *written[2]; /* what the finalizer's and the record's writes returned */
 };
 
 static void cjob_free(void *p)
@@ -320,6 +360,8 @@ static void cjob_free(void *p)
     struct cjob *j = p;
     pcibind_job_done(&j->bind);
     cJSON_Delete(j->claim);
+    cJSON_Delete(j->written[0]);
+    cJSON_Delete(j->written[1]);
     free(j);
 }
 
@@ -383,6 +425,33 @@ static void finish(struct cjob *j)
         runner_job_done(j->job, d->retry ? RUNNER_RETRY : RUNNER_DONE, 0);
 }
 
+static void node_work(struct cjob *j);
+static void conclude(struct cjob *j, const struct pciclaim_outcome *o);
+
+/* Goes on from the object a write returned when the decision says so (the finalizer is on it,
+ * the original driver recorded): the next step starts at once, from an object newer than the
+ * cache, instead of after the watch event. Returns whether it did. */
+static bool proceed(struct cjob *j, const cJSON *obj)
+{
+    if (j->c->stopping ||
+        !pciclaim_proceeds(&j->decision, obj, key_of(j), j->c->cfg.node_name, j->proceeded))
+        return false;
+    cJSON *copy = cJSON_Duplicate(obj, true);
+    if (!copy)
+        return false;
+    cJSON_Delete(j->claim);
+    j->claim = copy;
+    j->proceeded++;
+    j->step = PCICLAIM_NODE_WORK;
+    j->decision = (struct pciclaim_decision){0};
+    pcibind_job_done(&j->bind);
+    j->bind.deleting = kube_meta_str(copy, "deletionTimestamp") != NULL;
+    log_v(3, "Proceeding from the written PCIDeviceClaim", KV_STR("claim", key_of(j)),
+          KV_STR("resourceVersion", kube_meta_str(copy, "resourceVersion")));
+    node_work(j);
+    return true;
+}
+
 static void on_written(const struct kube_err *err, const cJSON *obj, void *userdata)
 {
     struct cjob *j = userdata;
@@ -398,17 +467,19 @@ static void on_written(const struct kube_err *err, const cJSON *obj, void *userd
     runner_job_wrote(j->job, err ? NULL : obj);
     if (j->decision.fault)
         pcibind_fault_point("claim", j->decision.fault);
+    if (!err && proceed(j, obj))
+        return;
     finish(j);
 }
 
 /* Starts a status or finalizer write. Returns 1 when one is in flight, 0 for none, -errno. */
-static int write_claim(struct cjob *j)
+static int write_claim(struct cjob *j, bool add_finalizer, kube_client_cb done)
 {
     const struct pciclaim_decision *d = &j->decision;
     char *patch = NULL;
     bool status = false;
-    if (d->remove_finalizer || j->step == PCICLAIM_ADD_FINALIZER) {
-        patch = pciclaim_finalizer_patch(j->claim, j->step == PCICLAIM_ADD_FINALIZER);
+    if (add_finalizer || d->remove_finalizer) {
+        patch = pciclaim_finalizer_patch(j->claim, add_finalizer);
     } else if (d->write_status) {
         char now[40];
         timefmt_now(now, sizeof(now));
@@ -419,8 +490,7 @@ static int write_claim(struct cjob *j)
         return 0;
     log_v(2, "Patching PCIDeviceClaim", KV_STR("claim", key_of(j)), KV_STR("patch", patch));
     int r = kube_client_patch(j->c->cfg.http, &kube_res_pcideviceclaims, NULL, key_of(j),
-                              status ? KUBE_PATCH_MERGE : KUBE_PATCH_JSON, patch, status,
-                              on_written, j);
+                              status ? KUBE_PATCH_MERGE : KUBE_PATCH_JSON, patch, status, done, j);
     free(patch);
     return r < 0 ? r : 1;
 }
@@ -452,6 +522,9 @@ static void say(struct cjob *j)
     else if (d->log && d->warning)
         log_warning(d->log, KV_STR("claim", key_of(j)), KV_STR("device", j->bind.address),
                     KV_STR("reason", d->status.reason), KV_STR("message", note));
+    else if (d->log && j->bind.out.kind == PCICLAIM_BOUND) /* with the bind's own time */
+        log_info(d->log, KV_STR("claim", key_of(j)), KV_STR("device", j->bind.address),
+                 KV_INT("bindMicroseconds", j->bind.out.bind_us), KV_STR("message", note));
     else if (d->log)
         log_info(d->log, KV_STR("claim", key_of(j)), KV_STR("device", j->bind.address),
                  KV_STR("message", note));
@@ -465,7 +538,7 @@ static void conclude(struct cjob *j, const struct pciclaim_outcome *o)
 {
     pciclaim_decide(j->claim, o, &j->decision);
     say(j);
-    int r = write_claim(j);
+    int r = write_claim(j, false, on_written);
     if (r < 0) {
         log_error("Cannot start a request", KV_STR("claim", key_of(j)), KV_ERRNO(r));
         runner_job_done(j->job, RUNNER_RETRY, 0);
@@ -474,14 +547,91 @@ static void conclude(struct cjob *j, const struct pciclaim_outcome *o)
     }
 }
 
+/* --- a new claim's first phase ----------------------------------------------------------------
+ * The checks (which only observe) run first; with their outcome the finalizer and the record
+ * of the original driver (or a refusal) are written at once, in one round trip. The bind
+ * starts only when both writes are back: both are on the claim before anything changes, in
+ * whichever order they landed (the finalizer's JSON patch tests the list, not the
+ * resourceVersion, so the status write cannot fail it). */
+
+/* One of the phase's writes is back; after the last, the bind goes on from the written claim
+ * that shows both (pciclaim_pick_written), or the job ends. */
+static void phase_done(struct cjob *j)
+{
+    if (--j->outstanding > 0)
+        return;
+    if (j->failed || j->c->stopping) {
+        runner_job_done(j->job, j->failed ? RUNNER_RETRY : RUNNER_DONE, 0);
+        return;
+    }
+    const cJSON *w =
+            pciclaim_pick_written(j->written[0], j->written[1], key_of(j), j->c->cfg.node_name);
+    if (!proceed(j, w))
+        finish(j);
+}
+
+static void phase_written(struct cjob *j, const struct kube_err *err, const cJSON *obj, int which,
+                          const char *fault)
+{
+    if (err) {
+        log_error("Failed to write PCIDeviceClaim", KV_STR("claim", key_of(j)),
+                  KV_INT("http", err->http), KV_STR("reason", err->reason),
+                  KV_STR("message", err->message));
+        j->failed = true;
+    } else {
+        runner_job_wrote(j->job, obj);
+        if (fault)
+            pcibind_fault_point("claim", fault);
+        j->written[which] = obj ? cJSON_Duplicate(obj, true) : NULL;
+    }
+    phase_done(j);
+}
+
+static void on_phase_finalizer(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    phase_written(userdata, err, obj, 0, "finalizer");
+}
+
+static void on_phase_record(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct cjob *j = userdata;
+    phase_written(j, err, obj, 1, j->decision.fault);
+}
+
+/* The checks are back: the finalizer, and what they found (the record, or a refusal). */
+static void phase_write(struct cjob *j)
+{
+    int r = write_claim(j, true, on_phase_finalizer);
+    if (r < 0) {
+        log_error("Cannot start a request", KV_STR("claim", key_of(j)), KV_ERRNO(r));
+        runner_job_done(j->job, RUNNER_RETRY, 0);
+        return;
+    }
+    j->outstanding = 1 + r; /* (one more until the record is on its way) */
+    pciclaim_decide(j->claim, &j->bind.out, &j->decision);
+    say(j);
+    r = j->decision.write_status ? write_claim(j, false, on_phase_record) : 0;
+    if (r < 0) {
+        log_error("Cannot start a request", KV_STR("claim", key_of(j)), KV_ERRNO(r));
+        j->failed = true;
+    }
+    j->outstanding += r > 0;
+    phase_done(j);
+}
+
 static void on_bind_done(struct worker_job *wj, bool cancelled)
 {
     struct cjob *j = (struct cjob *)wj;
+    bool first = j->first_phase;
+    j->first_phase = false;
     if (cancelled || j->c->stopping) { /* the next start converges from sysfs */
         runner_job_done(j->job, RUNNER_DONE, 0);
         return;
     }
-    conclude(j, &j->bind.out);
+    if (first)
+        phase_write(j);
+    else
+        conclude(j, &j->bind.out);
 }
 
 /* Collects the addresses of this node's live claims: members of a group count as claimed. */
@@ -519,9 +669,11 @@ static void collect_usb(struct cjob *j)
     j->bind.usb_enabled = buf_take(&b);
 }
 
-static void start_node_work(struct cjob *j)
+/* Submits the node work; `check_only`: observe and check, never bind. */
+static void start_node_work(struct cjob *j, bool check_only)
 {
     struct pcibind_job *b = &j->bind;
+    b->check_only = check_only;
     const char *a = str_field(field(j->claim, "spec"), "address"), *orig = NULL;
     (void)snprintf(b->address, sizeof(b->address), "%s", a ? a : "");
     b->recorded = pciclaim_driver_recorded(j->claim, &orig);
@@ -540,12 +692,18 @@ static void start_node_work(struct cjob *j)
 
 /* A claim (not deleting) on a device a DRA ResourceClaim holds is refused; it binds once DRA
  * lets the device go (the agent queues every claim then). */
+static bool dra_holds(struct cjob *j, char *who, size_t size)
+{
+    const char *a = str_field(field(j->claim, "spec"), "address");
+    return j->c->dra_holder && a && !field(field(j->claim, "metadata"), "deletionTimestamp") &&
+           j->c->dra_holder(a, who, size, j->c->dra_ud);
+}
+
 static bool dra_refuses(struct cjob *j)
 {
     const char *a = str_field(field(j->claim, "spec"), "address");
     char who[600];
-    if (!j->c->dra_holder || !a || field(field(j->claim, "metadata"), "deletionTimestamp") ||
-        !j->c->dra_holder(a, who, sizeof(who), j->c->dra_ud))
+    if (!dra_holds(j, who, sizeof(who)))
         return false;
     struct pciclaim_outcome o = {.kind = PCICLAIM_REFUSED, .reason = "AllocatedByDRA"};
     (void)snprintf(o.message, sizeof(o.message),
@@ -554,6 +712,12 @@ static bool dra_refuses(struct cjob *j)
                    a, who);
     conclude(j, &o);
     return true;
+}
+
+static void node_work(struct cjob *j)
+{
+    if (!dra_refuses(j))
+        start_node_work(j, false);
 }
 
 void pciclaim_set_dra_holder(struct pciclaim *c,
@@ -577,15 +741,20 @@ static void act(struct runner_job *job, void *plan, void *ctx)
                        "claim is not named after it (<node>-<address without ':' and '.'>)",
                        a ? a : "");
         conclude(j, &o);
-    } else if (j->step == PCICLAIM_NODE_WORK && dra_refuses(j)) {
-        return;
     } else if (j->step == PCICLAIM_ADD_FINALIZER) {
+        char who[600];
         j->decision.fault = "finalizer";
-        int r = write_claim(j);
+        j->decision.proceed = true;
+        if (pciclaim_checks_early(j->claim) && !dra_holds(j, who, sizeof(who))) {
+            j->first_phase = true; /* the checks first, then the finalizer with the record */
+            start_node_work(j, true);
+            return;
+        }
+        int r = write_claim(j, true, on_written);
         if (r <= 0)
             runner_job_done(job, r < 0 ? RUNNER_RETRY : RUNNER_DONE, 0);
     } else {
-        start_node_work(j);
+        node_work(j);
     }
 }
 

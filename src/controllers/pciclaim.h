@@ -20,6 +20,11 @@
  *      and the finalizer removed. A device that is gone, or was never touched, does not hold
  *      the deletion.
  *
+ * A new claim goes through 1-4 in one reconcile: the checks run first (they only observe), then
+ * the finalizer and the record of the driver are written at once, and the bind starts once both
+ * writes are acknowledged, from the object the server returned rather than after the watch
+ * event.
+ *
  * After a reboot or a restart every claim is reconciled again and re-bound from sysfs state.
  * HOSTDEVD_FAULT=<goal>:<step> (bind:set-override, bind:unbind, bind:probe,
  * restore:clear-override, restore:unbind, restore:probe, restore:bind-original,
@@ -114,6 +119,7 @@ struct pciclaim_outcome {
     char message[PCICLAIM_MESSAGE_SIZE];
     char driver[64];
     int group;
+    int bind_us; /* PCICLAIM_BOUND: how long the bind steps and verification took */
 };
 
 /* The bind checks, in order: readable, present, IOMMU group, not host-critical (unless it is
@@ -133,12 +139,32 @@ struct pciclaim_decision {
     const char *log;          /* the log message, NULL: none */
     const char *result;       /* hostdevd_claim_results_total's result label, NULL: none */
     const char *fault;        /* fault point after the write ("record-driver"), or NULL */
+    bool proceed;             /* after the write: go on from the object the server returned,
+                                 in the same reconcile (the driver is recorded: bind) */
     bool retry;               /* after the write: again after the key's backoff */
     double requeue_after;     /* > 0: again after this long (a VM holds the device) */
     char message[PCICLAIM_MESSAGE_SIZE + 128]; /* what is said, when it is not the outcome's
                                                   own message (then empty) */
 };
 
+/* Whether a reconcile goes on from `written`, the object its write of `key` returned, instead
+ * of ending and waiting for the watch event: only when the decision prepared the bind
+ * (finalizer added, driver recorded), at most PCICLAIM_MAX_PROCEED times (`proceeded` so far),
+ * and when the written claim still calls for node work on `node`. */
+#define PCICLAIM_MAX_PROCEED 2
+bool pciclaim_proceeds(const struct pciclaim_decision *d, const struct cJSON *written,
+                       const char *key, const char *node, int proceeded);
+/* A new claim's first phase: the checks run on the worker first (they only observe: pcibind's
+ * check_only), then its finalizer and the record of the original driver (or a refusal) are
+ * written at once, in one round trip; the bind waits for both. Whether `claim` (cached, without
+ * our finalizer) goes that way: it records no driver yet and is not being deleted (the caller
+ * also leaves out devices DRA holds). */
+bool pciclaim_checks_early(const struct cJSON *claim);
+/* Of the objects the phase's two writes returned (either may be NULL), the one to go on from:
+ * one that calls for node work on `node` and records the driver (the later write shows both),
+ * else one that calls for node work, else NULL. */
+const struct cJSON *pciclaim_pick_written(const struct cJSON *a, const struct cJSON *b,
+                                          const char *key, const char *node);
 #define PCICLAIM_BUSY_RETRY 5.0 /* seconds between checks of a group a VM holds */
 
 /* Decides for `claim` (the cached object) and the worker's outcome `o` (PCICLAIM_REFUSED for

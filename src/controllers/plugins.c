@@ -34,9 +34,11 @@
 
 #define KUBELET_SOCKET   "kubelet.sock"
 #define REGISTER_TIMEOUT 5.0
-#define RETRY_FIRST      1.0
-#define RETRY_MAX        30.0
-#define QEMU_UID         107 /* KubeVirt's non-root qemu user (util.NonRootUID) */
+/* kubelet.sock appears (inotify) when kubelet binds it, a moment before it listens: a
+ * registration then is refused, and the first retry comes soon. */
+#define RETRY_FIRST 0.1
+#define RETRY_MAX   30.0
+#define QEMU_UID    107 /* KubeVirt's non-root qemu user (util.NonRootUID) */
 
 /* One offered device; `d`'s pointers lead into its own fields (pdev_link after a copy). */
 struct pdev {
@@ -534,12 +536,11 @@ static void on_registered(enum grpc_status status, const char *message, const ui
     }
     if (status != GRPC_OK) {
         metrics_inc(pl->ps->register_errors);
+        retry_later(pl);
         log_warning("kubelet did not take the registration; retrying",
                     KV_STR("resource", pl->resource), KV_INT("status", status),
                     KV_STR("message", message ? message : ""),
-                    KV_INT("retryInSeconds",
-                           (long long)(pl->retry_in > 0 ? pl->retry_in * 2 : RETRY_FIRST)));
-        retry_later(pl);
+                    KV_INT("retryInMilliseconds", (long long)(pl->retry_in * 1000)));
         return;
     }
     pl->registered = true;

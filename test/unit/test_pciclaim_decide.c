@@ -175,9 +175,11 @@ static void test_decide_bind_path(void)
     CU_ASSERT_STRING_EQUAL(d.status.driver, "e1000e");
     CU_ASSERT_STRING_EQUAL(d.status.reason, "Binding");
     CU_ASSERT_STRING_EQUAL(d.fault, "record-driver");
+    CU_ASSERT(d.proceed); /* the bind follows from the written claim, in the same reconcile */
     o = (struct pciclaim_outcome){.kind = PCICLAIM_BOUND, .group = 7};
     pciclaim_decide(c, &o, &d);
     CU_ASSERT(d.write_status && d.status.ready && d.status.passthrough);
+    CU_ASSERT(!d.proceed); /* the last write: the watch event brings the claim back */
     CU_ASSERT_STRING_EQUAL(d.status.reason, "Bound");
     CU_ASSERT_PTR_NOT_NULL(strstr(d.status.message, "/dev/vfio/7"));
     CU_ASSERT_STRING_EQUAL(d.event_reason, "Bound");
@@ -189,6 +191,7 @@ static void test_decide_bind_path(void)
     CU_ASSERT(d.retry && d.warning);
     CU_ASSERT_STRING_EQUAL(d.event_reason, "BindFailed");
     CU_ASSERT_STRING_EQUAL(d.result, "failed");
+    CU_ASSERT(!d.proceed);
     /* the failure's words are the outcome's, said even when the status already says them */
     CU_ASSERT_STRING_EQUAL(d.message, "");
     CU_ASSERT_STRING_EQUAL(d.status.message, "probe did not bind");
@@ -225,6 +228,75 @@ static void test_decide_restore_paths(void)
     cJSON_Delete(c);
 }
 
+/* After the finalizer or the record of the driver, the reconcile goes on from the written
+ * claim; after anything else, or when the written claim is not this node's work, it ends. */
+static void test_proceeds(void)
+{
+    cJSON *written =
+            claim("n", "0000:02:00.0", true, false, "{\"kernelDriverToUnbind\":\"e1000e\"}");
+    cJSON *bare = claim("n", "0000:02:00.0", false, false, NULL);
+    cJSON *gone = claim("n", "0000:02:00.0", false, true, NULL);
+    cJSON *deleting =
+            claim("n", "0000:02:00.0", true, true, "{\"kernelDriverToUnbind\":\"e1000e\"}");
+    struct pciclaim_decision d = {.proceed = true};
+    CU_ASSERT(pciclaim_proceeds(&d, written, "n-000002000", "n", 0));
+    CU_ASSERT(pciclaim_proceeds(&d, written, "n-000002000", "n", 1));
+    CU_ASSERT(!pciclaim_proceeds(&d, written, "n-000002000", "n", PCICLAIM_MAX_PROCEED));
+    CU_ASSERT(!pciclaim_proceeds(&d, NULL, "n-000002000", "n", 0)); /* deleted by our write */
+    CU_ASSERT(!pciclaim_proceeds(&d, written, "n-000002000", "other", 0));
+    CU_ASSERT(!pciclaim_proceeds(&d, bare, "n-000002000", "n", 0)); /* finalizer not there */
+    CU_ASSERT(!pciclaim_proceeds(&d, gone, "n-000002000", "n", 0));
+    /* deleted meanwhile: the restore follows at once (the driver is recorded) */
+    CU_ASSERT(pciclaim_proceeds(&d, deleting, "n-000002000", "n", 0));
+    d.proceed = false;
+    CU_ASSERT(!pciclaim_proceeds(&d, written, "n-000002000", "n", 0));
+    /* the record's decision proceeds only when there is something to write */
+    struct pciclaim_outcome o = {.kind = PCICLAIM_RECORD};
+    (void)snprintf(o.driver, sizeof(o.driver), "e1000e");
+    pciclaim_decide(bare, &o, &d);
+    CU_ASSERT(d.write_status && d.proceed);
+    cJSON *same = claim("n", "0000:02:00.0", true, false,
+                        "{\"kernelDriverToUnbind\":\"e1000e\",\"passthroughEnabled\":false,"
+                        "\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\","
+                        "\"observedGeneration\":1,\"reason\":\"Binding\",\"message\":"
+                        "\"recorded the original driver \\\"e1000e\\\"; binding to vfio-pci\"}]}");
+    pciclaim_decide(same, &o, &d);
+    CU_ASSERT(!d.write_status && !d.proceed);
+    cJSON_Delete(written);
+    cJSON_Delete(bare);
+    cJSON_Delete(gone);
+    cJSON_Delete(deleting);
+    cJSON_Delete(same);
+}
+
+/* A new claim's first phase: only for a claim that records no driver and is not deleting; the
+ * bind goes on from the written claim that shows both the finalizer and the record. */
+static void test_first_phase(void)
+{
+    cJSON *bare = claim("n", "0000:02:00.0", false, false, NULL);
+    cJSON *recorded =
+            claim("n", "0000:02:00.0", false, false, "{\"kernelDriverToUnbind\":\"igb\"}");
+    cJSON *deleting = claim("n", "0000:02:00.0", false, true, NULL);
+    CU_ASSERT(pciclaim_checks_early(bare));
+    CU_ASSERT(!pciclaim_checks_early(recorded));
+    CU_ASSERT(!pciclaim_checks_early(deleting));
+    /* finalizer's response (no record yet), record's response (no finalizer yet), both */
+    cJSON *fin = claim("n", "0000:02:00.0", true, false, NULL);
+    cJSON *both = claim("n", "0000:02:00.0", true, false, "{\"kernelDriverToUnbind\":\"igb\"}");
+    CU_ASSERT_PTR_EQUAL(pciclaim_pick_written(fin, both, "n-000002000", "n"), both);
+    CU_ASSERT_PTR_EQUAL(pciclaim_pick_written(both, recorded, "n-000002000", "n"), both);
+    CU_ASSERT_PTR_EQUAL(pciclaim_pick_written(recorded, fin, "n-000002000", "n"), fin);
+    CU_ASSERT_PTR_EQUAL(pciclaim_pick_written(NULL, fin, "n-000002000", "n"), fin);
+    CU_ASSERT_PTR_NULL(pciclaim_pick_written(recorded, NULL, "n-000002000", "n"));
+    CU_ASSERT_PTR_NULL(pciclaim_pick_written(NULL, NULL, "n-000002000", "n"));
+    CU_ASSERT_PTR_NULL(pciclaim_pick_written(both, fin, "n-000002000", "other"));
+    cJSON_Delete(bare);
+    cJSON_Delete(recorded);
+    cJSON_Delete(deleting);
+    cJSON_Delete(fin);
+    cJSON_Delete(both);
+}
+
 static CU_TestInfo tests[] = {
         {"next step: other node, malformed, finalizer, node work", test_next_step},
         {"bind checks: every refusal reason", test_check_reasons},
@@ -232,6 +304,8 @@ static CU_TestInfo tests[] = {
         {"decide: refusal said once", test_decide_refused},
         {"decide: record, bound, failed", test_decide_bind_path},
         {"decide: busy, restored, released, restore failed", test_decide_restore_paths},
+        {"proceed from the written claim: finalizer, record; nothing else", test_proceeds},
+        {"first phase: which claims, and the written claim to go on from", test_first_phase},
         CU_TEST_INFO_NULL,
 };
 

@@ -24,7 +24,8 @@ static cJSON *new_claim(const char *meta)
 {
     char text[2048];
     (void)snprintf(text, sizeof(text),
-                   "{\"metadata\":{\"name\":\"%s\",\"generation\":1,\"resourceVersion\":\"7\"%s},"
+                   "{\"metadata\":{\"name\":\"%s\",\"generation\":1,\"uid\":\"u7\","
+                   "\"resourceVersion\":\"7\"%s},"
                    "\"spec\":{\"userName\":\"alice\"}}",
                    NAME, meta);
     return parse(text);
@@ -144,7 +145,8 @@ static void test_finalizer_patch(void)
     cJSON *mine = new_claim(",\"finalizers\":[\"x/y\",\"devices.harvesterhci.io/release-usb\"]");
     char *add = usbclaim_finalizer_patch(fresh, true);
     char *remove = usbclaim_finalizer_patch(mine, false);
-    CU_ASSERT_PTR_NOT_NULL(strstr(add, "\"value\":\"7\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(add, "\"path\":\"/metadata/uid\",\"value\":\"u7\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(add, "\"path\":\"/metadata/finalizers\",\"value\":null"));
     CU_ASSERT_PTR_NOT_NULL(strstr(add, "release-usb"));
     CU_ASSERT_PTR_NOT_NULL(strstr(remove, "/metadata/finalizers/1"));
     CU_ASSERT_PTR_NULL(usbclaim_finalizer_patch(mine, true));
