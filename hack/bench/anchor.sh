@@ -296,9 +296,9 @@ per_hour() { awk -v w="$WINDOW" -v x="${1:-0}" 'BEGIN {printf "%.0f", x * 3600 /
 mib() { awk -v k="${1:-0}" 'BEGIN {printf "%.1f", k / 1024}'; }
 if [ -z "$anchor_why" ]; then
     echo "  requests in the ${WINDOW} s window (anchor | hostdevd):"
-    grep '^req' "$T/anchor.idle" | sed 's/^req/  | anchor  /'
+    grep '^req' "$T/anchor.idle" | sed 's/^req/  | anchor  /' || true
 fi
-grep '^req' "$T/hostdevd.idle" | sed 's/^req/  | hostdevd/'
+grep '^req' "$T/hostdevd.idle" | sed 's/^req/  | hostdevd/' || true
 rec "PCIDevice objects published (node-64 tree, no claims)" "$n_h" objects "${n_a:-}" \
     "kubectl get pcidevices once settled; the tree has 64 publishable functions and 11 bridges"
 rec "time from process start until every PCIDevice exists with status" "$h_time" s "${a_time:-}" \
