@@ -20,6 +20,8 @@
 # It creates its own devices.harvesterhci.io CRDs (ours are not installed on its plane).
 # When the anchor cannot be built or run, the reason is recorded and our side is measured
 # alone; the section fails only when our side could not be measured.
+# The anchor comes from hack/anchor-build.sh (ANCHOR_VERSION; ANCHOR_GIT, a git copy of the
+# repository, when the Go module proxy does not serve the module), built once and cached.
 # Needs: bin/hostdevd, hack/k8s-build.sh output (make k8s), Go (hack/go.sh) for the anchor, root.
 set -euo pipefail
 # shellcheck source=hack/bench/lib.sh
