@@ -47,7 +47,7 @@ shfiles=(hack/qemu-node.sh hack/kubelet.sh hack/go.sh hack/k8s-build.sh hack/fak
     hack/grpcpeer-build.sh hack/kubeletpeer-build.sh hack/kubevirtenv-build.sh hack/kubevirt-crds.sh
     hack/deps.sh hack/demo.sh)
 shfiles+=(hack/image.sh test/integration/test_image.sh) # make image and its test
-shfiles+=(hack/helm-build.sh)
+shfiles+=(hack/helm-build.sh hack/anchor-build.sh) # Helm; the anchor for make bench
 shfiles+=(hack/cluster.sh) # the tests' control plane
 mapfile -t bench < <(git ls-files --cached --others --exclude-standard -- 'hack/bench/*.sh' | sort -u)
 shfiles+=(hack/bench.sh "${bench[@]}") # make bench
