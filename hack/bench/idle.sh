@@ -25,21 +25,7 @@ AUDIT=$T/cluster/audit.log
 
 bench_plane "$T/cluster"
 kubectl apply -f manifests/controller-rbac.yaml >/dev/null
-crds=$(hack/kubevirt-crds.sh)
-kubectl create -f "$crds/kubevirts.kubevirt.io.yaml" >/dev/null
-for _ in $(seq 1 50); do
-    kubectl wait --for condition=Established --timeout 10s crd/kubevirts.kubevirt.io >/dev/null 2>&1 && break
-    sleep 0.2
-done
-kubectl create namespace kubevirt >/dev/null
-kubectl create -f - >/dev/null <<'EOF'
-apiVersion: kubevirt.io/v1
-kind: KubeVirt
-metadata: {name: kubevirt, namespace: kubevirt}
-spec:
-  configuration:
-    developerConfiguration: {featureGates: [HostDevices]}
-EOF
+bench_kubevirt
 printf 'apiVersion: v1\nkind: Node\nmetadata: {name: %s}\n' "$NODE" | kubectl create -f - >/dev/null
 token=$(kubectl create token hostdevd-controller -n hostdevd-system --duration 2h)
 cat >"$T/controller.kubeconfig" <<EOF

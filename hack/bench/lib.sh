@@ -85,6 +85,27 @@ bench_plane() {
     kubectl wait --for condition=Established --timeout 60s \
         crd/pcidevices.devices.harvesterhci.io crd/usbdevices.devices.harvesterhci.io >/dev/null
 }
+# bench_kubevirt: KubeVirt v1.9.0's own kubevirts CRD (hack/kubevirt-crds.sh) and the CR
+# kubevirt/kubevirt with the HostDevices feature gate, in the plane of bench_plane.
+bench_kubevirt() {
+    local crds
+    crds=$("$BENCH_ROOT/hack/kubevirt-crds.sh")
+    kubectl create -f "$crds/kubevirts.kubevirt.io.yaml" >/dev/null
+    for _ in $(seq 1 50); do
+        kubectl wait --for condition=Established --timeout 10s crd/kubevirts.kubevirt.io >/dev/null 2>&1 && break
+        sleep 0.2
+    done
+    kubectl create namespace kubevirt >/dev/null
+    kubectl create -f - >/dev/null <<'EOF'
+apiVersion: kubevirt.io/v1
+kind: KubeVirt
+metadata: {name: kubevirt, namespace: kubevirt}
+spec:
+  configuration:
+    developerConfiguration: {featureGates: [HostDevices]}
+EOF
+}
+
 bench_plane_down() { "$BENCH_ROOT/hack/cluster.sh" down "$1" --purge; }
 
 # bench_machine: one line naming the machine (for the report's header).

@@ -93,22 +93,7 @@ HD='^(agent|controller)$' # the window lines of hostdevd's requests
 # The install as `kubectl apply -k manifests/` makes it, without the DaemonSet and Deployment,
 # KubeVirt's CRD and a CR with the HostDevices gate, and the controller's kubeconfig.
 install() {
-    local crds
-    crds=$(hack/kubevirt-crds.sh)
-    kubectl create -f "$crds/kubevirts.kubevirt.io.yaml" >/dev/null
-    for _ in $(seq 1 50); do
-        kubectl wait --for condition=Established --timeout 10s crd/kubevirts.kubevirt.io >/dev/null 2>&1 && break
-        sleep 0.2
-    done
-    kubectl create namespace kubevirt >/dev/null
-    kubectl create -f - >/dev/null <<'EOF'
-apiVersion: kubevirt.io/v1
-kind: KubeVirt
-metadata: {name: kubevirt, namespace: kubevirt}
-spec:
-  configuration:
-    developerConfiguration: {featureGates: [HostDevices]}
-EOF
+    bench_kubevirt
     kubectl kustomize manifests/ | awk '
         function flush() { if (doc != "" && !wl) printf "---\n%s", doc; doc = ""; wl = 0 }
         /^---$/ { flush(); next }
