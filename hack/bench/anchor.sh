@@ -5,7 +5,7 @@
 # no claims. For each: PCIDevice objects published, time from process start until every one
 # exists with a status (the API server's audit timestamps of each object's first status write),
 # RSS after settling and peak (VmHWM), CPU and API requests by verb over an idle window (full
-# 600 s, quick 60 s; BENCH_ANCHOR_IDLE_SECONDS) extrapolated to an hour (audit log, one per
+# 600 s, quick 30 s; BENCH_ANCHOR_IDLE_SECONDS) extrapolated to an hour (audit log, one per
 # audit ID, by user agent: pcidevices/... and hostdevd/...), and the binary's size.
 #
 # The anchor cannot be pointed at a fake tree (it hard-codes /sys/kernel/iommu_groups,
@@ -38,7 +38,7 @@ cleanup() {
 trap cleanup EXIT
 S="The anchor, side by side"
 WINDOW=${BENCH_ANCHOR_IDLE_SECONDS:-600}
-[ "$BENCH_QUICK" != 1 ] || WINDOW=${BENCH_ANCHOR_IDLE_SECONDS:-60}
+[ "$BENCH_QUICK" != 1 ] || WINDOW=${BENCH_ANCHOR_IDLE_SECONDS:-30}
 SETTLE=${BENCH_ANCHOR_SETTLE_SECONDS:-30}
 [ "$BENCH_QUICK" != 1 ] || SETTLE=${BENCH_ANCHOR_SETTLE_SECONDS:-10}
 NODE=anchor-64

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hack/bench/scale.sh - many agents against one control plane. For each N (25, 50, 100, 200;
-# quick: 25, 50; BENCH_SCALE_NODES overrides) a fresh private control plane with the install's
+# quick: 25; BENCH_SCALE_NODES overrides) a fresh private control plane with the install's
 # RBAC and admission policies, KubeVirt v1.9.0's CRD and CR, the controller (its service
 # account) and N agents on this machine, each with its own Node, its own node-bound token of the
 # agent's service account (as the DaemonSet's Pods have: APF classifies them as service accounts,
@@ -25,7 +25,7 @@ cd "$BENCH_ROOT"
 T=$(mktemp -d "${BENCH_TMP:-${TMPDIR:-/tmp}}/bench-scale.XXXXXX")
 S="Scale"
 if [ "$BENCH_QUICK" = 1 ]; then
-    NODES=${BENCH_SCALE_NODES:-25 50}
+    NODES=${BENCH_SCALE_NODES:-25}
     IDLE=${BENCH_SCALE_IDLE_SECONDS:-30}
 else
     NODES=${BENCH_SCALE_NODES:-25 50 100 200}
