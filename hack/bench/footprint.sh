@@ -23,6 +23,7 @@ trap cleanup EXIT
 S="Footprint"
 SIZES=${BENCH_FOOTPRINT_SIZES:-40 256 1024}
 SETTLE=${BENCH_FOOTPRINT_SETTLE:-10}
+[ "$BENCH_QUICK" != 1 ] || SIZES=${BENCH_FOOTPRINT_SIZES:-256}
 [ "$BENCH_QUICK" != 1 ] || SETTLE=${BENCH_FOOTPRINT_SETTLE:-3}
 
 # tree N: a fixture tree with N PCIDevices (bridges besides) in $T/sys-N: the first lines of the
