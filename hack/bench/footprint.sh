@@ -109,7 +109,7 @@ EOF
     bench_record section="$S" name="  of which the agent's own memory (anonymous), $m PCIDevices" \
         value="$(mib "$anon")" unit=MiB how="RssAnon: heap, stacks, informer caches, TLS state"
     bench_record section="$S" name="agent proportional set size (PSS), $m PCIDevices" value="$(mib "$pss")" unit=MiB \
-        how="smaps_rollup Pss: shared pages divided among the processes that map them; private pages $(mib "$priv") MiB"
+        how="smaps_rollup Pss: shared pages divided among the processes that map the same files, so it depends on what else runs (alone, the library pages are private: $(mib "$priv") MiB private)"
     stop_agent
 done
 

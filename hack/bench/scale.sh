@@ -241,7 +241,7 @@ run() {
     etcd=$(cat "$PLANE/etcd.pid")
 
     echo "=== $S: $n agents x 64 PCIDevices ($IDENTITY identity), started at once"
-    local want=$((n * 64)) t0 a0 t_exist t_ready t_last t_end met=-
+    local want=$((n * 64)) t0 a0 t_exist t_ready t_last t_end
     a0=$(bench_cpu_s "$apid")
     t0=$(now)
     start_agents "$n"
@@ -262,10 +262,11 @@ run() {
         grep -E 'workload-low|global-default|exempt|rejected' | sed 's/^/  | apf /' || true
     local got
     got=$(kubectl get pcidevices -o name | wc -l)
-    [ "$n" -ne 100 ] || met=$(awk -v v="$(secs "$t0" "$t_exist")" 'BEGIN {print (v < 60 ? "yes" : "no")}')
+    local goal=() # the goal is set for 100 nodes
+    [ "$n" -ne 100 ] || goal=(goal="< 60 s at 100 nodes"
+        met="$(awk -v v="$(secs "$t0" "$t_exist")" 'BEGIN {print (v < 60 ? "yes" : "no")}')")
     bench_record section="$S" name="$L: start of all agents -> all $want PCIDevices exist" \
-        value="$(secs "$t0" "$t_exist")" unit=s goal="< 60 s at 100 nodes" \
-        met="$met" \
+        value="$(secs "$t0" "$t_exist")" unit=s "${goal[@]}" \
         how="audit log: the last first create of the $want PCIDevices (found: $got)"
     bench_record section="$S" name="$L: start -> last PCIDevice write (status included)" \
         value="$(secs "$t0" "$t_last")" unit=s how="audit log"
