@@ -28,17 +28,7 @@ kubectl apply -f manifests/controller-rbac.yaml >/dev/null
 bench_kubevirt
 printf 'apiVersion: v1\nkind: Node\nmetadata: {name: %s}\n' "$NODE" | kubectl create -f - >/dev/null
 token=$(kubectl create token hostdevd-controller -n hostdevd-system --duration 2h)
-cat >"$T/controller.kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- {name: local, cluster: {server: "$K8S_SERVER", certificate-authority: "$K8S_CA"}}
-users:
-- {name: c, user: {token: "$token"}}
-contexts:
-- {name: local, context: {cluster: local, user: c}}
-current-context: local
-EOF
+bench_token_kubeconfig "$token" "$T/controller.kubeconfig"
 
 hack/mk-sysfs-fixture.sh test/fixtures/sysfs/node-64.txt "$T/sys" >/dev/null
 mkdir -p "$T/sys/module/vfio_iommu_type1" "$T/dev" "$T/kubelet"

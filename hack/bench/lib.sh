@@ -66,7 +66,32 @@ bench_fake_proc() {
     : >"$1/net/ipv6_route"
 }
 
-bench_free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# bench_free_ports N: N distinct free TCP ports on 127.0.0.1, on one line; bench_free_port: one.
+bench_free_ports() {
+    python3 -c '
+import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
+}
+bench_free_port() { bench_free_ports 1; }
+
+# bench_token_kubeconfig TOKEN FILE: a kubeconfig for the plane of bench_plane with that bearer
+# token (a service account's, e.g. from kubectl create token).
+bench_token_kubeconfig() {
+    cat >"$2" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- {name: local, cluster: {server: "$K8S_SERVER", certificate-authority: "$K8S_CA"}}
+users:
+- {name: u, user: {token: "$1"}}
+contexts:
+- {name: local, context: {cluster: local, user: u}}
+current-context: local
+EOF
+}
 
 # bench_plane DIR [cluster.sh up options]: a private control plane in DIR with our namespace and
 # CRDs; exports KUBECONFIG (admin), PATH with kubectl, and ADMIN. Stop it with bench_plane_down.

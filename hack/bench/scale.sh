@@ -115,20 +115,6 @@ install() {
     return 1
 }
 
-token_kubeconfig() { # token file
-    cat >"$2" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- {name: local, cluster: {server: "$K8S_SERVER", certificate-authority: "$K8S_CA"}}
-users:
-- {name: u, user: {token: "$1"}}
-contexts:
-- {name: local, context: {cluster: local, user: u}}
-current-context: local
-EOF
-}
-
 # move_driver SYS ADDRESS DRIVER: the device's driver changed in place, links and uevent, as the
 # kernel shows a rebind (the tree is never rebuilt: the agent's claim worker keeps the root open).
 move_driver() {
@@ -164,22 +150,13 @@ prepare_nodes() {
     done | xargs -r -n 2 -P 4 sh -c 'kubectl create token hostdevd-agent -n hostdevd-system \
         --duration 4h --bound-object-kind Node --bound-object-name "$0" >"$1/token"'
     if [ "$IDENTITY" != admin ]; then
-        for i in $(seq 1 "$n"); do token_kubeconfig "$(cat "$T/n/$i/token")" "$T/n/$i/kubeconfig"; done
+        for i in $(seq 1 "$n"); do bench_token_kubeconfig "$(cat "$T/n/$i/token")" "$T/n/$i/kubeconfig"; done
     fi
 }
 
 start_agents() {
     local n=$1 i d ports
-    read -r -a ports <<<"$(python3 - "$n" <<'EOF'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
-)"
+    read -r -a ports <<<"$(bench_free_ports "$n")"
     PORTS=("${ports[@]}")
     for i in $(seq 1 "$n"); do
         d=$T/n/$i
@@ -228,7 +205,7 @@ run() {
     bench_plane "$PLANE"
     install
     prepare_nodes "$n"
-    token_kubeconfig "$(kubectl create token hostdevd-controller -n hostdevd-system --duration 4h)" \
+    bench_token_kubeconfig "$(kubectl create token hostdevd-controller -n hostdevd-system --duration 4h)" \
         "$T/controller.kubeconfig"
     local cport
     cport=$(bench_free_port)
