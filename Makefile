@@ -133,6 +133,23 @@ build/fuzz/fuzz_%: test/fuzz/fuzz_%.c $(LIB_SRCS)
 build/asan/hostdevd: $(ASAN_LIB_OBJS) build/asan/$(MAIN_SRC:.c=.o)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+# The valgrind build (make test-long's memcheck of the unit and integration suites): the test
+# build's flags without the sanitizers, which valgrind cannot run under.
+VG_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ASAN_CFLAGS))
+VG_LIB_OBJS := $(LIB_SRCS:%.c=build/vg/%.o)
+VG_BINS := build/vg/unit-tests build/vg/hostdevd build/vg/kubetool build/vg/grpctool
+build/vg/%.o: %.c | $(GEN_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(VG_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
+build/vg/test/unit/main.o: build/gen/suites.gen.h
+build/vg/test/unit/main.o: VG_CFLAGS += -Ibuild/gen
+build/vg/unit-tests: $(UNIT_SRCS:%.c=build/vg/%.o) $(VG_LIB_OBJS)
+	$(CC) -o $@ $^ $(PKG_LIBS) -lcunit
+build/vg/hostdevd: $(VG_LIB_OBJS) build/vg/$(MAIN_SRC:.c=.o)
+	$(CC) -o $@ $^ $(PKG_LIBS)
+build/vg/kubetool build/vg/grpctool: build/vg/%: build/vg/test/integration/%.o $(VG_LIB_OBJS)
+	$(CC) -o $@ $^ $(PKG_LIBS)
+
 # make image: the OCI image hostdevd:<version>, built offline from bin/hostdevd and Debian's
 # files (hack/image.sh, Containerfile, docs/image.md). The release build leaves the build
 # directory out of the binary, and recompiles what embeds the version when `git describe`
@@ -190,7 +207,7 @@ test-e2e: deps k8s
 
 # make test-long: test/long/ (an idle cluster's writes over 5 minutes, LONG_IDLE_SECONDS).
 test-long: deps k8s
-	@$(MAKE) --no-print-directory $(TEST_BINS)
+	@$(MAKE) --no-print-directory $(TEST_BINS) $(VG_BINS)
 	@hack/run-tests.sh long
 
 # make fuzz [FUZZ_RUNS=1000000] [FUZZ_TARGETS="watch status"]: runs each target from its corpus

@@ -126,6 +126,7 @@ static int start(struct kube_http *h, const char *method, const struct buf *path
             .content_type = content_type,
             .on_done = on_done,
             .userdata = c,
+            .on_drop = free,
     };
     int e = kube_http_start(h, &req, NULL);
     if (e < 0)

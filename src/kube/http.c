@@ -59,6 +59,7 @@ struct kube_req {
     struct buf body;
     kube_http_data_cb on_data;
     kube_http_done_cb on_done;
+    void (*on_drop)(void *userdata);
     void *userdata;
     int data_err; /* what on_data returned when it aborted the stream */
     bool overflow;
@@ -189,6 +190,14 @@ static void free_req(struct kube_req *r)
     curl_slist_free_all(r->headers);
     buf_free(&r->body);
     free(r);
+}
+
+/* Frees a request that will never complete: its owner frees what the userdata holds. */
+static void drop_req(struct kube_req *r)
+{
+    if (r->on_drop)
+        r->on_drop(r->userdata);
+    free_req(r);
 }
 
 static int errno_of(CURLcode rc)
@@ -468,6 +477,7 @@ int kube_http_start(struct kube_http *h, const struct kube_http_req *in, struct 
     r->h = h;
     r->on_data = in->on_data;
     r->on_done = in->on_done;
+    r->on_drop = in->on_drop;
     r->userdata = in->userdata;
     r->retry_after = -1;
     buf_init(&r->body, in->on_data ? STREAM_ERROR_BODY_MAX : KUBE_HTTP_BODY_MAX);
@@ -505,7 +515,7 @@ void kube_http_cancel(struct kube_http *h, struct kube_req *r)
     if (!r->deferred)
         (void)curl_multi_remove_handle(h->multi, r->easy);
     unlink_req(r);
-    free_req(r);
+    drop_req(r);
 }
 
 /* Completes a request that curl never ran, with `err`. */
@@ -531,7 +541,7 @@ static void on_kick(struct ev_loop *loop, ev_timer *w, int revents)
         if (r->cancelled) {
             (void)curl_multi_remove_handle(h->multi, r->easy);
             unlink_req(r);
-            free_req(r);
+            drop_req(r);
         } else if (r->deferred) {
             r->deferred = false;
             if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK)
@@ -581,7 +591,7 @@ struct kube_http *kube_http_free(struct kube_http *h)
         next_req = r->next;
         if (!r->deferred)
             (void)curl_multi_remove_handle(h->multi, r->easy);
-        free_req(r);
+        drop_req(r);
     }
     h->reqs = NULL;
     /* May still call on_socket(REMOVE): the loop and h must be alive. */

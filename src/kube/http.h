@@ -65,6 +65,9 @@ struct kube_http_req {
     double low_speed_time;     /* streams: abort when under 1 byte/s for this long (0 = 90 s) */
     kube_http_done_cb on_done;
     void *userdata;
+    /* Optional: called with userdata instead of on_done when the request goes without
+     * completing (kube_http_cancel, kube_http_free), to free what userdata owns. */
+    void (*on_drop)(void *userdata);
 };
 
 struct kube_http_stats {

@@ -504,6 +504,7 @@ static void on_events_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
     struct kube_recorder *r = w->data;
+    kube_recorder_flush(r); /* a count still unwritten is written now, and waited for */
     if (kube_recorder_in_flight(r) == 0) {
         ev_break(loop, EVBREAK_ALL);
         return;

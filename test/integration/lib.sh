@@ -8,6 +8,9 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SUITE=${SUITE:-$(basename "$0" .sh)}
+# The binaries under test: the sanitizer build, or what HOSTDEVD_TEST_BIN names (make test-long
+# runs the suites with valgrind wrappers of the plain build there: test/long/test_valgrind.sh).
+TEST_BIN=${HOSTDEVD_TEST_BIN:-$ROOT/build/asan}
 PASSED=0
 FAILED=0
 FAILURES=()

@@ -9,7 +9,7 @@ SUITE=claims
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-AGENT=$ROOT/build/asan/hostdevd
+AGENT=$TEST_BIN/hostdevd
 DESC=test/fixtures/sysfs/small-server.txt
 NODE=fix-node
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -12,7 +12,7 @@ SUITE=controller
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-CTL=$ROOT/build/asan/hostdevd
+CTL=$TEST_BIN/hostdevd
 G=devices.harvesterhci.io
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 

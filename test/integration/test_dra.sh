@@ -13,7 +13,7 @@ SUITE=dra
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-AGENT=$ROOT/build/asan/hostdevd
+AGENT=$TEST_BIN/hostdevd
 NODE=fix-node
 NS=hostdevd-system
 DRIVER=vfio-pci.hostdevd.io

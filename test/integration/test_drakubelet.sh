@@ -20,8 +20,8 @@ SUITE=drakubelet
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-AGENT=$ROOT/build/asan/hostdevd
-GRPCTOOL=$ROOT/build/asan/grpctool
+AGENT=$TEST_BIN/hostdevd
+GRPCTOOL=$TEST_BIN/grpctool
 DRIVER=vfio-pci.hostdevd.io
 X710=0000:d8:00.3 # on vfio-pci, IOMMU group 74, NUMA node 1
 IGB=0000:04:00.0  # on igb: a fake tree cannot bind it

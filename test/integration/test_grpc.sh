@@ -10,7 +10,7 @@ SUITE=grpc
 cd "$ROOT"
 
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-GT=$ROOT/build/asan/grpctool
+GT=$TEST_BIN/grpctool
 GT_REL=$ROOT/build/release/grpctool
 if ! PEER=$(hack/grpcpeer-build.sh); then
     fail "grpc-go peer builds (hack/grpcpeer-build.sh)"

@@ -9,7 +9,7 @@ SUITE=inventory
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-BIN=$ROOT/build/asan/hostdevd
+BIN=$TEST_BIN/hostdevd
 NODE=inv-node
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 

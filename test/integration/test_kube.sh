@@ -10,7 +10,7 @@ SUITE=kube
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-KT=$ROOT/build/asan/kubetool
+KT=$TEST_BIN/kubetool
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 cluster_start

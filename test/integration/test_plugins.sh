@@ -14,7 +14,7 @@ SUITE=plugins
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-AGENT=$ROOT/build/asan/hostdevd
+AGENT=$TEST_BIN/hostdevd
 DESC=test/fixtures/sysfs/plugins-node.txt
 RESTARTS=${PLUGIN_RESTARTS:-20}
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

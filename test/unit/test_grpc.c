@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <valgrind/valgrind.h>
 
 #include "base/buf.h"
 #include "node/grpc.h"
@@ -591,8 +592,10 @@ static void test_out_of_descriptors(void)
     while (n > 0)
         close(fill[--n]);
     CU_ASSERT_EQUAL(setrlimit(RLIMIT_NOFILE, &old), 0);
-    /* With descriptors again, the queued connection is accepted (SETTINGS arrive). */
-    CU_ASSERT(spin(raw_has_bytes, &r, 2.0));
+    /* With descriptors again, the queued connection is accepted (SETTINGS arrive). Not under
+     * valgrind: it emulates the lowered limit by accepting the connection and closing it. */
+    if (!RUNNING_ON_VALGRIND)
+        CU_ASSERT(spin(raw_has_bytes, &r, 2.0));
     raw_close(&r);
     grpc_server_free(s);
 }
