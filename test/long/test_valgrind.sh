@@ -63,7 +63,7 @@ for s in $SUITES; do
     VG_LOGS=$T/logs/$s HOSTDEVD_TEST_BIN=$T/bin bash "test/integration/test_$s.sh" >"$T/$s.out" 2>&1
     r=$?
     mapfile -t logs < <(find "$T/logs/$s" -name '*.log' | sort)
-    summary=$(tail -1 "$T/$s.out")
+    summary=$(grep -E "^[a-z-]+: [0-9]+ passed, [0-9]+ failed" "$T/$s.out" | tail -1)
     if [ $r -eq 0 ] && [ ${#logs[@]} -gt 0 ] && memcheck_clean "${logs[@]}"; then
         pass "test_$s passes with ${#logs[@]} processes in memcheck ($summary), 0 errors, no leak"
     else
