@@ -190,6 +190,8 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
     const char *node_uid = nodeuid_get(d->cfg.node);
     struct pcidevice_plan plan;
     *ret_plan = NULL;
+    if (obj && devwrite_foreign(obj, d->cfg.node_name))
+        return 0;
     int r = pcidevice_plan(want, obj, node_uid, &plan);
     if (r < 0 || pcidevice_plan_empty(&plan)) {
         pcidevice_plan_done(&plan);
@@ -233,8 +235,8 @@ static bool can_start(void *ctx)
 static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
 {
     const struct pcidevices *d = ctx;
-    (void)obj;
-    (void)ev;
+    if (ev == RUNNER_EVENT_ADD)
+        devwrite_note_foreign("PCIDevice", key, obj, d->cfg.node_name);
     if (d->cfg.on_event)
         d->cfg.on_event(key, d->cfg.userdata);
 }

@@ -257,6 +257,9 @@ static struct devwrite *writes_of(struct usbdevices *d, const struct usbdevice_s
 static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_plan)
 {
     struct usbdevices *d = ctx;
+    *ret_plan = NULL;
+    if (obj && devwrite_foreign(obj, d->cfg.node_name))
+        return 0;
     const struct usbdevice_spec *want = map_get(d->want, key);
     const cJSON *claim = kube_informer_get(d->claims, key);
     struct usbdevice_gone gone = {
@@ -297,8 +300,8 @@ static bool can_start(void *ctx)
 static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
 {
     const struct usbdevices *d = ctx;
-    (void)obj;
-    (void)ev;
+    if (ev == RUNNER_EVENT_ADD)
+        devwrite_note_foreign("USBDevice", key, obj, d->cfg.node_name);
     if (d->cfg.on_event)
         d->cfg.on_event(key, d->cfg.userdata);
 }
