@@ -312,6 +312,40 @@ struct map *pcidevices_new_want(void)
     return map_new(pcidevice_spec_free);
 }
 
+static struct pcidevice_spec *spec_dup(const struct pcidevice_spec *old)
+{
+    size_t n = old->n_blockers > 0 ? (size_t)old->n_blockers : 0;
+    struct pcidevice_spec *copy = malloc(sizeof(*copy));
+    if (!copy)
+        return NULL;
+    *copy = *old;
+    copy->blockers = n ? malloc(n * sizeof(*old->blockers)) : NULL;
+    if (n && !copy->blockers) {
+        free(copy);
+        return NULL;
+    }
+    if (n)
+        memcpy(copy->blockers, old->blockers, n * sizeof(*old->blockers));
+    return copy;
+}
+
+void pcidevices_keep_unreadable(const struct pcidevices *d, struct map *want,
+                                const struct map *unreadable)
+{
+    const char *entry;
+    size_t pos = 0;
+    while (d->want && unreadable && map_next(unreadable, &pos, &entry, NULL)) {
+        char name[KUBE_NAME_MAX + 1];
+        const struct pcidevice_spec *old;
+        if (kube_names_pcidevice(d->cfg.node_name, entry, name, sizeof(name)) < 0 ||
+            map_contains(want, name) || !(old = map_get(d->want, name)))
+            continue;
+        struct pcidevice_spec *copy = spec_dup(old);
+        if (copy && map_put(want, name, copy) < 0)
+            pcidevice_spec_free(copy);
+    }
+}
+
 const struct map *pcidevices_want(const struct pcidevices *d)
 {
     return d->want;

@@ -364,6 +364,24 @@ int usbdevices_start(struct usbdevices *d)
     return runner_start(d->runner);
 }
 
+void usbdevices_keep_unreadable(const struct usbdevices *d, struct map *want,
+                                const struct map *unreadable)
+{
+    const char *name;
+    void *v;
+    size_t pos = 0;
+    while (d->want && unreadable && map_next(d->want, &pos, &name, &v)) {
+        const struct usbdevice_spec *old = v;
+        if (!map_contains(unreadable, old->port_path) || map_contains(want, name))
+            continue;
+        struct usbdevice_spec *copy = malloc(sizeof(*copy));
+        if (copy)
+            *copy = *old;
+        if (copy && map_put(want, name, copy) < 0)
+            free(copy);
+    }
+}
+
 void usbdevices_set_want(struct usbdevices *d, struct map *want)
 {
     map_free(d->want);
