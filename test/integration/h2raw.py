@@ -7,7 +7,7 @@ socket (test_badinput.sh), with no HTTP/2 library: frames are built by hand.
 Sends CASE (see CASES) and prints what the server answered, one frame a line:
 "GOAWAY code=N", "RST_STREAM stream=S code=N", "HEADERS stream=S end_stream=B grpc-status=N grpc-message=M" (HPACK decoded),
 "DATA stream=S len=N", "SETTINGS", ..., then "closed" when the server closed the connection or
-"open" when it was still open after a second of silence.
+"open" when it was still open after 0.3 s of silence.
 """
 import base64
 import socket
@@ -157,7 +157,7 @@ def main():
     sock, case = sys.argv[1], sys.argv[2]
     method = sys.argv[3].encode() if len(sys.argv) > 3 else b"/x.Y/Z"
     s = socket.socket(socket.AF_UNIX)
-    s.settimeout(1.0)
+    s.settimeout(0.3)
     s.connect(sock)
     s.sendall(cases(method)[case])
     buf = b""
