@@ -87,7 +87,7 @@ expect_quiet() {
 start_agent() {
     "$AGENT" agent --node-name "$NODE" --kubeconfig "$TEST_DIR/proxy.kubeconfig" \
         --sysfs-root "$SYS" --proc-root "$TEST_DIR/proc" --kubelet-dir "$TEST_DIR/kubelet" \
-        --cdi-dir "$TEST_DIR/cdi" --listen "127.0.0.1:$PORT" --resync 3600 "$@" -v 1 \
+        --cdi-dir "$TEST_DIR/cdi" --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source udev "$@" -v 1 \
         >>"$LOG" 2>&1 &
     AGENT_PID=$!
     track "$AGENT_PID"
@@ -274,6 +274,38 @@ vendor_right() { [ "$(field 0000:00:04.0 vendorId)" = 8086 ] && [ "$(field 0000:
 if eventually 30 vendor_right && eventually 30 usb_right; then pass "the tree repaired: the good state is published again"; else
     fail "tree repaired" "$(field 0000:00:04.0 vendorId) $(field 0000:00:17.0 iommuGroup)"; fi
 ready && pass "the agent is ready" || fail "the agent is ready after the hostile tree"
+
+echo "--- malformed uevents (udev netlink messages to the agent's monitor) ($SECONDS s)"
+# The agent listens with --uevent-source udev here: messages in udevd's format to the udev
+# multicast group (root may send them), judged by libudev, which drops a malformed one itself
+# (with its own debug log, not the agent's): none may count, stop the monitor, or log an error.
+uevents() { metric hostdevd_uevents_total; }
+u0=$(uevents)
+for c in short bad-magic bad-offset no-action; do
+    python3 test/integration/uevent_send.py "$c" >/dev/null || fail "uevent $c sent"
+    CASES=$((CASES + 1))
+    printf 'uevent | %s | dropped by libudev (its debug log), not counted; monitor kept\n' "$c" >>"$TABLE"
+done
+sleep 1
+[ "$(uevents)" = "$u0" ] && alive && pass "4 malformed uevents dropped (hostdevd_uevents_total stays $u0), agent alive" ||
+    fail "malformed uevents dropped" "uevents $u0 -> $(uevents)"
+# Well-formed enough for libudev: only hints to rescan, which finds the tree as it is.
+for c in kernel-format huge-properties bad-devpath; do
+    python3 test/integration/uevent_send.py "$c" >/dev/null || fail "uevent $c sent"
+    CASES=$((CASES + 1))
+    printf 'uevent | %s | an event for libudev: a rescan hint, nothing else\n' "$c" >>"$TABLE"
+done
+hinted() { [ "$(uevents)" -eq $((u0 + 3)) ]; }
+if eventually 10 hinted && alive; then pass "a kernel-format message, a 60 KB property and DEVPATH /../../../etc/passwd: rescan hints only"; else
+    fail "odd uevents are hints only" "$u0 -> $(uevents)"; fi
+[ "$(devices)" -eq "$WANT" ] && pass "... the devices unchanged ($WANT)" || fail "devices after odd uevents" "$(devices)"
+! grep -q "Cannot receive kernel events" "$LOG" && pass "... and the monitor kept listening (no receive error)" ||
+    fail "the monitor kept listening" "$(grep 'kernel events' "$LOG")"
+u0=$(uevents)
+python3 test/integration/uevent_send.py good >/dev/null
+counted() { [ "$(uevents)" -gt "$u0" ]; }
+if eventually 10 counted; then pass "a good uevent after them is counted and rescans ($u0 -> $(uevents))"; else
+    fail "a good uevent after the bad ones" "$(uevents)"; fi
 
 echo "--- malformed HTTP/2 and gRPC on the DRA plugin's sockets ($SECONDS s)"
 # The transport (src/node/grpc.c) does not log: the peer gets the error (a GOAWAY with its code

@@ -558,8 +558,9 @@ static void test_error_says_why(void)
         CU_ASSERT_PTR_NULL(f.error);
         CU_ASSERT_EQUAL(kube_watch_feed(&f, cases[i].line, strlen(cases[i].line), record, &r), 0);
         CU_ASSERT_EQUAL(kube_watch_feed(&f, "\n", 1, record, &r), -EBADMSG);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(f.error);
-        CU_ASSERT_STRING_EQUAL(f.error, cases[i].why);
+        CU_ASSERT_PTR_NOT_NULL(f.error);
+        if (f.error)
+            CU_ASSERT_STRING_EQUAL(f.error, cases[i].why);
         kube_watch_framer_free(&f);
     }
     struct kube_watch_framer f;
@@ -567,8 +568,9 @@ static void test_error_says_why(void)
     char big[300];
     memset(big, 'x', sizeof(big));
     CU_ASSERT_EQUAL(kube_watch_feed(&f, big, sizeof(big), record, &(struct rec){0}), -EMSGSIZE);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f.error);
-    CU_ASSERT_STRING_EQUAL(f.error, "an event line over the size cap");
+    CU_ASSERT_PTR_NOT_NULL(f.error);
+    if (f.error)
+        CU_ASSERT_STRING_EQUAL(f.error, "an event line over the size cap");
     kube_watch_framer_free(&f);
 }
 
