@@ -36,7 +36,7 @@ PORT=$(free_port)
 PP=$(free_port)
 python3 test/integration/apiproxy.py "$PP" "$K8S_SERVER" "$K8S_CA" "$K8S_ADMIN_CERT" \
     "$K8S_ADMIN_KEY" >"$TEST_DIR/proxy.log" 2>&1 &
-PROXY_PID=$!
+track $! # (its command line names the test's directory, /tmp/hostdevd-badinput.*)
 cat >"$TEST_DIR/proxy.kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
@@ -58,9 +58,6 @@ rule() {
 hit() { curl -fsS "http://127.0.0.1:$PP/__hits" | grep -qxF "$1"; }
 alive() { kill -0 "$AGENT_PID" 2>/dev/null && curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null; }
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
-# Warning and error lines of the agent's log holding the fixed string $1.
-warned() { grep -E '^[WE][0-9]{4} ' "$LOG" | grep -cF -- "$1"; }
-# The agent's warnings of a component (pattern) since line $1 of its log.
 CASES=0
 # expect_logged KIND INPUT PATTERN: INPUT (of KIND) was logged exactly once, in a warning
 # holding PATTERN; the agent is alive; the row goes into the table.
