@@ -71,9 +71,10 @@ struct agent {
 
 /* A PCI scan: the PCIDevices to reconcile, and every claim again (a driver may have changed
  * under one: a reboot, someone's unbind; a USB controller may have gone to vfio-pci). */
-static void on_scan(struct map *want, void *userdata)
+static void on_scan(struct map *want, const struct map *unreadable, void *userdata)
 {
     struct agent *a = userdata;
+    pcidevices_keep_unreadable(a->devices, want, unreadable);
     pcidevices_set_want(a->devices, want);
     draslices_sync(a->slices);
     pciclaim_enqueue_all(a->claims);
@@ -88,9 +89,10 @@ static void on_pci_device(const char *key, void *userdata)
     plugins_sync(a->plugins);
 }
 
-static void on_usb_scan(struct map *want, void *userdata)
+static void on_usb_scan(struct map *want, const struct map *unreadable, void *userdata)
 {
     struct agent *a = userdata;
+    usbdevices_keep_unreadable(a->usb_devices, want, unreadable);
     usbdevices_set_want(a->usb_devices, want);
     usbclaim_enqueue_all(a->usb_claims);
 }

@@ -109,6 +109,22 @@ static cJSON *owners_with_node(const cJSON *refs, const char *node, const char *
     return list;
 }
 
+bool devwrite_foreign(const cJSON *obj, const char *node)
+{
+    const char *label = cJSON_GetStringValue(get(get(get(obj, "metadata"), "labels"), "nodename"));
+    return label && strcmp(label, node) != 0;
+}
+
+void devwrite_note_foreign(const char *kind, const char *key, const cJSON *obj, const char *node)
+{
+    if (!devwrite_foreign(obj, node))
+        return;
+    log_warning("Object of another node in this node's watch; left alone", KV_STR("kind", kind),
+                KV_STR("name", key),
+                KV_STR("nodename",
+                       cJSON_GetStringValue(get(get(get(obj, "metadata"), "labels"), "nodename"))));
+}
+
 cJSON *devwrite_meta_diff(const cJSON *meta, const char *node, const char *node_uid)
 {
     cJSON *patch = cJSON_CreateObject();

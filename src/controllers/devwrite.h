@@ -34,6 +34,13 @@ struct cJSON *devwrite_status_diff(const struct cJSON *want, const struct cJSON 
 
 /* The metadata changes that make `meta` carry label nodename=<node> and an ownerReference to
  * the Node (other owners are kept; a Node reference with a stale uid is replaced). */
+/* Whether `obj` is labelled as another node's (nodename=<other>): the API server never sends
+ * one to a watch selecting nodename=<node>, and the agent must neither write nor delete it. */
+bool devwrite_foreign(const struct cJSON *obj, const char *node);
+/* Logs a foreign object (once per ADD event: the caller calls it for adds only). */
+void devwrite_note_foreign(const char *kind, const char *key, const struct cJSON *obj,
+                           const char *node);
+
 struct cJSON *devwrite_meta_diff(const struct cJSON *meta, const char *node, const char *node_uid);
 
 /* Serializes {"<top>": inner} and frees inner; NULL when inner is empty or on OOM. */

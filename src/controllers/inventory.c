@@ -46,6 +46,7 @@ struct inventory {
     struct node_pci *pci;
     int sysfs_fd;               /* for the blockers' group and host-use checks */
     struct map *reported;       /* address or entry -> the problem last logged for it */
+    struct map *unreadable;     /* during a scan: the entries it skipped as unreadable */
     struct node_usbids *usbids; /* NULL: usb.ids could not be read (descriptions "Unknown") */
     struct node_udev *udev;
     ev_io uevent_io;
@@ -166,11 +167,20 @@ static void add_blockers(struct inventory *inv, const struct node_pci_dev *d,
         map_remove(inv->reported, d->address);
 }
 
+/* Records an entry the scan skipped as unreadable (its object is kept as it was). */
+static void note_unreadable(struct map *unreadable, const char *entry)
+{
+    if (unreadable)
+        (void)map_put(unreadable, entry, unreadable); /* a set: the value is never read */
+}
+
 static void build_want(struct inventory *inv, const struct node_pci_scan_result *res,
                        const struct node_hostuse *use, struct map *want, struct tally *t)
 {
-    for (size_t i = 0; i < res->n_skipped; i++)
+    for (size_t i = 0; i < res->n_skipped; i++) {
         report(inv, res->skipped[i].entry, "PCI device unreadable; skipped", res->skipped[i].why);
+        note_unreadable(inv->unreadable, res->skipped[i].entry);
+    }
     for (size_t i = 0; i < res->n_devs; i++) {
         const struct node_pci_dev *d = &res->devs[i];
         if (d->is_bridge) { /* not passthrough candidates, as in harvester */
@@ -216,6 +226,7 @@ static void scan_pci(struct inventory *inv, const char *why)
         log_warning("Cannot read what the host uses; host-use blockers left out",
                     KV_STR("procRoot", inv->cfg.proc_root), KV_ERRNO(u));
     struct map *want = r == 0 ? pcidevices_new_want() : NULL;
+    inv->unreadable = map_new(NULL);
     if (want)
         build_want(inv, &res, u == 0 ? &use : NULL, want, &t);
     node_pci_scan_result_done(&res);
@@ -228,13 +239,15 @@ static void scan_pci(struct inventory *inv, const char *why)
         metrics_inc(inv->m.scan_errors);
         log_error("PCI scan failed; keeping the previous inventory", KV_STR("why", why),
                   KV_STR("message", err.msg), KV_ERRNO(r < 0 ? r : -ENOMEM));
+        inv->unreadable = map_free(inv->unreadable);
         return;
     }
     set_tally(inv, &t);
     metrics_set(inv->m.scan_seconds, ev_time() - t0);
     log_v(1, "Scanned PCI devices", KV_STR("why", why), KV_INT("devices", t.devices),
           KV_INT("bridges", t.bridges));
-    inv->cfg.on_scan(want, inv->cfg.userdata);
+    inv->cfg.on_scan(want, inv->unreadable, inv->cfg.userdata);
+    inv->unreadable = map_free(inv->unreadable);
 }
 
 /* --- USB ------------------------------------------------------------------------------------- */
@@ -242,8 +255,10 @@ static void scan_pci(struct inventory *inv, const char *why)
 static void build_usb_want(struct inventory *inv, const struct node_usb_scan_result *res,
                            struct map *want)
 {
-    for (size_t i = 0; i < res->n_skipped; i++)
+    for (size_t i = 0; i < res->n_skipped; i++) {
         report(inv, res->skipped[i].entry, "USB device unreadable; skipped", res->skipped[i].why);
+        note_unreadable(inv->unreadable, res->skipped[i].entry);
+    }
     for (size_t i = 0; i < res->n_devs; i++) {
         const struct node_usb_dev *d = &res->devs[i];
         struct usbdevice_spec *s = malloc(sizeof(*s));
@@ -277,6 +292,7 @@ static void scan_usb(struct inventory *inv, const char *why)
     if (fd >= 0)
         close(fd);
     struct map *want = r == 0 ? usbdevices_new_want() : NULL;
+    inv->unreadable = map_new(NULL);
     if (want)
         build_usb_want(inv, &res, want);
     node_usb_scan_result_done(&res);
@@ -285,12 +301,14 @@ static void scan_usb(struct inventory *inv, const char *why)
         metrics_inc(inv->m.usb_scan_errors);
         log_error("USB scan failed; keeping the previous inventory", KV_STR("why", why),
                   KV_STR("message", err.msg), KV_ERRNO(r < 0 ? r : -ENOMEM));
+        inv->unreadable = map_free(inv->unreadable);
         return;
     }
     metrics_set(inv->m.usb_devices, (double)map_size(want));
     metrics_set(inv->m.usb_scan_seconds, ev_time() - t0);
     log_v(1, "Scanned USB devices", KV_STR("why", why), KV_INT("devices", map_size(want)));
-    inv->cfg.on_usb_scan(want, inv->cfg.userdata);
+    inv->cfg.on_usb_scan(want, inv->unreadable, inv->cfg.userdata);
+    inv->unreadable = map_free(inv->unreadable);
 }
 
 static void scan(struct inventory *inv, int what, const char *why)

@@ -28,10 +28,13 @@ struct inventory_config {
     const char *usb_ids;       /* NULL: /usr/share/misc/usb.ids */
     double resync;             /* seconds between full rescans */
     const char *uevent_source; /* "kernel", "udev" or "none" */
-    /* Takes the desired objects of a scan (name -> struct pcidevice_spec). */
-    void (*on_scan)(struct map *want, void *userdata);
-    /* Takes the desired objects of a USB scan (name -> struct usbdevice_spec); NULL: no USB. */
-    void (*on_usb_scan)(struct map *want, void *userdata);
+    /* Takes the desired objects of a scan (name -> struct pcidevice_spec). `unreadable` (a set
+     * of PCI addresses, borrowed for the call; NULL on OOM) holds the devices present but
+     * skipped because their identity could not be read: their objects are to be kept. */
+    void (*on_scan)(struct map *want, const struct map *unreadable, void *userdata);
+    /* Takes the desired objects of a USB scan (name -> struct usbdevice_spec); NULL: no USB.
+     * `unreadable`: the port paths skipped, as for on_scan. */
+    void (*on_usb_scan)(struct map *want, const struct map *unreadable, void *userdata);
     void *userdata;
 };
 

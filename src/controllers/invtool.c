@@ -23,16 +23,18 @@ struct scans {
     struct map *pci, *usb;
 };
 
-static void on_pci(struct map *want, void *userdata)
+static void on_pci(struct map *want, const struct map *unreadable, void *userdata)
 {
     struct scans *s = userdata;
+    (void)unreadable;
     map_free(s->pci);
     s->pci = want;
 }
 
-static void on_usb(struct map *want, void *userdata)
+static void on_usb(struct map *want, const struct map *unreadable, void *userdata)
 {
     struct scans *s = userdata;
+    (void)unreadable;
     map_free(s->usb);
     s->usb = want;
 }

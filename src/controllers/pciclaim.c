@@ -332,6 +332,7 @@ struct pciclaim {
     struct kube_informer *usb_devices;
     struct kube_recorder *events;
     struct map *first_seen; /* claim uid -> double *: when this agent first saw it unbound */
+    struct map *failures;   /* claim key -> "reason: message" of the failure last logged */
     struct pcibind_env env;
     bool (*dra_holder)(const char *address, char *buf, size_t size, void *ud);
     void *dra_ud;
@@ -510,13 +511,38 @@ static void count_result(struct pciclaim *c, const char *result, const cJSON *cl
     }
 }
 
+/* Whether a failure of the claim is new: a retry that fails the same way again is logged at
+ * verbosity 1 only (the claim's status and Event already say it). */
+static bool new_failure(struct cjob *j, bool failed, const char *reason, const char *note)
+{
+    struct map *m = j->c->failures;
+    if (!failed) {
+        map_remove(m, key_of(j));
+        return false;
+    }
+    char *text = NULL;
+    if (asprintf(&text, "%s: %s", reason ? reason : "", note) < 0)
+        return true;
+    const char *last = map_get(m, key_of(j));
+    if (last && strcmp(last, text) == 0) {
+        free(text);
+        return false;
+    }
+    if (map_put(m, key_of(j), text) < 0)
+        free(text);
+    return true;
+}
+
 static void say(struct cjob *j)
 {
     const struct pciclaim_decision *d = &j->decision;
     /* the decision's own sentence, else the outcome's (a refusal, a failure) */
     const char *note = d->message[0] ? d->message : d->status.message ? d->status.message : "";
     bool failed = d->result && strcmp(d->result, "failed") == 0;
-    if (d->log && failed)
+    bool fresh = new_failure(j, failed, d->status.reason, note);
+    if (d->log && failed && !fresh)
+        log_v(1, d->log, KV_STR("claim", key_of(j)), KV_STR("reason", d->status.reason));
+    else if (d->log && failed)
         log_error(d->log, KV_STR("claim", key_of(j)), KV_STR("reason", d->status.reason),
                   KV_STR("message", note));
     else if (d->log && d->warning)
@@ -840,7 +866,9 @@ struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg)
     struct kube_recorder_config rc = {.controller = "hostdevd.io/agent", .instance = instance};
     c->events = kube_recorder_new(cfg->loop, cfg->http, &rc);
     c->first_seen = map_new(free_double);
-    if (c->env.sysfs_fd < 0 || !cfg->worker || !c->events || !c->first_seen || make_runner(c) < 0) {
+    c->failures = map_new(free);
+    if (c->env.sysfs_fd < 0 || !cfg->worker || !c->events || !c->first_seen || !c->failures ||
+        make_runner(c) < 0) {
         pciclaim_free(c);
         return NULL;
     }
@@ -901,6 +929,7 @@ void pciclaim_free(void *userdata)
     c->runner = runner_free(c->runner);
     c->events = kube_recorder_free(c->events);
     map_free(c->first_seen);
+    map_free(c->failures);
     if (c->env.sysfs_fd >= 0)
         close(c->env.sysfs_fd);
     free(c);

@@ -190,6 +190,8 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
     const char *node_uid = nodeuid_get(d->cfg.node);
     struct pcidevice_plan plan;
     *ret_plan = NULL;
+    if (obj && devwrite_foreign(obj, d->cfg.node_name))
+        return 0;
     int r = pcidevice_plan(want, obj, node_uid, &plan);
     if (r < 0 || pcidevice_plan_empty(&plan)) {
         pcidevice_plan_done(&plan);
@@ -233,8 +235,8 @@ static bool can_start(void *ctx)
 static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
 {
     const struct pcidevices *d = ctx;
-    (void)obj;
-    (void)ev;
+    if (ev == RUNNER_EVENT_ADD)
+        devwrite_note_foreign("PCIDevice", key, obj, d->cfg.node_name);
     if (d->cfg.on_event)
         d->cfg.on_event(key, d->cfg.userdata);
 }
@@ -308,6 +310,40 @@ void pcidevices_enqueue_all(struct pcidevices *d)
 struct map *pcidevices_new_want(void)
 {
     return map_new(pcidevice_spec_free);
+}
+
+static struct pcidevice_spec *spec_dup(const struct pcidevice_spec *old)
+{
+    size_t n = old->n_blockers > 0 ? (size_t)old->n_blockers : 0;
+    struct pcidevice_spec *copy = malloc(sizeof(*copy));
+    if (!copy)
+        return NULL;
+    *copy = *old;
+    copy->blockers = n ? malloc(n * sizeof(*old->blockers)) : NULL;
+    if (n && !copy->blockers) {
+        free(copy);
+        return NULL;
+    }
+    if (n)
+        memcpy(copy->blockers, old->blockers, n * sizeof(*old->blockers));
+    return copy;
+}
+
+void pcidevices_keep_unreadable(const struct pcidevices *d, struct map *want,
+                                const struct map *unreadable)
+{
+    const char *entry;
+    size_t pos = 0;
+    while (d->want && unreadable && map_next(unreadable, &pos, &entry, NULL)) {
+        char name[KUBE_NAME_MAX + 1];
+        const struct pcidevice_spec *old;
+        if (kube_names_pcidevice(d->cfg.node_name, entry, name, sizeof(name)) < 0 ||
+            map_contains(want, name) || !(old = map_get(d->want, name)))
+            continue;
+        struct pcidevice_spec *copy = spec_dup(old);
+        if (copy && map_put(want, name, copy) < 0)
+            pcidevice_spec_free(copy);
+    }
 }
 
 const struct map *pcidevices_want(const struct pcidevices *d)

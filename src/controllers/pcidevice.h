@@ -109,6 +109,11 @@ int pcidevices_start(struct pcidevices *d);
 struct map *pcidevices_new_want(void);
 /* Takes the desired objects of a new scan and reconciles every key. */
 void pcidevices_set_want(struct pcidevices *d, struct map *want);
+/* Copies into `want` the current spec of each device of `unreadable` (PCI addresses skipped by
+ * the scan: present, but their identity could not be read) that `want` lacks, so that a device
+ * whose sysfs is unreadable for a while keeps its object instead of losing it. */
+void pcidevices_keep_unreadable(const struct pcidevices *d, struct map *want,
+                                const struct map *unreadable);
 void pcidevices_enqueue_all(struct pcidevices *d);
 /* The desired objects of the last scan (name -> struct pcidevice_spec; borrowed, replaced by
  * the next scan), or NULL before the first. */

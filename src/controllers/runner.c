@@ -45,6 +45,7 @@ struct runner {
     bool started, stopping, converged;
     int last_error_http; /* of the last failed LIST or WATCH: the same again is logged at v=1 */
     char last_error_reason[64];
+    unsigned long last_error_hash; /* of its message */
     ev_prepare dispatch;
     ev_timer queue_timer;
 };
@@ -82,14 +83,32 @@ static void on_delete(const char *key, const cJSON *obj, void *userdata)
     on_event(userdata, key, obj, RUNNER_EVENT_DELETE);
 }
 
+/* A hash of an error message without the queries of the URLs in it (a WATCH's resourceVersion
+ * and randomised timeout change with every retry). */
+static unsigned long message_hash(const char *m)
+{
+    unsigned long hash = 5381;
+    bool query = false;
+    for (; *m; m++) {
+        query = (query || *m == '?') && *m != '"';
+        if (!query)
+            hash = hash * 33 + (unsigned char)*m;
+    }
+    return hash;
+}
+
 /* A failed LIST or WATCH (the informer retries with backoff): a warning when it differs from
- * the last one, else only at verbosity 1, so a missing CRD is one line, not one a retry. */
+ * the last one (reason, code and message), else only at verbosity 1, so a missing CRD is one
+ * line, not one a retry. */
 static void on_informer_error(const struct kube_err *err, void *userdata)
 {
     struct runner *r = userdata;
     const char *reason = err->reason;
-    bool repeat = err->http == r->last_error_http && strcmp(reason, r->last_error_reason) == 0;
+    unsigned long hash = message_hash(err->message);
+    bool repeat = err->http == r->last_error_http && strcmp(reason, r->last_error_reason) == 0 &&
+                  hash == r->last_error_hash;
     r->last_error_http = err->http;
+    r->last_error_hash = hash;
     (void)snprintf(r->last_error_reason, sizeof(r->last_error_reason), "%s", reason);
     if (repeat) {
         log_v(1, "Watch failed again; retrying", KV_STR("controller", r->name),
@@ -100,6 +119,13 @@ static void on_informer_error(const struct kube_err *err, void *userdata)
                 KV_STR("controller", r->name), KV_INT("http", err->http), KV_STR("reason", reason),
                 KV_STR("message", err->http == 404 ? "not found: is the resource's CRD installed?"
                                                    : err->message));
+}
+
+static void on_informer_skip(const char *what, void *userdata)
+{
+    struct runner *r = userdata;
+    log_warning("Malformed object from the API server skipped", KV_STR("controller", r->name),
+                KV_STR("object", what));
 }
 
 /* --- jobs ----------------------------------------------------------------------------------- */
@@ -348,7 +374,8 @@ static int make_parts(struct runner *r, const struct runner_config *cfg)
     ic.handlers = (struct kube_informer_handlers){.on_add = on_add,
                                                   .on_update = on_update,
                                                   .on_delete = on_delete,
-                                                  .on_error = on_informer_error};
+                                                  .on_error = on_informer_error,
+                                                  .on_skip = on_informer_skip};
     ic.userdata = r;
     struct wq_config wc;
     wq_config_default(&wc);

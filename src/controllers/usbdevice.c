@@ -257,6 +257,9 @@ static struct devwrite *writes_of(struct usbdevices *d, const struct usbdevice_s
 static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_plan)
 {
     struct usbdevices *d = ctx;
+    *ret_plan = NULL;
+    if (obj && devwrite_foreign(obj, d->cfg.node_name))
+        return 0;
     const struct usbdevice_spec *want = map_get(d->want, key);
     const cJSON *claim = kube_informer_get(d->claims, key);
     struct usbdevice_gone gone = {
@@ -297,8 +300,8 @@ static bool can_start(void *ctx)
 static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
 {
     const struct usbdevices *d = ctx;
-    (void)obj;
-    (void)ev;
+    if (ev == RUNNER_EVENT_ADD)
+        devwrite_note_foreign("USBDevice", key, obj, d->cfg.node_name);
     if (d->cfg.on_event)
         d->cfg.on_event(key, d->cfg.userdata);
 }
@@ -359,6 +362,24 @@ void usbdevices_set_caches(struct usbdevices *d, struct kube_informer *claims,
 int usbdevices_start(struct usbdevices *d)
 {
     return runner_start(d->runner);
+}
+
+void usbdevices_keep_unreadable(const struct usbdevices *d, struct map *want,
+                                const struct map *unreadable)
+{
+    const char *name;
+    void *v;
+    size_t pos = 0;
+    while (d->want && unreadable && map_next(d->want, &pos, &name, &v)) {
+        const struct usbdevice_spec *old = v;
+        if (!map_contains(unreadable, old->port_path) || map_contains(want, name))
+            continue;
+        struct usbdevice_spec *copy = malloc(sizeof(*copy));
+        if (copy)
+            *copy = *old;
+        if (copy && map_put(want, name, copy) < 0)
+            free(copy);
+    }
 }
 
 void usbdevices_set_want(struct usbdevices *d, struct map *want)

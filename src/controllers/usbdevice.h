@@ -126,6 +126,9 @@ int usbdevices_start(struct usbdevices *d);
 struct map *usbdevices_new_want(void);
 /* Takes the desired objects of a new scan and reconciles every key. */
 void usbdevices_set_want(struct usbdevices *d, struct map *want);
+/* As pcidevices_keep_unreadable(), for the port paths a USB scan skipped. */
+void usbdevices_keep_unreadable(const struct usbdevices *d, struct map *want,
+                                const struct map *unreadable);
 void usbdevices_enqueue(struct usbdevices *d, const char *key);
 void usbdevices_enqueue_all(struct usbdevices *d);
 struct runner *usbdevices_runner(const struct usbdevices *d);

@@ -51,12 +51,14 @@ struct kube_informer {
     struct map *pending; /* the LIST being assembled */
     char *rv;            /* where the next WATCH starts */
     char *cont;          /* continue token of the next page */
+    struct map *conts;   /* the continue tokens of the LIST being assembled (a loop fails it) */
     struct kube_req *req;
     struct kube_watch_framer framer;
     ev_timer timer;
     struct backoff backoff;
     enum step retry_step;
     bool running, synced, relist;
+    const char *stream_error; /* what was wrong with the watch stream that was dropped */
     double watch_started;
     unsigned long watch_events;
     uint64_t rng;
@@ -190,19 +192,48 @@ static void trim(const struct kube_informer *inf, cJSON *obj)
     }
 }
 
-/* Moves the items of a LIST page into `pending`. Returns 0 or a negative errno. */
-static int take_items(struct kube_informer *inf, cJSON *list)
+/* An object that cannot be kept (no name, or one too long for a key): skipped and reported.
+ * `where` says which, "an item of a LIST" or "a watch event's object". */
+static void skip_object(struct kube_informer *inf, int e, const char *where, int index)
+{
+    char what[160];
+    inf->stats.skipped++;
+    (void)snprintf(what, sizeof(what), "%s%.0d of %s %s", where, index, inf->resource->plural,
+                   e == -ENAMETOOLONG ? "with a name too long to keep"
+                                      : "is not an object with metadata.name");
+    if (inf->handlers.on_skip)
+        inf->handlers.on_skip(what, inf->userdata);
+}
+
+/* Whether a resourceVersion can go into a query: printable ASCII (the server's are decimal). */
+static bool rv_ok(const char *rv)
+{
+    for (; rv && *rv; rv++)
+        if (*rv < '!' || *rv > '~')
+            return false;
+    return rv != NULL;
+}
+
+/* Moves the items of a LIST page into `pending`; an item without a name is skipped. Returns 0
+ * or a negative errno, with *why set for a malformed page. */
+static int take_items(struct kube_informer *inf, cJSON *list, const char **why)
 {
     cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items");
-    if (!cJSON_IsArray(items) && !cJSON_IsNull(items) && items)
+    if (!cJSON_IsArray(items) && !cJSON_IsNull(items) && items) {
+        *why = "items is not an array";
         return -EBADMSG;
+    }
     cJSON *item;
-    while (items && (item = cJSON_DetachItemFromArray(items, 0))) {
+    for (int i = 1; items && (item = cJSON_DetachItemFromArray(items, 0)); i++) {
         char key[KEY_MAX];
         int e = kube_informer_key(item, key, sizeof(key));
         trim(inf, item);
-        if (e == 0)
-            e = map_put(inf->pending, key, item);
+        if (e < 0) {
+            skip_object(inf, e, "LIST item ", i);
+            cJSON_Delete(item);
+            continue;
+        }
+        e = map_put(inf->pending, key, item);
         if (e < 0) {
             cJSON_Delete(item);
             return e;
@@ -211,22 +242,48 @@ static int take_items(struct kube_informer *inf, cJSON *list)
     return 0;
 }
 
+/* Records the continue token of the next page; one seen before in this LIST is a loop. */
+static int next_page(struct kube_informer *inf, const char *cont, const char **why)
+{
+    if (!cont || !cont[0])
+        return set_str(&inf->cont, NULL);
+    if (map_contains(inf->conts, cont)) {
+        *why = "a continue token that repeats (the pages loop)";
+        return -ELOOP;
+    }
+    int e = map_put(inf->conts, cont, inf);
+    return e < 0 ? e : set_str(&inf->cont, cont);
+}
+
 static void list_page(struct kube_informer *inf);
 
 /* A page arrived: store its items, then fetch the next page or finish the LIST. */
-static int list_page_done(struct kube_informer *inf, const struct kube_resp *resp)
+static int list_page_done(struct kube_informer *inf, const struct kube_resp *resp, const char **why)
 {
     cJSON *list = NULL;
+    *why = "the body is not JSON";
     int e = json_parse_strict(resp->body, resp->body_len, &list, NULL);
-    if (e < 0)
+    if (e == 0 && !cJSON_IsObject(list)) {
+        *why = "the body is not a JSON object";
+        e = -EBADMSG;
+    }
+    if (e < 0) {
+        cJSON_Delete(list);
         return e;
-    e = take_items(inf, list);
-    const char *cont = kube_meta_str(list, "continue");
+    }
+    e = take_items(inf, list, why);
     const char *rv = kube_meta_str(list, "resourceVersion");
     if (e == 0)
-        e = set_str(&inf->cont, cont && cont[0] ? cont : NULL);
+        e = next_page(inf, kube_meta_str(list, "continue"), why);
+    if (e == 0 && !inf->cont && !(rv && rv[0])) {
+        *why = "no metadata.resourceVersion";
+        e = -EBADMSG;
+    } else if (e == 0 && !inf->cont && !rv_ok(rv)) {
+        *why = "a resourceVersion that is not printable ASCII";
+        e = -EBADMSG;
+    }
     if (e == 0 && !inf->cont)
-        e = rv ? set_str(&inf->rv, rv) : -EBADMSG;
+        e = set_str(&inf->rv, rv);
     cJSON_Delete(list);
     if (e < 0)
         return e;
@@ -246,9 +303,14 @@ static void on_list_done(const struct kube_resp *resp, void *userdata)
     struct kube_informer *inf = userdata;
     inf->req = NULL;
     if (resp->http == 200 && resp->err == 0) {
-        int e = list_page_done(inf, resp);
-        if (e < 0)
-            retry_errno(inf, STEP_LIST, e, "malformed LIST response");
+        const char *why = NULL;
+        int e = list_page_done(inf, resp, &why);
+        if (e < 0) {
+            char what[256];
+            (void)snprintf(what, sizeof(what), "malformed LIST response of %s: %s",
+                           inf->resource->plural, why ? why : strerror(-e));
+            retry_errno(inf, STEP_LIST, e, what);
+        }
         return;
     }
     struct kube_err err;
@@ -287,9 +349,11 @@ static void list_page(struct kube_informer *inf)
 static void start_list(struct kube_informer *inf)
 {
     map_free(inf->pending);
+    map_free(inf->conts);
     inf->pending = map_new(free_json);
+    inf->conts = map_new(NULL);
     (void)set_str(&inf->cont, NULL);
-    if (!inf->pending) {
+    if (!inf->pending || !inf->conts) {
         retry_errno(inf, STEP_LIST, -ENOMEM, "out of memory");
         return;
     }
@@ -302,8 +366,10 @@ static int apply_object(struct kube_informer *inf, const struct kube_watch_event
 {
     char key[KEY_MAX];
     int e = kube_informer_key(ev->object, key, sizeof(key));
-    if (e < 0)
-        return -EBADMSG;
+    if (e < 0) {
+        skip_object(inf, e, "a watch event's object", 0);
+        return 0;
+    }
     cJSON *old = map_take(inf->store, key);
     if (ev->type == KUBE_WATCH_DELETED) {
         if (inf->handlers.on_delete)
@@ -340,6 +406,10 @@ static int on_event(const struct kube_watch_event *ev, void *userdata)
             inf->handlers.on_error(&err, inf->userdata);
         return inf->relist ? -ESTALE : -EPROTO;
     }
+    if (ev->resource_version && !rv_ok(ev->resource_version)) {
+        inf->stream_error = "an event whose resourceVersion is not printable ASCII";
+        return -EBADMSG;
+    }
     if (ev->type != KUBE_WATCH_BOOKMARK) {
         int e = apply_object(inf, ev);
         if (e < 0)
@@ -356,13 +426,32 @@ static int on_watch_data(int http, const char *data, size_t len, void *userdata)
 {
     struct kube_informer *inf = userdata;
     (void)http;
-    return kube_watch_feed(&inf->framer, data, len, on_event, inf);
+    int e = kube_watch_feed(&inf->framer, data, len, on_event, inf);
+    if (e < 0 && inf->framer.error)
+        inf->stream_error = inf->framer.error;
+    return e;
+}
+
+/* A watch that was answered and ended: why it counts as failed, or NULL. */
+static const char *watch_end_error(struct kube_informer *inf, const struct kube_resp *resp)
+{
+    bool inside = kube_watch_framer_pending(&inf->framer);
+    if (resp->err < 0 || resp->http == 0)
+        return inf->stream_error ? inf->stream_error
+               : inside          ? "the stream ended inside an event"
+                                 : "";
+    if (inside)
+        return "the stream ended inside an event";
+    if (ev_now(inf->loop) - inf->watch_started < SHORT_WATCH && inf->watch_events == 0)
+        return "watch ended at once";
+    return NULL;
 }
 
 static void on_watch_done(const struct kube_resp *resp, void *userdata)
 {
     struct kube_informer *inf = userdata;
     inf->req = NULL;
+    const char *why = resp->http < 300 ? watch_end_error(inf, resp) : NULL;
     kube_watch_framer_free(&inf->framer);
     struct kube_err err;
     if (resp->http >= 300)
@@ -377,14 +466,15 @@ static void on_watch_done(const struct kube_resp *resp, void *userdata)
         retry(inf, STEP_WATCH, &err);
         return;
     }
-    /* A transport failure says why (http.c names the server); only a stream that was
-     * answered and ended cleanly, at once and empty, is "ended at once". */
-    bool failed = resp->err < 0 || resp->http == 0;
-    bool short_empty = !failed && ev_now(inf->loop) - inf->watch_started < SHORT_WATCH &&
-                       inf->watch_events == 0;
-    if (failed || short_empty) {
-        kube_err_transport(resp->err < 0 ? resp->err : -ECONNRESET,
-                           failed ? resp->error : "watch ended at once", &err);
+    /* A transport failure says why (http.c names the server), and a malformed stream what was
+     * wrong; a stream that was answered and ended cleanly fails only when it ended inside an
+     * event or at once and empty ("watch ended at once"). */
+    if (why) {
+        char what[KUBE_ERR_MESSAGE_MAX];
+        bool failed = resp->err < 0 || resp->http == 0;
+        (void)snprintf(what, sizeof(what), "%s%s%s%s", failed ? resp->error : "",
+                       failed && why[0] ? " (" : "", why, failed && why[0] ? ")" : "");
+        kube_err_transport(resp->err < 0 ? resp->err : -ECONNRESET, what, &err);
         retry(inf, STEP_WATCH, &err);
         return;
     }
@@ -410,6 +500,7 @@ static void start_watch(struct kube_informer *inf)
         e = kube_client_query(&path, "timeoutSeconds", timeout);
     kube_watch_framer_free(&inf->framer);
     kube_watch_framer_init(&inf->framer, KUBE_WATCH_LINE_MAX);
+    inf->stream_error = NULL;
     struct kube_http_req req = {
             .method = "GET",
             .path = buf_str(&path),
@@ -497,6 +588,7 @@ struct kube_informer *kube_informer_free(struct kube_informer *inf)
     kube_watch_framer_free(&inf->framer);
     map_free(inf->store);
     map_free(inf->pending);
+    map_free(inf->conts);
     free(inf->rv);
     free(inf->cont);
     free(inf->ns);

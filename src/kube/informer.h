@@ -32,6 +32,10 @@ struct kube_informer_handlers {
     void (*on_delete)(const char *key, const struct cJSON *obj, void *userdata);
     /* Each failed LIST or WATCH, for logging by the owner; may be NULL. */
     void (*on_error)(const struct kube_err *err, void *userdata);
+    /* Each object of a LIST or watch event that cannot be kept (not an object with a
+     * metadata.name of at most 500 bytes; the server never sends one): skipped, the rest of the
+     * page or stream taken. `what` says which and why. May be NULL. */
+    void (*on_skip)(const char *what, void *userdata);
 };
 
 struct kube_informer_config {
@@ -55,7 +59,8 @@ struct kube_informer_stats {
     unsigned long watch_restarts; /* WATCHes that ended and were restarted */
     unsigned long events;         /* ADDED/MODIFIED/DELETED events applied */
     unsigned long bookmarks;
-    unsigned long errors; /* failed LIST or WATCH requests */
+    unsigned long errors;  /* failed LIST or WATCH requests */
+    unsigned long skipped; /* objects that could not be kept (on_skip) */
 };
 
 /* A new, stopped informer. The config's strings are copied. NULL on OOM or bad config. */

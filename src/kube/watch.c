@@ -32,6 +32,7 @@ const char *kube_watch_type_name(enum kube_watch_type t)
 void kube_watch_framer_init(struct kube_watch_framer *f, size_t max_line)
 {
     buf_init(&f->line, max_line < SIZE_MAX ? max_line + 1 : max_line);
+    f->error = NULL;
 }
 
 void kube_watch_framer_free(struct kube_watch_framer *f)
@@ -70,12 +71,21 @@ static int parse_type(const cJSON *item)
     return -EBADMSG;
 }
 
-static int event_from_json(const cJSON *root, struct kube_watch_event *ret)
+/* Sets *why to what is wrong with an event that is not one. */
+static int bad(const char **why, const char *what)
+{
+    *why = what;
+    return -EBADMSG;
+}
+
+static int event_from_json(const cJSON *root, struct kube_watch_event *ret, const char **why)
 {
     int type = parse_type(field(root, "type"));
     const cJSON *object = field(root, "object");
-    if (type < 0 || !cJSON_IsObject(object))
-        return -EBADMSG;
+    if (type < 0)
+        return bad(why, "an event whose type is missing or unknown");
+    if (!cJSON_IsObject(object))
+        return bad(why, "an event whose object is missing or not an object");
     const cJSON *meta = field(object, "metadata");
     const char *rv = nonempty_string(field(meta, "resourceVersion"));
     switch (type) {
@@ -84,25 +94,25 @@ static int event_from_json(const cJSON *root, struct kube_watch_event *ret)
         break;
     case KUBE_WATCH_BOOKMARK:
         if (!rv)
-            return -EBADMSG;
+            return bad(why, "a BOOKMARK without metadata.resourceVersion");
         break;
     default:
         if (!nonempty_string(field(meta, "name")))
-            return -EBADMSG;
+            return bad(why, "an object without metadata.name");
     }
     *ret = (struct kube_watch_event){.type = type, .object = object, .resource_version = rv};
     return 0;
 }
 
-int kube_watch_decode(const char *line, size_t len, struct kube_watch_event *ret,
-                      struct cJSON **ret_root)
+static int decode(const char *line, size_t len, struct kube_watch_event *ret,
+                  struct cJSON **ret_root, const char **why)
 {
     cJSON *root = NULL;
     int r = json_parse_strict(line, len, &root, NULL);
     if (r < 0)
-        return r;
+        return bad(why, "a line that is not JSON");
     struct kube_watch_event ev;
-    r = event_from_json(root, &ev);
+    r = event_from_json(root, &ev, why);
     if (r < 0) {
         cJSON_Delete(root);
         return r;
@@ -112,8 +122,15 @@ int kube_watch_decode(const char *line, size_t len, struct kube_watch_event *ret
     return 0;
 }
 
+int kube_watch_decode(const char *line, size_t len, struct kube_watch_event *ret,
+                      struct cJSON **ret_root)
+{
+    const char *why;
+    return decode(line, len, ret, ret_root, &why);
+}
+
 /* Decodes a complete line (without its '\n'). *ret_root stays NULL for an empty line. */
-static int decode_line(const struct kube_watch_framer *f, const char *line, size_t len,
+static int decode_line(struct kube_watch_framer *f, const char *line, size_t len,
                        struct kube_watch_event *ret, cJSON **ret_root)
 {
     if (len > 0 && line[len - 1] == '\r')
@@ -122,7 +139,7 @@ static int decode_line(const struct kube_watch_framer *f, const char *line, size
         return 0;
     if (len > max_line(f))
         return -EMSGSIZE;
-    return kube_watch_decode(line, len, ret, ret_root);
+    return decode(line, len, ret, ret_root, &f->error);
 }
 
 /* Hands a decoded event to the callback and frees it; nothing for an empty line. */
@@ -195,9 +212,12 @@ static int feed(struct kube_watch_framer *f, const char *data, size_t len, kube_
 int kube_watch_feed(struct kube_watch_framer *f, const char *data, size_t len, kube_watch_cb cb,
                     void *userdata)
 {
+    f->error = NULL;
     if (len == 0)
         return 0;
     int r = feed(f, data, len, cb, userdata);
+    if (r == -EMSGSIZE)
+        f->error = "an event line over the size cap";
     if (r < 0)
         buf_free(&f->line);
     return r;

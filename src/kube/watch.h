@@ -56,7 +56,9 @@ struct kube_watch_event {
 typedef int (*kube_watch_cb)(const struct kube_watch_event *ev, void *userdata);
 
 struct kube_watch_framer {
-    struct buf line; /* the partial line carried between feeds */
+    struct buf line;   /* the partial line carried between feeds */
+    const char *error; /* after a failed feed: what was wrong ("a line that is not JSON", ...),
+                          a static string; NULL otherwise (the callback's own errors too) */
 };
 
 /* Initializes a framer whose lines may be at most `max_line` bytes (its buffer may hold one byte

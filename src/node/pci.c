@@ -592,6 +592,27 @@ static void copy_ident(const struct pci_dev *d, struct node_pci_dev *out)
     out->is_bridge = d->device_class == PCI_CLASS_BRIDGE_PCI;
 }
 
+/* libpci parses the vendor and device attributes with strtol, so "0xZZZZ" reads as 0000: they
+ * are read again, strictly. Fills `why` and returns -EINVAL or -ERANGE for a malformed one; 0
+ * otherwise (an attribute that cannot be read at all is libpci's to report). */
+static int check_ident(struct scan *s, const char *address, char *why, size_t size)
+{
+    static const char *const attrs[] = {"vendor", "device"};
+    for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+        char path[96];
+        long long v = 0;
+        (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/%s", address, attrs[i]);
+        int r = node_sysfs_read_int(s->pci->root_fd, path, 16, &v);
+        if (r == 0 && v > 0xffff)
+            r = -ERANGE;
+        if (r == -EINVAL || r == -ERANGE) {
+            (void)snprintf(why, size, "%s: %s", attrs[i], trouble(r));
+            return r;
+        }
+    }
+    return 0;
+}
+
 /* Reads the device of entry `e` into the next slot of s->res.devs, or skips it. */
 static int read_device(struct scan *s, const struct entry *e)
 {
@@ -608,6 +629,9 @@ static int read_device(struct scan *s, const struct entry *e)
     s->current = NULL;
     if (r < 0)
         return skip(s, e->address, s->dev_guard.message);
+    char why[64];
+    if (check_ident(s, e->address, why, sizeof(why)) < 0)
+        return skip(s, e->address, why);
     name_device(s->pci, out);
     read_facts(s, out);
     s->res.n_devs++;

@@ -561,6 +561,19 @@ static void test_device_not_a_directory(void)
     hostile_close();
 }
 
+/* libpci reads "0xZZZZ" as vendor 0000: such an identity is skipped, with what is wrong. */
+static void test_device_ident_malformed(void)
+{
+    if (!hostile_open())
+        return;
+    put(BAD_DIR "vendor", "0xZZZZ\n");
+    expect_skipped(BAD, "vendor: malformed");
+    put(BAD_DIR "vendor", "0x8086\n");
+    put(BAD_DIR "device", "0x123456\n");
+    expect_skipped(BAD, "device: out of range");
+    hostile_close();
+}
+
 static void test_device_dangling_link(void)
 {
     if (!hostile_open())
@@ -984,6 +997,7 @@ static CU_TestInfo tests[] = {
         {"unbound device and no IOMMU group", test_unbound_and_no_iommu},
         {"second scan identical", test_second_scan_identical},
         {"hostile: device entry not a directory", test_device_not_a_directory},
+        {"device identity malformed", test_device_ident_malformed},
         {"hostile: device entry a dangling link", test_device_dangling_link},
         {"PCI root from the device's real path", test_pcie_root},
         {"hostile: device entry a link loop", test_device_link_loop},

@@ -533,6 +533,47 @@ static void test_callback_error_stops(void)
     CU_ASSERT_EQUAL(r.n, 8);
 }
 
+/* A failed feed says what was wrong with the line (the agent logs it); the callback's own
+ * errors and successful feeds leave it NULL. */
+static void test_error_says_why(void)
+{
+    static const struct {
+        const char *line, *why;
+    } cases[] = {
+            {"<html>", "a line that is not JSON"},
+            {"{\"type\":\"RENAMED\",\"object\":{}}", "an event whose type is missing or unknown"},
+            {"{\"type\":5,\"object\":{}}", "an event whose type is missing or unknown"},
+            {"{\"type\":\"ADDED\",\"object\":\"a\"}",
+             "an event whose object is missing or not an object"},
+            {"{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{}}}",
+             "a BOOKMARK without metadata.resourceVersion"},
+            {"{\"type\":\"ADDED\",\"object\":{\"metadata\":{}}}",
+             "an object without metadata.name"},
+    };
+    for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+        struct kube_watch_framer f;
+        kube_watch_framer_init(&f, 256);
+        struct rec r = {0};
+        CU_ASSERT_EQUAL(kube_watch_feed(&f, EVENT_A "\n", strlen(EVENT_A) + 1, record, &r), 0);
+        CU_ASSERT_PTR_NULL(f.error);
+        CU_ASSERT_EQUAL(kube_watch_feed(&f, cases[i].line, strlen(cases[i].line), record, &r), 0);
+        CU_ASSERT_EQUAL(kube_watch_feed(&f, "\n", 1, record, &r), -EBADMSG);
+        CU_ASSERT_PTR_NOT_NULL(f.error);
+        if (f.error)
+            CU_ASSERT_STRING_EQUAL(f.error, cases[i].why);
+        kube_watch_framer_free(&f);
+    }
+    struct kube_watch_framer f;
+    kube_watch_framer_init(&f, 256);
+    char big[300];
+    memset(big, 'x', sizeof(big));
+    CU_ASSERT_EQUAL(kube_watch_feed(&f, big, sizeof(big), record, &(struct rec){0}), -EMSGSIZE);
+    CU_ASSERT_PTR_NOT_NULL(f.error);
+    if (f.error)
+        CU_ASSERT_STRING_EQUAL(f.error, "an event line over the size cap");
+    kube_watch_framer_free(&f);
+}
+
 static void test_type_names(void)
 {
     CU_ASSERT_STRING_EQUAL(kube_watch_type_name(KUBE_WATCH_ADDED), "ADDED");
@@ -561,6 +602,7 @@ static CU_TestInfo tests[] = {
         {"bookmark only resourceVersion", test_bookmark_only_resource_version},
         {"error 410", test_error_410},
         {"callback error stops", test_callback_error_stops},
+        {"error says why", test_error_says_why},
         {"type names", test_type_names},
         CU_TEST_INFO_NULL,
 };
