@@ -13,7 +13,7 @@ SUITE=badinput
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-AGENT=$ROOT/build/asan/hostdevd
+AGENT=$TEST_BIN/hostdevd
 DESC=test/fixtures/sysfs/usb-server.txt
 NODE=bad-node
 OTHER=other-node
@@ -330,9 +330,9 @@ expect_h2 truncated-length-prefix "grpc-status=13 grpc-message='truncated or mis
 expect_h2 length-past-data "grpc-status=13 grpc-message='truncated or missing request message'" "a length prefix past the data"
 expect_h2 compressed-flag "grpc-status=13 grpc-message='compressed message without grpc-encoding'" "the compressed flag set"
 expect_h2 unknown-method "grpc-status=12 grpc-message='unknown method /no.Such/Method'" "an unknown method"
-OUT=$(build/asan/grpctool reginfo "$REG" 2>&1)
+OUT=$("$TEST_BIN"/grpctool reginfo "$REG" 2>&1)
 expect_contains "the registration socket still answers GetInfo" "$OUT" "name=vfio-pci.hostdevd.io" "v1=true"
-OUT=$(build/asan/grpctool dra "$DRA" unprepare "default/never-prepared/1234" 2>&1)
+OUT=$("$TEST_BIN"/grpctool dra "$DRA" unprepare "default/never-prepared/1234" 2>&1)
 expect_contains "the DRA socket still answers a good call" "$OUT" 'uid=1234 error=""'
 
 echo "--- $CASES bad inputs; the agent stops cleanly ($SECONDS s)"
