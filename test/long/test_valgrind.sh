@@ -14,7 +14,7 @@ SUITE=long-valgrind
 cd "$ROOT" || exit 1
 
 VG=$ROOT/build/vg
-SUITES=${VALGRIND_SUITES:-kube grpc inventory agent claims usb plugins dra drakubelet controller badinput}
+SUITES=${VALGRIND_SUITES:-kube grpc inventory agent claims usb plugins dra drakubelet controller}
 for b in unit-tests hostdevd kubetool grpctool; do
     [ -x "$VG/$b" ] || make -C "$ROOT" "build/vg/$b" >/dev/null || fail "build/vg/$b builds"
 done
