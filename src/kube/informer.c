@@ -380,8 +380,20 @@ static void on_watch_done(const struct kube_resp *resp, void *userdata)
     /* A transport failure says why (http.c names the server); only a stream that was
      * answered and ended cleanly, at once and empty, is "ended at once". */
     bool failed = resp->err < 0 || resp->http == 0;
-    bool short_empty = !failed && ev_now(inf->loop) - inf->watch_started < SHORT_WATCH &&
-                       inf->watch_events == 0;
+    bool lived = ev_now(inf->loop) - inf->watch_started >= SHORT_WATCH;
+    bool short_empty = !failed && !lived && inf->watch_events == 0;
+    if (failed && resp->http == 200 && lived) {
+        /* An established stream broke (a reset, a dead connection): watch again at once, as
+         * client-go's reflector does; only a WATCH that cannot start again backs off, so
+         * faults minutes apart do not each wait longer than the last. */
+        kube_err_transport(resp->err < 0 ? resp->err : -ECONNRESET, resp->error, &err);
+        inf->stats.errors++;
+        if (inf->handlers.on_error)
+            inf->handlers.on_error(&err, inf->userdata);
+        inf->stats.watch_restarts++;
+        start_watch(inf);
+        return;
+    }
     if (failed || short_empty) {
         kube_err_transport(resp->err < 0 ? resp->err : -ECONNRESET,
                            failed ? resp->error : "watch ended at once", &err);

@@ -21,8 +21,8 @@ static void test_only_429_with_retry_after(void)
 static void test_never_sooner_than_retry_after(void)
 {
     for (int ra = 0; ra <= 10; ra++)
-        for (double r = 0; r < 1; r += 0.125) {
-            double d = kube_http_retry_delay(429, ra, 3, r);
+        for (int i = 0; i < 8; i++) {
+            double d = kube_http_retry_delay(429, ra, 3, i / 8.0);
             CU_ASSERT(d >= ra);
             CU_ASSERT(d <= ra + (ra > 0 ? ra : 1) * 0.25 + EPS);
         }
