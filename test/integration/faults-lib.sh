@@ -7,7 +7,7 @@
 # proxy; helpers to inject faults, change the world while they last, and check that the end
 # state is exactly right and that the audit log holds no write it should not.
 #
-# A phase: fault_begin NAME; inject; change (add_device, add_claim, drop_claim); heal;
+# A phase: fault_begin NAME; inject; change (add_device, add_claim); heal;
 # fault_end "ROW". fault_end waits for the state, checks both processes still run, waits for
 # hostdevd's writes to settle and checks the phase's window of the audit log; the row (fault |
 # how injected | how many times | outcome) goes to build/results/$SUITE.rows.
@@ -92,14 +92,6 @@ add_claim() {
     printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "%s", nodeName: %s, disableResourcePooling: true}\n' \
         "$(pci_name "$NODE" "$1")" "$1" "$NODE" | kubectl create -f - >/dev/null || fail "claim $1 created"
     CLAIMS+=("$1")
-}
-
-# drop_claim ADDRESS: deletes the claim (without waiting: the agent's finalizer holds it).
-drop_claim() {
-    kubectl delete pcideviceclaim "$(pci_name "$NODE" "$1")" --wait=false >/dev/null || fail "claim $1 deleted"
-    local keep=() a
-    for a in "${CLAIMS[@]}"; do [ "$a" = "$1" ] || keep+=("$a"); done
-    CLAIMS=("${keep[@]}")
 }
 
 # state_check: the whole state is right: every device of the tree one PCIDevice (and the USB
@@ -267,7 +259,10 @@ W = {"create", "update", "patch", "delete", "deletecollection"}
 writes, codes, unexpected = collections.Counter(), collections.Counter(), collections.Counter()
 conflicts = 0
 for line in itertools.islice(open(audit), mark, None):
-    e = json.loads(line)
+    try:  # the last line may be half written, or cut by a restart
+        e = json.loads(line)
+    except ValueError:
+        continue
     if e.get("stage") != "ResponseComplete" or not e.get("userAgent", "").startswith("hostdevd/"):
         continue
     who = "controller" if e["user"]["username"].endswith(":hostdevd-controller") else "agent"
@@ -319,7 +314,8 @@ fault_end() {
     else
         pass "$PHASE: no write to an object the phase did not change (audit log)"
     fi
-    conflicts=$(head -1 <<<"$summary" | sed 's/.*conflicts=\([0-9]*\).*/\1/')
+    conflicts=$(head -1 <<<"$summary" | sed -n 's/.*conflicts=\([0-9]*\).*/\1/p')
+    conflicts=${conflicts:-999} # no summary: the audit log could not be read
     if [ "$conflicts" -le 3 ]; then
         pass "$PHASE: no conflict loop ($conflicts answers 409)"
     else
@@ -385,7 +381,10 @@ t = lambda s: datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestam
 seq = collections.defaultdict(list)
 n429 = 0
 for line in itertools.islice(open(sys.argv[1]), int(sys.argv[2]), None):
-    e = json.loads(line)
+    try:  # the last line may be half written, or cut by a restart
+        e = json.loads(line)
+    except ValueError:
+        continue
     if e.get("stage") != "ResponseComplete" or not e["user"]["username"].endswith(":hostdevd-agent"):
         continue
     code = e.get("responseStatus", {}).get("code", 0)
