@@ -58,7 +58,7 @@ toxiproxy_start() {
 # The fake node: test/fixtures/sysfs/faults-node.txt plus what add_device appended.
 DESC=""
 SYS=""
-NEXT_SLOT=16 # 0000:00:10.0 is the first device added
+NEXT_SLOT=16 # 0000:10:00.0 is the first device added (one bus each: 240 of them at most)
 CLAIMS=()    # PCI addresses claimed (and not dropped)
 
 pci_name() { local a=${2//:/}; echo "$1-${a//./}"; }
@@ -79,7 +79,7 @@ rebuild_tree() {
 # add_device: one more e1000e on vfio-pci in its own IOMMU group, the tree rebuilt and the agent
 # told to rescan (SIGHUP). Prints nothing; ADDED is its address.
 add_device() {
-    ADDED=$(printf '0000:00:%02x.0' "$NEXT_SLOT")
+    ADDED=$(printf '0000:%02x:00.0' "$NEXT_SLOT")
     printf '%s    0200   8086:10d3 driver=vfio-pci iommu=%d numa=0\n' "$ADDED" "$NEXT_SLOT" >>"$DESC"
     NEXT_SLOT=$((NEXT_SLOT + 1))
     rebuild_tree
