@@ -287,8 +287,8 @@ PY
 
 # fault_end FAULT HOW TIMES NAME...: the state converges, both processes still run, hostdevd's
 # writes settle and the audit window is clean (NAME...: the objects the phase changed, see
-# audit_window; at most 5 answers 409 in all: a write retried from a stale cache every few
-# milliseconds of the runner's backoff gave 10-20); then the row goes to $ROWS.
+# audit_window; at most MAX_CONFLICTS (5) answers 409 in all: a write retried from a stale
+# cache every few milliseconds of the runner's backoff gave 10-20); then the row goes to $ROWS.
 fault_end() {
     local fault=$1 how=$2 times=$3 t state summary outcome conflicts
     shift 3
@@ -317,7 +317,7 @@ fault_end() {
     fi
     conflicts=$(head -1 <<<"$summary" | sed -n 's/.*conflicts=\([0-9]*\).*/\1/p')
     conflicts=${conflicts:-999} # no summary: the audit log could not be read
-    if [ "$conflicts" -le 5 ]; then
+    if [ "$conflicts" -le "${MAX_CONFLICTS:-5}" ]; then
         pass "$PHASE: no conflict loop ($conflicts answers 409)"
     else
         fail "$PHASE: no conflict loop" "$summary"

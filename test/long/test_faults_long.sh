@@ -87,6 +87,7 @@ for i in $(seq 1 "$RESETS"); do
     sleep 2
 done
 healed
+MAX_CONFLICTS=$((5 * RESETS)) # 5 per fault, as for one
 fault_end "connection reset mid-watch, repeated" "Toxiproxy reset_peer for 0.3 s every 2.3 s, a device and a claim added before each" "$RESETS" "${ALL[@]}"
 
 fault_begin "etcd restarted $ETCD_RESTARTS times"
@@ -97,6 +98,7 @@ for i in $(seq 1 "$ETCD_RESTARTS"); do
     hack/cluster.sh restart "$TEST_DIR/cluster" etcd >/dev/null 2>&1 || fail "etcd restart $i"
 done
 healed
+MAX_CONFLICTS=$((5 * ETCD_RESTARTS))
 fault_end "etcd restart, repeated" "hack/cluster.sh restart etcd back to back, a device and a claim added before each" "$ETCD_RESTARTS" "${ALL[@]}"
 
 for p in "$AGENT_PID" "$CTL_PID"; do
