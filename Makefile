@@ -15,7 +15,8 @@
 #   make k8s      builds the pinned Kubernetes test binaries (kubelet too), the fake CRI
 #                 runtime (test/fakecri), kubelet's device manager for the qemu node
 #                 (test/kubeletpeer) and KubeVirt's env reader (test/kubevirtenv) into caches
-#                 outside the repo; Helm for test_helm.sh (hack/helm-build.sh)
+#                 outside the repo; Helm for test_helm.sh (hack/helm-build.sh), Toxiproxy for
+#                 test_faults.sh (hack/toxiproxy-build.sh)
 #   make clean
 
 SHELL := /bin/bash
@@ -183,6 +184,7 @@ k8s: deps
 	@hack/kubevirtenv-build.sh >/dev/null
 	@hack/kubevirt-crds.sh >/dev/null
 	@hack/helm-build.sh >/dev/null
+	@hack/toxiproxy-build.sh >/dev/null
 
 # The test build is separate (build/asan) so `make` and `make test` never share objects.
 TEST_BINS := build/asan/unit-tests build/asan/hostdevd build/asan/kubetool bin/hostdevd \

@@ -155,10 +155,27 @@ void devwrite_register(struct metrics *m, const char *kind,
 
 static void write_next(struct devwrite *w);
 
+/* A create answered AlreadyExists: the object is there (our earlier create whose answer was
+ * lost, or another writer's) and the cache has not shown it yet. Retrying the create would
+ * only conflict again until the watch catches up; the status patch that follows needs no
+ * resourceVersion and its answer tells the runner which version to wait for. */
+static bool created_already(struct devwrite *w, const struct kube_err *err)
+{
+    if (w->step != 1 || !kube_err_is_already_exists(err))
+        return false;
+    log_info("Device object exists already; patching it", KV_STR("kind", w->kind),
+             KV_STR("name", runner_job_key(w->job)));
+    return true;
+}
+
 static void on_write(const struct kube_err *err, const cJSON *obj, void *userdata)
 {
     struct devwrite *w = userdata;
     bool deleting = w->step == 4;
+    if (err && created_already(w, err)) {
+        write_next(w);
+        return;
+    }
     if (err && !(deleting && kube_err_is_not_found(err))) {
         log_error("Failed to write device object", KV_STR("kind", w->kind),
                   KV_STR("name", runner_job_key(w->job)), KV_INT("http", err->http),

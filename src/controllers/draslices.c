@@ -443,13 +443,14 @@ static void on_write(const struct kube_err *err, const cJSON *obj, void *userdat
     const struct draslices_write *w = &j->plan.writes[j->next - 1];
     bool deleting = w->verb == DRASLICES_DELETE;
     if (err && !(deleting && kube_err_is_not_found(err))) {
-        if (kube_err_is_conflict(err))
+        bool stale = kube_err_is_conflict(err);
+        if (stale)
             log_info("ResourceSlice changed meanwhile; planning again", KV_STR("name", w->name));
         else
             log_error("Failed to write ResourceSlice", KV_STR("name", w->name),
                       KV_INT("http", err->http), KV_STR("reason", err->reason),
                       KV_STR("message", err->message));
-        runner_job_done(j->rj, RUNNER_RETRY, 0);
+        runner_job_done(j->rj, stale ? RUNNER_STALE : RUNNER_RETRY, 0);
         return;
     }
     runner_job_wrote(j->rj, deleting ? NULL : obj);

@@ -22,6 +22,7 @@
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
+#include "kube/status.h"
 
 #define MAX_IN_FLIGHT 1
 
@@ -192,7 +193,7 @@ static void on_written(const struct kube_err *err, const cJSON *obj, void *userd
         log_warning("KubeVirt CR write failed; retrying from its current version",
                     KV_STR("kubevirt", runner_job_key(j->job)), KV_INT("http", err->http),
                     KV_STR("reason", err->reason), KV_STR("message", err->message));
-        runner_job_done(j->job, RUNNER_RETRY, 0);
+        runner_job_done(j->job, kube_err_is_conflict(err) ? RUNNER_STALE : RUNNER_RETRY, 0);
         return;
     }
     metrics_inc(j->k->writes);

@@ -36,7 +36,7 @@ struct process {
     ev_signal sigterm, sigint, sighup;
     ev_prepare drain;
     ev_timer deadline;
-    struct metrics_series *api_requests, *api_failed, *api_http_errors, *ready;
+    struct metrics_series *api_requests, *api_failed, *api_http_errors, *api_throttled, *ready;
 };
 
 /* --- configuration -------------------------------------------------------------------------- */
@@ -78,6 +78,7 @@ static void collect(void *userdata)
     metrics_set(p->api_requests, (double)h.requests);
     metrics_set(p->api_failed, (double)h.failed);
     metrics_set(p->api_http_errors, (double)h.http_errors);
+    metrics_set(p->api_throttled, (double)h.throttled);
     metrics_set(p->ready, is_ready(&why, p) ? 1 : 0);
     buf_free(&why);
 }
@@ -100,6 +101,8 @@ static int setup_metrics(struct process *p)
                                 "API requests that got no response.");
     p->api_http_errors = metrics_one(m, METRICS_COUNTER, "hostdevd_api_http_errors_total",
                                      "API responses with status >= 400.");
+    p->api_throttled = metrics_one(m, METRICS_COUNTER, "hostdevd_api_throttled_retries_total",
+                                   "API requests answered 429 with Retry-After and sent again.");
     p->ready = metrics_one(m, METRICS_GAUGE, "hostdevd_ready", "1 when /readyz answers ok.");
     return metrics_add_collector(p->metrics, collect, p);
 }

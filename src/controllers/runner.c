@@ -55,7 +55,11 @@ struct runner_job {
     char *key;
     void *plan;
     double started;
+    char *informer_rv; /* the informer's position when the plan was made */
 };
+
+/* After a write refused as stale (409), the longest wait for the informer's newer version. */
+#define STALE_WAIT 10.0
 
 /* --- informer events ------------------------------------------------------------------------ */
 
@@ -149,10 +153,9 @@ void runner_job_wrote(struct runner_job *job, const cJSON *obj)
 
 static void count(struct runner *r, enum runner_result result, double seconds)
 {
-    metrics_inc(result == RUNNER_DONE    ? r->m.success
-                : result == RUNNER_RETRY ? r->m.error
-                                         : r->m.requeue_after);
-    if (result == RUNNER_RETRY)
+    bool failed = result == RUNNER_RETRY || result == RUNNER_STALE;
+    metrics_inc(result == RUNNER_DONE ? r->m.success : failed ? r->m.error : r->m.requeue_after);
+    if (failed)
         metrics_inc(r->m.errors);
     metrics_observe(r->m.time, seconds);
 }
@@ -170,16 +173,32 @@ static void requeue(struct runner *r, const char *key, enum runner_result result
         (void)wq_add_after(r->wq, key, after);
 }
 
+/* A stale write: when the informer has moved since the plan, the cache may hold the newer
+ * version already (a plain retry); otherwise the version the API server has is still on its
+ * way, and its event queues the key: until then (at most STALE_WAIT) the key waits, instead of
+ * conflicting again every few milliseconds of the retry backoff. */
+static enum runner_result stale(struct runner_job *job, double *after)
+{
+    const char *now = kube_informer_resource_version(job->r->inf);
+    if (!job->informer_rv || strcmp(now, job->informer_rv) != 0)
+        return RUNNER_RETRY;
+    *after = STALE_WAIT;
+    return RUNNER_REQUEUE_AFTER;
+}
+
 void runner_job_done(struct runner_job *job, enum runner_result result, double after)
 {
     struct runner *r = job->r;
     count(r, result, ev_time() - job->started);
+    if (result == RUNNER_STALE)
+        result = stale(job, &after);
     requeue(r, job->key, result, after);
     wq_done(r->wq, job->key);
     r->in_flight--;
     if (job->plan && r->ops->plan_free)
         r->ops->plan_free(job->plan);
     free(job->key);
+    free(job->informer_rv);
     free(job);
 }
 
@@ -224,6 +243,7 @@ static void reconcile(struct runner *r, const char *key)
     job->r = r;
     job->plan = plan;
     job->started = t0;
+    job->informer_rv = strdup(kube_informer_resource_version(r->inf)); /* NULL: a plain retry */
     r->in_flight++;
     r->ops->act(job, plan, r->ctx);
 }

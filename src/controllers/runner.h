@@ -14,6 +14,9 @@
  *        RUNNER_DONE           converged (or our write will bring it back): failures forgotten
  *        RUNNER_RETRY          failed: again after the key's exponential backoff
  *        RUNNER_REQUEUE_AFTER  waiting on the world (a VM holds a device): again after N s
+ *        RUNNER_STALE          a write was refused as stale (409 Conflict): again when the
+ *                              informer's newer version comes (its event queues the key; at
+ *                              most 10 s), at once if the informer moved on since the plan
  *      A write's response goes to runner_job_wrote() first, so the key waits for it.
  * At most `max_in_flight` keys are in act at once; keys are handed out only once every
  * informer the runner watches has synced and `can_start` (if any) agrees.
@@ -43,7 +46,7 @@ struct metrics;
 struct runner;
 struct runner_job;
 
-enum runner_result { RUNNER_DONE, RUNNER_RETRY, RUNNER_REQUEUE_AFTER };
+enum runner_result { RUNNER_DONE, RUNNER_RETRY, RUNNER_REQUEUE_AFTER, RUNNER_STALE };
 
 enum runner_event { RUNNER_EVENT_ADD, RUNNER_EVENT_UPDATE, RUNNER_EVENT_DELETE };
 

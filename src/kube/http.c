@@ -16,6 +16,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <ev.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,9 @@
 #define STREAM_ERROR_BODY_MAX  ((size_t)64 * 1024)
 #define ERROR_MAX              1024 /* resp.error: method, URL and curl's message */
 #define URL_IN_ERROR_MAX       512  /* bytes of the URL in resp.error */
+#define THROTTLED_RETRIES_MAX  10   /* client-go's rest client: maxRetries */
+#define RETRY_AFTER_MAX        10   /* longer waits go to the caller's own backoff */
+#define RETRY_JITTER           0.25 /* a retry waits Retry-After * (1 + up to this) */
 
 struct kube_http {
     struct ev_loop *loop;
@@ -43,6 +47,7 @@ struct kube_http {
     struct kube_req *reqs;   /* every active request, for kube_http_free() */
     struct kube_sock *socks; /* every watched socket, in case cleanup does not remove one */
     struct kube_http_stats stats;
+    uint64_t rng; /* jitter of throttled retries */
 };
 
 struct kube_sock {
@@ -66,11 +71,15 @@ struct kube_req {
     bool deferred;  /* started during a curl callback: not yet added to the multi handle */
     bool cancelled; /* cancelled during a curl callback: no callbacks, reaped by the kick */
     int retry_after;
+    int throttled;  /* 429 answers retried so far */
+    bool waiting;   /* throttled: out of curl until `retry` fires */
+    ev_timer retry; /* when a throttled request goes again */
     char errbuf[CURL_ERROR_SIZE];
     struct kube_req *prev, *next;
 };
 
 static void drain_done(struct kube_http *h);
+static void on_retry(struct ev_loop *loop, ev_timer *w, int revents);
 
 /* Runs curl; while it does, kube_http_start/cancel defer their curl calls to the kick. */
 static void socket_action(struct kube_http *h, curl_socket_t fd, int flags)
@@ -185,6 +194,7 @@ static void unlink_req(struct kube_req *r)
 
 static void free_req(struct kube_req *r)
 {
+    ev_timer_stop(r->h->loop, &r->retry);
     if (r->easy)
         curl_easy_cleanup(r->easy);
     curl_slist_free_all(r->headers);
@@ -269,13 +279,57 @@ static void count(struct kube_http *h, CURL *easy, long code, int err)
         h->stats.http2++;
 }
 
-/* Removes a finished request from curl, runs its completion and frees it. */
+double kube_http_retry_delay(int http, int retry_after, int retried, double rand01)
+{
+    if (http != 429 || retry_after < 0 || retry_after > RETRY_AFTER_MAX ||
+        retried >= THROTTLED_RETRIES_MAX)
+        return -1;
+    double r = rand01 > 0 ? (rand01 < 1 ? rand01 : 1) : 0; /* also NaN -> 0 */
+    return retry_after + (retry_after > 0 ? retry_after : 1) * RETRY_JITTER * r;
+}
+
+static double rand01(struct kube_http *h)
+{
+    h->rng ^= h->rng << 13;
+    h->rng ^= h->rng >> 7;
+    h->rng ^= h->rng << 17;
+    return (double)(h->rng >> 11) / (double)(UINT64_C(1) << 53);
+}
+
+/*
+ * A 429 with Retry-After (API Priority and Fairness, or the max-in-flight filter, turned the
+ * request away before running it, so any verb may go again) waits that long, plus jitter so
+ * that rejected clients do not come back together, and goes again, up to 10 times, as
+ * client-go's rest client does; the caller sees only the last answer. True when it waits.
+ */
+static bool throttle(struct kube_req *r, long code)
+{
+    struct kube_http *h = r->h;
+    double delay = kube_http_retry_delay((int)code, r->retry_after, r->throttled, rand01(h));
+    if (delay < 0)
+        return false;
+    count(h, r->easy, code, 0);
+    r->throttled++;
+    h->stats.throttled++;
+    buf_reset(&r->body);
+    r->retry_after = -1;
+    r->errbuf[0] = '\0';
+    r->waiting = true;
+    ev_timer_set(&r->retry, delay, 0.);
+    ev_timer_start(h->loop, &r->retry);
+    return true;
+}
+
+/* Removes a finished request from curl, runs its completion and frees it (or, throttled,
+ * schedules it again). */
 static void finish(struct kube_req *r, CURLcode rc)
 {
     struct kube_http *h = r->h;
     long code = 0;
     (void)curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
     (void)curl_multi_remove_handle(h->multi, r->easy);
+    if (rc == CURLE_OK && !r->cancelled && throttle(r, code))
+        return;
     unlink_req(r);
 
     char error[ERROR_MAX] = "";
@@ -475,6 +529,8 @@ int kube_http_start(struct kube_http *h, const struct kube_http_req *in, struct 
     if (!r)
         return -ENOMEM;
     r->h = h;
+    ev_timer_init(&r->retry, on_retry, 0., 0.);
+    r->retry.data = r;
     r->on_data = in->on_data;
     r->on_done = in->on_done;
     r->on_drop = in->on_drop;
@@ -507,12 +563,12 @@ void kube_http_cancel(struct kube_http *h, struct kube_req *r)
 {
     if (!r || r->cancelled)
         return;
-    if (h->depth > 0 && !r->deferred) { /* curl is running: the kick removes it */
+    if (h->depth > 0 && !r->deferred && !r->waiting) { /* curl runs it: the kick removes it */
         r->cancelled = true;
         ev_feed_event(h->loop, &h->kick, EV_TIMER);
         return;
     }
-    if (!r->deferred)
+    if (!r->deferred && !r->waiting)
         (void)curl_multi_remove_handle(h->multi, r->easy);
     unlink_req(r);
     drop_req(r);
@@ -527,6 +583,17 @@ static void fail_unstarted(struct kube_req *r, int err)
     if (r->on_done)
         r->on_done(&resp, r->userdata);
     free_req(r);
+}
+
+/* A throttled request's wait is over: to curl again. */
+static void on_retry(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct kube_req *r = w->data;
+    (void)loop;
+    (void)revents;
+    r->waiting = false;
+    if (curl_multi_add_handle(r->h->multi, r->easy) != CURLM_OK)
+        fail_unstarted(r, -ENOMEM);
 }
 
 /* Outside curl: adds the requests started, and reaps those cancelled, during its callbacks. */
@@ -565,6 +632,7 @@ struct kube_http *kube_http_new(struct ev_loop *loop, struct kube_config *config
         return NULL;
     h->loop = loop;
     h->config = config;
+    h->rng = (uint64_t)(uintptr_t)h ^ (uint64_t)(ev_time() * 1e6) ^ UINT64_C(0x9e3779b97f4a7c15);
     h->multi = curl_multi_init();
     if (!h->multi) {
         free(h);

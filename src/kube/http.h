@@ -13,6 +13,9 @@
  * The only file that includes both curl and libev. Knows nothing of JSON or Kubernetes
  * semantics. Does not log. Single-threaded: call it from the loop's thread only.
  *
+ * Throttling: a 429 with a short Retry-After is retried here after that long, with jitter (see
+ * kube_http_retry_delay()); the completion callback sees only the last answer.
+ *
  * Ownership: a request belongs to the http context until its completion callback has run
  * (then it is freed) or until kube_http_cancel() (then no callback runs).
  */
@@ -76,6 +79,7 @@ struct kube_http_stats {
     unsigned long http_errors; /* responses with status >= 400 */
     unsigned long http2;       /* responses that came over HTTP/2 */
     unsigned long in_flight;
+    unsigned long throttled; /* 429 answers with Retry-After, retried after waiting */
 };
 
 /* A new context on `loop` using `config` (borrowed; must outlive the context). NULL on OOM or
@@ -95,6 +99,15 @@ int kube_http_start(struct kube_http *h, const struct kube_http_req *r, struct k
 void kube_http_cancel(struct kube_http *h, struct kube_req *req);
 
 void kube_http_get_stats(const struct kube_http *h, struct kube_http_stats *ret);
+
+/*
+ * Pure: how long a request answered `http` with Retry-After `retry_after` seconds (-1: none)
+ * waits before it goes again, having been retried `retried` times so far; -1 when it does not
+ * go again and the caller gets the answer. Only a 429 with Retry-After of at most 10 s is
+ * retried, at most 10 times; the wait is Retry-After plus up to a quarter of it (of 1 s for
+ * "Retry-After: 0"), by `rand01` in [0, 1).
+ */
+double kube_http_retry_delay(int http, int retry_after, int retried, double rand01);
 
 /* The server URL requests go to ("https://127.0.0.1:6443"). */
 const char *kube_http_server(const struct kube_http *h);

@@ -447,6 +447,25 @@ static const char *watch_end_error(struct kube_informer *inf, const struct kube_
     return NULL;
 }
 
+/* Whether the WATCH that ended was answered and had lived a while (not one that failed to
+ * start). */
+static bool established(const struct kube_informer *inf)
+{
+    return ev_now(inf->loop) - inf->watch_started >= SHORT_WATCH;
+}
+
+/* An established stream broke (a reset, a dead connection): watch again at once, as
+ * client-go's reflector does; only a WATCH that cannot start again backs off, so faults
+ * minutes apart do not each wait longer than the last. A malformed stream backs off. */
+static void watch_broke(struct kube_informer *inf, const struct kube_err *err)
+{
+    inf->stats.errors++;
+    if (inf->handlers.on_error)
+        inf->handlers.on_error(err, inf->userdata);
+    inf->stats.watch_restarts++;
+    start_watch(inf);
+}
+
 static void on_watch_done(const struct kube_resp *resp, void *userdata)
 {
     struct kube_informer *inf = userdata;
@@ -475,6 +494,10 @@ static void on_watch_done(const struct kube_resp *resp, void *userdata)
         (void)snprintf(what, sizeof(what), "%s%s%s%s", failed ? resp->error : "",
                        failed && why[0] ? " (" : "", why, failed && why[0] ? ")" : "");
         kube_err_transport(resp->err < 0 ? resp->err : -ECONNRESET, what, &err);
+        if (failed && resp->http == 200 && !inf->stream_error && established(inf)) {
+            watch_broke(inf, &err);
+            return;
+        }
         retry(inf, STEP_WATCH, &err);
         return;
     }

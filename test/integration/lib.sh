@@ -223,8 +223,9 @@ create_node() {
     printf 'apiVersion: v1\nkind: Node\nmetadata: {name: %s}\n' "$1" | kubectl create -f - >/dev/null
 }
 
-# sa_kubeconfig NAMESPACE SERVICEACCOUNT FILE: a kubeconfig for the private control plane with
-# a token of that ServiceAccount (2 h), as its Pod would have; for processes run on the host.
+# sa_kubeconfig NAMESPACE SERVICEACCOUNT FILE [SERVER]: a kubeconfig for the private control
+# plane with a token of that ServiceAccount (2 h), as its Pod would have; for processes run on
+# the host. SERVER (default $K8S_SERVER) is another way to the API server (a proxy).
 sa_kubeconfig() {
     local token
     token=$(kubectl create token "$2" -n "$1" --duration 2h) || return 1
@@ -234,7 +235,7 @@ sa_kubeconfig() {
 apiVersion: v1
 kind: Config
 clusters:
-- {name: local, cluster: {server: "$K8S_SERVER", certificate-authority: "$K8S_CA"}}
+- {name: local, cluster: {server: "${4:-$K8S_SERVER}", certificate-authority: "$K8S_CA"}}
 users:
 - {name: $2, user: {token: "$token"}}
 contexts:
