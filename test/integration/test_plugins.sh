@@ -215,6 +215,13 @@ same_fds() { [ "$(count_fds)" -eq "$FDS0" ] && [ "$(count_threads)" -eq "$THREAD
 if eventually 10 same_fds; then pass "the agent's open fds ($FDS0) and threads ($THREADS0) as before the restarts"; else
     fail "fds and threads after the restarts" "fds $FDS0 -> $(count_fds), threads $THREADS0 -> $(count_threads): $(ls -l "/proc/$AGENT_PID/fd")"; fi
 
+# A registration started while a retry was pending (kubelet.sock created while the plugin's
+# first attempt waited to retry) once left the retry armed: kubelet refused the second one and
+# the plugin retried for ever, and the descriptors drifted (23 -> 30 after 100 restarts).
+REFUSED=$(grep -c "device plugin already connected" "$TEST_DIR/agent.log")
+[ "$REFUSED" -eq 0 ] && pass "no registration after a restart refused by kubelet as a duplicate" ||
+    fail "duplicate registrations" "$REFUSED refused: $(grep "already connected" "$TEST_DIR/agent.log" | tail -3)"
+
 echo "--- kubelet restarted while the agent is frozen"
 # The control for the checks above: without the plugins' registration the restarted kubelet
 # offers nothing; thawed, the agent sees its sockets gone and registers again.
