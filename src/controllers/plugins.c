@@ -545,6 +545,7 @@ static void on_registered(enum grpc_status status, const char *message, const ui
     }
     pl->registered = true;
     pl->retry_in = 0;
+    ev_timer_stop(pl->ps->cfg.loop, &pl->retry);
     metrics_inc(pl->ps->registrations);
     log_info("Registered device plugin with kubelet", KV_STR("resource", pl->resource),
              KV_STR("socket", pl->socket_path));
@@ -567,6 +568,10 @@ static void register_plugin(struct plugin *pl)
     buf_free(&b);
     pl->registered = false;
     if (r == 0) {
+        /* this registration replaces a retry still pending (kubelet.sock was created while an
+         * attempt to reach the kubelet before waited): a second one would be refused by kubelet
+         * ("device plugin already connected") and retried for ever */
+        ev_timer_stop(pl->ps->cfg.loop, &pl->retry);
         pl->registering = true;
         return;
     }

@@ -6,11 +6,13 @@
 # reader agrees with libudev's enumeration); QMP device_add of a keyboard on port 4 creates its
 # object through a kernel uevent, device_del deletes it, the same device re-added to the same
 # port gets the same name (timed: median and worst of 10); a claimed device that is removed
-# turns orphaned and recovers, still claimed, when re-added; a PCIDeviceClaim on the xhci with an
+# turns orphaned (its claim Ready=False DeviceUnplugged, both saying to plug it back into the
+# same port) and recovers, still claimed, when re-added; a PCIDeviceClaim on the xhci with an
 # enabled device behind it and a USBDeviceClaim behind the claimed xhci are refused with their
 # reasons; once no device behind it is enabled, the PCIDeviceClaim passes the xhci through, its
 # USB devices' objects go without becoming orphans, and they come back when the claim is
-# deleted.
+# deleted; a claimed device removed again, its claim deleted while it is away: the claim goes at
+# once with the orphaned object, and the device put back is a new, unclaimed object.
 SUITE=e2e-usb
 # shellcheck source=test/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -121,6 +123,8 @@ node_hmp 'device_del k2' >/dev/null
 if eventually 30 field_is "$KBD2" status orphaned && eventually 20 has_reason usbdeviceclaim "$KBD2" DeviceUnplugged; then
     expect_contains "removed while claimed: orphaned, with what to do; the claim waits" \
         "$(field usbdevice "$KBD2" message)" "unplugged from port 1-4" "plug it back into the same port"
+    expect_contains "... and the claim's Ready=False DeviceUnplugged says the same" \
+        "$(message usbdeviceclaim "$KBD2")" "unplugged from port 1-4" "plug it back into the same port"
 else
     fail "orphaned" "$(kubectl get usbdevice "$KBD2" -o yaml 2>&1 | tail -12)"
 fi
@@ -179,6 +183,28 @@ if eventually 90 gone pcideviceclaim "$XHCI_CLAIM" && on_driver "$XHCI" xhci_hcd
 else
     fail "USB devices back" "driver $(guest_driver "$XHCI"); $(usbdevs | tr '\n' ' ')"
 fi
+echo "--- a claimed device removed, its claim deleted while it is away, then put back"
+port4_gone() { ! python3 "$GUESTCTL" "$NODE_DIR/ctl.sock" exec --timeout 5 -- 'test -e /sys/bus/usb/devices/1-4'; }
+usb_claim "$KBD2"
+eventually 30 has_reason usbdeviceclaim "$KBD2" Enabled || fail "claim enabled again" "$(reason usbdeviceclaim "$KBD2")"
+UID3=$(kubectl get usbdevice "$KBD2" -o jsonpath='{.metadata.uid}')
+node_hmp 'device_del k2' >/dev/null
+eventually 30 field_is "$KBD2" status orphaned || fail "orphaned again" "$(field usbdevice "$KBD2" status)"
+kubectl delete usbdeviceclaim "$KBD2" --wait=false >/dev/null
+if eventually 30 gone usbdeviceclaim "$KBD2" && eventually 30 gone usbdevice "$KBD2"; then
+    pass "the claim of an unplugged device deletes at once, and the orphaned object goes with it"
+else
+    fail "orphan released" "claim: $(reason usbdeviceclaim "$KBD2"); device: $(field usbdevice "$KBD2" status)"
+fi
+eventually 10 port4_gone || true
+node_hmp 'device_add usb-kbd,id=k2,bus=xhci.0,port=4' >/dev/null
+fresh() {
+    exists usbdevice "$KBD2" && field_is "$KBD2" enabled false && [ -z "$(field usbdevice "$KBD2" status)" ] &&
+        [ "$(kubectl get usbdevice "$KBD2" -o jsonpath='{.metadata.uid}')" != "$UID3" ]
+}
+if eventually 30 fresh; then pass "put back on port 4: a new object, not enabled, not orphaned, no claim"; else
+    fail "put back after release" "$(kubectl get usbdevice "$KBD2" -o yaml 2>&1 | tail -12)"; fi
+
 kill "$WATCH_PID" 2>/dev/null
 echo "  hotplug ${STATS:-?}; test $((SECONDS - T_START))s"
 finish

@@ -4,8 +4,8 @@
 # and their devices are written as the agents would write them. Checks: an entry appears only
 # once its claim is Ready; claims over three nodes made concurrently while a second writer
 # appends to the CR end with exactly the needed entries, no duplicates, the foreign entries
-# untouched and in order; killing the leader hands over to the other replica and the end state
-# is the same; deleting the claims removes only our entries; an idle controller writes nothing.
+# untouched and in order; killing the leader once 5 of the first 15 claims are Ready, the other
+# 15 coming while no replica leads, hands over to the other replica and the end state is the same; deleting the claims removes only our entries; an idle controller writes nothing.
 # Prints the time from claim Ready to entry present (median of 10) and the number of CR writes.
 SUITE=controller
 # shellcheck source=test/integration/lib.sh
@@ -101,20 +101,42 @@ for n in node-a node-b node-c; do
         NAMES+=("usb $(agent_device usb "$n" "$i" 0951 1666) $n")
     done
 done
-(for x in "${NAMES[@]}"; do read -r k nm nd pool <<<"$x"; (agent_claim "$k" "$nm" "$nd" "$pool" && agent_ready "$k" "$nm") & done; wait) &
-CLAIMS_PID=$!
-# The second writer: appends foreign entries while the claims come (a JSON patch add is atomic).
+# burst NAME...: the claims made and made Ready at once, as their agents would.
+burst() { for x in "$@"; do read -r k nm nd pool <<<"$x"; (agent_claim "$k" "$nm" "$nd" "$pool" && agent_ready "$k" "$nm") & done; wait; }
+made_ready() { # "<made> <Ready>" claims
+    kubectl get pcideviceclaims,usbdeviceclaims -o json | jq -r \
+        '"\(.items | length) \([.items[] | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length)"'
+}
+some_ready() { local r; read -r _ r <<<"$(made_ready)"; [ "${r:-0}" -ge 5 ]; }
+# The first 15 claims come; once 5 are Ready the leader is killed (its work on them under way);
+# the other 15 come while no replica leads (the lease, 6 s, has not expired), and the second
+# writer appends foreign entries meanwhile (a JSON patch add is atomic).
+burst "${NAMES[@]:0:15}" &
+FIRST_PID=$!
+eventually 30 some_ready || fail "5 of the first 15 claims Ready" "$(made_ready)"
+L=$(leader)
+kill -KILL "${PIDS[$L]}"
+T_KILL=$(date +%s.%N)
+read -r MADE READY <<<"$(made_ready)"
+ENTRIES=$(counts | grep -cvE '^(mellanox.com/CX5|intel.com/X710|example.com/)')
+burst "${NAMES[@]:15}" &
+SECOND_PID=$!
 for i in 1 2 3; do
     kubectl patch kubevirt -n kubevirt kubevirt --type json -p \
         "[{\"op\":\"add\",\"path\":\"/spec/configuration/permittedHostDevices/pciHostDevices/-\",\"value\":{\"pciVendorSelector\":\"1af4:104$i\",\"resourceName\":\"example.com/F$i\"}}]" >/dev/null
     sleep 0.5
 done
-L=$(leader)
-kill -KILL "${PIDS[$L]}"
+wait "$FIRST_PID" "$SECOND_PID"
+T_BURST=$(date +%s.%N)
 wait "${PIDS[$L]}" 2>/dev/null
 OTHER=$((1 - L))
-wait "$CLAIMS_PID"
-if eventually 30 leading "$OTHER"; then pass "leader killed (replica-$L): replica-$OTHER leads"; else fail "takeover" "$(tail -5 "$TEST_DIR/controller-$OTHER.log")"; fi
+if eventually 30 leading "$OTHER"; then
+    T_LEAD=$(date +%s.%N)
+    HANDOVER="claims $MADE made and $READY Ready, $ENTRIES of their entries in the CR, when the leader was killed; all 30 made $(awk -v a="$T_BURST" -v b="$T_KILL" 'BEGIN {printf "%.1f", a - b}') s and replica-$OTHER leading $(awk -v a="$T_LEAD" -v b="$T_KILL" 'BEGIN {printf "%.1f", a - b}') s after the kill"
+    pass "leader killed mid-burst (replica-$L): replica-$OTHER leads ($HANDOVER)"
+else
+    fail "takeover" "$(tail -5 "$TEST_DIR/controller-$OTHER.log")"
+fi
 expected() { # the resource names the claims need, sorted, each once
     for x in "${NAMES[@]}"; do
         read -r k nm _ pool <<<"$x"
@@ -140,7 +162,7 @@ example.com/dongle" ] && pass "foreign entries untouched and in their order (the
     fail "foreign entries" "$ORDER"
 W1=$(cr_writes)
 WRITES=$((W1 - W0))
-echo "  CR writes by the controllers during the concurrent run: $WRITES"
+echo "  CR writes by the controllers during the concurrent run: $WRITES (${HANDOVER:-?})"
 
 echo "--- idle"
 A1=$(hack/audit-requests.py "$TEST_DIR/cluster/audit.log" | cut -d" " -f2)

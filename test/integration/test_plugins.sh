@@ -7,8 +7,12 @@
 # and PCI_RESOURCE_<NAME>; a pod asking for the USB device gets its node (chowned to 107) and
 # USB_RESOURCE_<NAME>=bus:device; asking for more than there is fails with kubelet's reason; a
 # malformed peer (garbage, a truncated HTTP/2 frame) leaves the plugin serving; a released claim
-# withdraws its device; after each of 20 kubelet restarts the plugins are registered again.
-# Prints claim Ready -> allocatable, and restart -> re-registered (median and worst of 20).
+# withdraws its device; after each of PLUGIN_RESTARTS (20; 100 in test/long/test_restarts.sh)
+# kubelet restarts the device plugins and the DRA plugin are registered again and the Node's
+# allocatable, written after the restart, has every resource's count, and at the end the agent
+# has the fds and threads it had before; restarted while the agent is frozen, kubelet offers 0
+# of each until the agent, thawed, registers again. Prints claim Ready -> allocatable, and
+# restart -> re-registered (median and worst).
 SUITE=plugins
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -162,9 +166,28 @@ if eventually 30 running u2; then pass "after garbage, a truncated frame and a c
 kill -0 "$AGENT_PID" && pass "the agent is alive" || fail "agent alive" "$(tail -20 "$TEST_DIR/agent.log")"
 
 echo "--- kubelet restarts"
+# After each restart: both device plugins and the DRA plugin registered again (the agent's
+# counters), and a Node status the restarted kubelet wrote (a resourceVersion after the one
+# before the restart: one etcd's revisions are one sequence, and only kubelet writes the Node)
+# with every resource's count (kubelet starts with no healthy device until its plugin registers;
+# it always writes its first status, whether anything changed or not, so a heartbeat time, in
+# whole seconds and written only on a change, cannot tell the writes apart).
+DRA_OK='hostdevd_dra_registrations_total{result="ok"}'
+node_rv() { kubectl get node "$NODE" -o jsonpath='{.metadata.resourceVersion}'; }
+node_offers() { # resourceVersion PCI-count USB-count: a later Node status has these counts
+    kubectl get node "$NODE" -o json | jq -e --argjson rv "$1" --arg p "$RES_PCI" --arg u "$RES_USB" \
+        --arg np "$2" --arg nu "$3" '(.metadata.resourceVersion | tonumber) > $rv
+        and .status.allocatable[$p] == $np and .status.allocatable[$u] == $nu' >/dev/null
+}
+count_fds() { find "/proc/$AGENT_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
+count_threads() { find "/proc/$AGENT_PID/task" -mindepth 1 -maxdepth 1 | wc -l; }
+FDS0=$(count_fds)
+THREADS0=$(count_threads)
 LAT=()
 for i in $(seq 1 "$RESTARTS"); do
     BEFORE=$(metric hostdevd_plugin_registrations_total)
+    DRA_BEFORE=$(metric "$DRA_OK")
+    RV=$(node_rv)
     T=$(now)
     # The harness itself (kubelet Ready again) is not under test: one retry, said aloud.
     if ! hack/kubelet.sh restart "$KUBELET_DIR" >"$TEST_DIR/restart.log" 2>&1; then
@@ -173,13 +196,44 @@ for i in $(seq 1 "$RESTARTS"); do
         hack/kubelet.sh up "$KUBELET_DIR" "$TEST_DIR/cluster" "$NODE" >"$TEST_DIR/restart.log" 2>&1 ||
             { fail "kubelet restart $i" "$(tail -8 "$TEST_DIR/restart.log")"; break; }
     fi
-    reregistered() { [ "$(metric hostdevd_plugin_registrations_total)" -ge "$((BEFORE + 2))" ]; }
+    reregistered() {
+        [ "$(metric hostdevd_plugin_registrations_total)" -ge "$((BEFORE + 2))" ] &&
+            [ "$(metric "$DRA_OK")" -ge "$((DRA_BEFORE + 1))" ]
+    }
     if eventually 30 reregistered; then LAT+=("$(since "$T")"); else fail "re-registered after restart $i" "$(tail -5 "$TEST_DIR/agent.log")"; break; fi
+    if ! eventually 30 node_offers "$RV" 2 1; then
+        fail "allocatable after restart $i" "$(kubectl get node "$NODE" -o jsonpath='{.status.allocatable}')"
+        break
+    fi
 done
-if [ "${#LAT[@]}" -eq "$RESTARTS" ] && eventually 30 has_allocatable "$RES_PCI" 2; then
+if [ "${#LAT[@]}" -eq "$RESTARTS" ]; then
     STATS=$(printf '%s\n' "${LAT[@]}" | sort -n | awk '{v[NR]=$1} END {m = NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; printf "median %.2f s, worst %.2f s", m, v[NR]}')
-    pass "$RESTARTS kubelet restarts, each followed by re-registration ($STATS from the restart command); allocatable back"
+    pass "$RESTARTS kubelet restarts, each followed by the device plugins' and the DRA plugin's registration ($STATS from the restart command) and the Node's allocatable $RES_PCI 2, $RES_USB 1 written after it"
 fi
+# The sockets of the last registrations settle; then the same descriptors and threads as before.
+same_fds() { [ "$(count_fds)" -eq "$FDS0" ] && [ "$(count_threads)" -eq "$THREADS0" ]; }
+if eventually 10 same_fds; then pass "the agent's open fds ($FDS0) and threads ($THREADS0) as before the restarts"; else
+    fail "fds and threads after the restarts" "fds $FDS0 -> $(count_fds), threads $THREADS0 -> $(count_threads): $(ls -l "/proc/$AGENT_PID/fd")"; fi
+
+# A registration started while a retry was pending (kubelet.sock created while the plugin's
+# first attempt waited to retry) once left the retry armed: kubelet refused the second one and
+# the plugin retried for ever, and the descriptors drifted (23 -> 30 after 100 restarts).
+REFUSED=$(grep -c "device plugin already connected" "$TEST_DIR/agent.log")
+[ "$REFUSED" -eq 0 ] && pass "no registration after a restart refused by kubelet as a duplicate" ||
+    fail "duplicate registrations" "$REFUSED refused: $(grep "already connected" "$TEST_DIR/agent.log" | tail -3)"
+
+echo "--- kubelet restarted while the agent is frozen"
+# The control for the checks above: without the plugins' registration the restarted kubelet
+# offers nothing; thawed, the agent sees its sockets gone and registers again.
+kill -STOP "$AGENT_PID"
+RV=$(node_rv)
+hack/kubelet.sh restart "$KUBELET_DIR" >"$TEST_DIR/restart.log" 2>&1 || fail "kubelet restart (agent frozen)" "$(tail -5 "$TEST_DIR/restart.log")"
+if eventually 30 node_offers "$RV" 0 0; then pass "with the agent frozen the restarted kubelet offers 0 of each resource"; else
+    fail "nothing offered while frozen" "$(kubectl get node "$NODE" -o jsonpath='{.status.allocatable}')"; fi
+RV=$(node_rv)
+kill -CONT "$AGENT_PID"
+if eventually 30 node_offers "$RV" 2 1; then pass "thawed, it registers again: $RES_PCI 2, $RES_USB 1"; else
+    fail "offered after thaw" "$(kubectl get node "$NODE" -o jsonpath='{.status.allocatable}'); $(tail -5 "$TEST_DIR/agent.log")"; fi
 
 echo "--- a device unbound behind our back"
 ln -sfn ../../../bus/pci/drivers/virtio-pci "$SYS/devices/pci0000:00/$NIC2/driver" 2>/dev/null ||
