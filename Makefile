@@ -87,8 +87,10 @@ build/gen/suites.gen.h: $(filter test/unit/test_%.c,$(UNIT_SRCS)) hack/gen-suite
 build/asan/test/unit/main.o: build/gen/suites.gen.h
 build/asan/test/unit/main.o: ASAN_CFLAGS += -Ibuild/gen
 
+# The unit runner's sysfs writes go through the fake tree's fault table (sysfs_tree.h).
+UNIT_LDFLAGS := -Wl,--wrap=node_sysfs_write
 build/asan/unit-tests: $(UNIT_OBJS) $(ASAN_LIB_OBJS)
-	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcunit
+	$(CC) $(ASAN_LDFLAGS) $(UNIT_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcunit
 
 # Drives src/kube against the real API server in test/integration/test_kube.sh.
 build/asan/kubetool: build/asan/test/integration/kubetool.o $(ASAN_LIB_OBJS)

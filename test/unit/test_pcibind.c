@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test/unit/test_pcibind.c - a deleted claim's node work (controllers/pcibind.c, run_restore)
+ * on a fake sysfs tree whose writes change nothing, as a kernel whose original driver does not
+ * take the device back, and the decision on its outcome: a restore that did not take effect
+ * says RestoreFailed and keeps the finalizer, so a device is never left on vfio-pci (or
+ * driverless) without its claim.
+ */
+#include <CUnit/CUnit.h>
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controllers/pcibind.h"
+#include "controllers/pciclaim.h"
+#include "node/vfio.h"
+#include "sysfs_tree.h"
+
+static const char DESC[] = "0000:02:00.0 0200 8086:10d3 driver=vfio-pci iommu=7\n"
+                           "0000:03:00.0 0200 8086:10d3 iommu=8\n"
+                           "0000:04:00.0 0200 8086:10d3 driver=e1000e iommu=9\n";
+
+static struct sysfs_tree tree;
+static int root = -1;
+
+static int suite_init(void)
+{
+    if (sysfs_tree_make_text(&tree, DESC) < 0)
+        return -1;
+    if (sysfs_tree_open_root(&tree, &root) < 0)
+        return -1;
+    static const char ov[] = "vfio-pci\n";
+    return sysfs_tree_put(&tree, "bus/pci/devices/0000:02:00.0/driver_override", ov,
+                          sizeof(ov) - 1);
+}
+
+static int suite_clean(void)
+{
+    sysfs_tree_close(&tree, &root);
+    return 0;
+}
+
+/* The restore of `address` with `original` recorded (NULL: nothing recorded). */
+static struct pciclaim_outcome restore(const char *address, const char *original)
+{
+    struct pcibind_env env = {.sysfs_fd = root, .node_name = "n", .dev_root = tree.dir};
+    struct pcibind_job j = {.env = &env, .deleting = true, .recorded = original != NULL};
+    (void)snprintf(j.address, sizeof(j.address), "%s", address);
+    (void)snprintf(j.original, sizeof(j.original), "%s", original ? original : "");
+    pcibind_run(&j.wj);
+    pcibind_job_done(&j);
+    return j.out;
+}
+
+/* The decision on `o` for a deleted claim of `address` that recorded e1000e and is bound. */
+static void decide(const char *address, const struct pciclaim_outcome *o,
+                   struct pciclaim_decision *d)
+{
+    char text[1024];
+    (void)snprintf(text, sizeof(text),
+                   "{\"metadata\":{\"name\":\"n-x\",\"uid\":\"u1\",\"generation\":1,"
+                   "\"finalizers\":[\"" PCICLAIM_FINALIZER "\"],"
+                   "\"deletionTimestamp\":\"2026-11-25T10:00:00Z\"},"
+                   "\"spec\":{\"address\":\"%s\",\"nodeName\":\"n\"},"
+                   "\"status\":{\"kernelDriverToUnbind\":\"e1000e\",\"passthroughEnabled\":true}}",
+                   address);
+    cJSON *c = cJSON_Parse(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    pciclaim_decide(c, o, d);
+    if (d->write_status) {
+        char *patch = pciclaim_status_patch(c, &d->status, "2026-11-25T10:00:01Z");
+        CU_ASSERT_PTR_NOT_NULL(patch);
+        CU_ASSERT_PTR_NOT_NULL(patch ? strstr(patch, "\"reason\":\"RestoreFailed\"") : NULL);
+        free(patch);
+    }
+    cJSON_Delete(c);
+}
+
+static void expect_failed(const char *address, const char *state)
+{
+    struct pciclaim_outcome o = restore(address, "e1000e");
+    CU_ASSERT_EQUAL(o.kind, PCICLAIM_FAILED);
+    CU_ASSERT_STRING_EQUAL(o.reason ? o.reason : "", "RestoreFailed");
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "did not take effect"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, state));
+    struct pciclaim_decision d;
+    decide(address, &o, &d);
+    CU_ASSERT(!d.remove_finalizer);
+    CU_ASSERT(d.write_status);
+    CU_ASSERT(d.retry);
+    CU_ASSERT_STRING_EQUAL(d.status.reason ? d.status.reason : "", "RestoreFailed");
+    CU_ASSERT_STRING_EQUAL(d.event_reason ? d.event_reason : "", "RestoreFailed");
+}
+
+/* The kernel keeps the device on vfio-pci (unbind changes nothing): the claim stays. */
+static void test_restore_stays_on_vfio(void)
+{
+    expect_failed("0000:02:00.0", "driver=vfio-pci");
+    struct node_vfio_dev d;
+    CU_ASSERT_EQUAL(node_vfio_observe(root, "0000:02:00.0", &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "vfio-pci");
+}
+
+/* Unbound, and neither drivers_probe nor drivers/e1000e/bind brings e1000e back: the claim
+ * stays, saying so, instead of "restored to driver \"\"". */
+static void test_restore_driver_does_not_come_back(void)
+{
+    expect_failed("0000:03:00.0", "driver=(none)");
+}
+
+/* On the original driver already, a restore is done; never recorded, released. */
+static void test_restore_done_and_released(void)
+{
+    struct pciclaim_outcome o = restore("0000:04:00.0", "e1000e");
+    CU_ASSERT_EQUAL(o.kind, PCICLAIM_RESTORED);
+    CU_ASSERT_STRING_EQUAL(o.driver, "e1000e");
+    struct pciclaim_decision d;
+    decide("0000:04:00.0", &o, &d);
+    CU_ASSERT(d.remove_finalizer);
+    o = restore("0000:03:00.0", NULL);
+    CU_ASSERT_EQUAL(o.kind, PCICLAIM_RELEASED);
+    /* nothing wanted: unbound is restored */
+    o = restore("0000:03:00.0", "");
+    CU_ASSERT_EQUAL(o.kind, PCICLAIM_RESTORED);
+    o = restore("0000:09:00.0", "e1000e"); /* gone: nothing to give back */
+    CU_ASSERT_EQUAL(o.kind, PCICLAIM_RESTORED);
+}
+
+static CU_TestInfo tests[] = {
+        {"restore that leaves the device on vfio-pci", test_restore_stays_on_vfio},
+        {"restore whose driver does not come back", test_restore_driver_does_not_come_back},
+        {"restore done, claim released", test_restore_done_and_released},
+        CU_TEST_INFO_NULL,
+};
+
+CU_SuiteInfo pcibind_suites[] = {
+        {"pcibind", suite_init, suite_clean, NULL, NULL, tests},
+        CU_SUITE_INFO_NULL,
+};
