@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""hack/mutate.py - the C mutation campaign of make mutate (hack/mutate.sh runs it).
+
+For each source file: universalmutator (--noCheck) writes every mutant its C rules make; they
+are taken in a random order (random.Random(seed, file): the same seed, the same order) and
+judged one at a time, niced, with a timeout, until MAX have been killed or survived:
+
+  uncompilable  the mutant does not compile (not counted)
+  equivalent    its object at -O2 is byte-identical to the original's (trivial compiler
+                equivalence, TCE: a mutant the compiler cannot tell apart; not counted)
+  killed        compiled at -O0 without sanitizers, linked into the unit runner (or kubetool,
+                for the informer) in place of the original object, the file's killer fails
+                (a test fails, the run crashes, or it times out)
+  survived      the killer passes
+
+Writes OUT/results.tsv (file, mutant, line, status, original line, mutated line) and
+OUT/report.md (score per file and overall, survivors), and prints both as it goes.
+
+usage: mutate.py --um MUTATE --flags FLAGS.sh --out DIR --max N --seed S --timeout T
+                 FILE=KILLER...
+KILLER is "unit:SUITE,SUITE" (the unit runner, once per suite) or "cmd:COMMAND" (a shell
+command; KUBETOOL in it becomes the mutant's kubetool).
+"""
+import argparse
+import filecmp
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+import zlib
+
+
+def sh_arrays(flags):
+    """The arrays of build/mutate/flags.sh (written by make mutate-flags)."""
+    out = {}
+    for name in ("CFLAGS", "LIBS", "UNIT_LDFLAGS", "UNIT_OBJS", "KUBETOOL_OBJS"):
+        r = subprocess.run(["bash", "-c", '. "$1"; printf "%%s\\0" "${%s[@]}"' % name, "-", flags],
+                           check=True, capture_output=True, text=True)
+        out[name] = [w for w in r.stdout.split("\0") if w]
+    r = subprocess.run(["bash", "-c", '. "$1"; printf "%s" "$CC"', "-", flags], check=True,
+                       capture_output=True, text=True)
+    out["CC"] = r.stdout
+    return out
+
+
+def run(cmd, timeout=None, **kw):
+    try:
+        return subprocess.run(["nice", "-n", "10"] + cmd, capture_output=True, timeout=timeout,
+                              **kw).returncode
+    except subprocess.TimeoutExpired:
+        return "timeout"
+
+
+def changed_line(orig, mutant):
+    """(line number, original text, mutated text) of the first line that differs."""
+    for i, (a, b) in enumerate(zip(orig, mutant)):
+        if a != b:
+            return i + 1, a.strip(), b.strip()
+    n = min(len(orig), len(mutant))
+    return n + 1, (orig[n].strip() if n < len(orig) else ""), (
+        mutant[n].strip() if n < len(mutant) else "")
+
+
+class Campaign:
+    def __init__(self, args):
+        self.a = args
+        self.f = sh_arrays(args.flags)
+        self.work = os.path.join(args.out, "m")  # the mutant sits at work/<path>
+        self.results = []
+
+    def compile(self, src_rel, text, obj, opt):
+        """Compiles `text` as if it were src_rel (same __FILE__, same debug paths)."""
+        path = os.path.join(self.work, src_rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+        flags = [w for w in self.f["CFLAGS"] if w not in ("-MMD", "-MP") and not w.startswith("-O")]
+        cmd = [self.f["CC"]] + flags + [opt, "-g0", "-Wno-error", "-iquote",
+                                        os.path.dirname(src_rel),
+                                        "-ffile-prefix-map=%s/=" % self.work, "-c", "-o", obj,
+                                        path]
+        return run(cmd, timeout=120) == 0
+
+    def link(self, src_rel, obj, killer):
+        """The killer's binary with `obj` in place of the original object, or None."""
+        orig = "build/mutate/" + src_rel[:-2] + ".o"
+        unit = killer.startswith("unit:")
+        objs = self.f["UNIT_OBJS"] if unit else self.f["KUBETOOL_OBJS"]
+        if orig not in objs:
+            sys.exit("mutate: %s is not linked into the killer's binary (%s)" % (src_rel, killer))
+        binary = os.path.join(self.work, "unit-tests" if unit else "kubetool")
+        cmd = [self.f["CC"]] + (self.f["UNIT_LDFLAGS"] if unit else []) + ["-o", binary]
+        cmd += [obj if o == orig else o for o in objs]
+        cmd += self.f["LIBS"] + (["-lcunit"] if unit else [])
+        return binary if run(cmd, timeout=120) == 0 else None
+
+    def kill(self, killer, binary):
+        """True when the killer fails with this binary (a timeout is a failure)."""
+        if killer.startswith("unit:"):
+            for suite in killer[5:].split(","):
+                r = run([binary, suite], timeout=self.a.timeout)
+                if r != 0:
+                    return True
+            return False
+        cmd = killer[4:].replace("KUBETOOL", binary)
+        return run(["bash", "-c", cmd], timeout=self.a.timeout) != 0
+
+    def generate(self, src):
+        gen = os.path.join(self.a.out, "gen", src.replace("/", "_"))
+        shutil.rmtree(gen, ignore_errors=True)
+        os.makedirs(gen)
+        r = subprocess.run(["nice", "-n", "10", self.a.um, os.path.abspath(src), "c", "--noCheck",
+                            "--mutantDir", os.path.abspath(gen)], cwd=gen, capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            sys.exit("mutate: universalmutator failed on %s:\n%s" % (src, r.stdout + r.stderr))
+        base = os.path.basename(src)[:-2]
+        names = [n for n in os.listdir(gen) if n.startswith(base + ".mutant.") and n.endswith(".c")]
+        names.sort(key=lambda n: int(n.split(".")[-2]))
+        return gen, names
+
+    def judge_file(self, src, killer):
+        gen, names = self.generate(src)
+        order = sorted(names, key=lambda n: int(n.split(".")[-2]))
+        random.Random(self.a.seed * 1000003 + zlib.crc32(src.encode())).shuffle(order)
+        with open(src) as f:
+            orig_text = f.read()
+        orig_lines = orig_text.splitlines(True)
+        ref = os.path.join(self.work, "orig-O2.o")
+        if not self.compile(src, orig_text, ref, "-O2"):
+            sys.exit("mutate: %s does not compile as it is" % src)
+        ref_obj = os.path.join(self.work, "orig.o")
+        if not self.compile(src, orig_text, ref_obj, "-O0"):
+            sys.exit("mutate: %s does not compile at -O0" % src)
+        binary = self.link(src, ref_obj, killer)
+        if not binary or self.kill(killer, binary):
+            sys.exit("mutate: the killer of %s fails without a mutant: %s" % (src, killer))
+        print("== %s: %d mutants; judging %d in a seeded random order (seed %d); killer %s" % (
+            src, len(names), self.a.max, self.a.seed, killer), flush=True)
+        judged = 0
+        for name in order:
+            if judged >= self.a.max:
+                break
+            with open(os.path.join(gen, name)) as f:
+                text = f.read()
+            line, before, after = changed_line(orig_lines, text.splitlines(True))
+            t0 = time.time()
+            status = self.judge(src, text, killer, ref)
+            judged += status in ("killed", "survived")
+            self.results.append((src, name, line, status, before, after))
+            print("  [%d/%d] %s:%d %s  (%s -> %s) %.1fs" % (
+                judged, self.a.max, src, line, status, before, after, time.time() - t0),
+                flush=True)
+        with open(os.path.join(self.work, src), "w") as f:
+            f.write(orig_text)  # the work copy held the last mutant
+        return len(names)
+
+    def judge(self, src, text, killer, ref):
+        o2 = os.path.join(self.work, "mutant-O2.o")
+        if not self.compile(src, text, o2, "-O2"):
+            return "uncompilable"
+        if filecmp.cmp(o2, ref, shallow=False):
+            return "equivalent"
+        obj = os.path.join(self.work, "mutant.o")
+        if not self.compile(src, text, obj, "-O0"):
+            return "uncompilable"
+        binary = self.link(src, obj, killer)
+        if not binary:
+            return "uncompilable"
+        return "killed" if self.kill(killer, binary) else "survived"
+
+
+def report(results, generated, args):
+    rows, lines = [], []
+    tot = {"killed": 0, "survived": 0, "equivalent": 0, "uncompilable": 0, "n": 0}
+    lines.append("| file | mutants | drawn | uncompilable | equivalent (TCE) | killed | survived "
+                 "| score |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for src in generated:
+        mine = [r for r in results if r[0] == src]
+        c = {k: sum(1 for r in mine if r[3] == k) for k in ("killed", "survived", "equivalent",
+                                                            "uncompilable")}
+        judged = c["killed"] + c["survived"]
+        score = "%.1f%%" % (100.0 * c["killed"] / judged) if judged else "-"
+        lines.append("| `%s` | %d | %d | %d | %d | %d | %d | %s |" % (
+            src, generated[src], len(mine), c["uncompilable"], c["equivalent"], c["killed"],
+            c["survived"], score))
+        for k in c:
+            tot[k] += c[k]
+        tot["n"] += len(mine)
+    judged = tot["killed"] + tot["survived"]
+    lines.append("| all | %d | %d | %d | %d | %d | %d | %s |" % (
+        sum(generated.values()), tot["n"], tot["uncompilable"], tot["equivalent"], tot["killed"],
+        tot["survived"], "%.1f%%" % (100.0 * tot["killed"] / judged) if judged else "-"))
+    lines.append("")
+    lines.append("Survivors:")
+    lines.append("")
+    for r in results:
+        if r[3] == "survived":
+            rows.append("- `%s:%d` `%s` -> `%s` (%s)" % (r[0], r[2], r[4], r[5], r[1]))
+    lines += rows or ["- none"]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(args.out, "report.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(args.out, "results.tsv"), "w") as f:
+        for r in results:
+            f.write("\t".join(str(x) for x in r) + "\n")
+    print()
+    print(text)
+    return judged, tot["killed"]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--um", required=True)
+    p.add_argument("--flags", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--max", type=int, default=40)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=60)
+    p.add_argument("files", nargs="+", help="FILE=KILLER")
+    args = p.parse_args()
+    c = Campaign(args)
+    generated = {}
+    for spec in args.files:
+        src, killer = spec.split("=", 1)
+        generated[src] = c.judge_file(src, killer)
+    report(c.results, generated, args)
+
+
+if __name__ == "__main__":
+    main()
