@@ -5,7 +5,8 @@ For each source file: universalmutator (--noCheck) writes every mutant its C rul
 are taken in a random order (random.Random(seed, file): the same seed, the same order) and
 judged one at a time, niced, with a timeout, until MAX have been killed or survived:
 
-  uncompilable  the mutant does not compile (not counted)
+  uncompilable  the mutant does not compile with the project's flags, warnings being errors
+                as in every build of the project (not counted)
   equivalent    its object at -O2 is byte-identical to the original's (trivial compiler
                 equivalence, TCE: a mutant the compiler cannot tell apart; not counted)
   killed        compiled at -O0 without sanitizers, linked into the unit runner (or kubetool,
@@ -17,11 +18,13 @@ Writes OUT/results.tsv (file, mutant, line, status, original line, mutated line)
 OUT/report.md (score per file and overall, survivors), and prints both as it goes.
 
 usage: mutate.py --um MUTATE --flags FLAGS.sh --out DIR --max N --seed S --timeout T
-                 FILE=KILLER...
+                 FILE[:FIRST-LAST]=KILLER...
+FIRST-LAST limits the mutants to those lines.
 KILLER is "unit:SUITE,SUITE" (the unit runner, once per suite) or "cmd:COMMAND" (a shell
 command; KUBETOOL in it becomes the mutant's kubetool).
 """
 import argparse
+import difflib
 import filecmp
 import os
 import random
@@ -53,14 +56,25 @@ def run(cmd, timeout=None, **kw):
         return "timeout"
 
 
-def changed_line(orig, mutant):
-    """(line number, original text, mutated text) of the first line that differs."""
-    for i, (a, b) in enumerate(zip(orig, mutant)):
-        if a != b:
-            return i + 1, a.strip(), b.strip()
-    n = min(len(orig), len(mutant))
-    return n + 1, (orig[n].strip() if n < len(orig) else ""), (
-        mutant[n].strip() if n < len(mutant) else "")
+def normalize(orig, mutant):
+    """The mutant with the original's line numbers (so that __LINE__ in log calls does not make
+    every object differ), and (line, original text, mutated text) of its change. A line inserted
+    joins the line before it; a line deleted leaves an empty line."""
+    ops = [op for op in difflib.SequenceMatcher(None, orig, mutant, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    if len(ops) != 1:
+        return mutant, (ops[0][1] + 1 if ops else 0, "(several lines)", "(several lines)")
+    tag, i1, i2, j1, j2 = ops[0]
+    if tag == "replace" and i2 - i1 == j2 - j1 == 1:
+        return mutant, (i1 + 1, orig[i1].strip(), mutant[j1].strip())
+    if tag == "delete" and i2 - i1 == 1:
+        return orig[:i1] + ["\n"] + orig[i2:], (i1 + 1, orig[i1].strip(), "(line deleted)")
+    if tag == "insert" and j2 - j1 == 1 and i1 > 0 and "//" not in orig[i1 - 1] and \
+            not orig[i1 - 1].lstrip().startswith("#"):
+        joined = orig[i1 - 1].rstrip("\n") + " " + mutant[j1].strip() + "\n"
+        return orig[:i1 - 1] + [joined] + orig[i1:], (
+            i1, orig[i1 - 1].strip(), orig[i1 - 1].strip() + " " + mutant[j1].strip())
+    return mutant, (i1 + 1, "".join(orig[i1:i2]).strip(), "".join(mutant[j1:j2]).strip())
 
 
 class Campaign:
@@ -77,7 +91,7 @@ class Campaign:
         with open(path, "w") as f:
             f.write(text)
         flags = [w for w in self.f["CFLAGS"] if w not in ("-MMD", "-MP") and not w.startswith("-O")]
-        cmd = [self.f["CC"]] + flags + [opt, "-g0", "-Wno-error", "-iquote",
+        cmd = [self.f["CC"]] + flags + [opt, "-g0", "-iquote",
                                         os.path.dirname(src_rel),
                                         "-ffile-prefix-map=%s/=" % self.work, "-c", "-o", obj,
                                         path]
@@ -121,7 +135,7 @@ class Campaign:
         names.sort(key=lambda n: int(n.split(".")[-2]))
         return gen, names
 
-    def judge_file(self, src, killer):
+    def judge_file(self, src, killer, span=None):
         gen, names = self.generate(src)
         order = sorted(names, key=lambda n: int(n.split(".")[-2]))
         random.Random(self.a.seed * 1000003 + zlib.crc32(src.encode())).shuffle(order)
@@ -137,15 +151,19 @@ class Campaign:
         binary = self.link(src, ref_obj, killer)
         if not binary or self.kill(killer, binary):
             sys.exit("mutate: the killer of %s fails without a mutant: %s" % (src, killer))
-        print("== %s: %d mutants; judging %d in a seeded random order (seed %d); killer %s" % (
-            src, len(names), self.a.max, self.a.seed, killer), flush=True)
+        print("== %s%s: %d mutants; judging %d in a seeded random order (seed %d); killer %s" % (
+            src, " lines %d-%d" % span if span else "", len(names), self.a.max, self.a.seed,
+            killer), flush=True)
         judged = 0
         for name in order:
             if judged >= self.a.max:
                 break
             with open(os.path.join(gen, name)) as f:
                 text = f.read()
-            line, before, after = changed_line(orig_lines, text.splitlines(True))
+            lines, (line, before, after) = normalize(orig_lines, text.splitlines(True))
+            if span and not span[0] <= line <= span[1]:
+                continue
+            text = "".join(lines)
             t0 = time.time()
             status = self.judge(src, text, killer, ref)
             judged += status in ("killed", "survived")
@@ -226,7 +244,11 @@ def main():
     generated = {}
     for spec in args.files:
         src, killer = spec.split("=", 1)
-        generated[src] = c.judge_file(src, killer)
+        span = None
+        if ":" in src:
+            src, lines = src.split(":", 1)
+            span = tuple(int(x) for x in lines.split("-"))
+        generated[src] = c.judge_file(src, killer, span)
     report(c.results, generated, args)
 
 

@@ -776,6 +776,43 @@ static void test_collect_swap_partition(void)
     sysfs_tree_remove(&p);
 }
 
+/* What cannot be read of /proc counts for nothing, and is not made up: a swap area whose path
+ * is gone; a mount point with "\\000" keeps it (the kernel never writes a NUL). */
+static void test_collect_gone_and_nul(void)
+{
+    struct sysfs_tree p = {.dir = ""};
+    static const char swaps[] = "Filename\tType\tSize\tUsed\tPriority\n"
+                                "/nonexistent/hostdevd-swap partition 1 0 -2\n";
+    static const char mounts[] = "22 1 8:1 / /a\\000b rw - ext4 /dev/sda1 rw\n"
+                                 "23 1 0:50 / /sub rw - btrfs /nonexistent/hostdevd-dev rw\n";
+    CU_ASSERT_EQUAL(fake_proc(&p), 0);
+    CU_ASSERT_EQUAL(mkdirs(p.dir, "1") | mkdirs(p.dir, "net"), 0);
+    proc_files(&p, swaps, NULL, NULL);
+    CU_ASSERT_EQUAL(sysfs_tree_put(&p, "1/mountinfo", mounts, strlen(mounts)), 0);
+    struct node_hostuse u = {0};
+    CU_ASSERT_EQUAL(node_hostuse_collect(p.dir, &u), 0);
+    CU_ASSERT_EQUAL(u.n_blk, 1);
+    expect_blk(&u, 8, 1, "/a\\000b");
+    node_hostuse_done(&u);
+    sysfs_tree_remove(&p);
+}
+
+/* A virtio device whose virtioN is not a directory: sysfs is not what it should be, an error
+ * even when another virtioN reads well. */
+static void test_virtio_unreadable(void)
+{
+    struct node_hostuse_net net[] = {{"eth1", "default route"}};
+    struct node_hostuse use = NET(net);
+    CU_ASSERT_EQUAL(sysfs_tree_put(&tree, "devices/pci0000:00/0000:00:09.0/virtio0", "x", 1), 0);
+    CU_ASSERT_EQUAL(dir("devices/pci0000:00/0000:00:09.0/virtio1/net"), 0);
+    struct err e = {""};
+    CU_ASSERT_EQUAL(node_hostuse_check(root, "0000:00:09.0", &use, NULL, &e), -ENOTDIR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "cannot follow the sysfs links of 0000:00:09.0"));
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&tree, "devices/pci0000:00/0000:00:09.0/virtio0"), 0);
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&tree, "devices/pci0000:00/0000:00:09.0/virtio1"), 0);
+    CU_ASSERT_EQUAL(node_hostuse_check(root, "0000:00:09.0", &use, NULL, &e), 0);
+}
+
 static CU_TestInfo tests[] = {
         {"disk holding the root mount", test_root_disk},
         {"device-mapper on a partition", test_device_mapper},
@@ -793,6 +830,8 @@ static CU_TestInfo tests[] = {
         {"collect from the running system", test_collect_real},
         {"collect: a default route only in IPv4", test_collect_ipv4_default_route},
         {"collect: swap on a block device", test_collect_swap_partition},
+        {"collect: gone paths and \\000", test_collect_gone_and_nul},
+        {"a virtio device with an unreadable virtioN", test_virtio_unreadable},
         CU_TEST_INFO_NULL,
 };
 

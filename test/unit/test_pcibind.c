@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "controllers/pcibind.h"
 #include "controllers/pciclaim.h"
@@ -19,16 +20,41 @@
 
 static const char DESC[] = "0000:02:00.0 0200 8086:10d3 driver=vfio-pci iommu=7\n"
                            "0000:03:00.0 0200 8086:10d3 iommu=8\n"
-                           "0000:04:00.0 0200 8086:10d3 driver=e1000e iommu=9\n";
+                           "0000:04:00.0 0200 8086:10d3 driver=e1000e iommu=9\n"
+                           "0000:05:00.0 0200 8086:10d3 driver=e1000e iommu=10\n"
+                           "0000:05:00.1 0200 8086:10d3 iommu=10\n"
+                           "0000:06:00.0 0200 8086:10d3 driver=e1000e\n"
+                           "0000:07:00.0 0200 8086:10d3 driver=e1000e iommu=11\n"
+                           "0000:00:1f.0 0601 8086:a1c1 iommu=12\n";
 
 static struct sysfs_tree tree;
 static int root = -1;
 
+static char proc[320];
+
+/* vfio-pci's modules count as loaded (their sysfs directories exist), so a bind never loads
+ * a module on this machine; a /proc with nothing mounted from the tree's devices. */
 static int suite_init(void)
 {
+    static const char mounts[] = "22 1 0:21 / / rw - tmpfs tmpfs rw\n";
     if (sysfs_tree_make_text(&tree, DESC) < 0)
         return -1;
     if (sysfs_tree_open_root(&tree, &root) < 0)
+        return -1;
+    (void)snprintf(proc, sizeof(proc), "%s/proc", tree.dir);
+    char path[400];
+    (void)snprintf(path, sizeof(path), "%s/module", tree.root);
+    if (mkdir(path, 0755) < 0)
+        return -1;
+    (void)snprintf(path, sizeof(path), "%s/module/vfio_iommu_type1", tree.root);
+    if (mkdir(path, 0755) < 0)
+        return -1;
+    (void)snprintf(path, sizeof(path), "%s/1", proc);
+    if (mkdir(proc, 0755) < 0 || mkdir(path, 0755) < 0)
+        return -1;
+    (void)snprintf(path, sizeof(path), "%s/1/mountinfo", proc);
+    FILE *f = fopen(path, "we");
+    if (!f || fputs(mounts, f) < 0 || fclose(f) != 0)
         return -1;
     static const char ov[] = "vfio-pci\n";
     return sysfs_tree_put(&tree, "bus/pci/devices/0000:02:00.0/driver_override", ov,
@@ -127,10 +153,97 @@ static void test_restore_done_and_released(void)
     CU_ASSERT_EQUAL(o.kind, PCICLAIM_RESTORED);
 }
 
+/* The bind side of a claim's node work for `address`: recorded (original e1000e) or not,
+ * checks only or not, with `claimed` (NULL: none) the node's other claims. */
+static struct pciclaim_outcome bind(const char *address, bool recorded, bool check_only,
+                                    const char *claimed, const char *usb, const char *proc_root)
+{
+    struct pcibind_env env = {
+            .sysfs_fd = root, .node_name = "n", .dev_root = tree.dir, .proc_root = proc_root};
+    struct pcibind_job j = {.env = &env, .recorded = recorded, .check_only = check_only};
+    (void)snprintf(j.address, sizeof(j.address), "%s", address);
+    (void)snprintf(j.original, sizeof(j.original), "%s", recorded ? "e1000e" : "");
+    (void)snprintf(j.annotation, sizeof(j.annotation), "e1000e");
+    if (claimed) {
+        j.claimed = calloc(1, sizeof(*j.claimed));
+        j.claimed[0] = strdup(claimed);
+        j.n_claimed = 1;
+    }
+    if (usb)
+        j.usb_enabled = strdup(usb);
+    pcibind_run(&j.wj);
+    pcibind_job_done(&j);
+    CU_ASSERT_PTR_NULL(j.claimed);
+    return j.out;
+}
+
+static void expect(const struct pciclaim_outcome *o, enum pciclaim_outcome_kind kind,
+                   const char *reason, const char *in_message)
+{
+    CU_ASSERT_EQUAL(o->kind, kind);
+    if (reason)
+        CU_ASSERT_STRING_EQUAL(o->reason ? o->reason : "", reason);
+    if (in_message && !strstr(o->message, in_message)) {
+        CU_FAIL("message");
+        fprintf(stderr, "\nmessage: %s (wanted %s)\n", o->message, in_message);
+    }
+}
+
+/* What the checks find in sysfs, in the order a claim meets them. */
+static void test_bind_checks(void)
+{
+    struct pciclaim_outcome o = bind("0000:09:00.0", false, true, NULL, NULL, proc);
+    expect(&o, PCICLAIM_REFUSED, "DeviceNotFound", "there is no PCI device 0000:09:00.0 on node n");
+    o = bind("0000:06:00.0", false, true, NULL, NULL, proc);
+    expect(&o, PCICLAIM_REFUSED, "NoIOMMUGroup", "device 0000:06:00.0 has no IOMMU group");
+    o = bind("0000:00:1f.0", false, true, NULL, NULL, proc);
+    expect(&o, PCICLAIM_REFUSED, "PlatformDevice", "is an ISA/LPC bridge");
+    o = bind("0000:05:00.0", false, true, NULL, NULL, proc);
+    expect(&o, PCICLAIM_REFUSED, "IOMMUGroupIncomplete",
+           "IOMMU group 10 also holds 0000:05:00.1 (no driver; claim n-000005001); the whole "
+           "group goes to one VM, so claim that device too");
+    o = bind("0000:05:00.0", false, true, "0000:05:00.1", NULL, proc);
+    expect(&o, PCICLAIM_RECORD, NULL, NULL);
+    CU_ASSERT_STRING_EQUAL(o.driver, "e1000e");
+    CU_ASSERT_EQUAL(o.group, 10);
+    o = bind("0000:07:00.0", false, true, NULL, "n-1-1", proc);
+    expect(&o, PCICLAIM_REFUSED, "USBDevicesEnabled", "(n-1-1)");
+    /* what the host uses cannot be read: refused, to be safe */
+    o = bind("0000:07:00.0", false, true, NULL, NULL, "/nonexistent/hostdevd-proc");
+    expect(&o, PCICLAIM_REFUSED, "HostCritical", "cannot tell whether device 0000:07:00.0");
+    o = bind("../x", false, true, NULL, NULL, proc);
+    expect(&o, PCICLAIM_REFUSED, "SysfsError", "cannot read device ../x in sysfs");
+}
+
+/* Recorded: a check-only job changes nothing; a bind on a kernel that ignores the writes
+ * fails with what sysfs shows, after writing the override. */
+static void test_bind_fails_on_a_deaf_kernel(void)
+{
+    struct pciclaim_outcome o = bind("0000:07:00.0", true, true, NULL, NULL, proc);
+    expect(&o, PCICLAIM_GO, NULL, NULL);
+    struct node_vfio_dev d;
+    CU_ASSERT_EQUAL(node_vfio_observe(root, "0000:07:00.0", &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.override, "");
+    o = bind("0000:07:00.0", true, false, NULL, NULL, proc);
+    expect(&o, PCICLAIM_FAILED, "BindFailed",
+           "bind of 0000:07:00.0 did not take effect: driver=e1000e driver_override=vfio-pci");
+    CU_ASSERT_EQUAL(node_vfio_observe(root, "0000:07:00.0", &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.override, "vfio-pci");
+    CU_ASSERT_STRING_EQUAL(d.driver, "e1000e");
+    /* the override written fails: the step and the error are named */
+    CU_ASSERT_EQUAL(sysfs_tree_fail_write("bus/pci/devices/0000:07:00.0/driver_override", EIO), 0);
+    (void)sysfs_tree_put(&tree, "bus/pci/devices/0000:07:00.0/driver_override", "(null)\n", 7);
+    o = bind("0000:07:00.0", true, false, NULL, NULL, proc);
+    expect(&o, PCICLAIM_FAILED, "BindFailed", "step set-override failed");
+    CU_ASSERT_EQUAL(sysfs_tree_fail_write(NULL, 0), 0);
+}
+
 static CU_TestInfo tests[] = {
         {"restore that leaves the device on vfio-pci", test_restore_stays_on_vfio},
         {"restore whose driver does not come back", test_restore_driver_does_not_come_back},
         {"restore done, claim released", test_restore_done_and_released},
+        {"bind: the checks on sysfs", test_bind_checks},
+        {"bind: a kernel that ignores the writes", test_bind_fails_on_a_deaf_kernel},
         CU_TEST_INFO_NULL,
 };
 

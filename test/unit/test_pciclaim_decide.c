@@ -93,6 +93,8 @@ static void test_check_reasons(void)
     f = good();
     f.iommu_group = -1;
     check(&f, PCICLAIM_REFUSED, "NoIOMMUGroup", "intel_iommu=on");
+    f.iommu_group = 0; /* group 0 is a group */
+    check(&f, PCICLAIM_RECORD, NULL, NULL);
     f = good();
     f.platform = "a host bridge (the PCI root complex)";
     check(&f, PCICLAIM_REFUSED, "PlatformDevice", "is a host bridge");

@@ -161,6 +161,11 @@ static void test_observe_hostile_links(void)
     CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), -ELOOP);
     relink("iommu_group", "../../vfio-pci");
     CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), -EXDEV);
+    /* a group that is not a number: an error, not "no group" */
+    (void)snprintf(dir, sizeof(dir), "%s/kernel/iommu_groups/x8", tree.root);
+    CU_ASSERT_EQUAL(mkdir(dir, 0755), 0);
+    relink("iommu_group", "../../../kernel/iommu_groups/x8");
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), -EINVAL);
     /* As the tree had it. */
     relink("iommu_group", "../../../kernel/iommu_groups/8");
     (void)snprintf(dir, sizeof(dir), "%s/devices/pci0000:03/0000:03:00.0/driver", tree.root);
