@@ -25,7 +25,9 @@ static const char DESC[] = "0000:02:00.0 0200 8086:10d3 driver=vfio-pci iommu=7\
                            "0000:05:00.1 0200 8086:10d3 iommu=10\n"
                            "0000:06:00.0 0200 8086:10d3 driver=e1000e\n"
                            "0000:07:00.0 0200 8086:10d3 driver=e1000e iommu=11\n"
-                           "0000:00:1f.0 0601 8086:a1c1 iommu=12\n";
+                           "0000:00:1f.0 0601 8086:a1c1 iommu=12\n"
+                           "0000:00:1f.6 0200 8086:15b7 driver=e1000e iommu=12\n"
+                           "0000:08:00.0 0200 8086:10d3 driver=vfio-pci iommu=0\n";
 
 static struct sysfs_tree tree;
 static int root = -1;
@@ -57,6 +59,8 @@ static int suite_init(void)
     if (!f || fputs(mounts, f) < 0 || fclose(f) != 0)
         return -1;
     static const char ov[] = "vfio-pci\n";
+    if (sysfs_tree_put(&tree, "bus/pci/devices/0000:08:00.0/driver_override", ov, sizeof(ov) - 1))
+        return -1;
     return sysfs_tree_put(&tree, "bus/pci/devices/0000:02:00.0/driver_override", ov,
                           sizeof(ov) - 1);
 }
@@ -202,6 +206,10 @@ static void test_bind_checks(void)
     expect(&o, PCICLAIM_REFUSED, "IOMMUGroupIncomplete",
            "IOMMU group 10 also holds 0000:05:00.1 (no driver; claim n-000005001); the whole "
            "group goes to one VM, so claim that device too");
+    o = bind("0000:05:00.0", false, true, "0000:05:00.7", NULL, proc); /* another claim */
+    expect(&o, PCICLAIM_REFUSED, "IOMMUGroupIncomplete", "0000:05:00.1 (no driver;");
+    o = bind("0000:00:1f.6", false, true, NULL, NULL, proc);
+    expect(&o, PCICLAIM_REFUSED, "IOMMUGroupUnsafe", "IOMMU group 12 also holds 0000:00:1f.0");
     o = bind("0000:05:00.0", false, true, "0000:05:00.1", NULL, proc);
     expect(&o, PCICLAIM_RECORD, NULL, NULL);
     CU_ASSERT_STRING_EQUAL(o.driver, "e1000e");
@@ -238,12 +246,38 @@ static void test_bind_fails_on_a_deaf_kernel(void)
     CU_ASSERT_EQUAL(sysfs_tree_fail_write(NULL, 0), 0);
 }
 
+/* On vfio-pci with the override already (a restarted agent): bound at once, in group 0. */
+static void test_bind_done(void)
+{
+    struct pciclaim_outcome o = bind("0000:08:00.0", true, false, NULL, NULL, proc);
+    expect(&o, PCICLAIM_BOUND, "Bound", NULL);
+    CU_ASSERT_EQUAL(o.group, 0);
+    CU_ASSERT(o.bind_us >= 0 && o.bind_us < 10 * 1000 * 1000);
+}
+
+/* HOSTDEVD_FAULT aborts only at the goal:step it names exactly (the qemu node's crash tests
+ * use it); anything else leaves the job alone. */
+static void test_fault_names(void)
+{
+    static const char *const others[] = {"xind:set-override", "bind;set-override",
+                                         "set-override:bind", "bind:set-overridex", "bind:"};
+    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+        CU_ASSERT_EQUAL(setenv("HOSTDEVD_FAULT", others[i], 1), 0);
+        (void)sysfs_tree_put(&tree, "bus/pci/devices/0000:07:00.0/driver_override", "(null)\n", 7);
+        struct pciclaim_outcome o = bind("0000:07:00.0", true, false, NULL, NULL, proc);
+        expect(&o, PCICLAIM_FAILED, "BindFailed", "did not take effect");
+    }
+    CU_ASSERT_EQUAL(unsetenv("HOSTDEVD_FAULT"), 0);
+}
+
 static CU_TestInfo tests[] = {
         {"restore that leaves the device on vfio-pci", test_restore_stays_on_vfio},
         {"restore whose driver does not come back", test_restore_driver_does_not_come_back},
         {"restore done, claim released", test_restore_done_and_released},
         {"bind: the checks on sysfs", test_bind_checks},
         {"bind: a kernel that ignores the writes", test_bind_fails_on_a_deaf_kernel},
+        {"bind: on vfio-pci already", test_bind_done},
+        {"fault points name goal and step exactly", test_fault_names},
         CU_TEST_INFO_NULL,
 };
 
