@@ -5,8 +5,8 @@
 # mutant's kubetool) with a label selector of its own, LIST pages of 2 and 4 s watches must: sync
 # with the store equal to `kubectl get`; see create, update, delete in order; resume its next
 # WATCH from a BOOKMARK's resourceVersion (a change it does not select moves it: audit log);
-# converge again; and exit 0 on SIGTERM. About 8 s; exits 1 at the first check that fails,
-# saying which.
+# converge again; exit 0 on SIGTERM, having listed once, with no error, 3 events and a bookmark.
+# About 8 s; exits 1 at the first check that fails, saying which.
 set -uo pipefail
 AUDIT=$TEST_DIR/cluster/audit.log # lib.sh empties TEST_DIR
 # shellcheck disable=SC2034 # lib.sh names its files after it
@@ -76,3 +76,9 @@ eventually 10 store_matches || die "store differs from kubectl get at the end"
 kill -TERM "$INF"
 wait "$INF" || die "exit $? on SIGTERM"
 INF=
+# One LIST (of 3 pages), no errors, the 3 changes as events, bookmarks: the store's stats line.
+st=$(grep '^# stats' "$D/store")
+for want in ' lists=1 ' ' relists_gone=0 ' ' events=3 ' ' errors=0'; do
+    [[ "$st" == *"$want"* ]] || die "stats: want$want in: $st"
+done
+[[ "$st" =~ \ bookmarks=[1-9] ]] || die "stats: no bookmark in: $st"
