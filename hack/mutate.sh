@@ -39,7 +39,7 @@ declare -A KILLER=(
 # reconciler half is I/O on the runner, exercised by test_claims.sh, test_agent.sh and the qemu
 # node, which no unit suite can drive).
 declare -A SPAN=(
-    [src/controllers/pciclaim.c]="1-$(grep -n '^/\* --- the reconciler' src/controllers/pciclaim.c | cut -d: -f1)"
+    [src/controllers/pciclaim.c]="1-$(grep -m1 -n '^/\* --- the reconciler' src/controllers/pciclaim.c | cut -d: -f1)"
 )
 MUTATE_FILES=${MUTATE_FILES:-src/node/vfio.c src/node/hostuse.c src/node/blockers.c \
 src/controllers/pciclaim.c src/controllers/pcibind.c src/kube/informer.c}

@@ -789,10 +789,21 @@ static void test_collect_gone_and_nul(void)
     CU_ASSERT_EQUAL(mkdirs(p.dir, "1") | mkdirs(p.dir, "net"), 0);
     proc_files(&p, swaps, NULL, NULL);
     CU_ASSERT_EQUAL(sysfs_tree_put(&p, "1/mountinfo", mounts, strlen(mounts)), 0);
+    /* a btrfs-like 0:N mount whose source is a block device of this machine: no 1/root here,
+     * so the device is found through the path as it is */
+    char blkdev[64], line[320];
+    dev_t dev = 0;
+    find_block_device(blkdev, sizeof(blkdev), &dev);
+    if (blkdev[0]) {
+        snprintf(line, sizeof(line), "%s24 1 0:51 / /btr rw - btrfs %s rw\n", mounts, blkdev);
+        CU_ASSERT_EQUAL(sysfs_tree_put(&p, "1/mountinfo", line, strlen(line)), 0);
+    }
     struct node_hostuse u = {0};
     CU_ASSERT_EQUAL(node_hostuse_collect(p.dir, &u), 0);
-    CU_ASSERT_EQUAL(u.n_blk, 1);
+    CU_ASSERT_EQUAL(u.n_blk, blkdev[0] ? 2 : 1);
     expect_blk(&u, 8, 1, "/a\\000b");
+    if (blkdev[0])
+        expect_blk(&u, major(dev), minor(dev), "/btr");
     node_hostuse_done(&u);
     sysfs_tree_remove(&p);
 }

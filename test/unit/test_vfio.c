@@ -128,6 +128,8 @@ static void test_observe(void)
     CU_ASSERT_STRING_EQUAL(d.driver, "");
     CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:09:00.0", &d), 0);
     CU_ASSERT(!d.present);
+    CU_ASSERT_EQUAL(d.iommu_group, -1);
+    CU_ASSERT_STRING_EQUAL(d.driver, "");
     CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "../../etc", &d), -EINVAL);
 }
 
@@ -157,8 +159,23 @@ static void test_observe_hostile_links(void)
     relink("driver", "../../../bus/pci/drivers/vfio-pci");
     CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), 0);
     CU_ASSERT_STRING_EQUAL(d.driver, "vfio-pci");
+    /* a driver whose name does not fit: an error, not "no driver" */
+    static const char long_name[] = "a-driver-with-a-name-much-longer-than-any-driver-has-"
+                                    "0123456789abcdef";
+    (void)snprintf(dir, sizeof(dir), "%s/bus/pci/drivers/%s", tree.root, long_name);
+    CU_ASSERT_EQUAL(mkdir(dir, 0755), 0);
+    char target[160];
+    (void)snprintf(target, sizeof(target), "../../../bus/pci/drivers/%s", long_name);
+    relink("driver", target);
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), -EFBIG);
+    relink("driver", "../../../bus/pci/drivers/vfio-pci");
     relink("iommu_group", "iommu_group");
     CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), -ELOOP);
+    struct node_vfio_dev *m = NULL;
+    size_t n = 77;
+    CU_ASSERT_EQUAL(node_vfio_group_members(root_fd, 8, &m, &n), -ELOOP); /* its group's list */
+    CU_ASSERT_PTR_NULL(m);
+    CU_ASSERT_EQUAL(n, 77);
     relink("iommu_group", "../../vfio-pci");
     CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), -EXDEV);
     /* a group that is not a number: an error, not "no group" */
