@@ -49,7 +49,7 @@ shfiles=(hack/qemu-node.sh hack/kubelet.sh hack/go.sh hack/k8s-build.sh hack/fak
 shfiles+=(hack/image.sh test/integration/test_image.sh) # make image and its test
 shfiles+=(hack/helm-build.sh hack/anchor-build.sh) # Helm; the anchor for make bench
 shfiles+=(hack/cluster.sh) # the tests' control plane
-shfiles+=(hack/mutate.sh hack/mutate-informer.sh hack/universalmutator-build.sh test/integration/lib.sh) # make mutate
+shfiles+=(hack/mutate.sh hack/mutate-informer.sh hack/universalmutator-build.sh) # make mutate
 mapfile -t bench < <(git ls-files --cached --others --exclude-standard -- 'hack/bench/*.sh' | sort -u)
 shfiles+=(hack/bench.sh "${bench[@]}") # make bench
 for f in "${guest[@]}"; do is_sh "$f" && shfiles+=("$f"); done

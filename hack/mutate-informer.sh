@@ -11,7 +11,7 @@ set -uo pipefail
 AUDIT=$TEST_DIR/cluster/audit.log # lib.sh empties TEST_DIR
 # shellcheck disable=SC2034 # lib.sh names its files after it
 SUITE=mutate-informer
-# shellcheck source=test/integration/lib.sh
+# shellcheck source=test/integration/lib.sh disable=SC1091 # (the tests' helpers, not linted)
 . "$(dirname "${BASH_SOURCE[0]}")/../test/integration/lib.sh"
 KT=$1
 L=m$$r$RANDOM

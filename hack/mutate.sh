@@ -51,8 +51,9 @@ for f in $MUTATE_FILES; do
     [ -n "${KILLER[$f]:-}" ] || { echo "mutate: no killer for $f (see hack/mutate.sh)" >&2; exit 2; }
     specs+=("$f${SPAN[$f]:+:${SPAN[$f]}}=${KILLER[$f]}")
 done
+# shellcheck disable=SC2034 # lib.sh names its files after it
 SUITE=mutate
-# shellcheck source=test/integration/lib.sh
+# shellcheck source=test/integration/lib.sh disable=SC1091 # (the tests' helpers, not linted)
 . test/integration/lib.sh
 if [[ " $MUTATE_FILES " == *" src/kube/informer.c "* ]]; then
     cluster_start

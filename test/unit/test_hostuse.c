@@ -720,7 +720,7 @@ static void test_collect_ipv4_default_route(void)
 
 /* A block device node for swap: /dev/hdswap (8:16, the tree's sdb under 0000:00:06.0) in the
  * fake /proc's 1/root when mknod is allowed, else a block device of this machine whose
- * dev/block link the tree gets (put back afterwards). The /proc/swaps path, or "". */
+ * dev/block link is made in the tree (and put back afterwards). The /proc/swaps path, or "". */
 static void swap_device(const struct sysfs_tree *p, char *path, size_t size, char *link,
                         char *saved, size_t saved_size)
 {
