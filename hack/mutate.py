@@ -190,44 +190,71 @@ class Campaign:
         return "killed" if self.kill(killer, binary) else "survived"
 
 
+def known_survivors(path):
+    """hack/mutate-survivors.tsv: (file, original line, mutated line) -> (kind, why), kind being
+    "equivalent" (behaves as the original: not counted) or "untestable" (counted, survived)."""
+    known = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                if line.strip() and not line.startswith("#"):
+                    src, before, after, kind, why = line.rstrip("\n").split("\t")
+                    known[(src, before, after)] = (kind, why)
+    return known
+
+
 def report(results, generated, args):
-    rows, lines = [], []
-    tot = {"killed": 0, "survived": 0, "equivalent": 0, "uncompilable": 0, "n": 0}
-    lines.append("| file | mutants | drawn | uncompilable | equivalent (TCE) | killed | survived "
-                 "| score |")
-    lines.append("|---|---|---|---|---|---|---|---|")
+    known = known_survivors(args.survivors)
+    results = [r[:3] + (known.get((r[0], r[4], r[5]), ("survived",))[0].replace(
+        "untestable", "survived") if r[3] == "survived" else r[3],) + r[4:] for r in results]
+    lines = ["| file | mutants | drawn | uncompilable | equivalent (TCE, analysis) | killed "
+             "| survived | score |", "|---|---|---|---|---|---|---|---|"]
+    tot = dict.fromkeys(("killed", "survived", "equivalent", "tce", "uncompilable", "n"), 0)
     for src in generated:
         mine = [r for r in results if r[0] == src]
         c = {k: sum(1 for r in mine if r[3] == k) for k in ("killed", "survived", "equivalent",
                                                             "uncompilable")}
+        tce = sum(1 for r in mine if r[3] == "equivalent" and (src, r[4], r[5]) not in known)
         judged = c["killed"] + c["survived"]
-        score = "%.1f%%" % (100.0 * c["killed"] / judged) if judged else "-"
-        lines.append("| `%s` | %d | %d | %d | %d | %d | %d | %s |" % (
-            src, generated[src], len(mine), c["uncompilable"], c["equivalent"], c["killed"],
-            c["survived"], score))
+        lines.append("| `%s` | %d | %d | %d | %d, %d | %d | %d | %s |" % (
+            src, generated[src], len(mine), c["uncompilable"], tce, c["equivalent"] - tce,
+            c["killed"], c["survived"], "%.1f%%" % (100.0 * c["killed"] / judged) if judged
+            else "-"))
         for k in c:
             tot[k] += c[k]
+        tot["tce"] += tce
         tot["n"] += len(mine)
     judged = tot["killed"] + tot["survived"]
-    lines.append("| all | %d | %d | %d | %d | %d | %d | %s |" % (
-        sum(generated.values()), tot["n"], tot["uncompilable"], tot["equivalent"], tot["killed"],
-        tot["survived"], "%.1f%%" % (100.0 * tot["killed"] / judged) if judged else "-"))
-    lines.append("")
-    lines.append("Survivors:")
-    lines.append("")
+    lines.append("| all | %d | %d | %d | %d, %d | %d | %d | %s |" % (
+        sum(generated.values()), tot["n"], tot["uncompilable"], tot["tce"],
+        tot["equivalent"] - tot["tce"], tot["killed"], tot["survived"],
+        "%.1f%%" % (100.0 * tot["killed"] / judged) if judged else "-"))
+    lines += ["", "Mutants that lived (equivalent by analysis, or survived), with why:", ""]
+    rows = []
     for r in results:
-        if r[3] == "survived":
-            rows.append("- `%s:%d` `%s` -> `%s` (%s)" % (r[0], r[2], r[4], r[5], r[1]))
+        k = known.get((r[0], r[4], r[5]))
+        if r[3] == "survived" or k:
+            rows.append("- `%s:%d` `%s` -> `%s`: %s" % (
+                r[0], r[2], r[4], r[5], "%s: %s" % k if k else "NOT EXPLAINED"))
     lines += rows or ["- none"]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(args.out, "report.md"), "w") as f:
         f.write(text)
-    with open(os.path.join(args.out, "results.tsv"), "w") as f:
-        for r in results:
-            f.write("\t".join(str(x) for x in r) + "\n")
     print()
     print(text)
-    return judged, tot["killed"]
+
+
+def read_results(out):
+    """results.tsv and the number of mutants generated per file (in gen/)."""
+    results, generated = [], {}
+    with open(os.path.join(out, "results.tsv")) as f:
+        for line in f:
+            src, name, n, status, before, after = line.rstrip("\n").split("\t")
+            results.append((src, name, int(n), status, before, after))
+            if src not in generated:
+                gen = os.path.join(out, "gen", src.replace("/", "_"))
+                generated[src] = sum(1 for x in os.listdir(gen) if ".mutant." in x)
+    return results, generated
 
 
 def main():
@@ -238,8 +265,14 @@ def main():
     p.add_argument("--max", type=int, default=40)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--timeout", type=float, default=60)
-    p.add_argument("files", nargs="+", help="FILE=KILLER")
+    p.add_argument("--survivors", default="hack/mutate-survivors.tsv")
+    p.add_argument("--report-only", action="store_true",
+                   help="the report of OUT/results.tsv again (with the survivors file as it is)")
+    p.add_argument("files", nargs="*", help="FILE=KILLER")
     args = p.parse_args()
+    if args.report_only:
+        report(*read_results(args.out), args)
+        return
     c = Campaign(args)
     generated = {}
     for spec in args.files:
@@ -249,6 +282,9 @@ def main():
             src, lines = src.split(":", 1)
             span = tuple(int(x) for x in lines.split("-"))
         generated[src] = c.judge_file(src, killer, span)
+    with open(os.path.join(args.out, "results.tsv"), "w") as f:
+        for r in c.results:
+            f.write("\t".join(str(x) for x in r) + "\n")
     report(c.results, generated, args)
 
 
