@@ -27,7 +27,10 @@ static const char DESC[] = "0000:02:00.0 0200 8086:10d3 driver=vfio-pci iommu=7\
                            "0000:07:00.0 0200 8086:10d3 driver=e1000e iommu=11\n"
                            "0000:00:1f.0 0601 8086:a1c1 iommu=12\n"
                            "0000:00:1f.6 0200 8086:15b7 driver=e1000e iommu=12\n"
-                           "0000:08:00.0 0200 8086:10d3 driver=vfio-pci iommu=0\n";
+                           "0000:08:00.0 0200 8086:10d3 driver=vfio-pci iommu=0\n"
+                           "0000:0a:00.0 0200 8086:10d3 driver=e1000e iommu=14\n"
+                           "0000:0a:00.1 0200 8086:10d3 driver=x iommu=14\n"
+                           "0000:0b:00.0 0200 8086:10d3 driver=vfio-pci iommu=15\n";
 
 static struct sysfs_tree tree;
 static int root = -1;
@@ -145,6 +148,7 @@ static void test_restore_done_and_released(void)
     struct pciclaim_outcome o = restore("0000:04:00.0", "e1000e");
     CU_ASSERT_EQUAL(o.kind, PCICLAIM_RESTORED);
     CU_ASSERT_STRING_EQUAL(o.driver, "e1000e");
+    CU_ASSERT_EQUAL(o.group, 9);
     struct pciclaim_decision d;
     decide("0000:04:00.0", &o, &d);
     CU_ASSERT(d.remove_finalizer);
@@ -155,15 +159,26 @@ static void test_restore_done_and_released(void)
     CU_ASSERT_EQUAL(o.kind, PCICLAIM_RESTORED);
     o = restore("0000:09:00.0", "e1000e"); /* gone: nothing to give back */
     CU_ASSERT_EQUAL(o.kind, PCICLAIM_RESTORED);
+    /* sysfs that cannot be read: said, and nothing tried */
+    CU_ASSERT_EQUAL(
+            sysfs_tree_link(&tree, "devices/pci0000:0b/0000:0b:00.0/iommu_group", "iommu_group"),
+            0);
+    o = restore("0000:0b:00.0", "e1000e");
+    CU_ASSERT_EQUAL(o.kind, PCICLAIM_FAILED);
+    CU_ASSERT_STRING_EQUAL(o.reason ? o.reason : "", "RestoreFailed");
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "cannot read device 0000:0b:00.0 in sysfs"));
+    CU_ASSERT_EQUAL(o.group, -1);
 }
 
 /* The bind side of a claim's node work for `address`: recorded (original e1000e) or not,
  * checks only or not, with `claimed` (NULL: none) the node's other claims. */
+static const char *node_name = "n";
+
 static struct pciclaim_outcome bind(const char *address, bool recorded, bool check_only,
                                     const char *claimed, const char *usb, const char *proc_root)
 {
     struct pcibind_env env = {
-            .sysfs_fd = root, .node_name = "n", .dev_root = tree.dir, .proc_root = proc_root};
+            .sysfs_fd = root, .node_name = node_name, .dev_root = tree.dir, .proc_root = proc_root};
     struct pcibind_job j = {.env = &env, .recorded = recorded, .check_only = check_only};
     (void)snprintf(j.address, sizeof(j.address), "%s", address);
     (void)snprintf(j.original, sizeof(j.original), "%s", recorded ? "e1000e" : "");
@@ -210,6 +225,18 @@ static void test_bind_checks(void)
     expect(&o, PCICLAIM_REFUSED, "IOMMUGroupIncomplete", "0000:05:00.1 (no driver;");
     o = bind("0000:00:1f.6", false, true, NULL, NULL, proc);
     expect(&o, PCICLAIM_REFUSED, "IOMMUGroupUnsafe", "IOMMU group 12 also holds 0000:00:1f.0");
+    o = bind("0000:0a:00.0", false, true, NULL, NULL, proc); /* a one-letter driver */
+    expect(&o, PCICLAIM_REFUSED, "IOMMUGroupIncomplete", "0000:0a:00.1 (x; claim n-00000a001)");
+    /* the longest node name a device name has room for (243 bytes): the claim is named */
+    char node[244], want[300];
+    memset(node, 'a', sizeof(node) - 1);
+    node[63] = node[127] = node[191] = '.';
+    node[sizeof(node) - 1] = '\0';
+    node_name = node;
+    o = bind("0000:0a:00.0", false, true, NULL, NULL, proc);
+    node_name = "n";
+    (void)snprintf(want, sizeof(want), "(x; claim %s-00000a001)", node);
+    expect(&o, PCICLAIM_REFUSED, "IOMMUGroupIncomplete", want);
     o = bind("0000:05:00.0", false, true, "0000:05:00.1", NULL, proc);
     expect(&o, PCICLAIM_RECORD, NULL, NULL);
     CU_ASSERT_STRING_EQUAL(o.driver, "e1000e");
@@ -252,7 +279,7 @@ static void test_bind_done(void)
     struct pciclaim_outcome o = bind("0000:08:00.0", true, false, NULL, NULL, proc);
     expect(&o, PCICLAIM_BOUND, "Bound", NULL);
     CU_ASSERT_EQUAL(o.group, 0);
-    CU_ASSERT(o.bind_us >= 0 && o.bind_us < 10 * 1000 * 1000);
+    CU_ASSERT(o.bind_us > 0 && o.bind_us < 10 * 1000 * 1000); /* it read sysfs: microseconds */
 }
 
 /* HOSTDEVD_FAULT aborts only at the goal:step it names exactly (the qemu node's crash tests
