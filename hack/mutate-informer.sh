@@ -5,8 +5,9 @@
 # mutant's kubetool) with a label selector of its own, LIST pages of 2 and 4 s watches must: sync
 # with the store equal to `kubectl get`; see create, update, delete in order; resume its next
 # WATCH from a BOOKMARK's resourceVersion (a change it does not select moves it: audit log);
-# converge again; exit 0 on SIGTERM, having listed once, with no error, 3 events and a bookmark.
-# About 8 s; exits 1 at the first check that fails, saying which.
+# converge again; have listed in 3 pages (audit log); exit 0 on SIGTERM, having listed once, with
+# no error, 3 events and a bookmark. About 8 s; exits 1 at the first check that fails, saying
+# which.
 set -uo pipefail
 AUDIT=$TEST_DIR/cluster/audit.log # lib.sh empties TEST_DIR
 # shellcheck disable=SC2034 # lib.sh names its files after it
@@ -73,6 +74,18 @@ sys.exit(1)' "$AUDIT" "$L" "$RV"
 }
 eventually 15 resumed || die "no WATCH resumed from a bookmark's resourceVersion ($RV)"
 eventually 10 store_matches || die "store differs from kubectl get at the end"
+# The LIST went in pages of 2: 3 requests for 5 objects, 2 of them with a continue token.
+pages=$(python3 -c '
+import json, sys, urllib.parse
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    q = urllib.parse.parse_qs(urllib.parse.urlsplit(e.get("requestURI", "")).query)
+    if e.get("stage") == "ResponseComplete" and "watch" not in q and \
+            q.get("labelSelector") == ["sel=" + sys.argv[2]] and \
+            not e.get("userAgent", "").startswith("kubectl"):
+        print(q.get("limit", [""])[0], "continue" if "continue" in q else "first")' "$AUDIT" "$L")
+[ "$(sort <<<"$pages" | tr '\n' ' ')" = "2 continue 2 continue 2 first " ] ||
+    die "LIST pages: $(tr '\n' ' ' <<<"$pages")"
 kill -TERM "$INF"
 wait "$INF" || die "exit $? on SIGTERM"
 INF=
