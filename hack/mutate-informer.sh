@@ -6,7 +6,7 @@
 # with the store equal to `kubectl get`; see create, update, delete in order; resume its next
 # WATCH from a BOOKMARK's resourceVersion (a change it does not select moves it: audit log);
 # converge again; have listed in 3 pages (audit log); exit 0 on SIGTERM, having listed once, with
-# no error, 3 events and a bookmark. About 8 s; exits 1 at the first check that fails, saying
+# no error, 3 events and a bookmark (at most one per watch). About 8 s; exits 1 at the first check that fails, saying
 # which.
 set -uo pipefail
 AUDIT=$TEST_DIR/cluster/audit.log # lib.sh empties TEST_DIR
@@ -95,3 +95,8 @@ for want in ' lists=1 ' ' relists_gone=0 ' ' events=3 ' ' errors=0'; do
     [[ "$st" == *"$want"* ]] || die "stats: want$want in: $st"
 done
 [[ "$st" =~ \ bookmarks=[1-9] ]] || die "stats: no bookmark in: $st"
+# At most one bookmark per WATCH (the server sends it 2 s before the 4 s deadline).
+if ! [[ "$st" =~ \ watches=([0-9]+)\ .*\ bookmarks=([0-9]+) ]] ||
+    [ "${BASH_REMATCH[2]}" -gt "${BASH_REMATCH[1]}" ]; then
+    die "stats: more bookmarks than watches: $st"
+fi
