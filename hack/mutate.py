@@ -259,8 +259,8 @@ def read_results(out):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--um", required=True)
-    p.add_argument("--flags", required=True)
+    p.add_argument("--um")
+    p.add_argument("--flags")
     p.add_argument("--out", required=True)
     p.add_argument("--max", type=int, default=40)
     p.add_argument("--seed", type=int, default=1)
