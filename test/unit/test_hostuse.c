@@ -791,10 +791,11 @@ static void test_collect_gone_and_nul(void)
     CU_ASSERT_EQUAL(sysfs_tree_put(&p, "1/mountinfo", mounts, strlen(mounts)), 0);
     /* a btrfs-like 0:N mount whose source is a block device of this machine: no 1/root here,
      * so the device is found through the path as it is */
-    char blkdev[64], line[320];
+    char blkdev[64];
     dev_t dev = 0;
     find_block_device(blkdev, sizeof(blkdev), &dev);
     if (blkdev[0]) {
+        char line[320];
         snprintf(line, sizeof(line), "%s24 1 0:51 / /btr rw - btrfs %s rw\n", mounts, blkdev);
         CU_ASSERT_EQUAL(sysfs_tree_put(&p, "1/mountinfo", line, strlen(line)), 0);
     }
