@@ -60,7 +60,7 @@ REL_OBJS := $(LIB_SRCS:%.c=build/release/%.o) build/release/$(MAIN_SRC:.c=.o)
 ASAN_LIB_OBJS := $(LIB_SRCS:%.c=build/asan/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.c=build/asan/%.o)
 
-.PHONY: all deps deps-demo test test-unit test-integration test-e2e test-long fuzz bench bench-quick deps-bench demo demo-down lint clean k8s format
+.PHONY: mutate mutate-flags all deps deps-demo test test-unit test-integration test-e2e test-long fuzz bench bench-quick deps-bench demo demo-down lint clean k8s format
 
 all: bin/hostdevd
 
@@ -88,8 +88,10 @@ build/gen/suites.gen.h: $(filter test/unit/test_%.c,$(UNIT_SRCS)) hack/gen-suite
 build/asan/test/unit/main.o: build/gen/suites.gen.h
 build/asan/test/unit/main.o: ASAN_CFLAGS += -Ibuild/gen
 
+# The unit runner's sysfs writes go through the fake tree's fault table (sysfs_tree.h).
+UNIT_LDFLAGS := -Wl,--wrap=node_sysfs_write
 build/asan/unit-tests: $(UNIT_OBJS) $(ASAN_LIB_OBJS)
-	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcunit
+	$(CC) $(ASAN_LDFLAGS) $(UNIT_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcunit
 
 # Drives src/kube against the real API server in test/integration/test_kube.sh.
 build/asan/kubetool: build/asan/test/integration/kubetool.o $(ASAN_LIB_OBJS)
@@ -185,6 +187,37 @@ k8s: deps
 	@hack/kubevirt-crds.sh >/dev/null
 	@hack/helm-build.sh >/dev/null
 	@hack/toxiproxy-build.sh >/dev/null
+
+# make mutate (hack/mutate.sh, docs/mutation.md): a plain build for mutation testing, -O0 and no
+# sanitizers (fast to compile and run), in build/mutate; each mutant's object replaces one of
+# these in a link of the unit runner (or of kubetool, for the informer).
+MUTATE_CFLAGS := $(BASE_CFLAGS) -O0 -DUNIT_TESTING
+MUTATE_LIB_OBJS := $(LIB_SRCS:%.c=build/mutate/%.o)
+build/mutate/%.o: %.c | $(GEN_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(MUTATE_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
+build/mutate/test/unit/main.o: build/gen/suites.gen.h
+build/mutate/test/unit/main.o: MUTATE_CFLAGS += -Ibuild/gen
+build/mutate/unit-tests: $(UNIT_SRCS:%.c=build/mutate/%.o) $(MUTATE_LIB_OBJS)
+	$(CC) $(UNIT_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcunit
+build/mutate/kubetool: build/mutate/test/integration/kubetool.o $(MUTATE_LIB_OBJS)
+	$(CC) -o $@ $^ $(PKG_LIBS)
+# What hack/mutate.sh compiles and links a mutant with, as bash arrays it sources.
+mutate-flags:
+	@mkdir -p build/mutate
+	$(file >build/mutate/flags.sh,CC=$(CC))
+	$(file >>build/mutate/flags.sh,CFLAGS=($(MUTATE_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"'))
+	$(file >>build/mutate/flags.sh,LIBS=($(PKG_LIBS)))
+	$(file >>build/mutate/flags.sh,UNIT_LDFLAGS=($(UNIT_LDFLAGS)))
+	$(file >>build/mutate/flags.sh,UNIT_OBJS=($(UNIT_SRCS:%.c=build/mutate/%.o) $(MUTATE_LIB_OBJS)))
+	$(file >>build/mutate/flags.sh,KUBETOOL_OBJS=(build/mutate/test/integration/kubetool.o $(MUTATE_LIB_OBJS)))
+	@:
+
+# make mutate [MUTATE_FILES="src/node/vfio.c ..."] [MUTATE_MAX=N] [MUTATE_SEED=S]: the mutation
+# campaign over the safety-critical files (not part of make test).
+mutate: deps k8s
+	@$(MAKE) --no-print-directory mutate-flags build/mutate/unit-tests build/mutate/kubetool
+	@hack/mutate.sh
 
 # The test build is separate (build/asan) so `make` and `make test` never share objects.
 TEST_BINS := build/asan/unit-tests build/asan/hostdevd build/asan/kubetool bin/hostdevd \

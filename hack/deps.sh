@@ -30,6 +30,7 @@ test=(
     prometheus # promtool checks the /metrics exposition
     bc jq pciutils
     python3-yaml # test_inventory reads `hostdevd inventory -o yaml` back
+    python3-venv # make mutate: universalmutator's venv (hack/universalmutator-build.sh)
     # make image (buildah, skopeo) and its test (podman runs it, containerd's ctr imports it)
     buildah skopeo podman runc containerd
 )

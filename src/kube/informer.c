@@ -42,6 +42,7 @@ struct kube_informer {
     const struct kube_resource *resource;
     char *ns, *label_selector, *field_selector;
     int page_size;
+    int watch_timeout; /* 0: random */
     bool keep_managed_fields;
     bool metadata_only;
     struct kube_informer_handlers handlers;
@@ -510,7 +511,8 @@ static void start_watch(struct kube_informer *inf)
     struct buf path;
     buf_init(&path, PATH_MAX_LEN);
     char timeout[16];
-    int secs = WATCH_TIMEOUT_MIN + (int)(rand01(inf) * WATCH_TIMEOUT_MIN);
+    int secs = inf->watch_timeout ? inf->watch_timeout
+                                  : WATCH_TIMEOUT_MIN + (int)(rand01(inf) * WATCH_TIMEOUT_MIN);
     (void)snprintf(timeout, sizeof(timeout), "%d", secs);
     int e = base_path(inf, &path);
     if (e == 0)
@@ -550,6 +552,7 @@ static int copy_config(struct kube_informer *inf, const struct kube_informer_con
 {
     inf->resource = cfg->resource;
     inf->page_size = cfg->page_size > 0 ? cfg->page_size : DEFAULT_PAGE;
+    inf->watch_timeout = cfg->watch_timeout > 0 ? cfg->watch_timeout : 0;
     inf->keep_managed_fields = cfg->keep_managed_fields;
     inf->metadata_only = cfg->metadata_only;
     inf->handlers = cfg->handlers;

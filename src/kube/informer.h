@@ -48,6 +48,8 @@ struct kube_informer_config {
                                    needed: writes go through patches */
     bool metadata_only;         /* cache apiVersion, kind and metadata only (a Node's status
                                    is most of its size; enough to know it exists) */
+    int watch_timeout;          /* each WATCH's server-side timeoutSeconds; 0 = random in
+                                   [300, 600) (tests: the server bookmarks 2 s before it) */
     struct kube_informer_handlers handlers;
     void *userdata;
 };

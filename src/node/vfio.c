@@ -184,10 +184,16 @@ static void describe(const struct node_vfio_dev *d, char *out, size_t size)
                    d->override[0] ? d->override : "(none)");
 }
 
-static bool goal_reached(const struct node_vfio_dev *d, enum node_vfio_goal goal)
+/* Bind: on vfio-pci. Restore: gone, or on a host driver (the original or another one), or
+ * unbound when no driver was wanted; unbound while `original` names one is a restore that did
+ * not take effect. */
+static bool goal_reached(const struct node_vfio_dev *d, enum node_vfio_goal goal,
+                         const char *original)
 {
     bool on_vfio = strcmp(d->driver, NODE_VFIO_DRIVER) == 0;
-    return goal == NODE_VFIO_BIND ? d->present && on_vfio : !d->present || !on_vfio;
+    if (goal == NODE_VFIO_BIND)
+        return d->present && on_vfio;
+    return !d->present || (!on_vfio && (d->driver[0] || !original || !original[0]));
 }
 
 /* Errors a step may meet because the kernel moved first (a driver bound or unbound on its
@@ -222,7 +228,7 @@ int node_vfio_converge(int root_fd, const char *address, enum node_vfio_goal goa
             return err_set(ret_err, r, "cannot read %s in sysfs: %s", address, strerror(-r));
         enum node_vfio_step step = node_vfio_next(&d, goal, original, tried);
         if (step == NODE_VFIO_DONE || step == NODE_VFIO_STUCK) {
-            if (!goal_reached(&d, goal))
+            if (!goal_reached(&d, goal, original))
                 return not_reached(&d, goal_name, ret_err);
             *ret = d;
             return 0;

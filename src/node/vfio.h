@@ -12,7 +12,9 @@
  *            driver link is vfio-pci. Never new_id (it would grab every identical device).
  *   restore: clear driver_override; unbind vfio-pci; drivers_probe; if the original driver
  *            did not take the device, bind it explicitly through drivers/<orig>/bind; verify.
- *            With no original driver, the device is left unbound.
+ *            With no original driver, the device is left unbound. Verified means on a host
+ *            driver (the original, or another that took it first); a device left unbound
+ *            while an original driver was wanted is a restore that did not take effect (-EIO).
  *
  * Safety (node_vfio_group_members, node_vfio_member_blocks): every other member of the
  * device's IOMMU group must be on vfio-pci or claimed as well, bridges excepted (class 0x0604,

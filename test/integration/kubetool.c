@@ -10,7 +10,8 @@
  *       one GET of the PCIDevice NAME; prints "ok get" and exits 0, or prints the error as
  *       "FAIL get: http=... reason=... message=..." on stderr and exits 1.
  *   kubetool informer KUBECONFIG DIR [LABEL_SELECTOR [FIELD_SELECTOR]]  (LIST page size from
- *       $KUBETOOL_PAGE_SIZE, default 500)
+ *       $KUBETOOL_PAGE_SIZE, default 500; each WATCH's timeoutSeconds from
+ *       $KUBETOOL_WATCH_TIMEOUT, default random in [300, 600))
  *       runs a PCIDevice informer; appends "ADD|UPDATE|DELETE <key> <rv>" to DIR/events,
  *       writes DIR/store ("<key> <rv>" sorted lines, then a "# stats ..." line) on SIGUSR1 and
  *       at exit (SIGTERM), DIR/synced once synced, and DIR/timing with the microseconds
@@ -382,9 +383,9 @@ static void on_check(struct ev_loop *loop, ev_prepare *w, int revents)
     }
 }
 
-static int page_size(void)
+static int env_int(const char *name)
 {
-    const char *s = getenv("KUBETOOL_PAGE_SIZE");
+    const char *s = getenv(name);
     return s ? (int)strtol(s, NULL, 10) : 0;
 }
 
@@ -399,7 +400,8 @@ static int run_informer(struct ctx *c, const char *label_selector, const char *f
             .resource = &kube_res_pcidevices,
             .label_selector = label_selector && label_selector[0] ? label_selector : NULL,
             .field_selector = field_selector,
-            .page_size = page_size(),
+            .page_size = env_int("KUBETOOL_PAGE_SIZE"),
+            .watch_timeout = env_int("KUBETOOL_WATCH_TIMEOUT"),
             .handlers = {.on_add = on_add,
                          .on_update = on_update,
                          .on_delete = on_delete,

@@ -199,6 +199,49 @@ stop_informer
 rc=$?
 if [ $rc -eq 0 ]; then pass "informer stopped cleanly (no leaks under ASan)"; else fail "informer stopped cleanly (no leaks under ASan)" "exit $rc; $(tail -20 "$W/log")"; fi
 
+echo "--- bookmarks: the next WATCH resumes from a BOOKMARK's resourceVersion"
+# An informer whose label selector matches nothing created here, with 4 s watches: the
+# apiserver sends a BOOKMARK (allowWatchBookmarks=true) 2 s before each watch's deadline, with
+# the resourceVersion its cache has reached. No event reaches the informer and it lists once,
+# so only a bookmark can move the resourceVersion its next WATCH asks for past the LIST's.
+B=$TEST_DIR/bookmark
+mkdir -p "$B"
+KUBETOOL_WATCH_TIMEOUT=4 "$KT" informer "$ADMIN" "$B" bookmark=none >"$B/log" 2>&1 &
+BINF=$!
+if eventually 30 test -f "$B/synced"; then pass "bookmark informer synced"; else fail "bookmark informer synced" "$(cat "$B/log")"; fi
+for i in 1 2 3; do device "bm-$i-0000001f6"; done
+BRV=$(kubectl get pcidevice bm-3-0000001f6 -o jsonpath='{.metadata.resourceVersion}')
+# The resourceVersion of each of its WATCH requests, in order (audit log, stage
+# ResponseStarted).
+bookmark_watches() {
+    python3 -c '
+import json, sys, urllib.parse
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    u = urllib.parse.urlsplit(e.get("requestURI", ""))
+    q = urllib.parse.parse_qs(u.query)
+    if e.get("stage") == "ResponseStarted" and q.get("watch") == ["1"] and \
+            q.get("labelSelector") == ["bookmark=none"]:
+        print(q.get("resourceVersion", [""])[0])' "$TEST_DIR/cluster/audit.log"
+}
+resumed() { bookmark_watches | awk -v rv="$BRV" '$1 + 0 >= rv + 0 {found = 1} END {exit !found}'; }
+bstats() { kill -USR1 "$BINF"; sleep 0.3; grep '^# stats' "$B/store"; }
+if eventually 20 resumed; then
+    first=$(bookmark_watches | awk 'NR == 1')
+    st=$(bstats)
+    if [ "${first:-0}" -lt "$BRV" ] && grep -q ' lists=1 ' <<<"$st" && grep -q ' events=0 ' <<<"$st" &&
+        grep -qE ' bookmarks=[1-9]' <<<"$st"; then
+        pass "a WATCH resumed from a bookmark (first from $first, then from >= $BRV, no events, one LIST)"
+    else
+        fail "a WATCH resumed from a bookmark" "first watch from $first, created at $BRV; $st"
+    fi
+else
+    fail "a WATCH resumed from a bookmark" "watches from: $(bookmark_watches | tr '\n' ' '); created at $BRV; $(bstats)"
+fi
+kill -TERM "$BINF"
+wait "$BINF" && pass "bookmark informer stopped cleanly" || fail "bookmark informer stopped cleanly" "$(tail "$B/log")"
+kubectl delete pcidevice bm-1-0000001f6 bm-2-0000001f6 bm-3-0000001f6 >/dev/null
+
 echo "--- events: repeats aggregate into a series"
 expect_ok "recorded 5 identical warnings and 1 normal event" "$KT" events "$ADMIN" ev-0000001f6
 expect_contains "two API writes created two Events, one series write" "$OUT" \

@@ -132,6 +132,44 @@ void sysfs_tree_close(struct sysfs_tree *t, int *root)
     sysfs_tree_remove(t);
 }
 
+/* --- write faults (-Wl,--wrap=node_sysfs_write) ------------------------------------------- */
+
+struct write_fault {
+    char path[256];
+    int errnum; /* 0: a free slot */
+};
+
+static struct write_fault faults[SYSFS_TREE_FAULTS];
+
+int sysfs_tree_fail_write(const char *path, int errnum)
+{
+    struct write_fault *slot = NULL;
+    for (size_t i = 0; i < SYSFS_TREE_FAULTS; i++) {
+        if (!path || (faults[i].errnum && strcmp(faults[i].path, path) == 0))
+            faults[i].errnum = 0;
+        if (!faults[i].errnum && !slot)
+            slot = &faults[i];
+    }
+    if (!path || !errnum)
+        return 0;
+    if (!slot)
+        return -ENOSPC;
+    (void)snprintf(slot->path, sizeof(slot->path), "%s", path);
+    slot->errnum = errnum;
+    return 0;
+}
+
+int __real_node_sysfs_write(int root_fd, const char *path, const char *value);
+int __wrap_node_sysfs_write(int root_fd, const char *path, const char *value);
+
+int __wrap_node_sysfs_write(int root_fd, const char *path, const char *value)
+{
+    for (size_t i = 0; path && i < SYSFS_TREE_FAULTS; i++)
+        if (faults[i].errnum && strcmp(faults[i].path, path) == 0)
+            return -faults[i].errnum;
+    return __real_node_sysfs_write(root_fd, path, value);
+}
+
 int sysfs_tree_open_root(const struct sysfs_tree *t, int *root)
 {
     *root = node_sysfs_open_root(t->root);

@@ -41,6 +41,16 @@ void sysfs_tree_remove(struct sysfs_tree *t);
  * init to return. */
 int sysfs_tree_open_root(const struct sysfs_tree *t, int *root);
 
+/*
+ * Makes node_sysfs_write() of `path` (relative to any sysfs root, as the caller names it:
+ * "bus/pci/drivers/e1000e/bind") fail with -`errnum` without writing, as the kernel's sysfs
+ * store would; errnum 0 removes that fault, path NULL removes every fault. The unit runner is
+ * linked with -Wl,--wrap=node_sysfs_write, so calls from src/ go through the fault table.
+ * Returns 0, or -ENOSPC when SYSFS_TREE_FAULTS paths fail already.
+ */
+#define SYSFS_TREE_FAULTS 8
+int sysfs_tree_fail_write(const char *path, int errnum);
+
 /* A suite's teardown: closes `*root` (an fd of the tree's root, or -1; set to -1) and removes
  * the tree. */
 void sysfs_tree_close(struct sysfs_tree *t, int *root);

@@ -209,6 +209,8 @@ static void test_group_member_host_keeps(void)
     expect_message(&b[0], "0000:00:1f.0 is an ISA/LPC bridge");
     expect_message(&b[0], "which the host cannot give up, so device 0000:00:1f.3 cannot be passed "
                           "through safely in this slot");
+    expect_message(&b[0], "(in another slot, or behind a switch with ACS, it may get an IOMMU "
+                          "group of its own)");
     CU_ASSERT_PTR_NULL(strstr(b[0].message, "claim"));
     /* The GPU shares its group with the NIC of the default route. */
     CU_ASSERT_EQUAL(blockers("0000:09:00.0", 9, "nvidia", NULL, b, NODE_BLOCKERS_MAX), 1);
@@ -275,10 +277,12 @@ static void test_errors(void)
     CU_ASSERT_EQUAL(r, -EINVAL);
     CU_ASSERT_PTR_NOT_NULL(
             strstr(e.msg, "cannot tell whether device 0000:06:00.0 is host-critical"));
-    /* ... also for a member of the group. */
+    /* ... also for a member of the group, and the error says why */
+    (void)snprintf(e.msg, sizeof(e.msg), "unset");
     r = node_blockers_for(root, "0000:01:00.0", 2, "nvidia", &bad, NULL, NULL, b, 1, &e);
     CU_ASSERT_EQUAL(r, -EINVAL);
     CU_ASSERT_STRING_EQUAL(b[0].reason, "unset");
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "cannot follow the sysfs links of 0000:01:00.1"));
     r = node_blockers_for(root, "../x", 7, "", &use, NULL, NULL, b, 1, NULL);
     CU_ASSERT_EQUAL(r, -EINVAL);
 }

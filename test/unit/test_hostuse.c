@@ -660,6 +660,171 @@ static void test_collect_real(void)
     node_hostuse_done(&u);
 }
 
+/* A fake /proc with one root mount, `swaps`, `route` and `route6` (NULL: no such file). */
+static void proc_files(struct sysfs_tree *p, const char *swaps, const char *route4,
+                       const char *route6_text)
+{
+    static const char one[] = "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n";
+    CU_ASSERT_EQUAL(sysfs_tree_put(p, "1/mountinfo", one, strlen(one)), 0);
+    (void)sysfs_tree_unlink(p, "swaps");
+    (void)sysfs_tree_unlink(p, "net/route");
+    (void)sysfs_tree_unlink(p, "net/ipv6_route");
+    if (swaps)
+        CU_ASSERT_EQUAL(sysfs_tree_put(p, "swaps", swaps, strlen(swaps)), 0);
+    if (route4)
+        CU_ASSERT_EQUAL(sysfs_tree_put(p, "net/route", route4, strlen(route4)), 0);
+    if (route6_text)
+        CU_ASSERT_EQUAL(sysfs_tree_put(p, "net/ipv6_route", route6_text, strlen(route6_text)), 0);
+}
+
+/* Collects from the fake /proc `p` and checks `address` on the suite's tree. */
+static void collect_expect(const struct sysfs_tree *p, const char *address, int want,
+                           const char *reason)
+{
+    struct node_hostuse u = {0};
+    CU_ASSERT_EQUAL(node_hostuse_collect(p->dir, &u), 0);
+    expect(address, &u, want, reason);
+    node_hostuse_done(&u);
+}
+
+static const char route4_eth1[] =
+        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+        "eth1\t0002A8C0\t00000000\t0001\t0\t0\t100\t00FFFFFF\t0\t0\t0\n"
+        "eth1\t00000000\t0102A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n";
+static const char route4_local[] =
+        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+        "eth1\t0002A8C0\t00000000\t0001\t0\t0\t100\t00FFFFFF\t0\t0\t0\n";
+/* IPv6 on eth1, but only its on-link prefix and the kernel's reject route: no default. */
+static const char route6_local[] =
+        "fd000000000000000000000000000000 40 00000000000000000000000000000000 00 "
+        "00000000000000000000000000000000 00000100 00000001 00000000 00000001 eth1\n"
+        "00000000000000000000000000000000 00 00000000000000000000000000000000 00 "
+        "00000000000000000000000000000000 ffffffff 00000001 00000000 00200200 lo\n";
+
+/* A node whose default route exists only in IPv4 (an IPv6 table without one, or none at all):
+ * the NIC carrying it is host-critical; without that route it is not. */
+static void test_collect_ipv4_default_route(void)
+{
+    struct sysfs_tree p = {.dir = ""};
+    static const char *const why = "it holds network interface eth1, which has default route";
+    CU_ASSERT_EQUAL(fake_proc(&p), 0);
+    CU_ASSERT_EQUAL(mkdirs(p.dir, "1") | mkdirs(p.dir, "net"), 0);
+    proc_files(&p, NULL, route4_eth1, route6_local);
+    collect_expect(&p, "0000:00:04.0", 1, why);
+    proc_files(&p, NULL, route4_eth1, NULL); /* IPv6 off: no ipv6_route at all */
+    collect_expect(&p, "0000:00:04.0", 1, why);
+    proc_files(&p, NULL, route4_local, route6_local);
+    collect_expect(&p, "0000:00:04.0", 0, NULL);
+    sysfs_tree_remove(&p);
+}
+
+/* A block device node for swap: /dev/hdswap (8:16, the tree's sdb under 0000:00:06.0) in the
+ * fake /proc's 1/root when mknod is allowed, else a block device of this machine whose
+ * dev/block link is made in the tree (and put back afterwards). The /proc/swaps path, or "". */
+static void swap_device(const struct sysfs_tree *p, char *path, size_t size, char *link,
+                        char *saved, size_t saved_size)
+{
+    char node[PATH_MAX];
+    dev_t dev = 0;
+    link[0] = saved[0] = '\0';
+    snprintf(node, sizeof(node), "%s/1/root/dev/hdswap", p->dir);
+    if (mkdirs(p->dir, "1/root/dev") == 0 && mknod(node, S_IFBLK | 0600, makedev(8, 16)) == 0) {
+        snprintf(path, size, "/dev/hdswap");
+        return;
+    }
+    find_block_device(path, size, &dev);
+    if (!path[0])
+        return;
+    char full[PATH_MAX];
+    snprintf(link, 64, "dev/block/%u:%u", major(dev), minor(dev));
+    snprintf(full, sizeof(full), "%s/%s", tree.root, link);
+    ssize_t n = readlink(full, saved, saved_size - 1);
+    saved[n > 0 ? n : 0] = '\0';
+    CU_ASSERT_EQUAL(sysfs_tree_link(&tree, link, "../../" SATA2), 0);
+}
+
+/* A swap area on a block device (a partition, not a file): the disk under it is host-critical,
+ * and says it backs swap. */
+static void test_collect_swap_partition(void)
+{
+    struct sysfs_tree p = {.dir = ""};
+    char path[PATH_MAX], link[64], saved[PATH_MAX], swaps[PATH_MAX + 128];
+    CU_ASSERT_EQUAL(fake_proc(&p), 0);
+    CU_ASSERT_EQUAL(mkdirs(p.dir, "1") | mkdirs(p.dir, "net"), 0);
+    swap_device(&p, path, sizeof(path), link, saved, sizeof(saved));
+    CU_ASSERT_FATAL(path[0] != '\0'); /* neither mknod nor a block device in /dev */
+    snprintf(swaps, sizeof(swaps),
+             "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+             "%s                               partition\t8388604\t\t0\t\t-2\n",
+             path);
+    proc_files(&p, swaps, NULL, NULL);
+    struct node_hostuse u = {0};
+    CU_ASSERT_EQUAL(node_hostuse_collect(p.dir, &u), 0);
+    expect_kind("0000:00:06.0", &u, 1, NULL, NODE_HOSTUSE_SWAP);
+    size_t swap_entries = 0;
+    for (size_t i = 0; i < u.n_blk; i++)
+        swap_entries += strcmp(u.blk[i].what, "swap") == 0;
+    CU_ASSERT_EQUAL(swap_entries, 1);
+    expect_kind("0000:01:00.0", &u, 0, NULL, NODE_HOSTUSE_NONE);
+    node_hostuse_done(&u);
+    proc_files(&p, NULL, NULL, NULL); /* no swap: not critical */
+    collect_expect(&p, "0000:00:06.0", 0, NULL);
+    int r = 0;
+    if (link[0])
+        r = saved[0] ? sysfs_tree_link(&tree, link, saved) : sysfs_tree_unlink(&tree, link);
+    CU_ASSERT_EQUAL(r, 0);
+    sysfs_tree_remove(&p);
+}
+
+/* What cannot be read of /proc counts for nothing, and is not made up: a swap area whose path
+ * is gone; a mount point with "\\000" keeps it (the kernel never writes a NUL). */
+static void test_collect_gone_and_nul(void)
+{
+    struct sysfs_tree p = {.dir = ""};
+    static const char swaps[] = "Filename\tType\tSize\tUsed\tPriority\n"
+                                "/nonexistent/hostdevd-swap partition 1 0 -2\n";
+    static const char mounts[] = "22 1 8:1 / /a\\000b rw - ext4 /dev/sda1 rw\n"
+                                 "23 1 0:50 / /sub rw - btrfs /nonexistent/hostdevd-dev rw\n";
+    CU_ASSERT_EQUAL(fake_proc(&p), 0);
+    CU_ASSERT_EQUAL(mkdirs(p.dir, "1") | mkdirs(p.dir, "net"), 0);
+    proc_files(&p, swaps, NULL, NULL);
+    CU_ASSERT_EQUAL(sysfs_tree_put(&p, "1/mountinfo", mounts, strlen(mounts)), 0);
+    /* a btrfs-like 0:N mount whose source is a block device of this machine: no 1/root here,
+     * so the device is found through the path as it is */
+    char blkdev[64];
+    dev_t dev = 0;
+    find_block_device(blkdev, sizeof(blkdev), &dev);
+    if (blkdev[0]) {
+        char line[320];
+        snprintf(line, sizeof(line), "%s24 1 0:51 / /btr rw - btrfs %s rw\n", mounts, blkdev);
+        CU_ASSERT_EQUAL(sysfs_tree_put(&p, "1/mountinfo", line, strlen(line)), 0);
+    }
+    struct node_hostuse u = {0};
+    CU_ASSERT_EQUAL(node_hostuse_collect(p.dir, &u), 0);
+    CU_ASSERT_EQUAL(u.n_blk, blkdev[0] ? 2 : 1);
+    expect_blk(&u, 8, 1, "/a\\000b");
+    if (blkdev[0])
+        expect_blk(&u, major(dev), minor(dev), "/btr");
+    node_hostuse_done(&u);
+    sysfs_tree_remove(&p);
+}
+
+/* A virtio device whose virtioN is not a directory: sysfs is not what it should be, an error
+ * even when another virtioN reads well. */
+static void test_virtio_unreadable(void)
+{
+    struct node_hostuse_net net[] = {{"eth1", "default route"}};
+    struct node_hostuse use = NET(net);
+    CU_ASSERT_EQUAL(sysfs_tree_put(&tree, "devices/pci0000:00/0000:00:09.0/virtio0", "x", 1), 0);
+    CU_ASSERT_EQUAL(dir("devices/pci0000:00/0000:00:09.0/virtio1/net"), 0);
+    struct err e = {""};
+    CU_ASSERT_EQUAL(node_hostuse_check(root, "0000:00:09.0", &use, NULL, &e), -ENOTDIR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "cannot follow the sysfs links of 0000:00:09.0"));
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&tree, "devices/pci0000:00/0000:00:09.0/virtio0"), 0);
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&tree, "devices/pci0000:00/0000:00:09.0/virtio1"), 0);
+    CU_ASSERT_EQUAL(node_hostuse_check(root, "0000:00:09.0", &use, NULL, &e), 0);
+}
+
 static CU_TestInfo tests[] = {
         {"disk holding the root mount", test_root_disk},
         {"device-mapper on a partition", test_device_mapper},
@@ -675,6 +840,10 @@ static CU_TestInfo tests[] = {
         {"collect falls back to self/mountinfo", test_collect_fallback},
         {"collect caps entries", test_collect_cap},
         {"collect from the running system", test_collect_real},
+        {"collect: a default route only in IPv4", test_collect_ipv4_default_route},
+        {"collect: swap on a block device", test_collect_swap_partition},
+        {"collect: gone paths and \\000", test_collect_gone_and_nul},
+        {"a virtio device with an unreadable virtioN", test_virtio_unreadable},
         CU_TEST_INFO_NULL,
 };
 

@@ -51,6 +51,16 @@ static void test_next_step(void)
     c = claim("n", "bogus", false, true, NULL); /* a malformed claim being deleted */
     CU_ASSERT_EQUAL(pciclaim_next_step(c, "n-000002000", "n"), PCICLAIM_NOTHING);
     cJSON_Delete(c);
+    /* the longest node name a device name has room for: 243 + "-" + 9 = 253 bytes (labels of
+     * 63 at most, dot-separated) */
+    char node[244], key[260];
+    memset(node, 'a', sizeof(node) - 1);
+    node[63] = node[127] = node[191] = '.';
+    node[sizeof(node) - 1] = '\0';
+    (void)snprintf(key, sizeof(key), "%s-000002000", node);
+    c = claim(node, "0000:02:00.0", true, false, NULL);
+    CU_ASSERT_EQUAL(pciclaim_next_step(c, key, node), PCICLAIM_NODE_WORK);
+    cJSON_Delete(c);
 }
 
 static struct pciclaim_facts good(void)
@@ -87,12 +97,16 @@ static void test_check_reasons(void)
     struct pciclaim_facts f = good();
     f.read_error = -EIO;
     check(&f, PCICLAIM_REFUSED, "SysfsError", "cannot read device 0000:02:00.0");
+    f.read_error = -EPERM; /* any error, the smallest too */
+    check(&f, PCICLAIM_REFUSED, "SysfsError", "cannot read device 0000:02:00.0");
     f = good();
     f.present = false;
     check(&f, PCICLAIM_REFUSED, "DeviceNotFound", "no PCI device 0000:02:00.0 on node n");
     f = good();
     f.iommu_group = -1;
     check(&f, PCICLAIM_REFUSED, "NoIOMMUGroup", "intel_iommu=on");
+    f.iommu_group = 0; /* group 0 is a group */
+    check(&f, PCICLAIM_RECORD, NULL, NULL);
     f = good();
     f.platform = "a host bridge (the PCI root complex)";
     check(&f, PCICLAIM_REFUSED, "PlatformDevice", "is a host bridge");

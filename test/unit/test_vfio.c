@@ -128,6 +128,8 @@ static void test_observe(void)
     CU_ASSERT_STRING_EQUAL(d.driver, "");
     CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:09:00.0", &d), 0);
     CU_ASSERT(!d.present);
+    CU_ASSERT_EQUAL(d.iommu_group, -1);
+    CU_ASSERT_STRING_EQUAL(d.driver, "");
     CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "../../etc", &d), -EINVAL);
 }
 
@@ -157,10 +159,30 @@ static void test_observe_hostile_links(void)
     relink("driver", "../../../bus/pci/drivers/vfio-pci");
     CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), 0);
     CU_ASSERT_STRING_EQUAL(d.driver, "vfio-pci");
+    /* a driver whose name does not fit: an error, not "no driver" */
+    static const char long_name[] = "a-driver-with-a-name-much-longer-than-any-driver-has-"
+                                    "0123456789abcdef";
+    (void)snprintf(dir, sizeof(dir), "%s/bus/pci/drivers/%s", tree.root, long_name);
+    CU_ASSERT_EQUAL(mkdir(dir, 0755), 0);
+    char target[160];
+    (void)snprintf(target, sizeof(target), "../../../bus/pci/drivers/%s", long_name);
+    relink("driver", target);
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), -EFBIG);
+    relink("driver", "../../../bus/pci/drivers/vfio-pci");
     relink("iommu_group", "iommu_group");
     CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), -ELOOP);
+    struct node_vfio_dev *m = NULL;
+    size_t n = 77;
+    CU_ASSERT_EQUAL(node_vfio_group_members(root_fd, 8, &m, &n), -ELOOP); /* its group's list */
+    CU_ASSERT_PTR_NULL(m);
+    CU_ASSERT_EQUAL(n, 77);
     relink("iommu_group", "../../vfio-pci");
     CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), -EXDEV);
+    /* a group that is not a number: an error, not "no group" */
+    (void)snprintf(dir, sizeof(dir), "%s/kernel/iommu_groups/x8", tree.root);
+    CU_ASSERT_EQUAL(mkdir(dir, 0755), 0);
+    relink("iommu_group", "../../../kernel/iommu_groups/x8");
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), -EINVAL);
     /* As the tree had it. */
     relink("iommu_group", "../../../kernel/iommu_groups/8");
     (void)snprintf(dir, sizeof(dir), "%s/devices/pci0000:03/0000:03:00.0/driver", tree.root);
@@ -260,6 +282,7 @@ static void test_busy(void)
 struct fake_kernel {
     const char *address, *normal_driver; /* what drivers_probe binds without an override */
     const char *crash_at;                /* "bind:unbind": longjmp after that step */
+    bool deaf_probe;                     /* drivers_probe binds nothing */
     sigjmp_buf crashed;
     int steps;
 };
@@ -284,7 +307,7 @@ static void kernel_step(const char *goal, const char *step, void *arg)
     CU_ASSERT_EQUAL(node_vfio_observe(root_fd, k->address, &d), 0);
     if (strcmp(step, "unbind") == 0)
         set_driver(k->address, NULL);
-    else if (strcmp(step, "probe") == 0 && !d.driver[0])
+    else if (strcmp(step, "probe") == 0 && !d.driver[0] && !k->deaf_probe)
         set_driver(k->address, d.override[0] ? d.override : k->normal_driver);
     else if (strcmp(step, "bind-original") == 0)
         set_driver(k->address, k->normal_driver);
@@ -373,6 +396,71 @@ static void test_converge_failures(void)
     CU_ASSERT_STRING_EQUAL(d.override, "");
 }
 
+/* Converges 0000:02:00.0 towards `goal` with the write to `path` failing with EBUSY: the
+ * convergence stops at that step, says which, and leaves the write's fault removed. */
+static void busy_at(struct fake_kernel *k, enum node_vfio_goal goal, const char *path,
+                    const char *step)
+{
+    struct node_vfio_dev d;
+    struct err err = {""};
+    char want[64];
+    CU_ASSERT_EQUAL(sysfs_tree_fail_write(path, EBUSY), 0);
+    int r = node_vfio_converge(root_fd, k->address, goal, "e1000e", kernel_step, k, &d, &err);
+    CU_ASSERT_EQUAL(r, -EBUSY);
+    (void)snprintf(want, sizeof(want), "step %s failed", step);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, want));
+    CU_ASSERT_EQUAL(sysfs_tree_fail_write(path, 0), 0);
+}
+
+#define OVERRIDE "bus/pci/devices/0000:02:00.0/driver_override"
+#define PROBE    "bus/pci/drivers_probe"
+
+/* EBUSY from a sysfs write: only bind-original may meet it (another probe bound the device
+ * first: observe and go on); at every other step of bind and restore it is an error naming the
+ * step. A restore that leaves the device unbound while an original driver is wanted did not
+ * take effect. */
+static void test_converge_ebusy(void)
+{
+    struct fake_kernel k = {.address = "0000:02:00.0", .normal_driver = "e1000e"};
+    struct node_vfio_dev d;
+    CU_ASSERT_EQUAL(converge(&k, NODE_VFIO_RESTORE, &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "e1000e");
+    busy_at(&k, NODE_VFIO_BIND, OVERRIDE, "set-override");
+    busy_at(&k, NODE_VFIO_BIND, "bus/pci/drivers/e1000e/unbind", "unbind");
+    busy_at(&k, NODE_VFIO_BIND, PROBE, "probe");
+    CU_ASSERT_EQUAL(converge(&k, NODE_VFIO_BIND, &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "vfio-pci");
+    busy_at(&k, NODE_VFIO_RESTORE, OVERRIDE, "clear-override");
+    busy_at(&k, NODE_VFIO_RESTORE, "bus/pci/drivers/vfio-pci/unbind", "unbind");
+    busy_at(&k, NODE_VFIO_RESTORE, PROBE, "probe");
+    /* unbound, override clear; drivers_probe binds nothing, and the explicit bind meets EBUSY
+     * because the driver took the device meanwhile: restored */
+    k.deaf_probe = true;
+    CU_ASSERT_EQUAL(sysfs_tree_fail_write("bus/pci/drivers/e1000e/bind", EBUSY), 0);
+    k.steps = 0;
+    CU_ASSERT_EQUAL(converge(&k, NODE_VFIO_RESTORE, &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "e1000e");
+    CU_ASSERT_EQUAL(k.steps, 2); /* probe, bind-original */
+    /* the same with no driver taking it: the restore did not take effect */
+    set_driver(k.address, NULL);
+    k.normal_driver = NULL;
+    struct err err = {""};
+    int r = node_vfio_converge(root_fd, k.address, NODE_VFIO_RESTORE, "e1000e", kernel_step, &k, &d,
+                               &err);
+    CU_ASSERT_EQUAL(r, -EIO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "restore of 0000:02:00.0 did not take effect"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "driver=(none)"));
+    CU_ASSERT_EQUAL(sysfs_tree_fail_write(NULL, 0), 0);
+    /* with no original driver, unbound is the goal */
+    CU_ASSERT_EQUAL(
+            node_vfio_converge(root_fd, k.address, NODE_VFIO_RESTORE, "", NULL, NULL, &d, NULL), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "");
+    k.normal_driver = "e1000e";
+    k.deaf_probe = false;
+    CU_ASSERT_EQUAL(converge(&k, NODE_VFIO_RESTORE, &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "e1000e");
+}
+
 static CU_TestInfo tests[] = {
         {"plan: bind", test_plan_bind},
         {"plan: restore", test_plan_restore},
@@ -384,6 +472,7 @@ static CU_TestInfo tests[] = {
         {"bind and restore round trip", test_converge_round_trip},
         {"crash after every step, then converge", test_converge_crash_at_every_step},
         {"failures say what sysfs shows", test_converge_failures},
+        {"EBUSY: only bind-original tolerates it", test_converge_ebusy},
         CU_TEST_INFO_NULL,
 };
 

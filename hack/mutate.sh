@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# hack/mutate.sh - make mutate: mutation testing of the safety-critical code (docs/mutation.md).
+# Not part of make test.
+#
+#   C: universalmutator (hack/universalmutator-build.sh: pinned, in a venv outside the repo)
+#   writes the mutants of each file; hack/mutate.py judges a seeded random sample of them one at
+#   a time: compiled at -O2 to drop those the compiler cannot tell from the original (TCE), then
+#   at -O0 without sanitizers into build/mutate/, linked into the unit runner (or kubetool) in
+#   place of the original object, and run against the file's killer (the unit suites that
+#   exercise it; for src/kube/informer.c, hack/mutate-informer.sh against one control plane
+#   started here for the whole campaign). Prints the score per file and overall and lists the
+#   survivors; build/mutate/report.md and results.tsv keep them.
+#   Admission policies (manifests/policies-*.yaml, CEL): hack/mutate-policies.py makes mutants
+#   of the expressions (== and != swapped, && and || swapped, a negation dropped, a clause
+#   dropped, a verb or operation changed) and test/integration/test_access.sh judges them, each
+#   on a fresh control plane (about 70 s each, so MUTATE_POLICY_MAX of them).
+#
+# Environment:
+#   MUTATE_FILES       the C files (default: the list below); each needs a killer here
+#   MUTATE_MAX         mutants judged (killed or survived) per C file (default 40)
+#   MUTATE_SEED        the sample's seed (default 1: the same seed draws the same mutants)
+#   MUTATE_TIMEOUT     seconds a killer may take per mutant before it counts as killed (60)
+#   MUTATE_POLICY_MAX  policy mutants judged (default 12; 0 skips the policies)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+MUTATE_MAX=${MUTATE_MAX:-40}
+MUTATE_SEED=${MUTATE_SEED:-1}
+MUTATE_TIMEOUT=${MUTATE_TIMEOUT:-60}
+MUTATE_POLICY_MAX=${MUTATE_POLICY_MAX:-12}
+declare -A KILLER=(
+    [src/node/vfio.c]="unit:vfio,pcibind,blockers,draprep"
+    [src/node/hostuse.c]="unit:hostuse,blockers,vfio,pcibind"
+    [src/node/blockers.c]="unit:blockers"
+    [src/controllers/pciclaim.c]="unit:pciclaim,pciclaim_decide,pcibind,usbclaim"
+    [src/controllers/pcibind.c]="unit:pcibind"
+    [src/kube/informer.c]="cmd:bash hack/mutate-informer.sh KUBETOOL"
+)
+# Lines a file's mutants are limited to: pciclaim.c's pure planning and decisions (its
+# reconciler half is I/O on the runner, exercised by test_claims.sh, test_agent.sh and the qemu
+# node, which no unit suite can drive).
+declare -A SPAN=(
+    [src/controllers/pciclaim.c]="1-$(grep -m1 -n '^/\* --- the reconciler' src/controllers/pciclaim.c | cut -d: -f1)"
+)
+MUTATE_FILES=${MUTATE_FILES:-src/node/vfio.c src/node/hostuse.c src/node/blockers.c \
+src/controllers/pciclaim.c src/controllers/pcibind.c src/kube/informer.c}
+
+UM=$(hack/universalmutator-build.sh)
+nice -n 10 make -s -j2 mutate-flags build/mutate/unit-tests build/mutate/kubetool
+specs=()
+for f in $MUTATE_FILES; do
+    [ -n "${KILLER[$f]:-}" ] || { echo "mutate: no killer for $f (see hack/mutate.sh)" >&2; exit 2; }
+    specs+=("$f${SPAN[$f]:+:${SPAN[$f]}}=${KILLER[$f]}")
+done
+# shellcheck disable=SC2034 # lib.sh names its files after it
+SUITE=mutate
+# shellcheck source=test/integration/lib.sh disable=SC1091 # (the tests' helpers, not linted)
+. test/integration/lib.sh
+if [[ " $MUTATE_FILES " == *" src/kube/informer.c "* ]]; then
+    cluster_start
+    install_crds
+    export TEST_DIR
+fi
+echo "mutate: $(git rev-parse --short HEAD), $(date -u +%Y-%m-%dT%H:%MZ), MUTATE_MAX=$MUTATE_MAX MUTATE_SEED=$MUTATE_SEED"
+python3 hack/mutate.py --um "$UM" --flags build/mutate/flags.sh --out build/mutate \
+    --max "$MUTATE_MAX" --seed "$MUTATE_SEED" --timeout "$MUTATE_TIMEOUT" "${specs[@]}"
+if [ "$MUTATE_POLICY_MAX" -gt 0 ]; then
+    python3 hack/mutate-policies.py --out build/mutate/policies --max "$MUTATE_POLICY_MAX" \
+        --seed "$MUTATE_SEED"
+fi
