@@ -147,7 +147,7 @@ build/vg/%.o: %.c | $(GEN_HDRS)
 build/vg/test/unit/main.o: build/gen/suites.gen.h
 build/vg/test/unit/main.o: VG_CFLAGS += -Ibuild/gen
 build/vg/unit-tests: $(UNIT_SRCS:%.c=build/vg/%.o) $(VG_LIB_OBJS)
-	$(CC) -o $@ $^ $(PKG_LIBS) -lcunit
+	$(CC) $(UNIT_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcunit
 build/vg/hostdevd: $(VG_LIB_OBJS) build/vg/$(MAIN_SRC:.c=.o)
 	$(CC) -o $@ $^ $(PKG_LIBS)
 build/vg/kubetool build/vg/grpctool: build/vg/%: build/vg/test/integration/%.o $(VG_LIB_OBJS)
