@@ -49,6 +49,7 @@ shfiles=(hack/qemu-node.sh hack/kubelet.sh hack/go.sh hack/k8s-build.sh hack/fak
 shfiles+=(hack/image.sh test/integration/test_image.sh) # make image and its test
 shfiles+=(hack/helm-build.sh hack/anchor-build.sh) # Helm; the anchor for make bench
 shfiles+=(hack/cluster.sh) # the tests' control plane
+shfiles+=(hack/fuzz.sh) # make fuzz
 mapfile -t bench < <(git ls-files --cached --others --exclude-standard -- 'hack/bench/*.sh' | sort -u)
 shfiles+=(hack/bench.sh "${bench[@]}") # make bench
 for f in "${guest[@]}"; do is_sh "$f" && shfiles+=("$f"); done

@@ -151,38 +151,46 @@ static int base_path(const struct kube_informer *inf, struct buf *path)
     return e;
 }
 
-/* Replaces the store with the LIST just assembled, telling the handlers what changed. */
-static void replace_store(struct kube_informer *inf)
+void kube_informer_diff(const struct map *store, const struct map *list,
+                        const struct kube_informer_handlers *h, void *userdata)
 {
     const char *key;
     void *v;
     size_t pos = 0;
-    while (map_next(inf->store, &pos, &key, &v))
-        if (!map_contains(inf->pending, key) && inf->handlers.on_delete)
-            inf->handlers.on_delete(key, v, inf->userdata);
+    while (map_next(store, &pos, &key, &v))
+        if (!map_contains(list, key) && h->on_delete)
+            h->on_delete(key, v, userdata);
     pos = 0;
-    while (map_next(inf->pending, &pos, &key, &v)) {
-        const cJSON *old = map_get(inf->store, key);
+    while (map_next(list, &pos, &key, &v)) {
+        const cJSON *old = map_get(store, key);
         const char *old_rv = old ? rv_of(old) : NULL;
         const char *new_rv = rv_of(v);
-        if (!old && inf->handlers.on_add)
-            inf->handlers.on_add(key, v, inf->userdata);
-        else if (old && inf->handlers.on_update &&
-                 (!old_rv || !new_rv || strcmp(old_rv, new_rv) != 0))
-            inf->handlers.on_update(key, old, v, inf->userdata);
+        if (!old && h->on_add)
+            h->on_add(key, v, userdata);
+        else if (old && h->on_update && (!old_rv || !new_rv || strcmp(old_rv, new_rv) != 0))
+            h->on_update(key, old, v, userdata);
     }
+}
+
+/* Replaces the store with the LIST just assembled, telling the handlers what changed. */
+static void replace_store(struct kube_informer *inf)
+{
+    kube_informer_diff(inf->store, inf->pending, &inf->handlers, inf->userdata);
     map_free(inf->store);
     inf->store = TAKE_PTR(inf->pending);
 }
 
 /* Drops metadata.managedFields (about half of a small object) unless asked to keep it, and all
  * but apiVersion, kind and metadata when asked to. */
-static void trim(const struct kube_informer *inf, cJSON *obj)
+static void trim(cJSON *obj, bool keep_managed_fields, bool metadata_only)
 {
-    if (!inf->keep_managed_fields)
-        cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
-                                                "managedFields");
-    for (cJSON *c = obj ? obj->child : NULL, *next; inf->metadata_only && c; c = next) {
+    if (!cJSON_IsObject(obj)) /* only objects have names; anything else is refused before */
+        return;
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata"), *mf;
+    while (!keep_managed_fields &&
+           (mf = cJSON_DetachItemFromObjectCaseSensitive(meta, "managedFields")))
+        cJSON_Delete(mf); /* every copy: JSON may repeat a key */
+    for (cJSON *c = obj->child, *next; metadata_only && c; c = next) {
         next = c->next;
         if (strcmp(c->string, "metadata") != 0 && strcmp(c->string, "apiVersion") != 0 &&
             strcmp(c->string, "kind") != 0)
@@ -191,7 +199,8 @@ static void trim(const struct kube_informer *inf, cJSON *obj)
 }
 
 /* Moves the items of a LIST page into `pending`. Returns 0 or a negative errno. */
-static int take_items(struct kube_informer *inf, cJSON *list)
+static int take_items(cJSON *list, bool keep_managed_fields, bool metadata_only,
+                      struct map *pending)
 {
     cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items");
     if (!cJSON_IsArray(items) && !cJSON_IsNull(items) && items)
@@ -200,9 +209,10 @@ static int take_items(struct kube_informer *inf, cJSON *list)
     while (items && (item = cJSON_DetachItemFromArray(items, 0))) {
         char key[KEY_MAX];
         int e = kube_informer_key(item, key, sizeof(key));
-        trim(inf, item);
-        if (e == 0)
-            e = map_put(inf->pending, key, item);
+        if (e == 0) {
+            trim(item, keep_managed_fields, metadata_only);
+            e = map_put(pending, key, item);
+        }
         if (e < 0) {
             cJSON_Delete(item);
             return e;
@@ -211,29 +221,55 @@ static int take_items(struct kube_informer *inf, cJSON *list)
     return 0;
 }
 
+static int dup_str(const char *s, char **ret)
+{
+    *ret = s ? strdup(s) : NULL;
+    return s && !*ret ? -ENOMEM : 0;
+}
+
+int kube_informer_list_page(const char *body, size_t len, bool keep_managed_fields,
+                            bool metadata_only, struct map *pending, char **ret_cont, char **ret_rv)
+{
+    cJSON *list = NULL;
+    char *cont = NULL, *rv = NULL;
+    int e = json_parse_strict(body, len, &list, NULL);
+    if (e < 0)
+        return e;
+    e = take_items(list, keep_managed_fields, metadata_only, pending);
+    const char *c = kube_meta_str(list, "continue");
+    const char *v = kube_meta_str(list, "resourceVersion");
+    if (e == 0)
+        e = dup_str(c && c[0] ? c : NULL, &cont);
+    if (e == 0 && !cont)
+        e = v ? dup_str(v, &rv) : -EBADMSG;
+    cJSON_Delete(list);
+    if (e < 0) {
+        free(cont);
+        return e;
+    }
+    *ret_cont = cont;
+    *ret_rv = rv;
+    return 0;
+}
+
 static void list_page(struct kube_informer *inf);
 
 /* A page arrived: store its items, then fetch the next page or finish the LIST. */
 static int list_page_done(struct kube_informer *inf, const struct kube_resp *resp)
 {
-    cJSON *list = NULL;
-    int e = json_parse_strict(resp->body, resp->body_len, &list, NULL);
-    if (e < 0)
-        return e;
-    e = take_items(inf, list);
-    const char *cont = kube_meta_str(list, "continue");
-    const char *rv = kube_meta_str(list, "resourceVersion");
-    if (e == 0)
-        e = set_str(&inf->cont, cont && cont[0] ? cont : NULL);
-    if (e == 0 && !inf->cont)
-        e = rv ? set_str(&inf->rv, rv) : -EBADMSG;
-    cJSON_Delete(list);
+    char *cont = NULL, *rv = NULL;
+    int e = kube_informer_list_page(resp->body, resp->body_len, inf->keep_managed_fields,
+                                    inf->metadata_only, inf->pending, &cont, &rv);
+    free(inf->cont);
+    inf->cont = cont;
     if (e < 0)
         return e;
     if (inf->cont) {
         list_page(inf);
         return 0;
     }
+    free(inf->rv);
+    inf->rv = rv;
     replace_store(inf);
     inf->synced = true;
     inf->stats.lists++;
@@ -313,7 +349,7 @@ static int apply_object(struct kube_informer *inf, const struct kube_watch_event
     }
     cJSON *copy = cJSON_Duplicate(ev->object, true);
     if (copy)
-        trim(inf, copy);
+        trim(copy, inf->keep_managed_fields, inf->metadata_only);
     if (!copy || map_put(inf->store, key, copy) < 0) {
         cJSON_Delete(copy);
         cJSON_Delete(old);
