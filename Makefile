@@ -137,7 +137,7 @@ build/fuzz/obj/%.o: %.c | $(GEN_HDRS)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
 build/fuzz/fuzz_%: test/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS)
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJS) $(PKG_LIBS)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -MF $@.d -o $@ $< $(FUZZ_LIB_OBJS) $(PKG_LIBS)
 
 build/asan/hostdevd: $(ASAN_LIB_OBJS) build/asan/$(MAIN_SRC:.c=.o)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)

@@ -2,7 +2,8 @@
 # Runs libFuzzer targets: hack/fuzz.sh RUNS NAME...  Each starts from its committed corpus
 # (test/fuzz/corpus/NAME, read-only) and writes new inputs to build/fuzz/corpus-NAME; a crash
 # is written to build/fuzz/ and fails the run. test/fuzz/NAME.dict, when there is one, is the
-# target's dictionary; FUZZ_MAX_LEN (default 65536) caps an input.
+# target's dictionary; FUZZ_MAX_LEN (default 65536) caps an input; FUZZ_SECONDS, when set, stops
+# a target after that long even if it has not made RUNS executions (the summary says how many).
 # Prints executions, seconds and executions per second per target, and keeps each target's
 # last result in build/fuzz/results/NAME; build/fuzz/summary.txt is the table of all of them.
 set -uo pipefail
@@ -24,10 +25,11 @@ summary() {
 for name in "$@"; do
     mkdir -p "build/fuzz/corpus-$name"
     log="build/fuzz/$name.log"
-    dict=()
-    [ -f "test/fuzz/$name.dict" ] && dict=(-dict="test/fuzz/$name.dict")
+    opts=()
+    [ -f "test/fuzz/$name.dict" ] && opts+=(-dict="test/fuzz/$name.dict")
+    [ -n "${FUZZ_SECONDS:-}" ] && opts+=(-max_total_time="$FUZZ_SECONDS")
     t0=$(date +%s.%N)
-    "build/fuzz/fuzz_$name" -runs="$runs" -max_len="${FUZZ_MAX_LEN:-65536}" "${dict[@]}" \
+    "build/fuzz/fuzz_$name" -runs="$runs" -max_len="${FUZZ_MAX_LEN:-65536}" "${opts[@]}" \
         -print_final_stats=1 -artifact_prefix="build/fuzz/$name-" \
         "build/fuzz/corpus-$name" "test/fuzz/corpus/$name" >"$log" 2>&1
     r=$?
@@ -36,6 +38,7 @@ for name in "$@"; do
     secs=$(echo "$t1 - $t0" | bc)
     speed=$(echo "${execs:-0} / $secs" | bc)
     result=ok
+    [ "${execs:-0}" -ge "$runs" ] || result="stopped at ${FUZZ_SECONDS:-?} s"
     [ $r -eq 0 ] || result="exit $r: $(grep -m1 -oE '(ERROR|runtime error): .*' "$log")"
     printf 'fuzz %-12s %10s executions in %7.1fs  %7s exec/s  %s\n' "$name" "${execs:-?}" \
         "$secs" "$speed" "$result"
