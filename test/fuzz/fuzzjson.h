@@ -16,7 +16,7 @@
 
 #include "base/json.h"
 
-#define FUZZ_PARTS 8
+#define FUZZ_PARTS 12
 
 struct fuzz_parts {
     const uint8_t *p[FUZZ_PARTS];
