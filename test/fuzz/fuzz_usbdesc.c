@@ -39,7 +39,7 @@ static const char *const attrs[] = {"idVendor",     "idProduct", "busnum",      
                                     "bDeviceClass", "product",   "manufacturer", "serial"};
 
 static char root[64];
-static char made[MAX_PATHS][256]; /* what this input created, removed in reverse */
+static char made[MAX_PATHS][400]; /* what this input created, removed in reverse */
 static size_t n_made;
 
 static void undo(void)
@@ -114,7 +114,7 @@ static void component(const struct fuzz_parts *p, size_t i, const char *fallback
 /* Writes part `i` to the file `dir`/`name`, unless it is the single byte 0x7f. */
 static void put(const char *dir, const char *name, const struct fuzz_parts *p, size_t i)
 {
-    char rel[256];
+    char rel[360];
     if (p->n[i] == 1 && p->p[i][0] == 0x7f)
         return;
     (void)snprintf(rel, sizeof(rel), "%s/%s", dir, name);
@@ -130,7 +130,7 @@ static void put(const char *dir, const char *name, const struct fuzz_parts *p, s
 
 static void make_tree(const struct fuzz_parts *p)
 {
-    char port[NAME_MAX_LEN + 1], pci[NAME_MAX_LEN + 1], dir[200], rel[256], target[256];
+    char port[NAME_MAX_LEN + 1], pci[NAME_MAX_LEN + 1], dir[160], rel[300], target[300];
     component(p, 0, "2-1.4", port);
     component(p, 1, "0000:00:14.0", pci);
     (void)snprintf(dir, sizeof(dir), "devices/pci0000:00/%s", pci);
