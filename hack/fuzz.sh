@@ -44,8 +44,8 @@ for name in "$@"; do
         "$secs" "$speed" "$result"
     printf '| %s | %s | %.1f | %s | %s |\n' "$name" "${execs:-?}" "$secs" "$speed" "$result" \
         >"build/fuzz/results/$name"
+    summary
     [ $r -eq 0 ] || { tail -30 "$log"; rc=1; }
 done
-summary
 echo "summary: build/fuzz/summary.txt"
 exit $rc
