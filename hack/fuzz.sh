@@ -39,6 +39,8 @@ for name in "$@"; do
     speed=$(echo "${execs:-0} / $secs" | bc)
     result=ok
     [ "${execs:-0}" -ge "$runs" ] || result="stopped at ${FUZZ_SECONDS:-?} s"
+    # libFuzzer exits 72 when interrupted (SIGINT): stopped, nothing found.
+    [ $r -eq 72 ] && r=0 && result="interrupted"
     [ $r -eq 0 ] || result="exit $r: $(grep -m1 -oE '(ERROR|runtime error): .*' "$log")"
     printf 'fuzz %-12s %10s executions in %7.1fs  %7s exec/s  %s\n' "$name" "${execs:-?}" \
         "$secs" "$speed" "$result"
