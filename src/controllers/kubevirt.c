@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
+#include "base/names.h"
 #include "controllers/claimstatus.h"
 #include "controllers/devplugin.h"
 #include "controllers/permitted.h"
@@ -84,7 +85,7 @@ bool kvpermit_pci_entry(const cJSON *claim, const cJSON *dev, const char *key,
     (void)snprintf(e.vendor, sizeof(e.vendor), "%s", sfield(st, "vendorId"));
     (void)snprintf(e.product, sizeof(e.product), "%s", sfield(st, "deviceId"));
     *ret = e;
-    return true;
+    return names_is_extended_resource_name(e.resource); /* else the ownership list breaks */
 }
 
 bool kvpermit_usb_entry(const cJSON *claim, const cJSON *dev, struct permitted_entry *ret)
@@ -98,7 +99,7 @@ bool kvpermit_usb_entry(const cJSON *claim, const cJSON *dev, struct permitted_e
     (void)snprintf(e.vendor, sizeof(e.vendor), "%s", sfield(st, "vendorID"));
     (void)snprintf(e.product, sizeof(e.product), "%s", sfield(st, "productID"));
     *ret = e;
-    return true;
+    return names_is_extended_resource_name(e.resource);
 }
 
 static void want_pci(struct kvpermit *k, struct permitted_want *w, const char *cr)

@@ -38,7 +38,8 @@ struct kvpermit_config {
 /* The permittedHostDevices entry a PCIDeviceClaim named `key` needs, from the claim and its
  * PCIDevice `dev` (NULL when there is none): true with `*ret` filled when the claim is bound
  * (Ready, passthroughEnabled, not deleting) and the device has vendorId, deviceId and a
- * resourceName; false otherwise. Pure. */
+ * resourceName that is a valid extended resource name (anything else, a comma say, would break
+ * the comma-separated ownership list and make every plan write); false otherwise. Pure. */
 bool kvpermit_pci_entry(const struct cJSON *claim, const struct cJSON *dev, const char *key,
                         struct permitted_entry *ret);
 /* The same for a USBDeviceClaim that holds its USBDevice `dev` (vendorID, productID,
