@@ -127,11 +127,20 @@ bench-quick: deps-bench k8s
 build/asan/fuzz-replay-%: build/asan/test/fuzz/fuzz_%.o build/asan/test/fuzz/replay.o $(ASAN_LIB_OBJS)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-FUZZ_CFLAGS = -std=gnu11 -g -O1 -Isrc -Ibuild/gen -D_GNU_SOURCE -DFUZZING -DHOSTDEVD_VERSION='"fuzz"' -fsanitize=fuzzer,address,undefined \
-        -fno-sanitize-recover=all $(PKG_CFLAGS)
-build/fuzz/fuzz_%: test/fuzz/fuzz_%.c $(LIB_SRCS)
+# ASan and UBSan, every UBSan finding fatal (-fno-sanitize-recover=all covers undefined). The
+# library is compiled once (build/fuzz/obj, coverage-instrumented with fuzzer-no-link) and
+# linked into every target.
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS = -std=gnu11 -g -O1 -Isrc -Ibuild/gen -D_GNU_SOURCE -DFUZZING -DHOSTDEVD_VERSION='"fuzz"' \
+        $(FUZZ_SAN) $(PKG_CFLAGS)
+FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=build/fuzz/obj/%.o)
+.SECONDARY: $(FUZZ_LIB_OBJS) $(GEN_SRCS) $(GEN_HDRS)
+build/fuzz/obj/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(PKG_LIBS)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+build/fuzz/fuzz_%: test/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -MF $@.d -o $@ $< $(FUZZ_LIB_OBJS) $(PKG_LIBS)
 
 build/asan/hostdevd: $(ASAN_LIB_OBJS) build/asan/$(MAIN_SRC:.c=.o)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)

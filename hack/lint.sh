@@ -52,6 +52,7 @@ shfiles+=(hack/cluster.sh) # the tests' control plane
 shfiles+=(hack/toxiproxy-build.sh test/integration/faults-lib.sh test/integration/test_faults.sh
     test/long/test_faults_long.sh) # API faults
 shfiles+=(hack/mutate.sh hack/mutate-informer.sh hack/universalmutator-build.sh) # make mutate
+shfiles+=(hack/fuzz.sh) # make fuzz
 mapfile -t bench < <(git ls-files --cached --others --exclude-standard -- 'hack/bench/*.sh' | sort -u)
 shfiles+=(hack/bench.sh "${bench[@]}") # make bench
 for f in "${guest[@]}"; do is_sh "$f" && shfiles+=("$f"); done

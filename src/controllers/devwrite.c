@@ -63,6 +63,28 @@ char *devwrite_wrap(const char *top, cJSON *inner)
     return s;
 }
 
+/* The merge patch value that turns `have` into `want`: `want` itself, unless both are objects
+ * (a merge patch merges objects): then what differs, and null for each key `want` lacks. */
+static cJSON *value_patch(const cJSON *want, const cJSON *have)
+{
+    if (!cJSON_IsObject(want) || !cJSON_IsObject(have))
+        return cJSON_Duplicate(want, true);
+    cJSON *patch = cJSON_CreateObject();
+    const cJSON *item;
+    cJSON_ArrayForEach(item, want)
+    {
+        const cJSON *cur = get(have, item->string);
+        if (!cur || !cJSON_Compare(item, cur, true))
+            cJSON_AddItemToObject(patch, item->string, value_patch(item, cur));
+    }
+    cJSON_ArrayForEach(item, have)
+    {
+        if (!get(want, item->string) && !get(patch, item->string))
+            cJSON_AddNullToObject(patch, item->string);
+    }
+    return patch;
+}
+
 cJSON *devwrite_status_diff(const cJSON *want, const cJSON *have, const char *const *managed,
                             size_t n)
 {
@@ -72,7 +94,7 @@ cJSON *devwrite_status_diff(const cJSON *want, const cJSON *have, const char *co
     {
         const cJSON *cur = get(have, item->string);
         if (!cur || !cJSON_Compare(item, cur, true))
-            cJSON_AddItemToObject(patch, item->string, cJSON_Duplicate(item, true));
+            cJSON_AddItemToObject(patch, item->string, value_patch(item, cur));
     }
     for (size_t i = 0; i < n; i++)
         if (get(have, managed[i]) && !get(want, managed[i]))

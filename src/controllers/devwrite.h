@@ -28,7 +28,9 @@ struct cJSON *devwrite_new_object(const char *kind, const char *name, const char
                                   const char *node_uid);
 
 /* The fields of `want` that `have` lacks or differs in, and null for each of the `n` `managed`
- * fields `have` has and `want` does not. */
+ * fields `have` has and `want` does not. An object-valued field that differs is patched key by
+ * key, with null for each key `want` lacks (a merge patch merges objects: the whole object would
+ * leave such a key in place, and the next plan would write again). */
 struct cJSON *devwrite_status_diff(const struct cJSON *want, const struct cJSON *have,
                                    const char *const *managed, size_t n);
 

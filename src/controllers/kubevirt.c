@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
+#include "base/names.h"
 #include "controllers/claimstatus.h"
 #include "controllers/devplugin.h"
 #include "controllers/permitted.h"
@@ -74,20 +75,43 @@ static void tell_gate_off(struct kvpermit *k, bool usb, const char *name, const 
                              "Reconcile", note);
 }
 
+bool kvpermit_pci_entry(const cJSON *claim, const cJSON *dev, const char *key,
+                        struct permitted_entry *ret)
+{
+    const cJSON *st = field(dev, "status");
+    struct permitted_entry e = {.usb = false};
+    if (!claimstatus_pci_bound(claim) || !sfield(st, "vendorId") || !sfield(st, "deviceId") ||
+        !devplugin_pci_resource(claim, dev, key, e.resource, sizeof(e.resource)))
+        return false;
+    (void)snprintf(e.vendor, sizeof(e.vendor), "%s", sfield(st, "vendorId"));
+    (void)snprintf(e.product, sizeof(e.product), "%s", sfield(st, "deviceId"));
+    *ret = e;
+    return names_is_extended_resource_name(e.resource); /* else the ownership list breaks */
+}
+
+bool kvpermit_usb_entry(const cJSON *claim, const cJSON *dev, struct permitted_entry *ret)
+{
+    const cJSON *st = field(dev, "status");
+    const char *rn = sfield(st, "resourceName");
+    struct permitted_entry e = {.usb = true};
+    if (!usbclaim_holds(claim) || !rn || !sfield(st, "vendorID") || !sfield(st, "productID"))
+        return false;
+    (void)snprintf(e.resource, sizeof(e.resource), "%s", rn);
+    (void)snprintf(e.vendor, sizeof(e.vendor), "%s", sfield(st, "vendorID"));
+    (void)snprintf(e.product, sizeof(e.product), "%s", sfield(st, "productID"));
+    *ret = e;
+    return names_is_extended_resource_name(e.resource);
+}
+
 static void want_pci(struct kvpermit *k, struct permitted_want *w, const char *cr)
 {
     size_t pos = 0;
     const char *key;
     const cJSON *claim;
     while (kube_informer_next(k->pci_claims, &pos, &key, &claim)) {
-        const cJSON *dev = kube_informer_get(k->pci_devices, key);
-        const cJSON *st = field(dev, "status");
-        struct permitted_entry e = {.usb = false};
-        if (!claimstatus_pci_bound(claim) || !sfield(st, "vendorId") || !sfield(st, "deviceId") ||
-            !devplugin_pci_resource(claim, dev, key, e.resource, sizeof(e.resource)))
+        struct permitted_entry e;
+        if (!kvpermit_pci_entry(claim, kube_informer_get(k->pci_devices, key), key, &e))
             continue;
-        (void)snprintf(e.vendor, sizeof(e.vendor), "%s", sfield(st, "vendorId"));
-        (void)snprintf(e.product, sizeof(e.product), "%s", sfield(st, "deviceId"));
         (void)permitted_want_add(w, &e);
         tell_gate_off(k, false, key, claim, cr);
     }
@@ -99,14 +123,9 @@ static void want_usb(struct kvpermit *k, struct permitted_want *w, const char *c
     const char *key;
     const cJSON *claim;
     while (kube_informer_next(k->usb_claims, &pos, &key, &claim)) {
-        const cJSON *st = field(kube_informer_get(k->usb_devices, key), "status");
-        const char *rn = sfield(st, "resourceName");
-        struct permitted_entry e = {.usb = true};
-        if (!usbclaim_holds(claim) || !rn || !sfield(st, "vendorID") || !sfield(st, "productID"))
+        struct permitted_entry e;
+        if (!kvpermit_usb_entry(claim, kube_informer_get(k->usb_devices, key), &e))
             continue;
-        (void)snprintf(e.resource, sizeof(e.resource), "%s", rn);
-        (void)snprintf(e.vendor, sizeof(e.vendor), "%s", sfield(st, "vendorID"));
-        (void)snprintf(e.product, sizeof(e.product), "%s", sfield(st, "productID"));
         (void)permitted_want_add(w, &e);
         tell_gate_off(k, true, key, claim, cr);
     }

@@ -16,12 +16,14 @@
 #include <stdbool.h>
 
 struct buf;
+struct cJSON;
 struct ev_loop;
 struct kube_http;
 struct kube_informer;
 struct kube_recorder;
 struct metrics;
 struct kvpermit;
+struct permitted_entry;
 
 struct kvpermit_config {
     struct ev_loop *loop;
@@ -32,6 +34,18 @@ struct kvpermit_config {
     bool (*can_write)(void *userdata);
     void *userdata;
 };
+
+/* The permittedHostDevices entry a PCIDeviceClaim named `key` needs, from the claim and its
+ * PCIDevice `dev` (NULL when there is none): true with `*ret` filled when the claim is bound
+ * (Ready, passthroughEnabled, not deleting) and the device has vendorId, deviceId and a
+ * resourceName that is a valid extended resource name (anything else, a comma say, would break
+ * the comma-separated ownership list and make every plan write); false otherwise. Pure. */
+bool kvpermit_pci_entry(const struct cJSON *claim, const struct cJSON *dev, const char *key,
+                        struct permitted_entry *ret);
+/* The same for a USBDeviceClaim that holds its USBDevice `dev` (vendorID, productID,
+ * resourceName). Pure. */
+bool kvpermit_usb_entry(const struct cJSON *claim, const struct cJSON *dev,
+                        struct permitted_entry *ret);
 
 struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg);
 /* The caches the entries are computed from (cluster-wide, borrowed). */

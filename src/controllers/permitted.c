@@ -114,7 +114,8 @@ struct pass { /* one list being rebuilt */
     const struct permitted_want *w;
     const char *owned;
     bool usb;
-    bool *emitted; /* per want entry: placed already */
+    bool *emitted;  /* per want entry: placed already */
+    bool *conflict; /* per want entry: a foreign entry serves it */
     struct permitted_result *res;
     struct buf *conflicts;
 };
@@ -129,11 +130,7 @@ static void keep_current(struct pass *p, const cJSON *current, cJSON *out)
         const struct permitted_entry *e = wanted(p->w, rn, p->usb);
         size_t idx = e ? (size_t)(e - p->w->entries) : 0;
         if (!rn || !listed(p->owned, rn)) {
-            if (e && !p->emitted[idx]) { /* a foreign entry serves this name: leave it to it */
-                (void)buf_printf(p->conflicts, "%s%s", p->conflicts->len ? "," : "", rn);
-                p->emitted[idx] = true;
-            }
-            cJSON_AddItemToArray(out, cJSON_Duplicate(item, true));
+            cJSON_AddItemToArray(out, cJSON_Duplicate(item, true)); /* foreign */
         } else if (!e || p->emitted[idx]) {
             p->res->removed++; /* no longer needed, or a duplicate */
         } else {
@@ -142,6 +139,27 @@ static void keep_current(struct pass *p, const cJSON *current, cJSON *out)
                 p->res->rewritten++;
             cJSON_AddItemToArray(out, mine);
             p->emitted[idx] = true;
+        }
+    }
+}
+
+/* Marks the needed names that a foreign entry of either list serves: they are left to it
+ * (conflicts). Both lists first: a name owned for one list must not make a foreign entry of the
+ * same name in the other list look owned next time (it was removed then). */
+static void find_conflicts(struct pass *p, const cJSON *phd)
+{
+    static const char *const lists[] = {"pciHostDevices", "usb"};
+    for (size_t l = 0; l < 2; l++) {
+        const cJSON *item;
+        cJSON_ArrayForEach(item, field(phd, lists[l]))
+        {
+            const char *rn = cJSON_GetStringValue(field(item, "resourceName"));
+            for (size_t i = 0; rn && !listed(p->owned, rn) && i < p->w->n; i++) {
+                if (p->emitted[i] || strcmp(p->w->entries[i].resource, rn) != 0)
+                    continue;
+                (void)buf_printf(p->conflicts, "%s%s", p->conflicts->len ? "," : "", rn);
+                p->emitted[i] = p->conflict[i] = true;
+            }
         }
     }
 }
@@ -168,14 +186,14 @@ static cJSON *rebuild(struct pass *p, const cJSON *current)
 }
 
 /* The new ownership list: the needed names no foreign entry serves, sorted. */
-static char *new_owned(const struct permitted_want *w, const char *conflicts)
+static char *new_owned(const struct permitted_want *w, const bool *conflict)
 {
     const char **names = calloc(w->n + 1, sizeof(*names));
     struct buf b;
     buf_init(&b, 1u << 20);
     size_t n = 0;
     for (size_t i = 0; names && i < w->n; i++)
-        if (!listed(conflicts, w->entries[i].resource))
+        if (!conflict[i])
             names[n++] = w->entries[i].resource;
     if (names)
         qsort(names, n, sizeof(*names), cmp_names);
@@ -226,18 +244,20 @@ int permitted_plan(const cJSON *kubevirt, const struct permitted_want *w,
             field(field(field(kubevirt, "spec"), "configuration"), "permittedHostDevices");
     struct buf conflicts;
     buf_init(&conflicts, sizeof(ret->conflicts) - 1);
-    bool *emitted = calloc(w->n + 1, sizeof(*emitted));
+    bool *emitted = calloc(2 * (w->n + 1), sizeof(*emitted)); /* and conflict */
     if (!emitted)
         return -ENOMEM;
     struct pass p = {.w = w,
                      .owned = owned_list(kubevirt),
                      .emitted = emitted,
+                     .conflict = emitted + w->n + 1,
                      .res = ret,
                      .conflicts = &conflicts};
+    find_conflicts(&p, phd);
     cJSON *pci = rebuild(&p, field(phd, "pciHostDevices"));
     p.usb = true;
     cJSON *usb = rebuild(&p, field(phd, "usb"));
-    char *owned = new_owned(w, buf_str(&conflicts));
+    char *owned = new_owned(w, p.conflict);
     (void)snprintf(ret->conflicts, sizeof(ret->conflicts), "%s", buf_str(&conflicts));
     ret->patch = owned ? patch_of(kubevirt, pci, usb, owned) : NULL;
     if (!ret->patch) { /* patch_of took them otherwise */

@@ -155,25 +155,31 @@ static int base_path(const struct kube_informer *inf, struct buf *path)
 }
 
 /* Replaces the store with the LIST just assembled, telling the handlers what changed. */
-static void replace_store(struct kube_informer *inf)
+void kube_informer_diff(const struct map *store, const struct map *list,
+                        const struct kube_informer_handlers *h, void *userdata)
 {
     const char *key;
     void *v;
     size_t pos = 0;
-    while (map_next(inf->store, &pos, &key, &v))
-        if (!map_contains(inf->pending, key) && inf->handlers.on_delete)
-            inf->handlers.on_delete(key, v, inf->userdata);
+    while (map_next(store, &pos, &key, &v))
+        if (!map_contains(list, key) && h->on_delete)
+            h->on_delete(key, v, userdata);
     pos = 0;
-    while (map_next(inf->pending, &pos, &key, &v)) {
-        const cJSON *old = map_get(inf->store, key);
+    while (map_next(list, &pos, &key, &v)) {
+        const cJSON *old = map_get(store, key);
         const char *old_rv = old ? rv_of(old) : NULL;
         const char *new_rv = rv_of(v);
-        if (!old && inf->handlers.on_add)
-            inf->handlers.on_add(key, v, inf->userdata);
-        else if (old && inf->handlers.on_update &&
-                 (!old_rv || !new_rv || strcmp(old_rv, new_rv) != 0))
-            inf->handlers.on_update(key, old, v, inf->userdata);
+        if (!old && h->on_add)
+            h->on_add(key, v, userdata);
+        else if (old && h->on_update && (!old_rv || !new_rv || strcmp(old_rv, new_rv) != 0))
+            h->on_update(key, old, v, userdata);
     }
+}
+
+/* Replaces the store with the LIST just assembled, telling the handlers what changed. */
+static void replace_store(struct kube_informer *inf)
+{
+    kube_informer_diff(inf->store, inf->pending, &inf->handlers, inf->userdata);
     map_free(inf->store);
     inf->store = TAKE_PTR(inf->pending);
 }
@@ -182,10 +188,13 @@ static void replace_store(struct kube_informer *inf)
  * but apiVersion, kind and metadata when asked to. */
 static void trim(const struct kube_informer *inf, cJSON *obj)
 {
-    if (!inf->keep_managed_fields)
-        cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
-                                                "managedFields");
-    for (cJSON *c = obj ? obj->child : NULL, *next; inf->metadata_only && c; c = next) {
+    if (!cJSON_IsObject(obj)) /* only objects have names; anything else is skipped */
+        return;
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata"), *mf;
+    while (!inf->keep_managed_fields &&
+           (mf = cJSON_DetachItemFromObjectCaseSensitive(meta, "managedFields")))
+        cJSON_Delete(mf); /* every copy: JSON may repeat a key */
+    for (cJSON *c = obj->child, *next; inf->metadata_only && c; c = next) {
         next = c->next;
         if (strcmp(c->string, "metadata") != 0 && strcmp(c->string, "apiVersion") != 0 &&
             strcmp(c->string, "kind") != 0)
@@ -258,12 +267,12 @@ static int next_page(struct kube_informer *inf, const char *cont, const char **w
 
 static void list_page(struct kube_informer *inf);
 
-/* A page arrived: store its items, then fetch the next page or finish the LIST. */
-static int list_page_done(struct kube_informer *inf, const struct kube_resp *resp, const char **why)
+/* Takes one LIST page into inf->pending, inf->cont and (the last page) inf->rv. */
+static int parse_page(struct kube_informer *inf, const char *body, size_t len, const char **why)
 {
     cJSON *list = NULL;
     *why = "the body is not JSON";
-    int e = json_parse_strict(resp->body, resp->body_len, &list, NULL);
+    int e = json_parse_strict(body, len, &list, NULL);
     if (e == 0 && !cJSON_IsObject(list)) {
         *why = "the body is not a JSON object";
         e = -EBADMSG;
@@ -286,6 +295,39 @@ static int list_page_done(struct kube_informer *inf, const struct kube_resp *res
     if (e == 0 && !inf->cont)
         e = set_str(&inf->rv, rv);
     cJSON_Delete(list);
+    return e;
+}
+
+int kube_informer_list_page(const char *body, size_t len, bool keep_managed_fields,
+                            bool metadata_only, struct map *pending, char **ret_cont,
+                            char **ret_rv)
+{
+    static const struct kube_resource any = {.plural = "objects"};
+    struct kube_informer inf = {.resource = &any,
+                                .keep_managed_fields = keep_managed_fields,
+                                .metadata_only = metadata_only,
+                                .pending = pending,
+                                .conts = map_new(NULL)};
+    const char *why = NULL;
+    int e = inf.conts ? parse_page(&inf, body, len, &why) : -ENOMEM;
+    map_free(inf.conts);
+    if (e < 0 || inf.cont) {
+        free(inf.rv);
+        inf.rv = NULL;
+    }
+    if (e < 0) {
+        free(inf.cont);
+        return e;
+    }
+    *ret_cont = inf.cont;
+    *ret_rv = inf.rv;
+    return 0;
+}
+
+/* A page arrived: store its items, then fetch the next page or finish the LIST. */
+static int list_page_done(struct kube_informer *inf, const struct kube_resp *resp, const char **why)
+{
+    int e = parse_page(inf, resp->body, resp->body_len, why);
     if (e < 0)
         return e;
     if (inf->cont) {

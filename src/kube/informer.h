@@ -21,6 +21,7 @@ struct kube_err;
 struct kube_http;
 struct kube_informer;
 struct kube_resource;
+struct map;
 
 struct kube_informer_handlers {
     /* `obj` is borrowed for the call (the store keeps its own copy). */
@@ -98,3 +99,21 @@ void kube_informer_get_stats(const struct kube_informer *inf, struct kube_inform
 /* The store key of an object: "name" or "namespace/name", written to `ret` (size bytes).
  * Returns 0, -EINVAL (no metadata.name) or -ENAMETOOLONG. */
 int kube_informer_key(const struct cJSON *obj, char *ret, size_t size);
+
+/* What a relist does with one LIST page (the body of a 200 answer), pure so that it can be
+ * fuzzed: its items go into `pending` (key -> object, owned by the map; managedFields dropped
+ * unless `keep_managed_fields`, all but apiVersion, kind and metadata with `metadata_only`).
+ * Returns 0 with `*ret_cont` the continue token of the next page (malloc'd), or NULL on the last
+ * page, which must carry the list's resourceVersion (`*ret_rv`, malloc'd; NULL on other pages).
+ * An item without a usable name is skipped (counted nowhere: the informer reports it through
+ * on_skip). -EBADMSG (not a JSON object, items not a list, the last page without a printable
+ * resourceVersion) or -ENOMEM otherwise; `pending` may hold the items taken before the error. */
+int kube_informer_list_page(const char *body, size_t len, bool keep_managed_fields,
+                            bool metadata_only, struct map *pending, char **ret_cont,
+                            char **ret_rv);
+
+/* Tells `h` how the objects of a complete LIST (`list`: key -> object) differ from `store`:
+ * on_delete for keys only in the store, on_add for keys only in the list, on_update for keys
+ * in both whose resourceVersion differs (or is missing). Changes neither map. */
+void kube_informer_diff(const struct map *store, const struct map *list,
+                        const struct kube_informer_handlers *h, void *userdata);

@@ -102,13 +102,13 @@ int node_udev_receive(struct node_udev *u, struct node_uevent *ret)
             int e = errno;
             if (e == 0 || e == EAGAIN || e == EWOULDBLOCK)
                 return 0;
-            if (e == EINTR)
-                continue;
-            /* libudev skips malformed or foreign messages itself (returns NULL with errno
-             * EAGAIN or EINVAL); only a lost-events overflow and socket errors reach here. */
-            if (e == EINVAL)
-                continue;
-            return -e;
+            /* Only a lost-events overflow and a broken socket end the stream. Anything else
+             * is one message libudev could not take (a malformed one fails with whatever its
+             * parser said: EINVAL, ENODEV, ENOMEM, ...): it was read off the socket, so the
+             * next one comes next. */
+            if (e == ENOBUFS || e == EBADF || e == ENOTSOCK || e == EFAULT)
+                return -e;
+            continue;
         }
         copy(ret->action, sizeof(ret->action), udev_device_get_action(d));
         copy(ret->subsystem, sizeof(ret->subsystem), udev_device_get_subsystem(d));

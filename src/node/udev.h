@@ -47,8 +47,10 @@ int node_udev_new(enum node_udev_source source, const char *const *subsystems,
 int node_udev_fd(const struct node_udev *u);
 
 /* Receives one event into `*ret`. Returns 1 with an event, 0 when none is pending, -ENOBUFS
- * when events were lost (rescan), or another -errno. Events of other subsystems never come
- * out (the kernel source cannot filter in the socket; libudev filters after parsing). */
+ * when events were lost (rescan), or -EBADF, -ENOTSOCK, -EFAULT when the socket is broken.
+ * Events of other subsystems never come out (the kernel source cannot filter in the socket;
+ * libudev filters after parsing), and neither do messages libudev cannot parse: they are
+ * skipped, whatever error its parser gave (a malformed message must not end the stream). */
 int node_udev_receive(struct node_udev *u, struct node_uevent *ret);
 
 /* Closes the monitor. Accepts NULL; returns NULL. */

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuzztmp.h"
 #include "node/hostuse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -43,7 +44,7 @@ static int setup(void)
     char path[128];
     if (dir[0])
         return 0;
-    (void)snprintf(dir, sizeof(dir), "/tmp/fuzz-proc.XXXXXX");
+    (void)snprintf(dir, sizeof(dir), "%s/fuzz-proc.XXXXXX", fuzz_tmpdir());
     if (!mkdtemp(dir))
         return -1;
     (void)snprintf(path, sizeof(path), "%s/1", dir);

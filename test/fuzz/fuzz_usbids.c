@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzztmp.h"
 #include "node/usbname.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -28,7 +29,7 @@ static void cleanup(void)
 static int put(const uint8_t *data, size_t size)
 {
     if (!path[0]) {
-        (void)snprintf(path, sizeof(path), "/tmp/fuzz-usbids.XXXXXX");
+        (void)snprintf(path, sizeof(path), "%s/fuzz-usbids.XXXXXX", fuzz_tmpdir());
         int fd = mkstemp(path);
         if (fd < 0)
             return -1;

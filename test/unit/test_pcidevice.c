@@ -189,6 +189,25 @@ static void test_sriov(void)
     cJSON_Delete(b);
 }
 
+/* A merge patch merges objects: a key of sriov the agent no longer writes must be patched to
+ * null, or it stays and every plan writes again (found by fuzz_objects). */
+static void test_sriov_key_dropped(void)
+{
+    struct pcidevice_spec vf = nic(), pf = nic();
+    (void)snprintf(vf.physfn, sizeof(vf.physfn), "0000:3b:00.0");
+    pf.sriov_totalvfs = 8;
+    pf.sriov_numvfs = 0;
+    cJSON *have = stored(&vf, "node-uid");
+    struct pcidevice_plan p;
+    CU_ASSERT_EQUAL(pcidevice_plan(&pf, have, "node-uid", &p), 0);
+    CU_ASSERT_PTR_NOT_NULL(p.status_patch);
+    if (p.status_patch)
+        CU_ASSERT_STRING_EQUAL(p.status_patch, "{\"status\":{\"sriov\":{\"totalVFs\":8,"
+                                               "\"numVFs\":0,\"physicalFunction\":null}}}");
+    pcidevice_plan_done(&p);
+    cJSON_Delete(have);
+}
+
 static CU_TestInfo tests[] = {
         {"create when missing", test_create_when_missing},
         {"nothing when equal", test_nothing_when_equal},
@@ -198,6 +217,7 @@ static CU_TestInfo tests[] = {
         {"no owner without node uid", test_no_owner_without_node_uid},
         {"delete when gone", test_delete_when_gone},
         {"sriov", test_sriov},
+        {"sriov key dropped", test_sriov_key_dropped},
         CU_TEST_INFO_NULL,
 };
 

@@ -170,6 +170,29 @@ static void test_rewritten_and_conflict(void)
     cJSON_Delete(o);
 }
 
+/* A foreign pciHostDevices entry with the name of a USB device a claim needs: a conflict, left
+ * to it; before, the USB entry was added and owned by name, so the next plan took the foreign
+ * PCI entry for ours and removed it (found by fuzz_objects). */
+static void test_conflict_across_lists(void)
+{
+    cJSON *o = cr(NULL, "{\"pciHostDevices\":[{\"pciVendorSelector\":\"8086:1572\","
+                        "\"resourceName\":\"kubevirt.io/titan-0951-1666-2-1-4\"}]}");
+    const struct permitted_entry *e[] = {&stick, &nic};
+    struct permitted_want w = want_of(e, 2);
+    struct permitted_result r;
+    CU_ASSERT_EQUAL_FATAL(permitted_plan(o, &w, &r), 0);
+    CU_ASSERT_STRING_EQUAL(r.conflicts, "kubevirt.io/titan-0951-1666-2-1-4");
+    CU_ASSERT_EQUAL(r.added, 1); /* the NIC only */
+    CU_ASSERT_PTR_NOT_NULL(find(r.patch, OWNED ":\"intel.com/82574L\""));
+    CU_ASSERT_PTR_NULL(find(r.patch, "\"usb\""));
+    apply(o, r.patch);
+    free(r.patch);
+    CU_ASSERT_EQUAL(permitted_plan(o, &w, &r), 0);
+    CU_ASSERT_PTR_NULL(r.patch); /* the foreign entry stays, nothing more to write */
+    permitted_want_done(&w);
+    cJSON_Delete(o);
+}
+
 static void test_gate_and_errors(void)
 {
     cJSON *o = cr(NULL, NULL);
@@ -187,6 +210,7 @@ static CU_TestInfo tests[] = {
         {"added to a null or missing list, once", test_add_to_null_and_missing},
         {"foreign kept in order, owned removed", test_foreign_kept_in_order_owned_removed},
         {"rewritten in place; foreign names not taken", test_rewritten_and_conflict},
+        {"a foreign name in the other list is a conflict", test_conflict_across_lists},
         {"feature gate; errors", test_gate_and_errors},
         CU_TEST_INFO_NULL,
 };
