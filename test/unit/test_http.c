@@ -101,8 +101,8 @@ static void test_client_call_freed(void)
     struct kube_http *h = http_new(loop, &c);
     CU_ASSERT_PTR_NOT_NULL_FATAL(h);
     CU_ASSERT_EQUAL(kube_client_get(h, &kube_res_pcidevices, NULL, "a", on_client, NULL), 0);
-    CU_ASSERT_EQUAL(kube_client_patch(h, &kube_res_events, "default", "e", KUBE_PATCH_MERGE,
-                                      "{}", false, on_client, NULL),
+    CU_ASSERT_EQUAL(kube_client_patch(h, &kube_res_events, "default", "e", KUBE_PATCH_MERGE, "{}",
+                                      false, on_client, NULL),
                     0);
     kube_http_free(h);
     CU_ASSERT_EQUAL(done_calls, 0);
