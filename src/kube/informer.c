@@ -299,8 +299,7 @@ static int parse_page(struct kube_informer *inf, const char *body, size_t len, c
 }
 
 int kube_informer_list_page(const char *body, size_t len, bool keep_managed_fields,
-                            bool metadata_only, struct map *pending, char **ret_cont,
-                            char **ret_rv)
+                            bool metadata_only, struct map *pending, char **ret_cont, char **ret_rv)
 {
     static const struct kube_resource any = {.plural = "objects"};
     struct kube_informer inf = {.resource = &any,
