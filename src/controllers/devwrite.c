@@ -65,11 +65,11 @@ char *devwrite_wrap(const char *top, cJSON *inner)
 
 /* The merge patch value that turns `have` into `want`: `want` itself, unless both are objects
  * (a merge patch merges objects): then what differs, and null for each key `want` lacks. */
-static cJSON *value_patch(const cJSON *want, const cJSON *have)
+static cJSON *value_patch(const cJSON *want, const cJSON *have);
+
+/* Adds to `patch` each key of `want` whose value differs in `have`, as its merge patch. */
+static void add_changed(cJSON *patch, const cJSON *want, const cJSON *have)
 {
-    if (!cJSON_IsObject(want) || !cJSON_IsObject(have))
-        return cJSON_Duplicate(want, true);
-    cJSON *patch = cJSON_CreateObject();
     const cJSON *item;
     cJSON_ArrayForEach(item, want)
     {
@@ -77,6 +77,15 @@ static cJSON *value_patch(const cJSON *want, const cJSON *have)
         if (!cur || !cJSON_Compare(item, cur, true))
             cJSON_AddItemToObject(patch, item->string, value_patch(item, cur));
     }
+}
+
+static cJSON *value_patch(const cJSON *want, const cJSON *have)
+{
+    if (!cJSON_IsObject(want) || !cJSON_IsObject(have))
+        return cJSON_Duplicate(want, true);
+    cJSON *patch = cJSON_CreateObject();
+    add_changed(patch, want, have);
+    const cJSON *item;
     cJSON_ArrayForEach(item, have)
     {
         if (!get(want, item->string) && !get(patch, item->string))
@@ -89,13 +98,7 @@ cJSON *devwrite_status_diff(const cJSON *want, const cJSON *have, const char *co
                             size_t n)
 {
     cJSON *patch = cJSON_CreateObject();
-    const cJSON *item;
-    cJSON_ArrayForEach(item, want)
-    {
-        const cJSON *cur = get(have, item->string);
-        if (!cur || !cJSON_Compare(item, cur, true))
-            cJSON_AddItemToObject(patch, item->string, value_patch(item, cur));
-    }
+    add_changed(patch, want, have);
     for (size_t i = 0; i < n; i++)
         if (get(have, managed[i]) && !get(want, managed[i]))
             cJSON_AddNullToObject(patch, managed[i]);
