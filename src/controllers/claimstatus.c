@@ -6,6 +6,7 @@
 #include "controllers/claimstatus.h"
 
 #include <cjson/cJSON.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/buf.h"
@@ -84,25 +85,38 @@ int claimstatus_finalizer_index(const cJSON *claim, const char *finalizer)
     return -1;
 }
 
+/* `s` as a JSON string, quotes and escapes included (malloc'd), or NULL. The API server's
+ * values are JSON strings already, but one with a quote or a backslash must stay one. */
+static char *quote(const char *s)
+{
+    cJSON *j = cJSON_CreateString(s);
+    char *q = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    return q;
+}
+
 char *claimstatus_finalizer_patch(const cJSON *claim, const char *finalizer, bool add)
 {
     int i = claimstatus_finalizer_index(claim, finalizer);
     const cJSON *list = field(field(claim, "metadata"), "finalizers");
     const char *uid = kube_meta_str(claim, "uid");
+    char *quoted = NULL;
     struct buf b;
     buf_init(&b, 4096);
     if (add && i < 0 && cJSON_GetArraySize(list) > 0)
         (void)buf_printf(&b,
                          "[{\"op\":\"add\",\"path\":\"/metadata/finalizers/-\",\"value\":\"%s\"}]",
                          finalizer);
-    else if (add && i < 0) /* no list yet: create it, on this object, unless one appeared
-                            * meanwhile (a test for null passes only where there is none); a
-                            * status write meanwhile does not fail it */
+    else if (add && i < 0 &&
+             (quoted = quote(uid ? uid : ""))) /* no list yet: create it, on
+                                                * this object, unless one appeared meanwhile (a test
+                                                * for null passes only where there is none); a
+                                                * status write meanwhile does not fail it */
         (void)buf_printf(&b,
-                         "[{\"op\":\"test\",\"path\":\"/metadata/uid\",\"value\":\"%s\"},"
+                         "[{\"op\":\"test\",\"path\":\"/metadata/uid\",\"value\":%s},"
                          "{\"op\":\"test\",\"path\":\"/metadata/finalizers\",\"value\":null},"
                          "{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":[\"%s\"]}]",
-                         uid ? uid : "", finalizer);
+                         quoted, finalizer);
     else if (!add && i >= 0)
         (void)buf_printf(&b,
                          "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/%d\",\"value\":\"%s\"},"
@@ -110,6 +124,7 @@ char *claimstatus_finalizer_patch(const cJSON *claim, const char *finalizer, boo
                          i, finalizer, i);
     else
         return NULL;
+    free(quoted);
     return buf_take(&b);
 }
 
