@@ -121,9 +121,10 @@ void usbclaim_check(const struct usbclaim_facts *f, const char *name, struct usb
             "there is no USBDevice %s on node %s: plug the device into the port its name says, "
             "or pick one from `kubectl get usbdevices -l nodename=%s`",
             name, f->node, f->node);
-    else if (usbdevice_is_orphaned(f->device))
+    else if (usbdevice_is_orphaned(f->device)) /* its message, unless it has none */
         set(ret, REASON_UNPLUGGED, "%s",
-            str_field(st, "message") ? str_field(st, "message") : "the device was unplugged");
+            str_field(st, "message") && str_field(st, "message")[0] ? str_field(st, "message")
+                                                                    : "the device was unplugged");
     else if (!check_controller(f, pci ? pci : "", ret))
         return;
     else if (f->devnode < 0 && !f->holds) /* held: an unplug the next scan will show */

@@ -106,12 +106,12 @@ static void test_finalizer_patch(void)
     free(p);
     /* a uid with a quote and a backslash stays one JSON string (found by fuzz_claims) */
     cJSON *odd = claim(NULL, NULL);
-    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(odd, "metadata"), "uid",
-                              cJSON_CreateString("u\"1\\"));
+    cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(odd, "metadata"), "uid",
+                                           cJSON_CreateString("u\"1\\"));
     p = pciclaim_finalizer_patch(odd, true);
     parsed = cJSON_Parse(p);
     CU_ASSERT(cJSON_IsArray(parsed));
-    const cJSON *v = cJSON_GetObjectItem(cJSON_GetArrayItem(parsed, 0), "value");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(parsed, 0), "value");
     CU_ASSERT(cJSON_IsString(v) && strcmp(v->valuestring, "u\"1\\") == 0);
     cJSON_Delete(parsed);
     free(p);
