@@ -145,21 +145,23 @@ build/fuzz/fuzz_%: test/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS)
 build/asan/hostdevd: $(ASAN_LIB_OBJS) build/asan/$(MAIN_SRC:.c=.o)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-# The valgrind build (make test-long's memcheck of the unit and integration suites): the test
-# build's flags without the sanitizers, which valgrind cannot run under.
-VG_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ASAN_CFLAGS))
-VG_LIB_OBJS := $(LIB_SRCS:%.c=build/vg/%.o)
-VG_BINS := build/vg/unit-tests build/vg/hostdevd build/vg/kubetool build/vg/grpctool
-build/vg/%.o: %.c | $(GEN_HDRS)
+# The plain test build, build/plain: the sanitizer build's flags without the sanitizers. Valgrind
+# memcheck runs it in make test-long (it cannot run sanitized binaries), and make mutate links
+# each mutant's object into its unit runner or kubetool in place of the original's.
+PLAIN_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ASAN_CFLAGS))
+PLAIN_LIB_OBJS := $(LIB_SRCS:%.c=build/plain/%.o)
+PLAIN_UNIT_OBJS := $(UNIT_SRCS:%.c=build/plain/%.o)
+PLAIN_BINS := build/plain/unit-tests build/plain/hostdevd build/plain/kubetool build/plain/grpctool
+build/plain/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(VG_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
-build/vg/test/unit/main.o: build/gen/suites.gen.h
-build/vg/test/unit/main.o: VG_CFLAGS += -Ibuild/gen
-build/vg/unit-tests: $(UNIT_SRCS:%.c=build/vg/%.o) $(VG_LIB_OBJS)
+	$(CC) $(PLAIN_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
+build/plain/test/unit/main.o: build/gen/suites.gen.h
+build/plain/test/unit/main.o: PLAIN_CFLAGS += -Ibuild/gen
+build/plain/unit-tests: $(PLAIN_UNIT_OBJS) $(PLAIN_LIB_OBJS)
 	$(CC) $(UNIT_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcunit
-build/vg/hostdevd: $(VG_LIB_OBJS) build/vg/$(MAIN_SRC:.c=.o)
+build/plain/hostdevd: $(PLAIN_LIB_OBJS) build/plain/$(MAIN_SRC:.c=.o)
 	$(CC) -o $@ $^ $(PKG_LIBS)
-build/vg/kubetool build/vg/grpctool: build/vg/%: build/vg/test/integration/%.o $(VG_LIB_OBJS)
+build/plain/kubetool build/plain/grpctool: build/plain/%: build/plain/test/integration/%.o $(PLAIN_LIB_OBJS)
 	$(CC) -o $@ $^ $(PKG_LIBS)
 
 # make image: the OCI image hostdevd:<version>, built offline from bin/hostdevd and Debian's
@@ -197,35 +199,29 @@ k8s: deps
 	@hack/helm-build.sh >/dev/null
 	@hack/toxiproxy-build.sh >/dev/null
 
-# make mutate (hack/mutate.sh, docs/mutation.md): a plain build for mutation testing, -O0 and no
-# sanitizers (fast to compile and run), in build/mutate; each mutant's object replaces one of
-# these in a link of the unit runner (or of kubetool, for the informer).
-MUTATE_CFLAGS := $(BASE_CFLAGS) -O0 -DUNIT_TESTING
-MUTATE_LIB_OBJS := $(LIB_SRCS:%.c=build/mutate/%.o)
-build/mutate/%.o: %.c | $(GEN_HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(MUTATE_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
-build/mutate/test/unit/main.o: build/gen/suites.gen.h
-build/mutate/test/unit/main.o: MUTATE_CFLAGS += -Ibuild/gen
-build/mutate/unit-tests: $(UNIT_SRCS:%.c=build/mutate/%.o) $(MUTATE_LIB_OBJS)
-	$(CC) $(UNIT_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcunit
-build/mutate/kubetool: build/mutate/test/integration/kubetool.o $(MUTATE_LIB_OBJS)
-	$(CC) -o $@ $^ $(PKG_LIBS)
-# What hack/mutate.sh compiles and links a mutant with, as bash arrays it sources.
-mutate-flags:
-	@mkdir -p build/mutate
+# What hack/mutate.py compiles and links a mutant with (docs/mutation.md), as bash arrays it
+# sources: the plain build's (where it is judged first) and the sanitizer build's (where a
+# survivor is judged again, as make test would run it).
+build/mutate:
+	@mkdir -p $@
+mutate-flags: | build/mutate
 	$(file >build/mutate/flags.sh,CC=$(CC))
-	$(file >>build/mutate/flags.sh,CFLAGS=($(MUTATE_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"'))
+	$(file >>build/mutate/flags.sh,CFLAGS=($(PLAIN_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"'))
 	$(file >>build/mutate/flags.sh,LIBS=($(PKG_LIBS)))
 	$(file >>build/mutate/flags.sh,UNIT_LDFLAGS=($(UNIT_LDFLAGS)))
-	$(file >>build/mutate/flags.sh,UNIT_OBJS=($(UNIT_SRCS:%.c=build/mutate/%.o) $(MUTATE_LIB_OBJS)))
-	$(file >>build/mutate/flags.sh,KUBETOOL_OBJS=(build/mutate/test/integration/kubetool.o $(MUTATE_LIB_OBJS)))
+	$(file >>build/mutate/flags.sh,UNIT_OBJS=($(PLAIN_UNIT_OBJS) $(PLAIN_LIB_OBJS)))
+	$(file >>build/mutate/flags.sh,KUBETOOL_OBJS=(build/plain/test/integration/kubetool.o $(PLAIN_LIB_OBJS)))
+	$(file >>build/mutate/flags.sh,ASAN_CFLAGS=($(ASAN_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"'))
+	$(file >>build/mutate/flags.sh,ASAN_LDFLAGS=($(ASAN_LDFLAGS)))
+	$(file >>build/mutate/flags.sh,ASAN_UNIT_OBJS=($(UNIT_OBJS) $(ASAN_LIB_OBJS)))
+	$(file >>build/mutate/flags.sh,ASAN_KUBETOOL_OBJS=(build/asan/test/integration/kubetool.o $(ASAN_LIB_OBJS)))
 	@:
 
 # make mutate [MUTATE_FILES="src/node/vfio.c ..."] [MUTATE_MAX=N] [MUTATE_SEED=S]: the mutation
 # campaign over the safety-critical files (not part of make test).
 mutate: deps k8s
-	@$(MAKE) --no-print-directory mutate-flags build/mutate/unit-tests build/mutate/kubetool
+	@$(MAKE) --no-print-directory mutate-flags build/plain/unit-tests build/plain/kubetool \
+		build/asan/unit-tests build/asan/kubetool
 	@hack/mutate.sh
 
 # The test build is separate (build/asan) so `make` and `make test` never share objects.
@@ -251,7 +247,7 @@ test-e2e: deps k8s
 
 # make test-long: test/long/ (an idle cluster's writes over 5 minutes, LONG_IDLE_SECONDS).
 test-long: deps k8s
-	@$(MAKE) --no-print-directory $(TEST_BINS) $(VG_BINS)
+	@$(MAKE) --no-print-directory $(TEST_BINS) $(PLAIN_BINS)
 	@hack/run-tests.sh long
 
 # make fuzz [FUZZ_RUNS=1000000] [FUZZ_TARGETS="watch status"]: runs each target from its corpus

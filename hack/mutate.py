@@ -9,10 +9,13 @@ judged one at a time, niced, with a timeout, until MAX have been killed or survi
                 as in every build of the project (not counted)
   equivalent    its object at -O2 is byte-identical to the original's (trivial compiler
                 equivalence, TCE: a mutant the compiler cannot tell apart; not counted)
-  killed        compiled at -O0 without sanitizers, linked into the unit runner (or kubetool,
-                for the informer) in place of the original object, the file's killer fails
-                (a test fails, the run crashes, or it times out)
-  survived      the killer passes
+  killed        compiled at -O0 without sanitizers, linked into the plain build's unit runner
+                (or kubetool, for the informer: build/plain) in place of the original object,
+                the file's killer fails (a test fails, the run crashes, or it times out)
+  killed-asan   the plain build's killer passes, but the same killer with the sanitizer build
+                of make test (build/asan: ASan, UBSan, LeakSanitizer) fails: a leak, an
+                out-of-bounds access or undefined behaviour the plain build does not show
+  survived      the killer passes in both builds
 
 Writes OUT/results.tsv (file, mutant, line, status, original line, mutated line) and
 OUT/report.md (score per file and overall, survivors), and prints both as it goes.
@@ -38,7 +41,8 @@ import zlib
 def sh_arrays(flags):
     """The arrays of build/mutate/flags.sh (written by make mutate-flags)."""
     out = {}
-    for name in ("CFLAGS", "LIBS", "UNIT_LDFLAGS", "UNIT_OBJS", "KUBETOOL_OBJS"):
+    for name in ("CFLAGS", "LIBS", "UNIT_LDFLAGS", "UNIT_OBJS", "KUBETOOL_OBJS", "ASAN_CFLAGS",
+                 "ASAN_LDFLAGS", "ASAN_UNIT_OBJS", "ASAN_KUBETOOL_OBJS"):
         r = subprocess.run(["bash", "-c", '. "$1"; printf "%%s\\0" "${%s[@]}"' % name, "-", flags],
                            check=True, capture_output=True, text=True)
         out[name] = [w for w in r.stdout.split("\0") if w]
@@ -46,6 +50,11 @@ def sh_arrays(flags):
                        capture_output=True, text=True)
     out["CC"] = r.stdout
     return out
+
+
+# The sanitizers as make test runs them (hack/run-tests.sh).
+ASAN_ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1",
+                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
 
 
 def run(cmd, timeout=None, **kw):
@@ -84,42 +93,50 @@ class Campaign:
         self.work = os.path.join(args.out, "m")  # the mutant sits at work/<path>
         self.results = []
 
-    def compile(self, src_rel, text, obj, opt):
-        """Compiles `text` as if it were src_rel (same __FILE__, same debug paths)."""
+    def compile(self, src_rel, text, obj, opt, asan=False):
+        """Compiles `text` as if it were src_rel (same __FILE__, same debug paths); with asan,
+        with the sanitizer build's flags."""
         path = os.path.join(self.work, src_rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
             f.write(text)
-        flags = [w for w in self.f["CFLAGS"] if w not in ("-MMD", "-MP") and not w.startswith("-O")]
+        flags = [w for w in self.f["ASAN_CFLAGS" if asan else "CFLAGS"]
+                 if w not in ("-MMD", "-MP") and not w.startswith("-O")]
         cmd = [self.f["CC"]] + flags + [opt, "-g0", "-iquote",
                                         os.path.dirname(src_rel),
                                         "-ffile-prefix-map=%s/=" % self.work, "-c", "-o", obj,
                                         path]
         return run(cmd, timeout=120) == 0
 
-    def link(self, src_rel, obj, killer):
-        """The killer's binary with `obj` in place of the original object, or None."""
-        orig = "build/mutate/" + src_rel[:-2] + ".o"
+    def link(self, src_rel, obj, killer, asan=False):
+        """The killer's binary with `obj` in place of the original object, or None; with asan,
+        the sanitizer build's."""
+        pre = "ASAN_" if asan else ""
+        orig = ("build/asan/" if asan else "build/plain/") + src_rel[:-2] + ".o"
         unit = killer.startswith("unit:")
-        objs = self.f["UNIT_OBJS"] if unit else self.f["KUBETOOL_OBJS"]
+        objs = self.f[pre + ("UNIT_OBJS" if unit else "KUBETOOL_OBJS")]
         if orig not in objs:
             sys.exit("mutate: %s is not linked into the killer's binary (%s)" % (src_rel, killer))
-        binary = os.path.join(self.work, "unit-tests" if unit else "kubetool")
-        cmd = [self.f["CC"]] + (self.f["UNIT_LDFLAGS"] if unit else []) + ["-o", binary]
+        binary = os.path.join(self.work, ("asan-" if asan else "") +
+                              ("unit-tests" if unit else "kubetool"))
+        cmd = [self.f["CC"]] + (self.f["ASAN_LDFLAGS"] if asan else []) + \
+            (self.f["UNIT_LDFLAGS"] if unit else []) + ["-o", binary]
         cmd += [obj if o == orig else o for o in objs]
         cmd += self.f["LIBS"] + (["-lcunit"] if unit else [])
         return binary if run(cmd, timeout=120) == 0 else None
 
-    def kill(self, killer, binary):
+    def kill(self, killer, binary, asan=False):
         """True when the killer fails with this binary (a timeout is a failure)."""
+        env = ASAN_ENV if asan else None
+        timeout = self.a.timeout * (3 if asan else 1)
         if killer.startswith("unit:"):
             for suite in killer[5:].split(","):
-                r = run([binary, suite], timeout=self.a.timeout)
+                r = run([binary, suite], timeout=timeout, env=env)
                 if r != 0:
                     return True
             return False
         cmd = killer[4:].replace("KUBETOOL", binary)
-        return run(["bash", "-c", cmd], timeout=self.a.timeout) != 0
+        return run(["bash", "-c", cmd], timeout=timeout, env=env) != 0
 
     def generate(self, src):
         gen = os.path.join(self.a.out, "gen", src.replace("/", "_"))
@@ -145,12 +162,14 @@ class Campaign:
         ref = os.path.join(self.work, "orig-O2.o")
         if not self.compile(src, orig_text, ref, "-O2"):
             sys.exit("mutate: %s does not compile as it is" % src)
-        ref_obj = os.path.join(self.work, "orig.o")
-        if not self.compile(src, orig_text, ref_obj, "-O0"):
-            sys.exit("mutate: %s does not compile at -O0" % src)
-        binary = self.link(src, ref_obj, killer)
-        if not binary or self.kill(killer, binary):
-            sys.exit("mutate: the killer of %s fails without a mutant: %s" % (src, killer))
+        for asan in (False, True):
+            ref_obj = os.path.join(self.work, "orig-asan.o" if asan else "orig.o")
+            if not self.compile(src, orig_text, ref_obj, "-O1" if asan else "-O0", asan):
+                sys.exit("mutate: %s does not compile%s" % (src, " with ASan" if asan else ""))
+            binary = self.link(src, ref_obj, killer, asan)
+            if not binary or self.kill(killer, binary, asan):
+                sys.exit("mutate: the killer of %s fails without a mutant%s: %s" % (
+                    src, " (sanitizer build)" if asan else "", killer))
         print("== %s%s: %d mutants; judging %d in a seeded random order (seed %d); killer %s" % (
             src, " lines %d-%d" % span if span else "", len(names), self.a.max, self.a.seed,
             killer), flush=True)
@@ -166,7 +185,7 @@ class Campaign:
             text = "".join(lines)
             t0 = time.time()
             status = self.judge(src, text, killer, ref)
-            judged += status in ("killed", "survived")
+            judged += status in ("killed", "killed-asan", "survived")
             self.results.append((src, name, line, status, before, after))
             print("  [%d/%d] %s:%d %s  (%s -> %s) %.1fs" % (
                 judged, self.a.max, src, line, status, before, after, time.time() - t0),
@@ -187,7 +206,14 @@ class Campaign:
         binary = self.link(src, obj, killer)
         if not binary:
             return "uncompilable"
-        return "killed" if self.kill(killer, binary) else "survived"
+        if self.kill(killer, binary):
+            return "killed"
+        # Survived the plain build: judged again as make test runs it, with the sanitizers.
+        obj = os.path.join(self.work, "mutant-asan.o")
+        binary = self.compile(src, text, obj, "-O1", True) and self.link(src, obj, killer, True)
+        if binary and self.kill(killer, binary, True):
+            return "killed-asan"
+        return "survived"
 
 
 def known_survivors(path):
@@ -208,27 +234,29 @@ def report(results, generated, args):
     results = [r[:3] + (known.get((r[0], r[4], r[5]), ("survived",))[0].replace(
         "untestable", "survived") if r[3] == "survived" else r[3],) + r[4:] for r in results]
     lines = ["| file | mutants | drawn | uncompilable | equivalent (TCE, analysis) | killed "
-             "| survived | score |", "|---|---|---|---|---|---|---|---|"]
-    tot = dict.fromkeys(("killed", "survived", "equivalent", "tce", "uncompilable", "n"), 0)
+             "(of them by ASan only) | survived | score |", "|---|---|---|---|---|---|---|---|"]
+    kinds = ("killed", "killed-asan", "survived", "equivalent", "uncompilable")
+    tot = dict.fromkeys(kinds + ("tce", "n"), 0)
     for src in generated:
         mine = [r for r in results if r[0] == src]
-        c = {k: sum(1 for r in mine if r[3] == k) for k in ("killed", "survived", "equivalent",
-                                                            "uncompilable")}
+        c = {k: sum(1 for r in mine if r[3] == k) for k in kinds}
         tce = sum(1 for r in mine if r[3] == "equivalent" and (src, r[4], r[5]) not in known)
-        judged = c["killed"] + c["survived"]
-        lines.append("| `%s` | %d | %d | %d | %d, %d | %d | %d | %s |" % (
+        killed = c["killed"] + c["killed-asan"]
+        judged = killed + c["survived"]
+        lines.append("| `%s` | %d | %d | %d | %d, %d | %d (%d) | %d | %s |" % (
             src, generated[src], len(mine), c["uncompilable"], tce, c["equivalent"] - tce,
-            c["killed"], c["survived"], "%.1f%%" % (100.0 * c["killed"] / judged) if judged
-            else "-"))
+            killed, c["killed-asan"], c["survived"],
+            "%.1f%%" % (100.0 * killed / judged) if judged else "-"))
         for k in c:
             tot[k] += c[k]
         tot["tce"] += tce
         tot["n"] += len(mine)
-    judged = tot["killed"] + tot["survived"]
-    lines.append("| all | %d | %d | %d | %d, %d | %d | %d | %s |" % (
+    killed = tot["killed"] + tot["killed-asan"]
+    judged = killed + tot["survived"]
+    lines.append("| all | %d | %d | %d | %d, %d | %d (%d) | %d | %s |" % (
         sum(generated.values()), tot["n"], tot["uncompilable"], tot["tce"],
-        tot["equivalent"] - tot["tce"], tot["killed"], tot["survived"],
-        "%.1f%%" % (100.0 * tot["killed"] / judged) if judged else "-"))
+        tot["equivalent"] - tot["tce"], killed, tot["killed-asan"], tot["survived"],
+        "%.1f%%" % (100.0 * killed / judged) if judged else "-"))
     lines += ["", "Mutants that lived (equivalent by analysis, or survived), with why:", ""]
     rows = []
     for r in results:

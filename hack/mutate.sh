@@ -5,11 +5,13 @@
 #   C: universalmutator (hack/universalmutator-build.sh: pinned, in a venv outside the repo)
 #   writes the mutants of each file; hack/mutate.py judges a seeded random sample of them one at
 #   a time: compiled at -O2 to drop those the compiler cannot tell from the original (TCE), then
-#   at -O0 without sanitizers into build/mutate/, linked into the unit runner (or kubetool) in
-#   place of the original object, and run against the file's killer (the unit suites that
-#   exercise it; for src/kube/informer.c, hack/mutate-informer.sh against one control plane
-#   started here for the whole campaign). Prints the score per file and overall and lists the
-#   survivors; build/mutate/report.md and results.tsv keep them.
+#   at -O0 without sanitizers, linked into the plain build's unit runner (or kubetool:
+#   build/plain/) in place of the original object, and run against the file's killer (the unit
+#   suites that exercise it; for src/kube/informer.c, hack/mutate-informer.sh against one
+#   control plane started here for the whole campaign); a mutant that survives is judged again
+#   with the sanitizer build of make test (build/asan/), which sees leaks and bad accesses.
+#   Prints the score per file and overall and lists the survivors; build/mutate/report.md and
+#   results.tsv keep them.
 #   Admission policies (manifests/policies-*.yaml, CEL): hack/mutate-policies.py makes mutants
 #   of the expressions (== and != swapped, && and || swapped, a negation dropped, a clause
 #   dropped, a verb or operation changed) and test/integration/test_access.sh judges them, each
@@ -45,7 +47,8 @@ MUTATE_FILES=${MUTATE_FILES:-src/node/vfio.c src/node/hostuse.c src/node/blocker
 src/controllers/pciclaim.c src/controllers/pcibind.c src/kube/informer.c}
 
 UM=$(hack/universalmutator-build.sh)
-nice -n 10 make -s -j2 mutate-flags build/mutate/unit-tests build/mutate/kubetool
+nice -n 10 make -s -j2 mutate-flags build/plain/unit-tests build/plain/kubetool build/asan/unit-tests \
+    build/asan/kubetool
 specs=()
 for f in $MUTATE_FILES; do
     [ -n "${KILLER[$f]:-}" ] || { echo "mutate: no killer for $f (see hack/mutate.sh)" >&2; exit 2; }

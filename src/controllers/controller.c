@@ -24,6 +24,7 @@
 #include "controllers/leasepart.h"
 #include "controllers/nodeclaims.h"
 #include "controllers/process.h"
+#include "controllers/runner.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
@@ -33,11 +34,18 @@
 
 enum { PCI_CLAIMS, PCI_DEVICES, USB_CLAIMS, USB_DEVICES, N_CACHES };
 
+/* A cache's handlers' userdata: the controller, and the log of the cache's failures. */
+struct cache {
+    struct controller *c;
+    struct informer_log log;
+};
+
 struct controller {
     const struct controller_config *cfg;
     struct process *proc;
     struct kube_leader *leader;
     struct kube_informer *caches[N_CACHES];
+    struct cache cache[N_CACHES];
     struct kube_recorder *events;
     struct kvpermit *kv;
     struct nodeclaims *nc;
@@ -92,10 +100,10 @@ static int add_leader(struct controller *c)
 
 static void on_add(const char *key, const cJSON *obj, void *userdata)
 {
-    struct controller *c = userdata;
+    const struct cache *cache = userdata;
     (void)key;
     (void)obj;
-    kvpermit_enqueue(c->kv);
+    kvpermit_enqueue(cache->c->kv);
 }
 
 static void on_update(const char *key, const cJSON *old_obj, const cJSON *obj, void *userdata)
@@ -105,10 +113,10 @@ static void on_update(const char *key, const cJSON *old_obj, const cJSON *obj, v
 }
 
 /* A claim changed: the CR, and the claim's node (is there a node, an agent?). */
-static void on_claim(struct controller *c, bool usb, const char *key, const cJSON *obj)
+static void on_claim(const struct cache *cache, bool usb, const char *key, const cJSON *obj)
 {
-    kvpermit_enqueue(c->kv);
-    nodeclaims_claim_changed(c->nc, usb, key, obj);
+    kvpermit_enqueue(cache->c->kv);
+    nodeclaims_claim_changed(cache->c->nc, usb, key, obj);
 }
 
 static void on_pci_claim(const char *key, const cJSON *obj, void *userdata)
@@ -135,6 +143,16 @@ static void on_usb_claim_update(const char *key, const cJSON *old_obj, const cJS
     on_claim(userdata, true, key, obj);
 }
 
+static void on_cache_error(const struct kube_err *err, void *userdata)
+{
+    informer_log_error(&((struct cache *)userdata)->log, err);
+}
+
+static void on_cache_skip(const char *what, void *userdata)
+{
+    informer_log_skip(&((struct cache *)userdata)->log, what);
+}
+
 static void caches_free(void *userdata)
 {
     struct controller *c = userdata;
@@ -154,15 +172,21 @@ static int add_caches(struct controller *c)
     static const struct kube_resource *const res[N_CACHES] = {
             &kube_res_pcideviceclaims, &kube_res_pcidevices, &kube_res_usbdeviceclaims,
             &kube_res_usbdevices};
+    static const char *const names[N_CACHES] = {
+            "cache/pcideviceclaims", "cache/pcidevices", "cache/usbdeviceclaims",
+            "cache/usbdevices"};
     static const struct kube_informer_handlers handlers[N_CACHES] = {
-            [PCI_CLAIMS] = {on_pci_claim, on_pci_claim_update, on_pci_claim, NULL},
-            [PCI_DEVICES] = {on_add, on_update, on_add, NULL},
-            [USB_CLAIMS] = {on_usb_claim, on_usb_claim_update, on_usb_claim, NULL},
-            [USB_DEVICES] = {on_add, on_update, on_add, NULL},
+            [PCI_CLAIMS] = {on_pci_claim, on_pci_claim_update, on_pci_claim, on_cache_error,
+                            on_cache_skip},
+            [PCI_DEVICES] = {on_add, on_update, on_add, on_cache_error, on_cache_skip},
+            [USB_CLAIMS] = {on_usb_claim, on_usb_claim_update, on_usb_claim, on_cache_error,
+                            on_cache_skip},
+            [USB_DEVICES] = {on_add, on_update, on_add, on_cache_error, on_cache_skip},
     };
     for (int i = 0; i < N_CACHES; i++) {
+        c->cache[i] = (struct cache){.c = c, .log = {.name = names[i]}};
         struct kube_informer_config ic = {
-                .resource = res[i], .handlers = handlers[i], .userdata = c};
+                .resource = res[i], .handlers = handlers[i], .userdata = &c->cache[i]};
         c->caches[i] = kube_informer_new(process_loop(c->proc), process_http(c->proc), &ic);
         if (!c->caches[i])
             return -ENOMEM;

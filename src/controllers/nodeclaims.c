@@ -141,6 +141,7 @@ struct nodeclaims {
     struct nodeclaims_config cfg;
     struct runner *runner; /* of Nodes (metadata only), keyed by node name */
     struct kube_informer *leases;
+    struct informer_log lease_log;
     struct kube_informer *pci_claims, *usb_claims;
     struct map *seen; /* Lease key -> double *: when this process saw it change */
 };
@@ -397,6 +398,16 @@ static void on_lease_delete(const char *key, const cJSON *obj, void *userdata)
     enqueue_lease(nc, key);
 }
 
+static void on_lease_error(const struct kube_err *err, void *userdata)
+{
+    informer_log_error(&((struct nodeclaims *)userdata)->lease_log, err);
+}
+
+static void on_lease_skip(const char *what, void *userdata)
+{
+    informer_log_skip(&((struct nodeclaims *)userdata)->lease_log, what);
+}
+
 /* --- life ------------------------------------------------------------------------------------ */
 
 struct nodeclaims *nodeclaims_new(const struct nodeclaims_config *cfg)
@@ -405,6 +416,7 @@ struct nodeclaims *nodeclaims_new(const struct nodeclaims_config *cfg)
     if (!nc)
         return NULL;
     nc->cfg = *cfg;
+    nc->lease_log.name = "nodeclaims/leases";
     struct runner_config rc = {.name = "nodeclaims",
                                .loop = cfg->loop,
                                .http = cfg->http,
@@ -418,7 +430,9 @@ struct nodeclaims *nodeclaims_new(const struct nodeclaims_config *cfg)
                                       .namespace = cfg->lease_namespace,
                                       .handlers = {.on_add = on_lease_add,
                                                    .on_update = on_lease_update,
-                                                   .on_delete = on_lease_delete},
+                                                   .on_delete = on_lease_delete,
+                                                   .on_error = on_lease_error,
+                                                   .on_skip = on_lease_skip},
                                       .userdata = nc};
     nc->runner = runner_new(&rc);
     nc->leases = kube_informer_new(cfg->loop, cfg->http, &lc);

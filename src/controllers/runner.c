@@ -43,9 +43,7 @@ struct runner {
     struct runner_metrics m;
     int max_in_flight, in_flight;
     bool started, stopping, converged;
-    int last_error_http; /* of the last failed LIST or WATCH: the same again is logged at v=1 */
-    char last_error_reason[64];
-    unsigned long last_error_hash; /* of its message */
+    struct informer_log log; /* of the informer's failures */
     ev_prepare dispatch;
     ev_timer queue_timer;
 };
@@ -102,34 +100,41 @@ static unsigned long message_hash(const char *m)
 }
 
 /* A failed LIST or WATCH (the informer retries with backoff): a warning when it differs from
- * the last one (reason, code and message), else only at verbosity 1, so a missing CRD is one
- * line, not one a retry. */
-static void on_informer_error(const struct kube_err *err, void *userdata)
+ * the last one (reason, code and message), else only at verbosity 1. */
+void informer_log_error(struct informer_log *l, const struct kube_err *err)
 {
-    struct runner *r = userdata;
     const char *reason = err->reason;
     unsigned long hash = message_hash(err->message);
-    bool repeat = err->http == r->last_error_http && strcmp(reason, r->last_error_reason) == 0 &&
-                  hash == r->last_error_hash;
-    r->last_error_http = err->http;
-    r->last_error_hash = hash;
-    (void)snprintf(r->last_error_reason, sizeof(r->last_error_reason), "%s", reason);
+    bool repeat = err->http == l->last_http && strcmp(reason, l->last_reason) == 0 &&
+                  hash == l->last_hash;
+    l->last_http = err->http;
+    l->last_hash = hash;
+    (void)snprintf(l->last_reason, sizeof(l->last_reason), "%s", reason);
     if (repeat) {
-        log_v(1, "Watch failed again; retrying", KV_STR("controller", r->name),
+        log_v(1, "Watch failed again; retrying", KV_STR("controller", l->name),
               KV_INT("http", err->http), KV_STR("reason", reason));
         return;
     }
     log_warning("Watch failed; retrying (the same failure again is logged at -v 1)",
-                KV_STR("controller", r->name), KV_INT("http", err->http), KV_STR("reason", reason),
+                KV_STR("controller", l->name), KV_INT("http", err->http), KV_STR("reason", reason),
                 KV_STR("message", err->http == 404 ? "not found: is the resource's CRD installed?"
                                                    : err->message));
 }
 
+void informer_log_skip(const struct informer_log *l, const char *what)
+{
+    log_warning("Malformed object from the API server skipped", KV_STR("controller", l->name),
+                KV_STR("object", what));
+}
+
+static void on_informer_error(const struct kube_err *err, void *userdata)
+{
+    informer_log_error(&((struct runner *)userdata)->log, err);
+}
+
 static void on_informer_skip(const char *what, void *userdata)
 {
-    struct runner *r = userdata;
-    log_warning("Malformed object from the API server skipped", KV_STR("controller", r->name),
-                KV_STR("object", what));
+    informer_log_skip(&((struct runner *)userdata)->log, what);
 }
 
 /* --- jobs ----------------------------------------------------------------------------------- */
@@ -427,6 +432,7 @@ struct runner *runner_new(const struct runner_config *cfg)
     r->registry = cfg->metrics;
     r->max_in_flight = cfg->max_in_flight > 0 ? cfg->max_in_flight : 1;
     r->name = strdup(cfg->name);
+    r->log.name = r->name;
     if (!r->name || make_parts(r, cfg) < 0)
         return runner_free(r);
     ev_prepare_init(&r->dispatch, on_prepare);

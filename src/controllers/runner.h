@@ -92,6 +92,19 @@ void runner_stop(struct runner *r);
 /* Frees the runner; a job still in flight must have ended (the process drains first). */
 struct runner *runner_free(struct runner *r);
 
+/* How a runner logs its informer's failed requests and skipped objects, for informers outside
+ * a runner too (a cache of another kind): a failure that differs from the last one (code,
+ * reason, message) is a warning, the same again is logged at -v 1 only, so a missing CRD is
+ * one line, not one a retry. `name` goes into each line as controller=. */
+struct informer_log {
+    const char *name;
+    int last_http;
+    char last_reason[64];
+    unsigned long last_hash; /* of the last message */
+};
+void informer_log_error(struct informer_log *l, const struct kube_err *err);
+void informer_log_skip(const struct informer_log *l, const char *what);
+
 /* Queues `key` now / every key the informer caches. */
 void runner_enqueue(struct runner *r, const char *key);
 void runner_enqueue_all(struct runner *r);

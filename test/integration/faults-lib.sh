@@ -94,6 +94,31 @@ add_claim() {
     CLAIMS+=("$1")
 }
 
+# change: a device appears (SIGHUP) and a claim on the device added before is created; CHANGED
+# names the two objects the fault's window may write.
+LAST=0000:00:05.0 # claimable, not claimed yet
+change() {
+    add_device
+    add_claim "$LAST"
+    CHANGED=("$(pci_name "$NODE" "$ADDED")" "$(pci_name "$NODE" "$LAST")")
+    LAST=$ADDED
+}
+
+# repeated N COMMAND...: N times a change and then COMMAND; ALL names every object changed, and
+# the conflict limit of fault_end grows with N (5 per fault, as for one).
+repeated() {
+    local n=$1 i
+    shift
+    ALL=()
+    for i in $(seq 1 "$n"); do
+        change
+        ALL+=("${CHANGED[@]}")
+        "$@" || fail "$* (time $i)"
+    done
+    healed
+    MAX_CONFLICTS=$((5 * n))
+}
+
 # state_check: the whole state is right: every device of the tree one PCIDevice (and the USB
 # stick one USBDevice) with its driver and status, nothing else of the node; each claim Ready
 # and passthroughEnabled, no other claim; the KubeVirt CR lists the foreign entry first and

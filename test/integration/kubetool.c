@@ -312,6 +312,12 @@ static void on_error(const struct kube_err *err, void *userdata)
                 KV_STR("message", err->message), KV_ERRNO(err->transport ? err->transport : -EIO));
 }
 
+static void on_skip(const char *what, void *userdata)
+{
+    (void)userdata;
+    log_warning("Informer skipped an object", KV_STR("what", what));
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -343,9 +349,9 @@ static void dump_store(struct ctx *c)
     if (f) {
         fprintf(f,
                 "# stats lists=%lu relists_gone=%lu watches=%lu watch_restarts=%lu "
-                "events=%lu bookmarks=%lu errors=%lu\n",
+                "events=%lu bookmarks=%lu errors=%lu skipped=%lu\n",
                 st.lists, st.relists_gone, st.watches, st.watch_restarts, st.events, st.bookmarks,
-                st.errors);
+                st.errors, st.skipped);
         fclose(f);
         (void)rename(tmp, path);
     }
@@ -405,7 +411,8 @@ static int run_informer(struct ctx *c, const char *label_selector, const char *f
             .handlers = {.on_add = on_add,
                          .on_update = on_update,
                          .on_delete = on_delete,
-                         .on_error = on_error},
+                         .on_error = on_error,
+                         .on_skip = on_skip},
             .userdata = c,
     };
     c->inf = kube_informer_new(c->loop, c->http, &cfg);

@@ -335,6 +335,44 @@ expect_contains "the registration socket still answers GetInfo" "$OUT" "name=vfi
 OUT=$("$TEST_BIN"/grpctool dra "$DRA" unprepare "default/never-prepared/1234" 2>&1)
 expect_contains "the DRA socket still answers a good call" "$OUT" 'uid=1234 error=""'
 
+echo "--- malformed answers to the controller's caches ($SECONDS s)"
+# The controller's four caches and its agents' Lease cache are informers outside a runner: their
+# failures and skipped objects are logged like a runner's (once, with what was wrong).
+CLOG=$TEST_DIR/controller.log
+CPORT=$(free_port)
+rule ctl-claims-500 "/pcideviceclaims\\?limit=" '{"status": 500, "type": "text/html", "body": "<html><body>upstream timed out</body></html>"}'
+rule ctl-usb-noname "/usbdevices\\?limit=" '{"status": 200, "body": "{\"kind\":\"USBDeviceList\",\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[{\"metadata\":{\"namespace\":\"x\"}}]}"}'
+rule ctl-leases-403 "/leases\\?limit=" "{\"status\": 403, \"body\": $(jq -Rn --arg s "$(status_obj Forbidden 'leases is forbidden: no access for this test' 403)" '$s')}"
+"$AGENT" controller --kubeconfig "$TEST_DIR/proxy.kubeconfig" --listen "127.0.0.1:$CPORT" --id bad-ctl \
+    -v 0 >>"$CLOG" 2>&1 &
+CTL_PID=$!
+track "$CTL_PID"
+ctl_hit() { hit ctl-claims-500 && hit ctl-usb-noname && hit ctl-leases-403; }
+eventually 30 ctl_hit || fail "the controller's rules were served" "$(curl -s "http://127.0.0.1:$PP/__hits" | tail -3)"
+ctl_logged() { # WHAT CONTROLLER PATTERN: one warning of CONTROLLER holding PATTERN
+    local n line
+    CASES=$((CASES + 1))
+    ctl_lines() { grep -E '^[WE][0-9]{4} ' "$CLOG" | grep -F "controller=\"$2\"" | grep -F -- "$3"; }
+    eventually 20 test "$(ctl_lines "$@" | wc -l)" -ge 1 || true
+    sleep 1
+    n=$(ctl_lines "$@" | wc -l)
+    line=$(ctl_lines "$@" | head -1 | cut -c1-400)
+    printf '%s | %s | %s\n' "CONTROLLER" "$1" "${line#* * * }" >>"$TABLE"
+    if [ "$n" -eq 1 ] && kill -0 "$CTL_PID" 2>/dev/null; then
+        pass "controller: $1 -> logged once ($3), controller alive"
+    else
+        fail "controller: $1 -> logged once ($3), controller alive" "$n lines"
+    fi
+}
+ctl_logged "PCIDeviceClaim LIST answered 500 with HTML" cache/pcideviceclaims "http=500"
+ctl_logged "USBDevice LIST item without a name" cache/usbdevices "LIST item 1 of usbdevices is not an object with metadata.name"
+ctl_logged "Lease LIST answered 403" nodeclaims/leases "no access for this test"
+kill -TERM "$CTL_PID"
+wait "$CTL_PID"
+rc=$?
+[ $rc -eq 0 ] && ! grep -q "Sanitizer" "$CLOG" && pass "the controller exits 0 on SIGTERM, sanitizers quiet" ||
+    fail "the controller exits 0 on SIGTERM, sanitizers quiet" "exit $rc; $(grep -A5 Sanitizer "$CLOG" | head)"
+
 echo "--- $CASES bad inputs; the agent stops cleanly ($SECONDS s)"
 # The claim of the good input has failed (no vfio-pci module here) and been retried for the
 # whole of the sections above: its failure is logged once (the retries at -v 1).

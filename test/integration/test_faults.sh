@@ -18,15 +18,6 @@ SUITE=faults
 
 faults_setup
 
-# change: a device appears (SIGHUP) and a claim on the device added before is created.
-LAST=0000:00:05.0 # claimable, not claimed yet
-change() {
-    add_device
-    add_claim "$LAST"
-    CHANGED=("$(pci_name "$NODE" "$ADDED")" "$(pci_name "$NODE" "$LAST")")
-    LAST=$ADDED
-}
-
 fault_begin "latency 500 ms +-100 ms on every answer"
 toxic lat latency downstream '{"latency":500,"jitter":100}'
 change

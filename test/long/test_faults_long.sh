@@ -18,14 +18,6 @@ CONVERGE_TIMEOUT=${FAULTS_CONVERGE_TIMEOUT:-120}
 
 faults_setup
 
-LAST=0000:00:05.0
-change() {
-    add_device
-    add_claim "$LAST"
-    CHANGED=("$(pci_name "$NODE" "$ADDED")" "$(pci_name "$NODE" "$LAST")")
-    LAST=$ADDED
-}
-
 fault_begin "kube-apiserver restarted with a claim in flight"
 change
 hack/cluster.sh restart "$TEST_DIR/cluster" apiserver >/dev/null 2>&1 || fail "apiserver restarted"
@@ -34,7 +26,7 @@ fault_end "kube-apiserver restart" "hack/cluster.sh restart apiserver right afte
 
 fault_begin "etcd restarted"
 change
-hack/cluster.sh restart "$TEST_DIR/cluster" etcd >/dev/null 2>&1 || fail "etcd restarted"
+restart_etcd || fail "etcd restarted"
 healed
 fault_end "etcd restart" "hack/cluster.sh restart etcd right after a claim and a device appeared" "1" "${CHANGED[@]}"
 
@@ -76,29 +68,22 @@ untoxic hd hu
 healed
 fault_end "half-open connection for 40 s (beyond the 30 s request timeout)" "Toxiproxy timeout toxic (timeout 0) both ways, 40 s; a device and a claim added meanwhile" "1 x 40 s" "${CHANGED[@]}"
 
-fault_begin "$RESETS resets mid-watch"
-ALL=()
-for i in $(seq 1 "$RESETS"); do
-    change
-    ALL+=("${CHANGED[@]}")
+# shellcheck disable=SC2317 # called through repeated
+reset_briefly() {
     toxic rst reset_peer downstream '{"timeout":0}'
     sleep 0.3
     untoxic rst
     sleep 2
-done
-healed
-MAX_CONFLICTS=$((5 * RESETS)) # 5 per fault, as for one
+}
+# shellcheck disable=SC2317 # called through repeated
+restart_etcd() { hack/cluster.sh restart "$TEST_DIR/cluster" etcd >/dev/null 2>&1; }
+
+fault_begin "$RESETS resets mid-watch"
+repeated "$RESETS" reset_briefly
 fault_end "connection reset mid-watch, repeated" "Toxiproxy reset_peer for 0.3 s every 2.3 s, a device and a claim added before each" "$RESETS" "${ALL[@]}"
 
 fault_begin "etcd restarted $ETCD_RESTARTS times"
-ALL=()
-for i in $(seq 1 "$ETCD_RESTARTS"); do
-    change
-    ALL+=("${CHANGED[@]}")
-    hack/cluster.sh restart "$TEST_DIR/cluster" etcd >/dev/null 2>&1 || fail "etcd restart $i"
-done
-healed
-MAX_CONFLICTS=$((5 * ETCD_RESTARTS))
+repeated "$ETCD_RESTARTS" restart_etcd
 fault_end "etcd restart, repeated" "hack/cluster.sh restart etcd back to back, a device and a claim added before each" "$ETCD_RESTARTS" "${ALL[@]}"
 
 for p in "$AGENT_PID" "$CTL_PID"; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test/long/test_valgrind.sh - the unit and integration suites under valgrind memcheck
 # (`make test-long`, not part of make test: about 10x slower than the sanitizer build).
-# The plain test build (build/vg: the sanitizer build's flags without the sanitizers, which
+# The plain test build (build/plain: the sanitizer build's flags without the sanitizers, which
 # valgrind cannot run under) runs the CUnit suites in memcheck; then each integration suite that
 # runs hostdevd, kubetool or grpctool runs with HOSTDEVD_TEST_BIN pointing at wrappers that exec
 # them in memcheck (same pid, so the suites' signals and exit checks still apply). Passes when
@@ -13,10 +13,10 @@ SUITE=long-valgrind
 . "$(dirname "$0")/../integration/lib.sh"
 cd "$ROOT" || exit 1
 
-VG=$ROOT/build/vg
+VG=$ROOT/build/plain
 SUITES=${VALGRIND_SUITES:-kube grpc inventory agent claims usb plugins dra drakubelet controller}
 for b in unit-tests hostdevd kubetool grpctool; do
-    [ -x "$VG/$b" ] || make -C "$ROOT" "build/vg/$b" >/dev/null || fail "build/vg/$b builds"
+    [ -x "$VG/$b" ] || make -C "$ROOT" "build/plain/$b" >/dev/null || fail "build/plain/$b builds"
 done
 T=$(mktemp -d "${TMPDIR:-/tmp}/hostdevd-valgrind.XXXXXX")
 trap 'rm -rf "$T"' EXIT

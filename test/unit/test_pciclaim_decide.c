@@ -119,7 +119,12 @@ static void test_check_reasons(void)
     f = good();
     f.group_blockers = 1;
     f.blockers = "0000:02:00.1 (snd_hda_intel; claim n-000002001)";
-    check(&f, PCICLAIM_REFUSED, "IOMMUGroupIncomplete", "claim that device too");
+    check(&f, PCICLAIM_REFUSED, "IOMMUGroupIncomplete", "claim that device too (or bind it to");
+    f.group_blockers = 2; /* the plural, in both places */
+    f.blockers = "0000:02:00.1 (snd_hda_intel), 0000:02:00.2 (xhci_hcd)";
+    check(&f, PCICLAIM_REFUSED, "IOMMUGroupIncomplete",
+          "claim those devices too (or bind them to vfio-pci)");
+    f.group_blockers = 1;
     f.blockers_essential = true; /* never tell the user to claim the LPC bridge */
     check(&f, PCICLAIM_REFUSED, "IOMMUGroupUnsafe", "cannot be passed through safely");
     struct pciclaim_outcome o;
