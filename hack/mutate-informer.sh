@@ -15,7 +15,8 @@
 # that ends at once, its third one that ends after 1.5 s without an event (not an error): each
 # must be reported once (the on_error or on_skip log line, with what was wrong) and retried or
 # skipped, the store must equal `kubectl get` after them, and a change made after
-# them must arrive. Exits 1 at the first check that fails, saying which.
+# them must arrive. Exits 1 at the first check that fails, saying which (MI_KEEP=1 keeps its
+# directory, with the informers' logs, for a look).
 set -uo pipefail
 AUDIT=$TEST_DIR/cluster/audit.log # lib.sh empties TEST_DIR
 # shellcheck disable=SC2034 # lib.sh names its files after it
