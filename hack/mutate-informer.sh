@@ -6,16 +6,18 @@
 # with the store equal to `kubectl get`; see create, update, delete in order; resume its next
 # WATCH from a BOOKMARK's resourceVersion (a change it does not select moves it: audit log);
 # converge again; have listed in 3 pages (audit log); exit 0 on SIGTERM, having listed once, with
-# no error, 3 events and a bookmark (at most one per watch). Then two more informers of the same
-# objects through test/integration/apiproxy.py (two so that their retries' backoffs add up to
-# seconds, not a minute). The proxy answers the first one's LIST with a body that is not JSON,
-# its first WATCH with HTTP 500, its second with a stream cut inside an event after 1.2 s, and
-# puts an object it cannot keep (a 600-character name) before its third's real events;
-# the second one's first WATCH gets an ERROR event (a 500 Status), its second an empty stream
-# that ends at once, its third one that ends after 1.5 s without an event (not an error): each
-# must be reported once (the on_error or on_skip log line, with what was wrong) and retried or
-# skipped, the store must equal `kubectl get` after them, and a change made after
-# them must arrive. Exits 1 at the first check that fails, saying which (MI_KEEP=1 keeps its
+# no error, 3 events and a bookmark (at most one per watch). Then three more informers of the
+# same objects through test/integration/apiproxy.py (three so that their retries' backoffs add up
+# to seconds, not a minute). The proxy answers A's LIST with a body that is not JSON (retried
+# after the backoff, not at once), its WATCHes with HTTP 500, a stream cut inside an event after
+# 1.2 s, and an object it cannot keep (a 600-character name) before the real events; B's
+# WATCHes with an ERROR event (a Status without a code: reported once), an empty stream that ends
+# at once, and two that end after 1.5 s without an event (not errors); C's LISTs with a JSON array and then
+# a made-up page whose first item has no name, its WATCH with a 17 MB line; D's LIST with a
+# resourceVersion that is not printable. Each must be reported
+# once (the on_error or on_skip log line, with what was wrong) and retried or skipped; A's and
+# B's stores must equal `kubectl get` after them, C must have taken the item after the bad one,
+# and a change made after them must arrive at all three. Exits 1 at the first check that fails, saying which (MI_KEEP=1 keeps its
 # directory, with the informers' logs, for a look).
 set -uo pipefail
 AUDIT=$TEST_DIR/cluster/audit.log # lib.sh empties TEST_DIR
@@ -31,7 +33,9 @@ PROXY=
 cleanup() {
     [ -z "$INF" ] || kill -KILL "$INF" 2>/dev/null
     [ -z "${INF_A:-}" ] || kill -KILL "$INF_A" 2>/dev/null
-    [ -z "${INF2:-}" ] || kill -KILL "$INF2" 2>/dev/null
+    [ -z "${INF_B:-}" ] || kill -KILL "$INF_B" 2>/dev/null
+    [ -z "${INF_C:-}" ] || kill -KILL "$INF_C" 2>/dev/null
+    [ -z "${INF_D:-}" ] || kill -KILL "$INF_D" 2>/dev/null
     [ -z "$PROXY" ] || kill -KILL "$PROXY" 2>/dev/null
     kubectl delete pcidevices -l "sel=$L" --wait=false >/dev/null 2>&1
     kubectl delete pcidevice "$L-x-0000001f6" --wait=false >/dev/null 2>&1
@@ -135,45 +139,64 @@ status() { # CODE MESSAGE: a Status object
     jq -cn --arg m "$2" --argjson c "$1" \
         '{kind: "Status", apiVersion: "v1", status: "Failure", reason: "InternalError", message: $m, code: $c}'
 }
-# The first informer selects sel=$L, the second sel=$L,sel!=none (the same objects).
+# Four informers of the same objects: sel=$L, sel=$L,sel!=b, sel=$L,sel!=c and sel=$L,sel!=d.
 A="/pcidevices\\?labelSelector=sel%3D$L&"
-B="/pcidevices\\?labelSelector=sel%3D$L%2Csel%21%3Dnone&"
+B="/pcidevices\\?labelSelector=sel%3D$L%2Csel%21%3Db&"
+C="/pcidevices\\?labelSelector=sel%3D$L%2Csel%21%3Dc&"
+D4="/pcidevices\\?labelSelector=sel%3D$L%2Csel%21%3Dd&"
 rule list-text "$A.*limit=" '{"status": 200, "type": "text/plain", "body": "OK"}'
 rule watch-500 "$A.*watch=1" "$(jq -cn --arg b "$(status 500 "mutate: watch refused")" '{status: 500, body: $b}')"
 rule watch-cut "$A.*watch=1" '{"lines": ["{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"na"], "raw": true, "hold": 1.2, "unterminated": true}'
 LONG=$(printf 'n%.0s' {1..600})
 rule watch-skip "$A.*watch=1" "$(jq -cn --arg n "$LONG" '{prepend: [{type: "ADDED", object: {metadata: {name: $n}}} | tojson]}')"
-rule watch-error "$B.*watch=1" "$(jq -cn --arg l "$(jq -cn --argjson o "$(status 500 "mutate: etcd timed out")" \
-    '{type: "ERROR", object: $o}')" '{lines: [$l], hold: 0.3}')"
+rule watch-error "$B.*watch=1" "$(jq -cn --arg l "$(jq -cn '{type: "ERROR", object: {kind: "Status", status: "Failure", message: "mutate: etcd timed out"}}')" \
+    '{lines: [$l], hold: 0.3}')"
 rule watch-empty "$B.*watch=1" '{"lines": []}'
 rule watch-quiet "$B.*watch=1" '{"lines": [], "hold": 1.5}'
-informer() { # DIR SELECTOR: an informer through the proxy
+rule watch-quiet2 "$B.*watch=1" '{"lines": [], "hold": 1.5}'
+NOW=$(kubectl get --raw "/apis/devices.harvesterhci.io/v1beta1/pcidevices?limit=1" | jq -r .metadata.resourceVersion)
+rule list-array "$C.*limit=" '{"status": 200, "body": "[1, 2, 3]"}'
+rule list-items "$C.*limit=" "$(jq -cn --arg rv "$NOW" --arg n "$L-fake" '{status: 200, body: ({kind: "PCIDeviceList",
+    metadata: {resourceVersion: $rv}, items: [{metadata: {}}, {metadata: {name: $n, resourceVersion: "1"}}]} | tojson)}')"
+rule list-rv "$D4.*limit=" '{"status": 200, "body": "{\"kind\":\"PCIDeviceList\",\"metadata\":{\"resourceVersion\":\"1 2\"},\"items\":[]}"}'
+rule watch-huge "$C.*watch=1" '{"lines": ["@big:17000000:{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"@X@\"}}}"]}'
+informer() { # DIR WATCH-TIMEOUT LABEL-SELECTOR [FIELD-SELECTOR]: an informer through the proxy
     mkdir "$1"
-    KUBETOOL_PAGE_SIZE=2 KUBETOOL_WATCH_TIMEOUT=4 "$KT" informer "$D/proxy.kubeconfig" "$1" "$2" \
-        >"$1/log" 2>&1 &
+    KUBETOOL_PAGE_SIZE=2 KUBETOOL_WATCH_TIMEOUT=$2 "$KT" informer "$D/proxy.kubeconfig" "$1" \
+        "${@:3}" >"$1/log" 2>&1 &
 }
-informer "$D/a" "sel=$L"
-INF=$!
-informer "$D/b" "sel=$L,sel!=none"
-INF2=$!
+informer "$D/a" 4 "sel=$L"
+INF_A=$!
+informer "$D/b" 4 "sel=$L,sel!=b"
+INF_B=$!
+# C: a field selector too, and the informer's own WATCH timeouts (the proxy cuts them to 3 s).
+informer "$D/c" "" "sel=$L,sel!=c" "metadata.name!=none"
+INF_C=$!
+informer "$D/d" 4 "sel=$L,sel!=d"
+INF_D=$!
 hits() { curl -fsS "http://127.0.0.1:$PP/__hits" | sort | tr '\n' ' '; }
 all_served() {
-    [ "$(hits)" = "list-text watch-500 watch-cut watch-empty watch-error watch-quiet watch-skip " ]
+    [ "$(hits)" = "list-array list-items list-rv list-text watch-500 watch-cut watch-empty watch-error watch-huge watch-quiet watch-quiet2 watch-skip " ]
 }
 eventually 30 all_served || die "the proxy's faults were not all served: $(hits)"
-for x in a b; do
+for x in a b c d; do
     eventually 15 test -f "$D/$x/synced" || die "no sync through the proxy ($x)"
 done
-eventually 10 store_matches "$D/a" || die "store differs from kubectl get after the faults"
-INF_A=$INF
-INF=$INF2
-eventually 10 store_matches "$D/b" || die "store differs from kubectl get after the faults (b)"
-device "$L-7-0000001f6" "sel: $L"
-eventually 15 grep -q "^ADD $L-7-" "$D/b/events" || die "no ADD of a device created after the faults (b)"
-eventually 10 store_matches "$D/b" || die "store differs from kubectl get after a change (b)"
+# A's and B's stores are right; C took the LIST the proxy made up: the item after the bad one.
 INF=$INF_A
-eventually 15 grep -q "^ADD $L-7-" "$D/a/events" || die "no ADD of a device created after the faults"
-eventually 10 store_matches "$D/a" || die "store differs from kubectl get after a change"
+eventually 10 store_matches "$D/a" || die "store differs from kubectl get after the faults"
+INF=$INF_B
+eventually 10 store_matches "$D/b" || die "store differs from kubectl get after the faults (b)"
+grep -q "^ADD $L-fake " "$D/c/events" || die "the good LIST item after a bad one was not taken"
+device "$L-7-0000001f6" "sel: $L"
+for x in b a; do
+    [ "$x" = a ] && INF=$INF_A || INF=$INF_B
+    eventually 15 grep -q "^ADD $L-7-" "$D/$x/events" || die "no ADD of a device created after the faults ($x)"
+    eventually 10 store_matches "$D/$x" || die "store differs from kubectl get after a change ($x)"
+done
+INF=$INF_D
+eventually 10 store_matches "$D/d" || die "store differs from kubectl get after a change (d)"
+eventually 15 grep -q "^ADD $L-7-" "$D/c/events" || die "no ADD of a device created after the faults (c)"
 logged_once() { # DIR WHAT PATTERN...: exactly one on_error or on_skip line holds every PATTERN
     local dir=$1 what=$2 n
     shift 2
@@ -182,21 +205,42 @@ logged_once() { # DIR WHAT PATTERN...: exactly one on_error or on_skip line hold
         { ok = 1; for (i in p) if (index($0, p[i]) == 0) ok = 0; c += ok } END { print c + 0 }' "$@")
     [ "$n" -eq 1 ] || die "$what: $n on_error lines holding: $*"
 }
-logged_once "$D/a" "the LIST that is not JSON" "malformed LIST response of pcidevices"
+logged_once "$D/a" "the LIST that is not JSON" "malformed LIST response of pcidevices: the body is not JSON"
 logged_once "$D/a" "the WATCH answered 500" "http=500" "mutate: watch refused"
 logged_once "$D/a" "the stream cut inside an event" "the stream ended inside an event"
 logged_once "$D/a" "the 600-character name" "a watch event's object of pcidevices with a name too long to keep"
-logged_once "$D/b" "the ERROR event" "mutate: etcd timed out"
+logged_once "$D/b" "the ERROR event (a Status without a code)" "http=200" "mutate: etcd timed out"
 logged_once "$D/b" "the empty stream" "watch ended at once"
-for x in a b; do
-    [ "$x" = a ] && pid=$INF_A || pid=$INF2
+n=$(grep -c 'Informer request failed' "$D/b/log")
+[ "$n" -eq 2 ] || die "B reported $n failures, not 2 (the ERROR event once, the empty stream)"
+logged_once "$D/c" "the LIST that is an array" "malformed LIST response of pcidevices: the body is not a JSON object"
+logged_once "$D/c" "the LIST item without a name" "LIST item 1 of pcidevices is not an object with metadata.name"
+logged_once "$D/c" "the 17 MB line" "over the size cap"
+logged_once "$D/d" "the LIST with a resourceVersion \"1 2\"" "a resourceVersion that is not printable ASCII"
+# C's requests carried its field selector, its WATCHes asked for 300-599 s.
+curl -fsS "http://127.0.0.1:$PP/__log" | grep -F "${C//\\/}" >"$D/c.requests"
+grep -q "fieldSelector=metadata.name%21%3Dnone&limit=" "$D/c.requests" || die "C's LIST without its field selector"
+secs=$(sed -n 's/.*&watch=1.*timeoutSeconds=\([0-9]*\).*/\1/p' "$D/c.requests" | sort -n | sed -n '1p;$p' | tr '\n' ' ')
+if ! { [ -n "$secs" ] && awk -v s="$secs" 'BEGIN { split(s, a, " "); exit !(a[1] >= 300 && a[2] < 600) }'; }; then
+    die "C's WATCH timeouts not in [300, 600) s: $secs"
+fi
+# The informer retried A's bad LIST after its backoff (0.8 s and up), not at once.
+gap=$(curl -fsS "http://127.0.0.1:$PP/__times" | awk -v p="labelSelector=sel%3D$L&limit=" '
+    index($0, p) && !index($0, "continue=") { t[n++] = $1 } END { if (n >= 2) print t[1] - t[0] }')
+awk -v g="${gap:-0}" 'BEGIN { exit !(g >= 0.75) }' || die "A's LIST retried after ${gap:-?} s, not after its backoff"
+for x in a b c d; do
+    pid=$(eval echo "\$INF_${x^^}")
     kill -TERM "$pid"
     wait "$pid" || die "exit $? on SIGTERM (through the proxy, $x)"
 done
-INF=
-st=$(grep '^# stats' "$D/a/store")
-[[ "$st" == *" lists=1 "* && "$st" == *" errors=3 skipped=1"* ]] ||
-    die "stats through the proxy: want one LIST, 3 errors and 1 skipped in: $st"
-st=$(grep '^# stats' "$D/b/store")
-[[ "$st" == *" lists=1 "* && "$st" == *" errors=2 skipped=0"* ]] ||
-    die "stats through the proxy (b): want one LIST, 2 errors and none skipped in: $st"
+INF_A='' INF_B='' INF_C='' INF_D='' INF=''
+want() { # DIR STATS...: the informer's counters hold each
+    local st w
+    st=$(grep '^# stats' "$1/store")
+    shift
+    for w in "$@"; do [[ "$st" == *" $w"* ]] || die "stats: want $w in: $st"; done
+}
+want "$D/a" "lists=1 " "errors=3 skipped=1"
+want "$D/b" "lists=1 " "errors=2 skipped=0"
+want "$D/c" "lists=1 " "errors=2 skipped=1"
+want "$D/d" "lists=1 " "errors=1 skipped=0"

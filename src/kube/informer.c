@@ -60,6 +60,8 @@ struct kube_informer {
     enum step retry_step;
     bool running, synced, relist;
     const char *stream_error; /* what was wrong with the watch stream that was dropped */
+    bool error_reported;      /* its ERROR event went to on_error: the end of the stream it
+                                 caused is counted and retried, not reported again */
     double watch_started;
     unsigned long watch_events;
     uint64_t rng;
@@ -124,7 +126,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 static void retry(struct kube_informer *inf, enum step step, const struct kube_err *err)
 {
     inf->stats.errors++;
-    if (err && inf->handlers.on_error)
+    if (err && inf->handlers.on_error && !(step == STEP_WATCH && inf->error_reported))
         inf->handlers.on_error(err, inf->userdata);
     double delay = backoff_next(&inf->backoff, ev_now(inf->loop), rand01(inf));
     if (err && err->retry_after > delay)
@@ -446,6 +448,7 @@ static int on_event(const struct kube_watch_event *ev, void *userdata)
         inf->relist = kube_err_is_gone(&err);
         if (!inf->relist && inf->handlers.on_error)
             inf->handlers.on_error(&err, inf->userdata);
+        inf->error_reported = true;
         return inf->relist ? -ESTALE : -EPROTO;
     }
     if (ev->resource_version && !rv_ok(ev->resource_version)) {
@@ -502,7 +505,7 @@ static bool established(const struct kube_informer *inf)
 static void watch_broke(struct kube_informer *inf, const struct kube_err *err)
 {
     inf->stats.errors++;
-    if (inf->handlers.on_error)
+    if (inf->handlers.on_error && !inf->error_reported)
         inf->handlers.on_error(err, inf->userdata);
     inf->stats.watch_restarts++;
     start_watch(inf);
@@ -567,6 +570,7 @@ static void start_watch(struct kube_informer *inf)
     kube_watch_framer_free(&inf->framer);
     kube_watch_framer_init(&inf->framer, KUBE_WATCH_LINE_MAX);
     inf->stream_error = NULL;
+    inf->error_reported = false;
     struct kube_http_req req = {
             .method = "GET",
             .path = buf_str(&path),

@@ -14,6 +14,7 @@ rules posted meanwhile. Control requests (never forwarded):
                    instead of the API server, once (or "times" times), and is then dropped.
     GET  /__hits   the names of the rules used so far, one a line.
     GET  /__log    the requests seen so far, "METHOD PATH" a line.
+    GET  /__times  the same, each line after the seconds (monotonic clock) it came in at.
 
 A rule: {"name": N, "method": "GET", "path": REGEX (searched in the path with its query),
 "times": 1, and one action:
@@ -41,6 +42,7 @@ LOCK = threading.Lock()
 RULES = []
 HITS = []
 SEEN = []
+TIMES = []
 
 
 def text(t):
@@ -55,6 +57,7 @@ def text(t):
 def take_rule(method, path):
     with LOCK:
         SEEN.append(f"{method} {path}")
+        TIMES.append(f"{time.monotonic():.3f} {method} {path}")
         for r in RULES:
             if r.get("method", "GET") == method and re.search(r["path"], path):
                 r["times"] = r.get("times", 1) - 1
@@ -100,7 +103,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 RULES.append(rule)
             return self.send_all(200, b"ok\n", "text/plain")
         with LOCK:
-            lines = HITS if self.path == "/__hits" else SEEN
+            lines = {"/__hits": HITS, "/__times": TIMES}.get(self.path, SEEN)
             body = "".join(x + "\n" for x in lines).encode()
         self.send_all(200, body, "text/plain")
 
