@@ -172,9 +172,8 @@ static int add_caches(struct controller *c)
     static const struct kube_resource *const res[N_CACHES] = {
             &kube_res_pcideviceclaims, &kube_res_pcidevices, &kube_res_usbdeviceclaims,
             &kube_res_usbdevices};
-    static const char *const names[N_CACHES] = {
-            "cache/pcideviceclaims", "cache/pcidevices", "cache/usbdeviceclaims",
-            "cache/usbdevices"};
+    static const char *const names[N_CACHES] = {"cache/pcideviceclaims", "cache/pcidevices",
+                                                "cache/usbdeviceclaims", "cache/usbdevices"};
     static const struct kube_informer_handlers handlers[N_CACHES] = {
             [PCI_CLAIMS] = {on_pci_claim, on_pci_claim_update, on_pci_claim, on_cache_error,
                             on_cache_skip},
