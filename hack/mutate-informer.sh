@@ -13,8 +13,11 @@
 # 1.2 s, and an object it cannot keep (a 600-character name) before the real events; B's
 # WATCHes with an ERROR event (a Status without a code: reported once), an empty stream that ends
 # at once, and two that end after 1.5 s without an event (not errors); C's LISTs with a JSON array and then
-# a made-up page whose first item has no name, its WATCH with a 17 MB line; D's LIST with a
-# resourceVersion that is not printable. Each must be reported
+# a made-up page (a nameless item first, a made-up object, a real one with a stale
+# resourceVersion), its WATCHes with a 17 MB line and then a 410 ERROR (the relist must update
+# the stale object and delete the made-up one); D's LISTs with 503 and Retry-After: 2 (retried
+# after 2 s) and then a resourceVersion that is not printable; E keeps metadata only, and gets an
+# object with a data key (trimmed) and an event with a resourceVersion that is not printable. Each must be reported
 # once (the on_error or on_skip log line, with what was wrong) and retried or skipped; A's and
 # B's stores must equal `kubectl get` after them, C must have taken the item after the bad one,
 # and a change made after them must arrive at all three. Exits 1 at the first check that fails, saying which (MI_KEEP=1 keeps its
@@ -36,6 +39,7 @@ cleanup() {
     [ -z "${INF_B:-}" ] || kill -KILL "$INF_B" 2>/dev/null
     [ -z "${INF_C:-}" ] || kill -KILL "$INF_C" 2>/dev/null
     [ -z "${INF_D:-}" ] || kill -KILL "$INF_D" 2>/dev/null
+    [ -z "${INF_E:-}" ] || kill -KILL "$INF_E" 2>/dev/null
     [ -z "$PROXY" ] || kill -KILL "$PROXY" 2>/dev/null
     kubectl delete pcidevices -l "sel=$L" --wait=false >/dev/null 2>&1
     kubectl delete pcidevice "$L-x-0000001f6" --wait=false >/dev/null 2>&1
@@ -139,11 +143,12 @@ status() { # CODE MESSAGE: a Status object
     jq -cn --arg m "$2" --argjson c "$1" \
         '{kind: "Status", apiVersion: "v1", status: "Failure", reason: "InternalError", message: $m, code: $c}'
 }
-# Four informers of the same objects: sel=$L, sel=$L,sel!=b, sel=$L,sel!=c and sel=$L,sel!=d.
+# Five informers of the same objects: sel=$L, and sel=$L,sel!=X for X in b c d e.
 A="/pcidevices\\?labelSelector=sel%3D$L&"
 B="/pcidevices\\?labelSelector=sel%3D$L%2Csel%21%3Db&"
 C="/pcidevices\\?labelSelector=sel%3D$L%2Csel%21%3Dc&"
 D4="/pcidevices\\?labelSelector=sel%3D$L%2Csel%21%3Dd&"
+E="/pcidevices\\?labelSelector=sel%3D$L%2Csel%21%3De&"
 rule list-text "$A.*limit=" '{"status": 200, "type": "text/plain", "body": "OK"}'
 rule watch-500 "$A.*watch=1" "$(jq -cn --arg b "$(status 500 "mutate: watch refused")" '{status: 500, body: $b}')"
 rule watch-cut "$A.*watch=1" '{"lines": ["{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"na"], "raw": true, "hold": 1.2, "unterminated": true}'
@@ -156,10 +161,21 @@ rule watch-quiet "$B.*watch=1" '{"lines": [], "hold": 1.5}'
 rule watch-quiet2 "$B.*watch=1" '{"lines": [], "hold": 1.5}'
 NOW=$(kubectl get --raw "/apis/devices.harvesterhci.io/v1beta1/pcidevices?limit=1" | jq -r .metadata.resourceVersion)
 rule list-array "$C.*limit=" '{"status": 200, "body": "[1, 2, 3]"}'
-rule list-items "$C.*limit=" "$(jq -cn --arg rv "$NOW" --arg n "$L-fake" '{status: 200, body: ({kind: "PCIDeviceList",
-    metadata: {resourceVersion: $rv}, items: [{metadata: {}}, {metadata: {name: $n, resourceVersion: "1"}}]} | tojson)}')"
+rule list-items "$C.*limit=" "$(jq -cn --arg rv "$NOW" --arg n "$L-fake" --arg one "$L-1-0000001f6" '{status: 200,
+    body: ({kind: "PCIDeviceList", metadata: {resourceVersion: $rv}, items: [{metadata: {}},
+    {metadata: {name: $n, resourceVersion: "1"}}, {metadata: {name: $one, resourceVersion: "1"}}]} | tojson)}')"
+rule list-503 "$D4.*limit=" '{"status": 503, "headers": {"Retry-After": "2"}, "body": "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"ServiceUnavailable\",\"message\":\"mutate: come back in 2 s\",\"code\":503}"}'
 rule list-rv "$D4.*limit=" '{"status": 200, "body": "{\"kind\":\"PCIDeviceList\",\"metadata\":{\"resourceVersion\":\"1 2\"},\"items\":[]}"}'
 rule watch-huge "$C.*watch=1" '{"lines": ["@big:17000000:{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"@X@\"}}}"]}'
+rule watch-410 "$C.*watch=1" "$(jq -cn --arg l "$(jq -cn --argjson o "$(status 410 "too old resource version: 1 (2)")" \
+    '{type: "ERROR", object: ($o + {reason: "Expired"})}')" '{lines: [$l]}')"
+# (with a resourceVersion the API server still has: E's next WATCH starts from it)
+DATA=$(jq -cn --arg n "$L-data" --arg rv "$NOW" '{apiVersion: "devices.harvesterhci.io/v1beta1",
+    kind: "PCIDevice", data: 1, spec: {}, metadata: {name: $n, resourceVersion: $rv}}')
+rule watch-meta "$E.*watch=1" "$(jq -cn --argjson o "$DATA" '{prepend: [{type: "ADDED", object: $o},
+    {type: "DELETED", object: $o}] | map(tojson)}')"
+rule watch-badrv "$E.*watch=1" "$(jq -cn --arg n "$L-x" '{lines: [{type: "ADDED", object: {metadata: {name: $n,
+    resourceVersion: "1 2"}}} | tojson], hold: 0.3}')"
 informer() { # DIR WATCH-TIMEOUT LABEL-SELECTOR [FIELD-SELECTOR]: an informer through the proxy
     mkdir "$1"
     KUBETOOL_PAGE_SIZE=2 KUBETOOL_WATCH_TIMEOUT=$2 "$KT" informer "$D/proxy.kubeconfig" "$1" \
@@ -174,12 +190,14 @@ informer "$D/c" "" "sel=$L,sel!=c" "metadata.name!=none"
 INF_C=$!
 informer "$D/d" 4 "sel=$L,sel!=d"
 INF_D=$!
+KUBETOOL_METADATA_ONLY=1 informer "$D/e" 4 "sel=$L,sel!=e"
+INF_E=$!
 hits() { curl -fsS "http://127.0.0.1:$PP/__hits" | sort | tr '\n' ' '; }
 all_served() {
-    [ "$(hits)" = "list-array list-items list-rv list-text watch-500 watch-cut watch-empty watch-error watch-huge watch-quiet watch-quiet2 watch-skip " ]
+    [ "$(hits)" = "list-503 list-array list-items list-rv list-text watch-410 watch-500 watch-badrv watch-cut watch-empty watch-error watch-huge watch-meta watch-quiet watch-quiet2 watch-skip " ]
 }
 eventually 30 all_served || die "the proxy's faults were not all served: $(hits)"
-for x in a b c d; do
+for x in a b c d e; do
     eventually 15 test -f "$D/$x/synced" || die "no sync through the proxy ($x)"
 done
 # A's and B's stores are right; C took the LIST the proxy made up: the item after the bad one.
@@ -194,8 +212,17 @@ for x in b a; do
     eventually 15 grep -q "^ADD $L-7-" "$D/$x/events" || die "no ADD of a device created after the faults ($x)"
     eventually 10 store_matches "$D/$x" || die "store differs from kubectl get after a change ($x)"
 done
-INF=$INF_D
-eventually 10 store_matches "$D/d" || die "store differs from kubectl get after a change (d)"
+for x in c d e; do
+    INF=$(eval echo "\$INF_${x^^}")
+    eventually 10 store_matches "$D/$x" || die "store differs from kubectl get after a change ($x)"
+done
+# C's relist after the 410: the stale $L-1 an UPDATE, the made-up object a DELETE.
+grep -q "^UPDATE $L-1-0000001f6 " "$D/c/events" || die "C's relist did not update the stale object"
+grep -q "^DELETE $L-fake " "$D/c/events" || die "C's relist did not delete the made-up object"
+# E keeps metadata only: every object it added or updated had apiVersion, kind and metadata,
+# nothing else (a delete hands over the event's object as it came).
+grep -q "^ADD $L-data $NOW keys=apiVersion,kind,metadata$" "$D/e/events" || die "E did not trim the object with a data key"
+! grep -E '^(ADD|UPDATE) ' "$D/e/events" | grep -qv ' keys=apiVersion,kind,metadata$' || die "E kept more than metadata: $(head -3 "$D/e/events")"
 eventually 15 grep -q "^ADD $L-7-" "$D/c/events" || die "no ADD of a device created after the faults (c)"
 logged_once() { # DIR WHAT PATTERN...: exactly one on_error or on_skip line holds every PATTERN
     local dir=$1 what=$2 n
@@ -207,7 +234,7 @@ logged_once() { # DIR WHAT PATTERN...: exactly one on_error or on_skip line hold
 }
 logged_once "$D/a" "the LIST that is not JSON" "malformed LIST response of pcidevices: the body is not JSON"
 logged_once "$D/a" "the WATCH answered 500" "http=500" "mutate: watch refused"
-logged_once "$D/a" "the stream cut inside an event" "the stream ended inside an event"
+logged_once "$D/a" "the stream cut inside an event" "transfer closed" "the stream ended inside an event"
 logged_once "$D/a" "the 600-character name" "a watch event's object of pcidevices with a name too long to keep"
 logged_once "$D/b" "the ERROR event (a Status without a code)" "http=200" "mutate: etcd timed out"
 logged_once "$D/b" "the empty stream" "watch ended at once"
@@ -217,6 +244,8 @@ logged_once "$D/c" "the LIST that is an array" "malformed LIST response of pcide
 logged_once "$D/c" "the LIST item without a name" "LIST item 1 of pcidevices is not an object with metadata.name"
 logged_once "$D/c" "the 17 MB line" "over the size cap"
 logged_once "$D/d" "the LIST with a resourceVersion \"1 2\"" "a resourceVersion that is not printable ASCII"
+logged_once "$D/d" "the LIST answered 503" "http=503" "mutate: come back in 2 s"
+logged_once "$D/e" "the event with a resourceVersion \"1 2\"" "an event whose resourceVersion is not printable ASCII"
 # C's requests carried its field selector, its WATCHes asked for 300-599 s.
 curl -fsS "http://127.0.0.1:$PP/__log" | grep -F "${C//\\/}" >"$D/c.requests"
 grep -q "fieldSelector=metadata.name%21%3Dnone&limit=" "$D/c.requests" || die "C's LIST without its field selector"
@@ -228,12 +257,16 @@ fi
 gap=$(curl -fsS "http://127.0.0.1:$PP/__times" | awk -v p="labelSelector=sel%3D$L&limit=" '
     index($0, p) && !index($0, "continue=") { t[n++] = $1 } END { if (n >= 2) print t[1] - t[0] }')
 awk -v g="${gap:-0}" 'BEGIN { exit !(g >= 0.75) }' || die "A's LIST retried after ${gap:-?} s, not after its backoff"
-for x in a b c d; do
+# D's 503 said Retry-After: 2, longer than the first backoff: its next LIST came 2 s later.
+gap=$(curl -fsS "http://127.0.0.1:$PP/__times" | awk -v p="labelSelector=sel%3D$L%2Csel%21%3Dd&limit=" '
+    index($0, p) && !index($0, "continue=") { t[n++] = $1 } END { if (n >= 2) print t[1] - t[0] }')
+awk -v g="${gap:-0}" 'BEGIN { exit !(g >= 1.95) }' || die "D's LIST retried after ${gap:-?} s, not after Retry-After: 2"
+for x in a b c d e; do
     pid=$(eval echo "\$INF_${x^^}")
     kill -TERM "$pid"
     wait "$pid" || die "exit $? on SIGTERM (through the proxy, $x)"
 done
-INF_A='' INF_B='' INF_C='' INF_D='' INF=''
+INF_A='' INF_B='' INF_C='' INF_D='' INF_E='' INF=''
 want() { # DIR STATS...: the informer's counters hold each
     local st w
     st=$(grep '^# stats' "$1/store")
@@ -242,5 +275,6 @@ want() { # DIR STATS...: the informer's counters hold each
 }
 want "$D/a" "lists=1 " "errors=3 skipped=1"
 want "$D/b" "lists=1 " "errors=2 skipped=0"
-want "$D/c" "lists=1 " "errors=2 skipped=1"
-want "$D/d" "lists=1 " "errors=1 skipped=0"
+want "$D/c" "lists=2 " "relists_gone=1 " "errors=2 skipped=1"
+want "$D/d" "lists=1 " "errors=2 skipped=0"
+want "$D/e" "lists=1 " "errors=1 skipped=0"

@@ -18,7 +18,8 @@ rules posted meanwhile. Control requests (never forwarded):
 
 A rule: {"name": N, "method": "GET", "path": REGEX (searched in the path with its query),
 "times": 1, and one action:
-    "status": CODE, "body": TEXT, "type": CONTENT-TYPE   a whole response;
+    "status": CODE, "body": TEXT, "type": CONTENT-TYPE,  a whole response (with those headers);
+    "headers": {NAME: VALUE}
     "cut": TEXT                          200 with a Content-Length past TEXT, cut after it;
     "lines": [TEXT...], "hold": SECONDS  a 200 watch stream of those lines (each + "\\n",
                                          sent as they are: a line may be cut), held open
@@ -74,8 +75,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def send_all(self, code, body, ctype="application/json"):
+    def send_all(self, code, body, ctype="application/json", headers=None):
         self.send_response(code)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -109,7 +112,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def act(self, r):
         if "status" in r:
-            return self.send_all(r["status"], text(r.get("body", "")), r.get("type", "application/json"))
+            return self.send_all(r["status"], text(r.get("body", "")), r.get("type", "application/json"),
+                                 r.get("headers"))
         if "cut" in r:
             body = text(r["cut"])
             self.send_response(200)

@@ -11,8 +11,10 @@
  *       "FAIL get: http=... reason=... message=..." on stderr and exits 1.
  *   kubetool informer KUBECONFIG DIR [LABEL_SELECTOR [FIELD_SELECTOR]]  (LIST page size from
  *       $KUBETOOL_PAGE_SIZE, default 500; each WATCH's timeoutSeconds from
- *       $KUBETOOL_WATCH_TIMEOUT, default random in [300, 600))
- *       runs a PCIDevice informer; appends "ADD|UPDATE|DELETE <key> <rv>" to DIR/events,
+ *       $KUBETOOL_WATCH_TIMEOUT, default random in [300, 600); only apiVersion, kind and
+ *       metadata kept with $KUBETOOL_METADATA_ONLY=1)
+ *       runs a PCIDevice informer; appends "ADD|UPDATE|DELETE <key> <rv> keys=<the object's
+ *       top-level keys, comma-separated>" to DIR/events,
  *       writes DIR/store ("<key> <rv>" sorted lines, then a "# stats ..." line) on SIGUSR1 and
  *       at exit (SIGTERM), DIR/synced once synced, and DIR/timing with the microseconds
  *       between an object's creationTimestamp-carrying annotation and the handler.
@@ -261,7 +263,10 @@ static void note_latency(struct ctx *c, const cJSON *obj)
 
 static void log_event(struct ctx *c, const char *what, const char *key, const cJSON *obj)
 {
-    fprintf(c->events, "%s %s %s\n", what, key, rv_of(obj));
+    fprintf(c->events, "%s %s %s keys=", what, key, rv_of(obj));
+    for (const cJSON *k = obj ? obj->child : NULL; k; k = k->next)
+        fprintf(c->events, "%s%s", k->string, k->next ? "," : "");
+    fprintf(c->events, "\n");
     fflush(c->events);
 }
 
@@ -408,6 +413,7 @@ static int run_informer(struct ctx *c, const char *label_selector, const char *f
             .field_selector = field_selector,
             .page_size = env_int("KUBETOOL_PAGE_SIZE"),
             .watch_timeout = env_int("KUBETOOL_WATCH_TIMEOUT"),
+            .metadata_only = env_int("KUBETOOL_METADATA_ONLY") == 1,
             .handlers = {.on_add = on_add,
                          .on_update = on_update,
                          .on_delete = on_delete,
