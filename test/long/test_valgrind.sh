@@ -14,7 +14,7 @@ SUITE=long-valgrind
 cd "$ROOT" || exit 1
 
 VG=$ROOT/build/plain
-SUITES=${VALGRIND_SUITES:-kube grpc inventory agent claims usb plugins dra drakubelet controller}
+SUITES=${VALGRIND_SUITES:-kube grpc inventory agent claims usb plugins dra drakubelet controller badinput}
 for b in unit-tests hostdevd kubetool grpctool; do
     [ -x "$VG/$b" ] || make -C "$ROOT" "build/plain/$b" >/dev/null || fail "build/plain/$b builds"
 done
