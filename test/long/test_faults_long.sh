@@ -18,6 +18,16 @@ CONVERGE_TIMEOUT=${FAULTS_CONVERGE_TIMEOUT:-120}
 
 faults_setup
 
+# shellcheck disable=SC2317 # called through repeated
+reset_briefly() {
+    toxic rst reset_peer downstream '{"timeout":0}'
+    sleep 0.3
+    untoxic rst
+    sleep 2
+}
+# shellcheck disable=SC2317 # called through repeated
+restart_etcd() { hack/cluster.sh restart "$TEST_DIR/cluster" etcd >/dev/null 2>&1; }
+
 fault_begin "kube-apiserver restarted with a claim in flight"
 change
 hack/cluster.sh restart "$TEST_DIR/cluster" apiserver >/dev/null 2>&1 || fail "apiserver restarted"
@@ -68,15 +78,6 @@ untoxic hd hu
 healed
 fault_end "half-open connection for 40 s (beyond the 30 s request timeout)" "Toxiproxy timeout toxic (timeout 0) both ways, 40 s; a device and a claim added meanwhile" "1 x 40 s" "${CHANGED[@]}"
 
-# shellcheck disable=SC2317 # called through repeated
-reset_briefly() {
-    toxic rst reset_peer downstream '{"timeout":0}'
-    sleep 0.3
-    untoxic rst
-    sleep 2
-}
-# shellcheck disable=SC2317 # called through repeated
-restart_etcd() { hack/cluster.sh restart "$TEST_DIR/cluster" etcd >/dev/null 2>&1; }
 
 fault_begin "$RESETS resets mid-watch"
 repeated "$RESETS" reset_briefly
