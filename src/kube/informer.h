@@ -29,7 +29,8 @@ struct kube_informer_handlers {
     /* Only when the resourceVersion changed. */
     void (*on_update)(const char *key, const struct cJSON *old_obj, const struct cJSON *obj,
                       void *userdata);
-    /* `obj` is the last state the informer knew (possibly older than the deletion). */
+    /* `obj` is the object of the DELETED event as it came (not trimmed), or, for an object a
+     * relist no longer finds, the last state the informer knew. */
     void (*on_delete)(const char *key, const struct cJSON *obj, void *userdata);
     /* Each failed LIST or WATCH, for logging by the owner; may be NULL. */
     void (*on_error)(const struct kube_err *err, void *userdata);
