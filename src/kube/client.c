@@ -112,7 +112,7 @@ static void on_done(const struct kube_resp *resp, void *userdata)
 }
 
 static int start(struct kube_http *h, const char *method, const struct buf *path, const char *body,
-                 const char *content_type, kube_client_cb cb, void *userdata)
+                 const char *content_type, kube_client_cb cb, void *userdata, struct kube_req **ret)
 {
     struct call *c = malloc(sizeof(*c));
     if (!c)
@@ -128,7 +128,7 @@ static int start(struct kube_http *h, const char *method, const struct buf *path
             .userdata = c,
             .on_drop = free,
     };
-    int e = kube_http_start(h, &req, NULL);
+    int e = kube_http_start(h, &req, ret);
     if (e < 0)
         free(c);
     return e;
@@ -145,7 +145,21 @@ static int verb(struct kube_http *h, const char *method, const struct kube_resou
     if (e == 0 && query)
         e = buf_adds(&path, query);
     if (e == 0)
-        e = start(h, method, &path, body, content_type, cb, userdata);
+        e = start(h, method, &path, body, content_type, cb, userdata, NULL);
+    buf_free(&path);
+    return e;
+}
+
+int kube_client_send(struct kube_http *h, const char *method, const struct kube_resource *r,
+                     const char *ns, const char *name, const struct cJSON *body, kube_client_cb cb,
+                     void *userdata, struct kube_req **ret)
+{
+    struct buf path;
+    buf_init(&path, PATH_MAX_LEN);
+    _cleanup_free_ char *text = body ? cJSON_PrintUnformatted(body) : NULL;
+    int e = body && !text ? -ENOMEM : kube_client_path(r, ns, name, NULL, &path);
+    if (e == 0)
+        e = start(h, method, &path, text, NULL, cb, userdata, ret);
     buf_free(&path);
     return e;
 }

@@ -15,6 +15,7 @@
 struct buf;
 struct cJSON;
 struct kube_http;
+struct kube_req;
 
 /* An API resource: group "" is the core group (/api/v1). */
 struct kube_resource {
@@ -83,3 +84,13 @@ int kube_client_patch(struct kube_http *h, const struct kube_resource *r, const 
 int kube_client_delete(struct kube_http *h, const struct kube_resource *r, const char *ns,
                        const char *name, const char *uid, const char *resource_version,
                        kube_client_cb cb, void *userdata);
+
+/*
+ * A verb for an owner that may go while its request is in flight: `method` ("GET", "POST",
+ * "PUT") on `r`/`ns`/`name` (NULL: the collection) with `body` (NULL: none), as the verbs above,
+ * and writes the request to `ret` so that the owner can kube_http_cancel() it (then `cb` never
+ * runs and nothing of the request is left). `*ret` is valid until `cb` runs.
+ */
+int kube_client_send(struct kube_http *h, const char *method, const struct kube_resource *r,
+                     const char *ns, const char *name, const struct cJSON *body, kube_client_cb cb,
+                     void *userdata, struct kube_req **ret);

@@ -6,8 +6,9 @@
  * conditional PUT when it is ours, free, or expired by local observation. A leader renews
  * optimistically, as client-go does: a conditional PUT of the Lease its last write returned, no
  * GET; when that fails (someone else wrote it, or anything else) the same round falls back to
- * GET and PUT. A request is never cancelled: freeing while one is in flight is deferred to its
- * callback.
+ * GET and PUT. At most one request is in flight; freeing or releasing cancels it (its callback
+ * never runs), so a leader stopped at any moment is gone at once, whatever the server does.
+ * Time is the loop's, or the config's clock (tests).
  */
 #include "kube/leader.h"
 
@@ -20,8 +21,10 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/timefmt.h"
 #include "kube/client.h"
+#include "kube/http.h"
 
 struct kube_leader {
     struct ev_loop *loop;
@@ -31,9 +34,11 @@ struct kube_leader {
     void (*on_started)(void *userdata);
     void (*on_stopped)(void *userdata);
     void *userdata;
+    const struct clock *clock; /* NULL: the loop's time */
 
     ev_timer timer;
-    bool running, leading, inflight, freeing, held_by_other;
+    struct kube_req *req; /* the request in flight, or NULL */
+    bool running, leading, held_by_other;
     char *observed; /* holder and renewTime of the Lease last seen */
     cJSON *owner;   /* the ownerReference every write carries, or NULL */
     cJSON *mine;    /* the Lease our last write returned, while leading (optimistic renewal) */
@@ -44,6 +49,11 @@ struct kube_leader {
 };
 
 static void round_start(struct kube_leader *l);
+
+static double now(const struct kube_leader *l)
+{
+    return l->clock ? clock_now(l->clock) : ev_now(l->loop);
+}
 
 static const char *spec_str(const cJSON *lease, const char *field)
 {
@@ -92,7 +102,7 @@ static void observe(struct kube_leader *l, const cJSON *lease)
         age = (double)tv.tv_sec + (double)tv.tv_usec / 1e6 - renewed;
         age = age < 0 ? 0 : age > l->duration - l->deadline ? l->duration - l->deadline : age;
     }
-    l->observed_at = ev_now(l->loop) - age;
+    l->observed_at = now(l) - age;
     l->held_by_other = strcmp(spec_str(lease, "holderIdentity"), "") != 0 &&
                        strcmp(spec_str(lease, "holderIdentity"), l->identity) != 0;
 }
@@ -104,7 +114,7 @@ static void schedule(struct kube_leader *l)
     double delay = l->retry;
     if (!l->leading) /* followers spread out, as client-go's JitterUntil(retry, 1.2) */
         delay *= 1.0 + 1.2 * ((double)(random() % 1000) / 1000.0);
-    double expires_in = l->observed_at + l->duration - ev_now(l->loop);
+    double expires_in = l->observed_at + l->duration - now(l);
     if (!l->leading && l->held_by_other && expires_in > 0 && expires_in < delay)
         delay = expires_in + 0.05; /* try the moment the holder's lease runs out */
     ev_timer_stop(l->loop, &l->timer);
@@ -132,27 +142,31 @@ static void step_down(struct kube_leader *l)
 /* The round failed: a leader that could not renew for the whole deadline steps down. */
 static void round_failed(struct kube_leader *l)
 {
-    if (l->leading && ev_now(l->loop) - l->last_renew >= l->deadline)
+    if (l->leading && now(l) - l->last_renew >= l->deadline)
         step_down(l);
     schedule(l);
 }
 
-/* Returns true when the callback must stop because the leader was freed meanwhile. */
-static bool reap(struct kube_leader *l)
+/* Starts the one request of `l`: `method` on its Lease (`body` NULL: none; `named`: the Lease,
+ * else the collection). Returns 0 or a negative errno. */
+static int send(struct kube_leader *l, const char *method, bool named, const cJSON *body,
+                kube_client_cb cb)
 {
-    l->inflight = false;
-    if (!l->freeing)
-        return false;
-    l->freeing = false;
-    kube_leader_free(l);
-    return true;
+    return kube_client_send(l->http, method, &kube_res_leases, l->ns, named ? l->name : NULL, body,
+                            cb, l, &l->req);
+}
+
+/* Cancels the request in flight, if any: its callback never runs. */
+static void cancel(struct kube_leader *l)
+{
+    kube_http_cancel(l->http, l->req);
+    l->req = NULL;
 }
 
 static void on_write(const struct kube_err *err, const cJSON *obj, void *userdata)
 {
     struct kube_leader *l = userdata;
-    if (reap(l))
-        return;
+    l->req = NULL;
     bool optimistic = l->mine != NULL;
     forget_mine(l);
     if (err || !obj) {
@@ -165,7 +179,7 @@ static void on_write(const struct kube_err *err, const cJSON *obj, void *userdat
     }
     observe(l, obj);
     l->mine = cJSON_Duplicate(obj, true); /* (out of memory: the next round GETs) */
-    l->last_renew = ev_now(l->loop);
+    l->last_renew = now(l);
     if (!l->leading) {
         l->leading = true;
         if (l->on_started)
@@ -217,7 +231,7 @@ static int write_lease(struct kube_leader *l, const cJSON *current, const char *
     }
     int e;
     if (current) {
-        e = kube_client_update(l->http, &kube_res_leases, l->ns, lease, false, cb, l);
+        e = send(l, "PUT", true, lease, cb);
     } else {
         cJSON_AddStringToObject(lease, "apiVersion", "coordination.k8s.io/v1");
         cJSON_AddStringToObject(lease, "kind", "Lease");
@@ -226,11 +240,9 @@ static int write_lease(struct kube_leader *l, const cJSON *current, const char *
             meta = cJSON_AddObjectToObject(lease, "metadata");
         cJSON_AddStringToObject(meta, "name", l->name);
         cJSON_AddStringToObject(meta, "namespace", l->ns);
-        e = kube_client_create(l->http, &kube_res_leases, l->ns, lease, cb, l);
+        e = send(l, "POST", false, lease, cb);
     }
     cJSON_Delete(lease);
-    if (e == 0)
-        l->inflight = true;
     return e;
 }
 
@@ -238,14 +250,13 @@ static bool can_take(struct kube_leader *l, const cJSON *lease)
 {
     const char *holder = spec_str(lease, "holderIdentity");
     return holder[0] == '\0' || strcmp(holder, l->identity) == 0 ||
-           ev_now(l->loop) >= l->observed_at + l->duration;
+           now(l) >= l->observed_at + l->duration;
 }
 
 static void on_get(const struct kube_err *err, const cJSON *obj, void *userdata)
 {
     struct kube_leader *l = userdata;
-    if (reap(l))
-        return;
+    l->req = NULL;
     if (!l->running)
         return;
     if (err && !kube_err_is_not_found(err)) {
@@ -265,18 +276,15 @@ static void on_get(const struct kube_err *err, const cJSON *obj, void *userdata)
 
 static void round_start(struct kube_leader *l)
 {
-    if (l->inflight || !l->running)
+    if (l->req || !l->running)
         return;
     if (l->leading && l->mine) {
         if (write_lease(l, l->mine, l->identity, on_write) == 0)
             return;
         forget_mine(l);
     }
-    if (kube_client_get(l->http, &kube_res_leases, l->ns, l->name, on_get, l) < 0) {
+    if (send(l, "GET", true, NULL, on_get) < 0)
         round_failed(l);
-        return;
-    }
-    l->inflight = true;
 }
 
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -300,6 +308,7 @@ struct kube_leader *kube_leader_new(struct ev_loop *loop, struct kube_http *http
     l->on_started = cfg->on_started_leading;
     l->on_stopped = cfg->on_stopped_leading;
     l->userdata = cfg->userdata;
+    l->clock = cfg->clock;
     l->ns = cfg->namespace ? strdup(cfg->namespace) : NULL;
     l->name = cfg->name ? strdup(cfg->name) : NULL;
     l->identity = cfg->identity ? strdup(cfg->identity) : NULL;
@@ -328,8 +337,7 @@ static void on_released(const struct kube_err *err, const cJSON *obj, void *user
     struct kube_leader *l = userdata;
     (void)err;
     (void)obj;
-    if (reap(l))
-        return;
+    l->req = NULL;
     l->leading = false;
     if (l->release_done)
         l->release_done(l->release_userdata);
@@ -338,8 +346,7 @@ static void on_released(const struct kube_err *err, const cJSON *obj, void *user
 static void on_get_for_release(const struct kube_err *err, const cJSON *obj, void *userdata)
 {
     struct kube_leader *l = userdata;
-    if (reap(l))
-        return;
+    l->req = NULL;
     bool ours = !err && obj && strcmp(spec_str(obj, "holderIdentity"), l->identity) == 0;
     if (!ours || write_lease(l, obj, NULL, on_released) < 0)
         on_released(NULL, NULL, l);
@@ -351,14 +358,13 @@ void kube_leader_release(struct kube_leader *l, void (*done)(void *userdata), vo
     ev_timer_stop(l->loop, &l->timer);
     l->release_done = done;
     l->release_userdata = userdata;
-    if (!l->leading || l->inflight ||
-        kube_client_get(l->http, &kube_res_leases, l->ns, l->name, on_get_for_release, l) < 0) {
+    cancel(l); /* a renewal under way: what it did or not, the GET below sees */
+    forget_mine(l);
+    if (!l->leading || send(l, "GET", true, NULL, on_get_for_release) < 0) {
         l->leading = false;
         if (done)
             done(userdata);
-        return;
     }
-    l->inflight = true;
 }
 
 struct kube_leader *kube_leader_free(struct kube_leader *l)
@@ -366,11 +372,7 @@ struct kube_leader *kube_leader_free(struct kube_leader *l)
     if (!l)
         return NULL;
     ev_timer_stop(l->loop, &l->timer);
-    l->running = false;
-    if (l->inflight) { /* the callback frees it */
-        l->freeing = true;
-        return NULL;
-    }
+    cancel(l);
     free(l->ns);
     free(l->name);
     free(l->identity);

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 struct cJSON;
+struct clock;
 struct ev_loop;
 struct kube_http;
 struct kube_leader;
@@ -27,6 +28,7 @@ struct kube_leader_config {
     void (*on_started_leading)(void *userdata);
     void (*on_stopped_leading)(void *userdata);
     void *userdata;
+    const struct clock *clock; /* the time the deadlines are measured in; NULL: the loop's */
 };
 
 /* A new candidate (strings copied); NULL on OOM or a bad config (deadline >= duration). */
@@ -43,9 +45,11 @@ bool kube_leader_is_leader(const struct kube_leader *l);
  * Returns 0 or -ENOMEM / -EINVAL. */
 int kube_leader_set_owner(struct kube_leader *l, const struct cJSON *owner);
 
-/* Stops campaigning; if leading, releases the Lease and calls `done` when the write finished
- * (or failed); otherwise calls `done` at once. Does not call on_stopped_leading. */
+/* Stops campaigning (a request in flight is cancelled); if leading, releases the Lease and
+ * calls `done` when the write finished (or failed); otherwise calls `done` at once. Does not
+ * call on_stopped_leading. */
 void kube_leader_release(struct kube_leader *l, void (*done)(void *userdata), void *userdata);
 
-/* Frees (without releasing). Takes NULL; returns NULL. */
+/* Frees at once (without releasing), cancelling the request in flight if any: nothing of the
+ * leader is left, whether or not the server ever answers. Takes NULL; returns NULL. */
 struct kube_leader *kube_leader_free(struct kube_leader *l);
