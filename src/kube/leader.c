@@ -191,8 +191,8 @@ static void on_write(const struct kube_err *err, const cJSON *obj, void *userdat
 /* Sets the spec fields of `lease` for `holder` (NULL releases). */
 static void fill_spec(struct kube_leader *l, cJSON *lease, const char *holder, bool acquired)
 {
-    char now[64];
-    timefmt_micro_now(now, sizeof(now));
+    char stamp[64];
+    timefmt_micro_now(stamp, sizeof(stamp));
     cJSON *spec = cJSON_GetObjectItemCaseSensitive(lease, "spec");
     if (!spec)
         spec = cJSON_AddObjectToObject(lease, "spec");
@@ -203,11 +203,11 @@ static void fill_spec(struct kube_leader *l, cJSON *lease, const char *holder, b
     cJSON_DeleteItemFromObjectCaseSensitive(spec, "renewTime");
     cJSON_AddStringToObject(spec, "holderIdentity", holder ? holder : "");
     cJSON_AddNumberToObject(spec, "leaseDurationSeconds", holder ? (int)l->duration : 1);
-    cJSON_AddStringToObject(spec, "renewTime", now);
+    cJSON_AddStringToObject(spec, "renewTime", stamp);
     if (acquired) {
         cJSON_DeleteItemFromObjectCaseSensitive(spec, "acquireTime");
         cJSON_DeleteItemFromObjectCaseSensitive(spec, "leaseTransitions");
-        cJSON_AddStringToObject(spec, "acquireTime", now);
+        cJSON_AddStringToObject(spec, "acquireTime", stamp);
         cJSON_AddNumberToObject(spec, "leaseTransitions", transitions + 1);
     }
 }

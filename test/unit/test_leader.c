@@ -213,7 +213,10 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
     if (fd < 0)
         return;
     struct conn *c = calloc(1, sizeof(*c));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    if (!c) {
+        close(fd);
+        return;
+    }
     *c = (struct conn){.fd = fd, .f = &F, .next = F.conns};
     F.conns = c;
     ev_io_init(&c->w, on_conn, fd, EV_READ);
@@ -237,8 +240,13 @@ static void fake_start(void)
 
 static void fake_stop(void)
 {
-    while (F.conns)
-        conn_close(F.conns);
+    for (struct conn *c = F.conns, *next; c; c = next) {
+        next = c->next;
+        ev_io_stop(F.loop, &c->w);
+        close(c->fd);
+        free(c);
+    }
+    F.conns = NULL;
     ev_io_stop(F.loop, &F.accept_w);
     close(F.lfd);
     cJSON_Delete(F.lease);
