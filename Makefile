@@ -215,13 +215,15 @@ mutate-flags: | build/mutate
 	$(file >>build/mutate/flags.sh,ASAN_LDFLAGS=($(ASAN_LDFLAGS)))
 	$(file >>build/mutate/flags.sh,ASAN_UNIT_OBJS=($(UNIT_OBJS) $(ASAN_LIB_OBJS)))
 	$(file >>build/mutate/flags.sh,ASAN_KUBETOOL_OBJS=(build/asan/test/integration/kubetool.o $(ASAN_LIB_OBJS)))
+	$(file >>build/mutate/flags.sh,HOSTDEVD_OBJS=(build/plain/$(MAIN_SRC:.c=.o) $(PLAIN_LIB_OBJS)))
+	$(file >>build/mutate/flags.sh,ASAN_HOSTDEVD_OBJS=(build/asan/$(MAIN_SRC:.c=.o) $(ASAN_LIB_OBJS)))
 	@:
 
 # make mutate [MUTATE_FILES="src/node/vfio.c ..."] [MUTATE_MAX=N] [MUTATE_SEED=S]: the mutation
 # campaign over the safety-critical files (not part of make test).
 mutate: deps k8s
 	@$(MAKE) --no-print-directory mutate-flags build/plain/unit-tests build/plain/kubetool \
-		build/asan/unit-tests build/asan/kubetool
+		build/plain/hostdevd $(TEST_BINS)
 	@hack/mutate.sh
 
 # The test build is separate (build/asan) so `make` and `make test` never share objects.

@@ -21,10 +21,11 @@ Writes OUT/results.tsv (file, mutant, line, status, original line, mutated line)
 OUT/report.md (score per file and overall, survivors), and prints both as it goes.
 
 usage: mutate.py --um MUTATE --flags FLAGS.sh --out DIR --max N --seed S --timeout T
-                 FILE[:FIRST-LAST]=KILLER...
-FIRST-LAST limits the mutants to those lines.
+                 FILE[:FIRST-LAST][@MAX[,TIMEOUT]]=KILLER...
+FIRST-LAST limits the mutants to those lines; MAX and TIMEOUT, when given, replace --max and
+--timeout for that file (a killer that runs an integration suite is slow).
 KILLER is "unit:SUITE,SUITE" (the unit runner, once per suite) or "cmd:COMMAND" (a shell
-command; KUBETOOL in it becomes the mutant's kubetool).
+command; KUBETOOL in it becomes the mutant's kubetool, HOSTDEVD the mutant's hostdevd).
 """
 import argparse
 import difflib
@@ -42,7 +43,8 @@ def sh_arrays(flags):
     """The arrays of build/mutate/flags.sh (written by make mutate-flags)."""
     out = {}
     for name in ("CFLAGS", "LIBS", "UNIT_LDFLAGS", "UNIT_OBJS", "KUBETOOL_OBJS", "ASAN_CFLAGS",
-                 "ASAN_LDFLAGS", "ASAN_UNIT_OBJS", "ASAN_KUBETOOL_OBJS"):
+                 "ASAN_LDFLAGS", "ASAN_UNIT_OBJS", "ASAN_KUBETOOL_OBJS", "HOSTDEVD_OBJS",
+                 "ASAN_HOSTDEVD_OBJS"):
         r = subprocess.run(["bash", "-c", '. "$1"; printf "%%s\\0" "${%s[@]}"' % name, "-", flags],
                            check=True, capture_output=True, text=True)
         out[name] = [w for w in r.stdout.split("\0") if w]
@@ -92,6 +94,7 @@ class Campaign:
         self.f = sh_arrays(args.flags)
         self.work = os.path.join(args.out, "m")  # the mutant sits at work/<path>
         self.results = []
+        self.max, self.timeout = args.max, args.timeout
 
     def compile(self, src_rel, text, obj, opt, asan=False):
         """Compiles `text` as if it were src_rel (same __FILE__, same debug paths); with asan,
@@ -114,11 +117,12 @@ class Campaign:
         pre = "ASAN_" if asan else ""
         orig = ("build/asan/" if asan else "build/plain/") + src_rel[:-2] + ".o"
         unit = killer.startswith("unit:")
-        objs = self.f[pre + ("UNIT_OBJS" if unit else "KUBETOOL_OBJS")]
+        tool = "unit-tests" if unit else "hostdevd" if "HOSTDEVD" in killer else "kubetool"
+        objs = self.f[pre + {"unit-tests": "UNIT_OBJS", "hostdevd": "HOSTDEVD_OBJS",
+                             "kubetool": "KUBETOOL_OBJS"}[tool]]
         if orig not in objs:
             sys.exit("mutate: %s is not linked into the killer's binary (%s)" % (src_rel, killer))
-        binary = os.path.join(self.work, ("asan-" if asan else "") +
-                              ("unit-tests" if unit else "kubetool"))
+        binary = os.path.join(self.work, ("asan-" if asan else "") + tool)
         cmd = [self.f["CC"]] + (self.f["ASAN_LDFLAGS"] if asan else []) + \
             (self.f["UNIT_LDFLAGS"] if unit else []) + ["-o", binary]
         cmd += [obj if o == orig else o for o in objs]
@@ -128,14 +132,14 @@ class Campaign:
     def kill(self, killer, binary, asan=False):
         """True when the killer fails with this binary (a timeout is a failure)."""
         env = ASAN_ENV if asan else None
-        timeout = self.a.timeout * (3 if asan else 1)
+        timeout = self.timeout * (3 if asan else 1)
         if killer.startswith("unit:"):
             for suite in killer[5:].split(","):
                 r = run([binary, suite], timeout=timeout, env=env)
                 if r != 0:
                     return True
             return False
-        cmd = killer[4:].replace("KUBETOOL", binary)
+        cmd = killer[4:].replace("KUBETOOL", binary).replace("HOSTDEVD", binary)
         return run(["bash", "-c", cmd], timeout=timeout, env=env) != 0
 
     def generate(self, src):
@@ -171,11 +175,11 @@ class Campaign:
                 sys.exit("mutate: the killer of %s fails without a mutant%s: %s" % (
                     src, " (sanitizer build)" if asan else "", killer))
         print("== %s%s: %d mutants; judging %d in a seeded random order (seed %d); killer %s" % (
-            src, " lines %d-%d" % span if span else "", len(names), self.a.max, self.a.seed,
+            src, " lines %d-%d" % span if span else "", len(names), self.max, self.a.seed,
             killer), flush=True)
         judged = 0
         for name in order:
-            if judged >= self.a.max:
+            if judged >= self.max:
                 break
             with open(os.path.join(gen, name)) as f:
                 text = f.read()
@@ -188,7 +192,7 @@ class Campaign:
             judged += status in ("killed", "killed-asan", "survived")
             self.results.append((src, name, line, status, before, after))
             print("  [%d/%d] %s:%d %s  (%s -> %s) %.1fs" % (
-                judged, self.a.max, src, line, status, before, after, time.time() - t0),
+                judged, self.max, src, line, status, before, after, time.time() - t0),
                 flush=True)
         with open(os.path.join(self.work, src), "w") as f:
             f.write(orig_text)  # the work copy held the last mutant
@@ -296,7 +300,7 @@ def main():
     p.add_argument("--survivors", default="hack/mutate-survivors.tsv")
     p.add_argument("--report-only", action="store_true",
                    help="the report of OUT/results.tsv again (with the survivors file as it is)")
-    p.add_argument("files", nargs="*", help="FILE=KILLER")
+    p.add_argument("files", nargs="*", help="FILE[:FIRST-LAST][@MAX[,TIMEOUT]]=KILLER")
     args = p.parse_args()
     if args.report_only:
         report(*read_results(args.out), args)
@@ -306,6 +310,11 @@ def main():
     for spec in args.files:
         src, killer = spec.split("=", 1)
         span = None
+        c.max, c.timeout = args.max, args.timeout
+        if "@" in src:  # FILE@MAX,TIMEOUT: a slow killer's own sample size and time limit
+            src, limits = src.split("@", 1)
+            c.max, c.timeout = (int(limits.split(",")[0]),
+                                float(limits.split(",")[1]) if "," in limits else c.timeout)
         if ":" in src:
             src, lines = src.split(":", 1)
             span = tuple(int(x) for x in lines.split("-"))

@@ -8,8 +8,10 @@
 #   at -O0 without sanitizers, linked into the plain build's unit runner (or kubetool:
 #   build/plain/) in place of the original object, and run against the file's killer (the unit
 #   suites that exercise it; for src/kube/informer.c, hack/mutate-informer.sh against one
-#   control plane started here for the whole campaign); a mutant that survives is judged again
-#   with the sanitizer build of make test (build/asan/), which sees leaks and bad accesses.
+#   control plane started here for the whole campaign; for the daemon's reconcilers and kubelet
+#   plugins, their integration suite with the mutant's hostdevd); a mutant that survives is
+#   judged again with the sanitizer build of make test (build/asan/), which sees leaks and bad
+#   accesses.
 #   Prints the score per file and overall and lists the survivors; build/mutate/report.md and
 #   results.tsv keep them.
 #   Admission policies (manifests/policies-*.yaml, CEL): hack/mutate-policies.py makes mutants
@@ -22,6 +24,9 @@
 #   MUTATE_MAX         mutants judged (killed or survived) per C file (default 40)
 #   MUTATE_SEED        the sample's seed (default 1: the same seed draws the same mutants)
 #   MUTATE_TIMEOUT     seconds a killer may take per mutant before it counts as killed (60)
+#   MUTATE_SLOW_MAX    mutants judged per file whose killer is a whole integration suite run
+#                      with the mutant's hostdevd (hack/mutate-bin.sh: kubevirt.c, plugins.c,
+#                      draplugin.c; default 10, each suite given 600 s)
 #   MUTATE_POLICY_MAX  policy mutants judged (default 12; 0 skips the policies)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -36,23 +41,41 @@ declare -A KILLER=(
     [src/controllers/pciclaim.c]="unit:pciclaim,pciclaim_decide,pcibind,usbclaim"
     [src/controllers/pcibind.c]="unit:pcibind"
     [src/kube/informer.c]="cmd:bash hack/mutate-informer.sh KUBETOOL"
+    [src/kube/leader.c]="unit:leader"
+    [src/controllers/permitted.c]="unit:permitted"
+    [src/controllers/nodeclaims.c]="unit:nodeclaims"
+    [src/controllers/kubevirt.c]="cmd:hack/mutate-bin.sh HOSTDEVD test/integration/test_controller.sh"
+    [src/controllers/plugins.c]="cmd:hack/mutate-bin.sh HOSTDEVD test/integration/test_plugins.sh"
+    [src/controllers/draplugin.c]="cmd:hack/mutate-bin.sh HOSTDEVD test/integration/test_drakubelet.sh"
 )
 # Lines a file's mutants are limited to: pciclaim.c's pure planning and decisions (its
 # reconciler half is I/O on the runner, exercised by test_claims.sh, test_agent.sh and the qemu
 # node, which no unit suite can drive).
+reconciler() { grep -m1 -n '^/\* --- the reconciler' "$1" | cut -d: -f1; }
 declare -A SPAN=(
-    [src/controllers/pciclaim.c]="1-$(grep -m1 -n '^/\* --- the reconciler' src/controllers/pciclaim.c | cut -d: -f1)"
+    [src/controllers/pciclaim.c]="1-$(reconciler src/controllers/pciclaim.c)"
+    [src/controllers/nodeclaims.c]="1-$(reconciler src/controllers/nodeclaims.c)"
+)
+# Files whose killer is a whole integration suite (a control plane, a kubelet, the daemon with
+# the mutant): a smaller sample, and the time the suite may take per mutant.
+MUTATE_SLOW_MAX=${MUTATE_SLOW_MAX:-10}
+declare -A LIMIT=(
+    [src/controllers/kubevirt.c]="$MUTATE_SLOW_MAX,600"
+    [src/controllers/plugins.c]="$MUTATE_SLOW_MAX,600"
+    [src/controllers/draplugin.c]="$MUTATE_SLOW_MAX,600"
 )
 MUTATE_FILES=${MUTATE_FILES:-src/node/vfio.c src/node/hostuse.c src/node/blockers.c \
-src/controllers/pciclaim.c src/controllers/pcibind.c src/kube/informer.c}
+src/controllers/pciclaim.c src/controllers/pcibind.c src/kube/informer.c src/kube/leader.c \
+src/controllers/permitted.c src/controllers/nodeclaims.c src/controllers/kubevirt.c \
+src/controllers/plugins.c src/controllers/draplugin.c}
 
 UM=$(hack/universalmutator-build.sh)
-nice -n 10 make -s -j2 mutate-flags build/plain/unit-tests build/plain/kubetool build/asan/unit-tests \
-    build/asan/kubetool
+nice -n 10 make -s -j2 mutate-flags build/plain/unit-tests build/plain/kubetool build/plain/hostdevd \
+    build/asan/unit-tests build/asan/kubetool build/asan/hostdevd build/asan/grpctool
 specs=()
 for f in $MUTATE_FILES; do
     [ -n "${KILLER[$f]:-}" ] || { echo "mutate: no killer for $f (see hack/mutate.sh)" >&2; exit 2; }
-    specs+=("$f${SPAN[$f]:+:${SPAN[$f]}}=${KILLER[$f]}")
+    specs+=("$f${SPAN[$f]:+:${SPAN[$f]}}${LIMIT[$f]:+@${LIMIT[$f]}}=${KILLER[$f]}")
 done
 # shellcheck disable=SC2034 # lib.sh names its files after it
 SUITE=mutate
