@@ -59,6 +59,7 @@ struct fake {
     int rv;
     double now;       /* the fake clock */
     int fail;         /* answer 500 to the next `fail` requests; -1: to all */
+    double jump;      /* the clock jumps this far at the next failed request (a stalled process) */
     int hold;         /* leave the next `hold` requests unanswered */
     int requests;     /* received */
     int held;         /* left unanswered */
@@ -66,7 +67,7 @@ struct fake {
     double last_good; /* fake time of the last successful PUT */
     /* what the leader reported */
     int started, stopped, released;
-    double stopped_at;
+    double started_at, stopped_at;
 };
 
 static struct fake F;
@@ -147,6 +148,8 @@ static void serve(struct conn *c, const char *method, const char *path, const ch
     }
     if (F.fail != 0) {
         F.fail -= F.fail > 0;
+        F.now += F.jump;
+        F.jump = 0;
         reply_status(c, 500, "InternalError");
     } else if (strcmp(method, "GET") == 0) {
         if (F.lease)
@@ -257,6 +260,7 @@ static void on_started(void *userdata)
 {
     (void)userdata;
     F.started++;
+    F.started_at = F.now;
 }
 
 static void on_stopped(void *userdata)
@@ -374,6 +378,87 @@ static void test_failing_for_the_deadline_steps_down(void)
     fake_stop();
 }
 
+/* The deadline is measured in time, not in failed rounds: a leader whose clock shows the
+ * deadline passed (the process stalled, the loop late) steps down at the first failure. */
+static void test_deadline_is_time_not_rounds(void)
+{
+    struct client c;
+    leading(&c);
+    F.fail = 2;
+    F.jump = DEADLINE;
+    CU_ASSERT(run_until(&F.stopped, 1));
+    CU_ASSERT(F.stopped_at - F.last_good >= DEADLINE - EPS);
+    client_free(&c);
+    fake_stop();
+}
+
+/* A Lease held by `holder`, renewed at `renew_time`, the last the other candidate wrote. */
+static void held_by(const char *holder, const char *renew_time)
+{
+    char body[512];
+    (void)snprintf(body, sizeof(body),
+                   "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+                   "\"metadata\":{\"name\":\"lease\",\"namespace\":\"ns\"},"
+                   "\"spec\":{\"holderIdentity\":\"%s\",\"leaseDurationSeconds\":1,"
+                   "\"renewTime\":\"%s\"}}",
+                   holder, renew_time);
+    store(cJSON_Parse(body));
+}
+
+/* Fake seconds from the first request of a follower to its taking the Lease of a silent
+ * holder that last renewed at `renew_time` (the wall clock's). */
+static double takeover(const char *renew_time)
+{
+    struct client c;
+    fake_start();
+    held_by("other", renew_time);
+    double first = F.now + RETRY; /* the first GET moves the clock one period */
+    client_new(&c);
+    CU_ASSERT(run_until(&F.started, 1));
+    CU_ASSERT_STRING_EQUAL(
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                    cJSON_GetObjectItemCaseSensitive(F.lease, "spec"), "holderIdentity")),
+            "me");
+    client_free(&c);
+    fake_stop();
+    return F.started_at - first;
+}
+
+static void test_takes_over_a_silent_holder_after_the_lease(void)
+{
+    /* a renewTime that cannot be read (or is in the future: a skewed clock) is no credit: the
+     * whole lease duration by our own clock, then the write (one more period) */
+    CU_ASSERT_DOUBLE_EQUAL(takeover("not a time"), DURATION + RETRY, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(takeover("2999-01-01T00:00:00.000000Z"), DURATION + RETRY, EPS);
+    /* an old renewTime is credited, by at most duration - deadline: never sooner than the old
+     * leader, unable to renew, has stepped down */
+    CU_ASSERT_DOUBLE_EQUAL(takeover("2020-01-01T00:00:00.250000Z"),
+                           DURATION - (DURATION - DEADLINE) + RETRY, EPS);
+}
+
+static void test_owner_on_every_write(void)
+{
+    struct client c;
+    fake_start();
+    client_new(&c);
+    cJSON *owner = cJSON_Parse("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"n\","
+                               "\"uid\":\"u1\"}");
+    CU_ASSERT_EQUAL(kube_leader_set_owner(c.leader, owner), 0);
+    cJSON_Delete(owner);
+    cJSON *not_object = cJSON_CreateString("n");
+    CU_ASSERT_EQUAL(kube_leader_set_owner(c.leader, not_object), -EINVAL);
+    cJSON_Delete(not_object);
+    CU_ASSERT(run_until(&F.renewed, 1));
+    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(F.lease, "metadata"), "ownerReferences");
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(refs), 1);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                                   cJSON_GetArrayItem(refs, 0), "uid")),
+                           "u1");
+    client_free(&c);
+    fake_stop();
+}
+
 #define ROUNDS 100
 
 static void test_freed_campaigning_with_a_request_in_flight(void)
@@ -442,6 +527,11 @@ static CU_TestInfo tests[] = {
          test_one_failed_round_keeps_leading},
         {"renewals failing for the renew deadline end leadership, within one retry period",
          test_failing_for_the_deadline_steps_down},
+        {"the deadline is time, not failed rounds (a stalled process steps down)",
+         test_deadline_is_time_not_rounds},
+        {"a silent holder's Lease is taken after the lease duration, its renewTime credited",
+         test_takes_over_a_silent_holder_after_the_lease},
+        {"the owner set goes on every write", test_owner_on_every_write},
         {"freed while campaigning, a GET unanswered: nothing left (x100)",
          test_freed_campaigning_with_a_request_in_flight},
         {"freed while leading, a renewal unanswered: nothing left (x100)",
