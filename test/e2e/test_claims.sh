@@ -2,7 +2,9 @@
 # test/e2e/test_claims.sh - PCIDeviceClaims on a real kernel: a qemu node (hack/qemu-node.sh)
 # whose agent runs with a token bound to its Node under the project's RBAC and admission
 # policies (manifests/). Checks: a claim binds an e1000e to vfio-pci (/dev/vfio/<group>, Ready,
-# passthroughEnabled) and deleting it brings e1000e back; the management NIC is refused as
+# passthroughEnabled) and deleting it brings e1000e back; a device the admin put on vfio-pci
+# (vfio-pci ids= in modprobe.d, or a driverctl-style driver_override) records vfio-pci and stays
+# on vfio-pci, its override kept, after its claim is deleted; the management NIC is refused as
 # host-critical and keeps working; a VM holding the group (an open /dev/vfio/<group>) holds the
 # deletion until it lets go; after a reboot the claimed device is on vfio-pci again with no API
 # change; the agent aborted right after each step of bind and restore (HOSTDEVD_FAULT) and
