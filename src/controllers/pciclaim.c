@@ -158,13 +158,15 @@ static void check_group(const struct pciclaim_facts *f, struct pciclaim_outcome 
         o->kind = PCICLAIM_GO;
 }
 
-/* The original driver to record: the current one, unless the device is on vfio-pci already
- * (a crash, a reboot with vfio-pci.ids=): then the driver at first sight. */
+/* The original driver to record: the current one, unless the device is on vfio-pci already:
+ * then the driver at first sight when that names one, else vfio-pci itself (the admin put it
+ * there: vfio-pci.ids=, a driver_override; its release leaves it there). As the DRA path
+ * records it (draprep_original), and as harvester records the driver it finds. */
 static const char *original_driver(const struct pciclaim_facts *f)
 {
-    if (strcmp(f->driver, NODE_VFIO_DRIVER) != 0)
-        return f->driver;
-    return strcmp(f->annotation, NODE_VFIO_DRIVER) != 0 ? f->annotation : "";
+    if (strcmp(f->driver, NODE_VFIO_DRIVER) == 0 && f->annotation && f->annotation[0])
+        return f->annotation;
+    return f->driver;
 }
 
 void pciclaim_check_bind(const struct pciclaim_facts *f, struct pciclaim_outcome *ret)

@@ -17,8 +17,9 @@
  *      on the worker thread) and verified; status passthroughEnabled=true, Ready=True;
  *   5. on delete: if /dev/vfio/<group> is open (a VM holds it), the claim waits with
  *      Ready=False reason DeviceInUse; otherwise the original driver is restored and verified
- *      and the finalizer removed. A device that is gone, or was never touched, does not hold
- *      the deletion.
+ *      (vfio-pci when the device was on it before the claim: it stays there, its
+ *      driver_override untouched) and the finalizer removed. A device that is gone, or was
+ *      never touched, does not hold the deletion.
  *
  * A new claim goes through 1-4 in one reconcile: the checks run first (they only observe), then
  * the finalizer and the record of the driver are written at once, and the bind starts once both
@@ -28,6 +29,7 @@
  * After a reboot or a restart every claim is reconciled again and re-bound from sysfs state.
  * HOSTDEVD_FAULT=<goal>:<step> (bind:set-override, bind:unbind, bind:probe,
  * restore:clear-override, restore:unbind, restore:probe, restore:bind-original,
+ * restore:set-override (an unbound device going back to vfio-pci),
  * claim:finalizer, claim:record-driver) aborts the process right after that step: crash tests.
  *
  * The planning functions (pciclaim_*_patch) are pure and unit-tested; the rest logs.

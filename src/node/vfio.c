@@ -108,9 +108,22 @@ static enum node_vfio_step next_bind(const struct node_vfio_dev *d, unsigned tri
     return once(tried, NODE_VFIO_PROBE);
 }
 
+/* Back to vfio-pci, the driver the device had before the claim (vfio-pci.ids=, or an override
+ * the admin wrote): on vfio-pci it stays, its override untouched (the admin's, or the bind's,
+ * which only makes a re-probe land where the device is); unbound, by the bind's steps; on a
+ * host driver it stays (moving it to vfio-pci takes a claim's checks). */
+static enum node_vfio_step next_restore_vfio(const struct node_vfio_dev *d, unsigned tried)
+{
+    if (d->driver[0])
+        return NODE_VFIO_DONE;
+    return next_bind(d, tried);
+}
+
 static enum node_vfio_step next_restore(const struct node_vfio_dev *d, const char *original,
                                         unsigned tried)
 {
+    if (strcmp(original, NODE_VFIO_DRIVER) == 0)
+        return next_restore_vfio(d, tried);
     if (strcmp(d->override, NODE_VFIO_DRIVER) == 0)
         return once(tried, NODE_VFIO_CLEAR_OVERRIDE);
     if (strcmp(d->driver, NODE_VFIO_DRIVER) == 0)
@@ -186,13 +199,17 @@ static void describe(const struct node_vfio_dev *d, char *out, size_t size)
 
 /* Bind: on vfio-pci. Restore: gone, or on a host driver (the original or another one), or
  * unbound when no driver was wanted; unbound while `original` names one is a restore that did
- * not take effect. */
+ * not take effect. Restore to vfio-pci: gone, or on any driver (vfio-pci, or a host driver
+ * that took the device meanwhile). */
 static bool goal_reached(const struct node_vfio_dev *d, enum node_vfio_goal goal,
                          const char *original)
 {
     bool on_vfio = strcmp(d->driver, NODE_VFIO_DRIVER) == 0;
+    bool want_vfio = original && strcmp(original, NODE_VFIO_DRIVER) == 0;
     if (goal == NODE_VFIO_BIND)
         return d->present && on_vfio;
+    if (want_vfio)
+        return !d->present || d->driver[0];
     return !d->present || (!on_vfio && (d->driver[0] || !original || !original[0]));
 }
 

@@ -15,6 +15,9 @@
  *            With no original driver, the device is left unbound. Verified means on a host
  *            driver (the original, or another that took it first); a device left unbound
  *            while an original driver was wanted is a restore that did not take effect (-EIO).
+ *            With vfio-pci as the original (vfio-pci.ids=, or an override the admin wrote), a
+ *            device on vfio-pci is left as it is, driver_override included; an unbound one goes
+ *            back by the bind's steps; one on a host driver stays there.
  *
  * Safety (node_vfio_group_members, node_vfio_member_blocks): every other member of the
  * device's IOMMU group must be on vfio-pci or claimed as well, bridges excepted (class 0x0604,

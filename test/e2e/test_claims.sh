@@ -2,7 +2,9 @@
 # test/e2e/test_claims.sh - PCIDeviceClaims on a real kernel: a qemu node (hack/qemu-node.sh)
 # whose agent runs with a token bound to its Node under the project's RBAC and admission
 # policies (manifests/). Checks: a claim binds an e1000e to vfio-pci (/dev/vfio/<group>, Ready,
-# passthroughEnabled) and deleting it brings e1000e back; the management NIC is refused as
+# passthroughEnabled) and deleting it brings e1000e back; a device the admin put on vfio-pci
+# (vfio-pci ids= in modprobe.d, or a driverctl-style driver_override) records vfio-pci and stays
+# on vfio-pci, its override kept, after its claim is deleted; the management NIC is refused as
 # host-critical and keeps working; a VM holding the group (an open /dev/vfio/<group>) holds the
 # deletion until it lets go; after a reboot the claimed device is on vfio-pci again with no API
 # change; the agent aborted right after each step of bind and restore (HOSTDEVD_FAULT) and
@@ -52,6 +54,79 @@ if eventually 20 bound_event; then pass "an Event says Bound"; else fail "an Eve
 expect_ok "claim deleted" kubectl delete pcideviceclaim "$(name_of "$NIC")" --wait=false
 if eventually 60 claim_gone "$NIC"; then pass "the claim goes away once restored"; else fail "the claim goes away once restored" "$(reason "$NIC")"; fi
 expect_ok "$NIC is back on e1000e" on_driver "$NIC" e1000e
+
+echo "--- a device the admin put on vfio-pci stays there after a claim"
+# Two ways an admin keeps a device on vfio-pci: (a) vfio-pci's ids= option in modprobe.d, which
+# takes effect when the module loads (reloaded here once e1000e let go of the device; at boot,
+# vfio-pci.ids= on the kernel command line or in the initramfs does the same); (b) a
+# driver_override of vfio-pci as driverctl writes it (override, unbind, drivers_probe). The
+# PCIDevice is deleted and the agent makes it again, so its driver at first sight is vfio-pci. A
+# claim then records vfio-pci (kernelDriverToUnbind, as harvester records the driver it finds)
+# and its release leaves the device on vfio-pci, the admin's override in place. After each way
+# the device goes back to e1000e and its PCIDevice is made again (first sight e1000e).
+DEV=$(name_of "$NIC")
+IDS_CONF=/etc/modprobe.d/hostdevd-e2e-vfio.conf
+KMOD=/usr/lib/kmod/modprobe # kmod's modprobe (it reads modprobe.d), as on a host
+SYS=/sys/bus/pci/devices/$NIC
+override_of() { guest "cat $SYS/driver_override"; }
+dev_field() { kubectl get pcidevice "$DEV" -o jsonpath="$1" 2>/dev/null; }
+dev_driver_is() { [ "$(dev_field '{.status.kernelDriverInUse}')" = "$1" ]; }
+first_sight_is() {
+    [ "$(dev_field '{.metadata.annotations.harvesterhci\.io/pcideviceDriver} {.status.kernelDriverInUse}')" = "$1 $1" ]
+}
+republish() { # driver: the PCIDevice made again by the agent, with that driver at first sight
+    eventually 60 dev_driver_is "$1" && kubectl delete pcidevice "$DEV" >/dev/null &&
+        eventually 60 first_sight_is "$1"
+}
+restored_event() {
+    kubectl get events -n default --field-selector reason=Restored -o jsonpath='{.items[*].message}' |
+        grep -qF "device $NIC restored to driver \"$1\""
+}
+admin_vfio() { # way: ids | override
+    if [ "$1" = ids ]; then
+        guest "echo $NIC >/sys/bus/pci/drivers/e1000e/unbind && rmmod vfio_pci && mkdir -p /etc/modprobe.d &&
+            echo 'options vfio-pci ids=8086:10d3' >$IDS_CONF && $KMOD vfio-pci"
+    else
+        guest "echo vfio-pci >$SYS/driver_override && echo $NIC >/sys/bus/pci/drivers/e1000e/unbind &&
+            echo $NIC >/sys/bus/pci/drivers_probe"
+    fi
+}
+admin_undo() { # way: back to e1000e, vfio-pci loaded without ids= (the agent loaded it once)
+    local reload=""
+    [ "$1" = ids ] && reload="rmmod vfio_pci; $KMOD vfio-pci;"
+    guest "echo >$SYS/driver_override; rm -f $IDS_CONF; [ ! -e $SYS/driver ] || echo $NIC >$SYS/driver/unbind;
+        $reload echo $NIC >/sys/bus/pci/drivers_probe"
+}
+vfio_original_case() { # way
+    local way=$1 want_override=vfio-pci
+    [ "$way" = ids ] && want_override="(null)"
+    admin_vfio "$way"
+    OUT="$(guest_driver "$NIC") $(override_of "$NIC")"
+    [ "$OUT" = "vfio-pci $want_override" ] && pass "$way: the admin put $NIC on vfio-pci (override $want_override)" ||
+        fail "$way: the admin put $NIC on vfio-pci" "$OUT"
+    if republish vfio-pci; then pass "$way: its PCIDevice made again says vfio-pci"; else fail "$way: its PCIDevice made again says vfio-pci" "$(dev_field '{.metadata.annotations} {.status.kernelDriverInUse}')"; fi
+    claim "$NIC"
+    if eventually 60 enabled "$NIC"; then pass "$way: claim passthroughEnabled"; else fail "$way: claim passthroughEnabled" "$(reason "$NIC")"; fi
+    OUT=$(field "$NIC" '{.status.kernelDriverToUnbind}/{.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason}')
+    [ "$OUT" = "vfio-pci/True Bound" ] && pass "$way: kernelDriverToUnbind vfio-pci, Ready=True Bound" ||
+        fail "$way: kernelDriverToUnbind vfio-pci, Ready=True Bound" "kernelDriverToUnbind/Ready: $OUT"
+    kubectl delete pcideviceclaim "$(name_of "$NIC")" --wait=false >/dev/null
+    if eventually 60 claim_gone "$NIC"; then pass "$way: the claim goes away"; else fail "$way: the claim goes away" "$(reason "$NIC")"; fi
+    OUT="$(guest_driver "$NIC") $(override_of "$NIC")"
+    if [ "$way" = ids ]; then
+        [ "${OUT%% *}" = vfio-pci ] && pass "$way: $NIC still on vfio-pci" || fail "$way: $NIC still on vfio-pci" "driver, override: $OUT"
+    else
+        [ "$OUT" = "vfio-pci vfio-pci" ] && pass "$way: $NIC still on vfio-pci, driver_override still vfio-pci" ||
+            fail "$way: $NIC still on vfio-pci, driver_override still vfio-pci" "driver, override: $OUT"
+    fi
+    if eventually 10 restored_event vfio-pci; then pass "$way: the Event says restored to driver \"vfio-pci\""; else fail "$way: the Event says restored to driver \"vfio-pci\"" "$(kubectl get events -n default --field-selector reason=Restored -o jsonpath='{.items[*].message}')"; fi
+    admin_undo "$way"
+    if on_driver "$NIC" e1000e && republish e1000e; then pass "$way: $NIC back on e1000e, PCIDevice made again"; else fail "$way: $NIC back on e1000e, PCIDevice made again" "$(guest_driver "$NIC")"; fi
+}
+T0=$SECONDS
+vfio_original_case ids
+vfio_original_case override
+echo "  both ways in $((SECONDS - T0))s"
 
 echo "--- the management NIC is refused"
 claim "$MGMT"

@@ -30,7 +30,9 @@ static const char DESC[] = "0000:02:00.0 0200 8086:10d3 driver=vfio-pci iommu=7\
                            "0000:08:00.0 0200 8086:10d3 driver=vfio-pci iommu=0\n"
                            "0000:0a:00.0 0200 8086:10d3 driver=e1000e iommu=14\n"
                            "0000:0a:00.1 0200 8086:10d3 driver=x iommu=14\n"
-                           "0000:0b:00.0 0200 8086:10d3 driver=vfio-pci iommu=15\n";
+                           "0000:0b:00.0 0200 8086:10d3 driver=vfio-pci iommu=15\n"
+                           "0000:0c:00.0 0200 8086:10d3 driver=vfio-pci iommu=16\n"
+                           "0000:0d:00.0 0200 8086:10d3 driver=vfio-pci iommu=17\n";
 
 static struct sysfs_tree tree;
 static int root = -1;
@@ -63,6 +65,10 @@ static int suite_init(void)
         return -1;
     static const char ov[] = "vfio-pci\n";
     if (sysfs_tree_put(&tree, "bus/pci/devices/0000:08:00.0/driver_override", ov, sizeof(ov) - 1))
+        return -1;
+    /* 0000:0c:00.0: put on vfio-pci by the admin with a driver_override (driverctl);
+     * 0000:0d:00.0: by vfio-pci.ids=, no override */
+    if (sysfs_tree_put(&tree, "bus/pci/devices/0000:0c:00.0/driver_override", ov, sizeof(ov) - 1))
         return -1;
     return sysfs_tree_put(&tree, "bus/pci/devices/0000:02:00.0/driver_override", ov,
                           sizeof(ov) - 1);
@@ -282,6 +288,56 @@ static void test_bind_done(void)
     CU_ASSERT(o.bind_us > 0 && o.bind_us < 10 * 1000 * 1000); /* it read sysfs: microseconds */
 }
 
+/* A whole claim of a device found on vfio-pci (first seen there): what the checks record,
+ * the bind, and the restore of the deleted claim, with the original driver the way
+ * pciclaim.c passes it (the annotation, then the recorded driver). */
+static struct pciclaim_outcome claim_job(const char *address, bool deleting, bool recorded,
+                                         const char *original)
+{
+    struct pcibind_env env = {
+            .sysfs_fd = root, .node_name = "n", .dev_root = tree.dir, .proc_root = proc};
+    struct pcibind_job j = {.env = &env, .deleting = deleting, .recorded = recorded};
+    (void)snprintf(j.address, sizeof(j.address), "%s", address);
+    (void)snprintf(j.original, sizeof(j.original), "%s", original);
+    (void)snprintf(j.annotation, sizeof(j.annotation), "vfio-pci");
+    pcibind_run(&j.wj);
+    pcibind_job_done(&j);
+    return j.out;
+}
+
+static void expect_state(const char *address, const char *driver, const char *override)
+{
+    struct node_vfio_dev d;
+    CU_ASSERT_EQUAL_FATAL(node_vfio_observe(root, address, &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, driver);
+    CU_ASSERT_STRING_EQUAL(d.override, override);
+}
+
+/* The admin put the device on vfio-pci (a driver_override as driverctl writes it, or
+ * vfio-pci.ids=): the claim records vfio-pci, binds, and its release leaves the device on
+ * vfio-pci with the override in place (the tree's writes change no driver link: a restore
+ * that unbinds fails here). */
+static void test_claim_of_a_vfio_original(void)
+{
+    static const char *const addresses[] = {"0000:0c:00.0", "0000:0d:00.0"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *a = addresses[i];
+        struct pciclaim_outcome o = claim_job(a, false, false, "");
+        expect(&o, PCICLAIM_RECORD, NULL, NULL);
+        CU_ASSERT_STRING_EQUAL(o.driver, "vfio-pci");
+        o = claim_job(a, false, true, "vfio-pci");
+        expect(&o, PCICLAIM_BOUND, "Bound", NULL);
+        expect_state(a, "vfio-pci", "vfio-pci"); /* the override of the bind, or the admin's */
+        o = claim_job(a, true, true, "vfio-pci");
+        expect(&o, PCICLAIM_RESTORED, "Restored", NULL);
+        CU_ASSERT_STRING_EQUAL(o.driver, "vfio-pci");
+        expect_state(a, "vfio-pci", "vfio-pci");
+        o = claim_job(a, true, true, "vfio-pci"); /* again (a crash before the finalizer went) */
+        expect(&o, PCICLAIM_RESTORED, "Restored", NULL);
+        expect_state(a, "vfio-pci", "vfio-pci");
+    }
+}
+
 /* HOSTDEVD_FAULT aborts only at the goal:step it names exactly (the qemu node's crash tests
  * use it); anything else leaves the job alone. */
 static void test_fault_names(void)
@@ -304,6 +360,7 @@ static CU_TestInfo tests[] = {
         {"bind: the checks on sysfs", test_bind_checks},
         {"bind: a kernel that ignores the writes", test_bind_fails_on_a_deaf_kernel},
         {"bind: on vfio-pci already", test_bind_done},
+        {"claim and release of a device the admin put on vfio-pci", test_claim_of_a_vfio_original},
         {"fault points name goal and step exactly", test_fault_names},
         CU_TEST_INFO_NULL,
 };

@@ -152,9 +152,33 @@ static void test_check_record_then_go(void)
     pciclaim_check_bind(&f, &o);
     CU_ASSERT_EQUAL(o.kind, PCICLAIM_RECORD);
     CU_ASSERT_STRING_EQUAL(o.driver, "e1000e");
-    f.annotation = "vfio-pci";
-    pciclaim_check_bind(&f, &o);
-    CU_ASSERT_STRING_EQUAL(o.driver, "");
+}
+
+/* On vfio-pci when the agent first saw it (vfio-pci.ids=, a driver_override the admin set):
+ * vfio-pci is the original driver, as harvester records the driver it finds and as the DRA
+ * path records it (draprep_original), never "" (which a release would read as "no driver"). */
+static void test_check_record_vfio_original(void)
+{
+    static const char *const firsts[] = {"vfio-pci", ""}; /* "": the PCIDevice not seen yet */
+    struct pciclaim_facts f = good();
+    struct pciclaim_outcome o;
+    f.driver = "vfio-pci";
+    for (size_t i = 0; i < sizeof(firsts) / sizeof(firsts[0]); i++) {
+        f.annotation = firsts[i];
+        pciclaim_check_bind(&f, &o);
+        CU_ASSERT_EQUAL(o.kind, PCICLAIM_RECORD);
+        CU_ASSERT_STRING_EQUAL(o.driver, "vfio-pci");
+    }
+    /* recorded so, the status says it, for harvester's clients too */
+    struct pciclaim_decision d;
+    cJSON *c = claim("n", "0000:02:00.0", true, false, NULL);
+    pciclaim_decide(c, &o, &d);
+    CU_ASSERT(d.write_status && d.proceed);
+    CU_ASSERT_STRING_EQUAL(d.status.driver ? d.status.driver : "(null)", "vfio-pci");
+    char *patch = pciclaim_status_patch(c, &d.status, "2026-11-23T10:00:01Z");
+    CU_ASSERT_PTR_NOT_NULL(patch ? strstr(patch, "\"kernelDriverToUnbind\":\"vfio-pci\"") : NULL);
+    free(patch);
+    cJSON_Delete(c);
 }
 
 static void test_decide_refused(void)
@@ -320,6 +344,8 @@ static CU_TestInfo tests[] = {
         {"next step: other node, malformed, finalizer, node work", test_next_step},
         {"bind checks: every refusal reason", test_check_reasons},
         {"bind checks: record the original driver, then go", test_check_record_then_go},
+        {"bind checks: on vfio-pci at first sight, vfio-pci is recorded",
+         test_check_record_vfio_original},
         {"decide: refusal said once", test_decide_refused},
         {"decide: record, bound, failed", test_decide_bind_path},
         {"decide: busy, restored, released, restore failed", test_decide_restore_paths},

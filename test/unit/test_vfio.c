@@ -28,7 +28,9 @@ static const char *const DESC = "0000:00:1c.0 0604 8086:a110 driver=pcieport iom
                                 "0000:03:00.0 0200 8086:10d3 iommu=8\n"
                                 "0000:04:00.0 0200 8086:10d3 driver=e1000e\n"
                                 "0000:05:00.0 0200 8086:10d3 driver=vfio-pci iommu=9\n"
-                                "0000:06:00.0 0604 8086:a111 iommu=6\n";
+                                "0000:06:00.0 0604 8086:a111 iommu=6\n"
+                                "0000:0c:00.0 0200 8086:10d3 driver=vfio-pci iommu=20\n"
+                                "0000:0d:00.0 0200 8086:10d3 driver=vfio-pci iommu=21\n";
 
 static struct node_vfio_dev dev(const char *driver, const char *override)
 {
@@ -92,6 +94,27 @@ static void test_plan_restore(void)
     CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "e1000e", 0), NODE_VFIO_DONE);
     CU_ASSERT_STRING_EQUAL(node_vfio_step_name(NODE_VFIO_CLEAR_OVERRIDE), "clear-override");
     CU_ASSERT_STRING_EQUAL(node_vfio_step_name((enum node_vfio_step)99), "?");
+}
+
+/* Restore to vfio-pci (the device was on it before the claim): on vfio-pci it stays, with its
+ * override, whoever wrote it; unbound, it goes back by the bind's steps; on a host driver it is
+ * left there (moving it to vfio-pci would need the claim's host-critical checks). */
+static void test_plan_restore_to_vfio(void)
+{
+    struct node_vfio_dev d = dev("vfio-pci", "vfio-pci");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "vfio-pci", 0), NODE_VFIO_DONE);
+    d = dev("vfio-pci", ""); /* vfio-pci.ids= */
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "vfio-pci", 0), NODE_VFIO_DONE);
+    d = dev("", "");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "vfio-pci", 0), NODE_VFIO_SET_OVERRIDE);
+    d = dev("", "vfio-pci");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "vfio-pci", 0), NODE_VFIO_PROBE);
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "vfio-pci", BIT(NODE_VFIO_PROBE)),
+                    NODE_VFIO_STUCK);
+    d = dev("e1000e", "");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "vfio-pci", 0), NODE_VFIO_DONE);
+    d = dev("e1000e", "vfio-pci");
+    CU_ASSERT_EQUAL(node_vfio_next(&d, NODE_VFIO_RESTORE, "vfio-pci", 0), NODE_VFIO_DONE);
 }
 
 static struct sysfs_tree tree;
@@ -281,6 +304,7 @@ static void test_busy(void)
 
 struct fake_kernel {
     const char *address, *normal_driver; /* what drivers_probe binds without an override */
+    const char *original;                /* the driver to restore (NULL: e1000e) */
     const char *crash_at;                /* "bind:unbind": longjmp after that step */
     bool deaf_probe;                     /* drivers_probe binds nothing */
     sigjmp_buf crashed;
@@ -319,7 +343,8 @@ static void kernel_step(const char *goal, const char *step, void *arg)
 static int converge(struct fake_kernel *k, enum node_vfio_goal goal, struct node_vfio_dev *d)
 {
     struct err err = {""};
-    int r = node_vfio_converge(root_fd, k->address, goal, "e1000e", kernel_step, k, d, &err);
+    const char *original = k->original ? k->original : "e1000e";
+    int r = node_vfio_converge(root_fd, k->address, goal, original, kernel_step, k, d, &err);
     if (r < 0)
         fprintf(stderr, "converge: %s\n", err.msg);
     return r;
@@ -368,6 +393,71 @@ static void test_converge_crash_at_every_step(void)
         crash_then_converge(NODE_VFIO_BIND, bind[i]);
         crash_then_converge(NODE_VFIO_RESTORE, restore[i]);
     }
+}
+
+/* 0000:0c:00.0, whose original driver is vfio-pci, found unbound with no override: restored
+ * to vfio-pci, also when the agent crashes after step `point` (NULL: none) and converges
+ * again. */
+static void unbound_then_restore_to_vfio(const char *point)
+{
+    struct fake_kernel k = {.address = "0000:0c:00.0",
+                            .normal_driver = "e1000e",
+                            .original = "vfio-pci",
+                            .crash_at = point};
+    struct node_vfio_dev d;
+    set_driver(k.address, NULL);
+    CU_ASSERT_EQUAL(
+            sysfs_tree_put(&tree, "bus/pci/devices/0000:0c:00.0/driver_override", "(null)\n", 7),
+            0);
+    if (point) {
+        if (sigsetjmp(k.crashed, 0) == 0) {
+            (void)converge(&k, NODE_VFIO_RESTORE, &d);
+            CU_FAIL("no crash");
+        }
+        k.crash_at = NULL;
+    }
+    CU_ASSERT_EQUAL(converge(&k, NODE_VFIO_RESTORE, &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "vfio-pci");
+    CU_ASSERT_STRING_EQUAL(d.override, "vfio-pci");
+}
+
+/* Devices the admin put on vfio-pci: 0000:0c:00.0 with a driver_override (driverctl; without
+ * it e1000e would take the device), 0000:0d:00.0 by vfio-pci.ids= (drivers_probe binds
+ * vfio-pci with no override). A claim binds each and its release gives vfio-pci back, the
+ * override in place, touching nothing; unbound meanwhile, it goes back to vfio-pci, also after
+ * a crash at any step. */
+static void test_converge_restore_to_vfio(void)
+{
+    struct fake_kernel k = {
+            .address = "0000:0c:00.0", .normal_driver = "e1000e", .original = "vfio-pci"};
+    struct node_vfio_dev d;
+    CU_ASSERT_EQUAL(
+            sysfs_tree_put(&tree, "bus/pci/devices/0000:0c:00.0/driver_override", "vfio-pci\n", 9),
+            0);
+    CU_ASSERT_EQUAL(converge(&k, NODE_VFIO_BIND, &d), 0);
+    CU_ASSERT_EQUAL(converge(&k, NODE_VFIO_RESTORE, &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "vfio-pci");
+    CU_ASSERT_STRING_EQUAL(d.override, "vfio-pci");
+    CU_ASSERT_EQUAL(k.steps, 0);
+    k = (struct fake_kernel){
+            .address = "0000:0d:00.0", .normal_driver = "vfio-pci", .original = "vfio-pci"};
+    CU_ASSERT_EQUAL(converge(&k, NODE_VFIO_BIND, &d), 0);
+    CU_ASSERT_EQUAL(k.steps, 1); /* set-override: a re-probe lands on vfio-pci */
+    k.steps = 0;
+    CU_ASSERT_EQUAL(converge(&k, NODE_VFIO_RESTORE, &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "vfio-pci");
+    CU_ASSERT_STRING_EQUAL(d.override, "vfio-pci"); /* the bind's, kept as the DRA path does */
+    CU_ASSERT_EQUAL(k.steps, 0);
+    unbound_then_restore_to_vfio(NULL);
+    unbound_then_restore_to_vfio("restore:set-override");
+    unbound_then_restore_to_vfio("restore:probe");
+    /* on a host driver: left there */
+    k = (struct fake_kernel){.address = "0000:0c:00.0", .original = "vfio-pci"};
+    set_driver(k.address, "e1000e");
+    k.steps = 0;
+    CU_ASSERT_EQUAL(converge(&k, NODE_VFIO_RESTORE, &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "e1000e");
+    CU_ASSERT_EQUAL(k.steps, 0);
 }
 
 static void test_converge_failures(void)
@@ -464,6 +554,7 @@ static void test_converge_ebusy(void)
 static CU_TestInfo tests[] = {
         {"plan: bind", test_plan_bind},
         {"plan: restore", test_plan_restore},
+        {"plan: restore to vfio-pci", test_plan_restore_to_vfio},
         {"observe a fake tree", test_observe},
         {"IOMMU group members and blockers", test_groups},
         {"observe: hostile driver and iommu_group links", test_observe_hostile_links},
@@ -471,6 +562,7 @@ static CU_TestInfo tests[] = {
         {"group busy check", test_busy},
         {"bind and restore round trip", test_converge_round_trip},
         {"crash after every step, then converge", test_converge_crash_at_every_step},
+        {"restore to vfio-pci: the admin's binding kept", test_converge_restore_to_vfio},
         {"failures say what sysfs shows", test_converge_failures},
         {"EBUSY: only bind-original tolerates it", test_converge_ebusy},
         CU_TEST_INFO_NULL,
