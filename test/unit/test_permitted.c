@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "controllers/permitted.h"
 
 #define OWNED "\"hostdevd.io/owned-host-devices\""
@@ -284,25 +285,29 @@ static const struct name_case name_cases[] = {
 };
 
 /* "pci:<names>;usb:<names>" of the CR's lists, comma-separated. */
-static void list_names(const cJSON *o, char *buf, size_t size)
+static void list_names(const cJSON *o, char *out, size_t size)
 {
     const cJSON *phd = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"),
                                              "configuration"),
             "permittedHostDevices");
-    size_t len = 0;
     static const char *const lists[] = {"pciHostDevices", "usb"};
+    struct buf b;
+    buf_init(&b, 4096);
     for (size_t l = 0; l < 2; l++) {
-        len += (size_t)snprintf(buf + len, size - len, "%s%s:", l ? ";" : "", l ? "usb" : "pci");
+        (void)buf_printf(&b, "%s%s:", l ? ";" : "", l ? "usb" : "pci");
+        const char *sep = "";
         const cJSON *e;
-        size_t n = 0;
         cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(phd, lists[l]))
         {
-            len += (size_t)snprintf(
-                    buf + len, size - len, "%s%s", n++ ? "," : "",
-                    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "resourceName")));
+            const char *rn =
+                    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "resourceName"));
+            (void)buf_printf(&b, "%s%s", sep, rn ? rn : "?");
+            sep = ",";
         }
     }
+    (void)snprintf(out, size, "%s", buf_str(&b) ? buf_str(&b) : "");
+    buf_free(&b);
 }
 
 static struct permitted_want want_ours(const struct name_case *c, bool with_foreign)
