@@ -32,7 +32,8 @@ struct kvpermit {
     struct runner *runner;
     struct kube_informer *pci_claims, *pci_devices, *usb_claims, *usb_devices;
     bool gate_reported, count_reported;
-    struct map *told; /* uids of the claims told that the feature gate is off */
+    size_t count_told; /* the count of CRs count_reported was about */
+    struct map *told;  /* uids of the claims told that the feature gate is off */
     struct metrics_series *writes, *conflicts, *entries;
 };
 
@@ -133,18 +134,34 @@ static void want_usb(struct kvpermit *k, struct permitted_want *w, const char *c
 
 /* --- the runner ---------------------------------------------------------------------------- */
 
+bool kvpermit_manages(const char *configured, const char *key, size_t count)
+{
+    if (configured)
+        return strcmp(key, configured) == 0;
+    return count == 1;
+}
+
+/* Without --kubevirt: says once per count other than one that nothing is written, and when there
+ * is one again. */
+static void report_count(struct kvpermit *k, const char *key, size_t n)
+{
+    if (n == 1 && k->count_reported)
+        log_info("Exactly one KubeVirt CR again: managing its permittedHostDevices",
+                 KV_STR("kubevirt", key));
+    else if (n != 1 && (!k->count_reported || k->count_told != n))
+        log_warning("Not exactly one KubeVirt CR in the cluster; permittedHostDevices left alone",
+                    KV_INT("found", n), KV_STR("hint", "name one with --kubevirt NAMESPACE/NAME"));
+    k->count_reported = n != 1;
+    k->count_told = n;
+}
+
 /* Whether `key` is the CR to manage: the configured one, else the only one. */
 static bool managed(struct kvpermit *k, const char *key)
 {
-    if (k->cfg.kubevirt)
-        return strcmp(key, k->cfg.kubevirt) == 0;
     size_t n = kube_informer_size(runner_informer(k->runner));
-    if (n != 1 && !k->count_reported) {
-        log_warning("Not exactly one KubeVirt CR in the cluster; permittedHostDevices left alone",
-                    KV_INT("found", n), KV_STR("hint", "name one with --kubevirt NAMESPACE/NAME"));
-        k->count_reported = true;
-    }
-    return n == 1;
+    if (!k->cfg.kubevirt)
+        report_count(k, key, n);
+    return kvpermit_manages(k->cfg.kubevirt, key, n);
 }
 
 static void report_gate(struct kvpermit *k, const char *key, const cJSON *cr)

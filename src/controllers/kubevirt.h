@@ -14,6 +14,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct buf;
 struct cJSON;
@@ -46,6 +47,11 @@ bool kvpermit_pci_entry(const struct cJSON *claim, const struct cJSON *dev, cons
  * resourceName). Pure. */
 bool kvpermit_usb_entry(const struct cJSON *claim, const struct cJSON *dev,
                         struct permitted_entry *ret);
+
+/* Whether the KubeVirt CR `key` ("namespace/name") is the one to manage: the one `configured`
+ * names, or with none configured (NULL), the only one of the `count` there are (two or more: none
+ * of them, whichever comes first). Pure. */
+bool kvpermit_manages(const char *configured, const char *key, size_t count);
 
 struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg);
 /* The caches the entries are computed from (cluster-wide, borrowed). */

@@ -5,7 +5,10 @@
 # once its claim is Ready; claims over three nodes made concurrently while a second writer
 # appends to the CR end with exactly the needed entries, no duplicates, the foreign entries
 # untouched and in order; killing the leader once 5 of the first 15 claims are Ready, the other
-# 15 coming while no replica leads, hands over to the other replica and the end state is the same; deleting the claims removes only our entries; an idle controller writes nothing.
+# 15 coming while no replica leads, hands over to the other replica and the end state is the same;
+# with a second KubeVirt CR (no --kubevirt) neither CR is written while a claim becomes Ready, and
+# the one left gets its entry once the other is deleted; deleting the claims removes only our
+# entries; an idle controller writes nothing.
 # Prints the time from claim Ready to entry present (median of 10) and the number of CR writes.
 SUITE=controller
 # shellcheck source=test/integration/lib.sh
@@ -259,6 +262,52 @@ event "$D2" FinalizerRemoved && pass "Event FinalizerRemoved on it" ||
     fail "FinalizerRemoved Event" "$(kubectl get events -n default --field-selector "involvedObject.name=$D2" 2>&1 | tail -3)"
 if eventually 20 no_entry "intel.com/DOOMED" && no_entry "kubevirt.io/$D2"; then
     pass "their permittedHostDevices entries removed"; else fail "doomed entries removed" "$(counts)"; fi
+
+echo "--- two KubeVirt CRs: neither is written; the one left is, once the other goes"
+T_TWO=$(date +%s.%N)
+CTL_LOG=$TEST_DIR/controller-$OTHER.log
+# metric SERIES: the sum of the leader's /metrics series SERIES (a prefix, with any labels).
+metric() { curl -fsS "http://127.0.0.1:${PORTS[$OTHER]}/metrics" | awk -v k="$1" 'index($1, k) == 1 {s += $2} END {print s + 0}'; }
+kv_reconciles() { metric 'controller_runtime_reconcile_total{controller="kubevirt",'; }
+kv_idle() { [ "$(metric 'workqueue_depth{controller="kubevirt",')" = 0 ] && [ "$(metric 'controller_runtime_active_workers{controller="kubevirt"}')" = 0 ]; }
+# What a write would change: each CR's permittedHostDevices and annotations.
+kv_state() { kubectl get kubevirt -A -o json | jq -c '[.items[] | {n: .metadata.namespace, a: .metadata.annotations, p: .spec.configuration.permittedHostDevices}] | sort_by(.n)'; }
+WARNING='"Not exactly one KubeVirt CR in the cluster'
+WARN0=$(grep -c "$WARNING" "$CTL_LOG")
+kubectl create namespace kubevirt-two >/dev/null
+printf 'apiVersion: kubevirt.io/v1\nkind: KubeVirt\nmetadata: {name: kubevirt, namespace: kubevirt-two}\nspec:\n  configuration:\n    developerConfiguration: {featureGates: [HostDevices]}\n    permittedHostDevices: {pciHostDevices: [%s]}\n' \
+    "$FA" | kubectl create -f - >/dev/null
+warned() { [ "$(grep -c "$WARNING" "$CTL_LOG")" -gt "$WARN0" ]; }
+if eventually 20 warned; then
+    expect_contains "a second KubeVirt CR: the leader's log says both are left alone, and how to choose" \
+        "$(grep "$WARNING" "$CTL_LOG" | tail -1)" \
+        'permittedHostDevices left alone" found=2 hint="name one with --kubevirt NAMESPACE/NAME"'
+else
+    fail "a warning for two KubeVirt CRs" "$(tail -5 "$CTL_LOG")"
+fi
+eventually 20 kv_idle || fail "the KubeVirt reconciler idle" "$(curl -fsS "http://127.0.0.1:${PORTS[$OTHER]}/metrics" | grep kubevirt)"
+BEFORE=$(kv_state)
+R0=$(kv_reconciles)
+d=$(agent_device pci node-a 8 8086 10d8 intel.com/TWO)
+agent_claim pci "$d" node-a
+agent_ready pci "$d"
+# Both CRs reconciled since the claim became Ready: a write of either would have completed.
+reconciled() { [ "$(kv_reconciles)" -ge $((R0 + 2)) ]; }
+changed() { jq -rn --argjson a "$BEFORE" --argjson b "$(kv_state)" '[range($b | length) | select($a[.] != $b[.]) | $b[.].n] | join(" ")'; }
+second() { kubectl get kubevirt -n kubevirt-two kubevirt -o json | jq -c '{a: .metadata.annotations, p: .spec.configuration.permittedHostDevices}'; }
+if ! eventually 20 reconciled; then
+    fail "both KubeVirt CRs reconciled after the claim became Ready" "reconciles $R0 -> $(kv_reconciles)"
+elif [ -z "$(changed)" ] && [ "$(second)" = "{\"a\":null,\"p\":{\"pciHostDevices\":[$FA]}}" ]; then
+    pass "a claim made Ready: both CRs reconciled, neither written (the second as it was made)"
+else
+    fail "neither CR written" "changed since the claim: '$(changed)'; the second CR: $(second | cut -c1-300)"
+fi
+kubectl delete kubevirt -n kubevirt-two kubevirt >/dev/null
+if eventually 20 has_entry intel.com/TWO; then pass "the second CR deleted: the one left gets the claim's entry"; else
+    fail "entry after the second CR went" "$(counts)"; fi
+expect_contains "... and the log says it manages that one again" \
+    "$(grep '"Exactly one KubeVirt CR again' "$CTL_LOG" | tail -1)" 'kubevirt="kubevirt/kubevirt"'
+echo "  two KubeVirt CRs: $(awk -v a="$(date +%s.%N)" -v b="$T_TWO" 'BEGIN {printf "%.1f", a - b}') s"
 
 echo "--- all claims deleted"
 kubectl delete pcideviceclaims --all --wait=false >/dev/null

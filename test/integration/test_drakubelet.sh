@@ -14,7 +14,8 @@
 # answers the same without binding again; a device that cannot be bound fails its pod's preparation with
 # the reason and is left as it was; deleting the pod unprepares (files gone, checkpoint empty)
 # and the waiting PCIDeviceClaim binds; a malformed DRA request is refused and the plugin
-# serves on. Prints pod created -> device prepared.
+# serves on; a device found on vfio-pci whose PCIDevice says another driver at first sight gets
+# that one recorded and given back on unprepare. Prints pod created -> device prepared.
 SUITE=drakubelet
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -251,4 +252,36 @@ expect_contains "... it knows the prepared claim" "$(grep 'Serving the DRA plugi
 expect_ok "pod vm3 deleted" kubectl delete pod vm3 --wait=true --timeout=60s
 if eventually 60 bash -c "[ \"\$(jq '.claims | length' '$PLUGIN_DIR/checkpoint.json')\" = 0 ]"; then
     pass "... and unprepares it when the pod goes"; else fail "unprepare after restart" "$(cat "$PLUGIN_DIR/checkpoint.json")"; fi
+
+echo "--- a device found on vfio-pci gets its driver at first sight back, not vfio-pci"
+# As after a checkpoint set aside as malformed while the device was bound: it is on vfio-pci now,
+# its PCIDevice's annotation (its driver at first sight) says mlx5_core.
+T_ORIG=$(now)
+VF=0000:3b:00.4 # a ConnectX-5 VF on vfio-pci, IOMMU group 44 alone
+kubectl annotate pcidevice "$(pci_name $VF)" --overwrite harvesterhci.io/pcideviceDriver=mlx5_core >/dev/null
+template vf 'device.attributes["resource.kubernetes.io"].pciBusID == "'$VF'"'
+pod vm5 vf
+if eventually 60 running vm5; then pass "the VF prepared for vm5"; else fail "vm5" "$(kubectl describe pod vm5 | tail -8)"; fi
+C5=$(claim_of vm5)
+U5=$(kubectl get resourceclaim "$C5" -o jsonpath='{.metadata.uid}')
+original() { jq -r --arg u "$U5" '.claims[$u].devices[0].original // "(no entry)"' "$PLUGIN_DIR/checkpoint.json"; }
+[ "$(original)" = mlx5_core ] && pass "the checkpoint records mlx5_core (the PCIDevice's), not the driver it was found on" ||
+    fail "recorded original" "$(original)"
+kubectl delete pod vm5 --wait=false >/dev/null
+# No kernel probes mlx5_core in a fake tree: the restore is tried, does not take effect, and the
+# claim stays in the checkpoint (a restore to vfio-pci would have been nothing to do).
+restore_tried() { grep '"Cannot unprepare a ResourceClaim"' "$TEST_DIR/agent.log" | grep "uid=\"$U5\"" | grep -q "device $VF: RestoreFailed"; }
+tried_or_gone() { restore_tried || [ "$(original)" = "(no entry)" ]; }
+if eventually 60 tried_or_gone && restore_tried && [ "$(original)" = mlx5_core ]; then
+    pass "the pod deleted: unprepare gives mlx5_core back (RestoreFailed here, no kernel; the entry kept)"
+else
+    fail "restore to mlx5_core tried" "$(original); $(grep -F "$U5" "$TEST_DIR/agent.log" | tail -3)"
+fi
+# The kernel's part: the driver probed, the device on mlx5_core; the next unprepare verifies it.
+DRV=$SYS/bus/pci/devices/$VF/driver
+ln -sfn "$(dirname "$(readlink "$DRV")")/mlx5_core" "$DRV"
+OUT=$("$GRPCTOOL" dra "$PLUGIN_DIR/dra.sock" unprepare "default/$C5/$U5" 2>&1)
+expect_contains "... once on mlx5_core, unprepared" "$OUT" "uid=$U5 error=\"\""
+[ "$(original)" = "(no entry)" ] && pass "... and the claim leaves the checkpoint" || fail "checkpoint after restore" "$(cat "$PLUGIN_DIR/checkpoint.json")"
+echo "  driver at first sight restored: $(since "$T_ORIG") s"
 finish

@@ -2,9 +2,11 @@
 /* test/unit/test_permitted.c - permittedHostDevices as a set with an owner. */
 #include <CUnit/CUnit.h>
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "controllers/permitted.h"
 
 #define OWNED "\"hostdevd.io/owned-host-devices\""
@@ -193,6 +195,227 @@ static void test_conflict_across_lists(void)
     cJSON_Delete(o);
 }
 
+/* --- resource names that share a prefix, or differ in case only -------------------------------
+ * Ownership is by exact name: a foreign entry whose name is a prefix of ours, or ours a prefix of
+ * it, or the same but for case, is foreign (kept, never taken for ours). */
+
+#define PCI_ENTRY(name, sel)                                                                       \
+    "{\"pciVendorSelector\":\"" sel "\",\"resourceName\":\"" name                                  \
+    "\",\"externalResourceProvider\":true}"
+#define USB_ENTRY(name, vendor, product)                                                           \
+    "{\"resourceName\":\"" name "\",\"selectors\":[{\"vendor\":\"" vendor                          \
+    "\",\"product\":\"" product "\"}],\"externalResourceProvider\":true}"
+
+#define X_NAME     "intel.com/82574L_X"
+#define PORT_NAME  "kubevirt.io/titan-0951-1666-2-1"   /* port 2-1 */
+#define PORT4_NAME "kubevirt.io/titan-0951-1666-2-1-4" /* port 2-1.4 */
+
+static const struct permitted_entry nic_x = {X_NAME, false, "8086", "10d4"};
+static const struct permitted_entry port = {PORT_NAME, true, "0951", "1666"};
+static const struct permitted_entry port4 = {PORT4_NAME, true, "0951", "1666"};
+
+struct name_case {
+    const char *what;
+    const char *owned; /* the annotation */
+    const char *phd;   /* ours (as written) next to a foreign entry of a near name */
+    const struct permitted_entry *ours[2];
+    const struct permitted_entry *foreign; /* a want of the foreign entry's name */
+    const char *left; /* the names the CR keeps when no claim needs ours: "pci:..;usb:.." */
+};
+
+/* near names of ours, as foreign entries (or, moving ownership, ours) */
+static const struct permitted_entry nic_lower = {"intel.com/82574l", false, "8086", "10d3"};
+static const struct permitted_entry port4_upper = {"kubevirt.io/Titan-0951-1666-2-1-4", true,
+                                                   "0951", "1666"};
+
+static const struct name_case name_cases[] = {
+        {"pci: foreign a prefix of ours",
+         X_NAME,
+         "{\"pciHostDevices\":[" PCI_ENTRY("intel.com/82574L",
+                                           "8086:10d3") "," PCI_ENTRY(X_NAME, "8086:10d4") "]}",
+         {&nic_x, NULL},
+         &nic,
+         "pci:intel.com/82574L;usb:"},
+        {"pci: ours a prefix of the foreign",
+         "intel.com/82574L",
+         "{\"pciHostDevices\":[" PCI_ENTRY("intel.com/82574L",
+                                           "8086:10d3") "," PCI_ENTRY(X_NAME, "8086:10d4") "]}",
+         {&nic, NULL},
+         &nic_x,
+         "pci:" X_NAME ";usb:"},
+        {"pci: the same but for case",
+         "intel.com/82574L",
+         "{\"pciHostDevices\":[" PCI_ENTRY("intel.com/82574l", "8086:10d3") "," PCI_ENTRY(
+                 "intel.com/82574L", "8086:10d3") "]}",
+         {&nic, NULL},
+         &nic_lower,
+         "pci:intel.com/82574l;usb:"},
+        {"usb: foreign a prefix of ours",
+         PORT4_NAME,
+         "{\"usb\":[" USB_ENTRY(PORT_NAME, "0951", "1666") "," USB_ENTRY(PORT4_NAME, "0951",
+                                                                         "1666") "]}",
+         {&port4, NULL},
+         &port,
+         "pci:;usb:" PORT_NAME},
+        {"usb: ours a prefix of the foreign",
+         PORT_NAME,
+         "{\"usb\":[" USB_ENTRY(PORT_NAME, "0951", "1666") "," USB_ENTRY(PORT4_NAME, "0951",
+                                                                         "1666") "]}",
+         {&port, NULL},
+         &port4,
+         "pci:;usb:" PORT4_NAME},
+        {"usb: the same but for case",
+         PORT4_NAME,
+         "{\"usb\":[" USB_ENTRY("kubevirt.io/Titan-0951-1666-2-1-4", "0951",
+                                "1666") "," USB_ENTRY(PORT4_NAME, "0951", "1666") "]}",
+         {&port4, NULL},
+         &port4_upper,
+         "pci:;usb:kubevirt.io/Titan-0951-1666-2-1-4"},
+        /* two owned names: each one's near name is foreign, the first listed and the last */
+        {"both lists, two owned names",
+         X_NAME "," PORT_NAME,
+         "{\"pciHostDevices\":[" PCI_ENTRY(X_NAME, "8086:10d4") "," PCI_ENTRY(
+                 "intel.com/82574L",
+                 "8086:10d3") "],\"usb\":[" USB_ENTRY(PORT4_NAME, "0951",
+                                                      "1666") "," USB_ENTRY(PORT_NAME, "0951",
+                                                                            "1666") "]}",
+         {&nic_x, &port},
+         &port4,
+         "pci:intel.com/82574L;usb:" PORT4_NAME},
+};
+
+/* "pci:<names>;usb:<names>" of the CR's lists, comma-separated. */
+static void list_names(const cJSON *o, char *out, size_t size)
+{
+    const cJSON *phd = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"),
+                                             "configuration"),
+            "permittedHostDevices");
+    static const char *const lists[] = {"pciHostDevices", "usb"};
+    struct buf b;
+    buf_init(&b, 4096);
+    for (size_t l = 0; l < 2; l++) {
+        (void)buf_printf(&b, "%s%s:", l ? ";" : "", l ? "usb" : "pci");
+        const char *sep = "";
+        const cJSON *e;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(phd, lists[l]))
+        {
+            const char *rn =
+                    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "resourceName"));
+            (void)buf_printf(&b, "%s%s", sep, rn ? rn : "?");
+            sep = ",";
+        }
+    }
+    (void)snprintf(out, size, "%s", buf_str(&b) ? buf_str(&b) : "");
+    buf_free(&b);
+}
+
+static struct permitted_want want_ours(const struct name_case *c, bool with_foreign)
+{
+    struct permitted_want w = {0};
+    for (size_t i = 0; i < 2 && c->ours[i]; i++)
+        CU_ASSERT_EQUAL(permitted_want_add(&w, c->ours[i]), 0);
+    if (with_foreign)
+        CU_ASSERT_EQUAL(permitted_want_add(&w, c->foreign), 0);
+    return w;
+}
+
+/* Nothing else changed: nothing to write, the foreign entry is not ours. */
+static void check_left_alone(const struct name_case *c)
+{
+    cJSON *o = cr(c->owned, c->phd);
+    struct permitted_want w = want_ours(c, false);
+    struct permitted_result r;
+    CU_ASSERT_EQUAL_FATAL(permitted_plan(o, &w, &r), 0);
+    if (r.patch)
+        fprintf(stderr, "\n  %s: wrote %s\n", c->what, r.patch);
+    CU_ASSERT_PTR_NULL(r.patch);
+    CU_ASSERT_EQUAL(r.added + r.removed + r.rewritten, 0);
+    CU_ASSERT_STRING_EQUAL(r.conflicts, "");
+    free(r.patch);
+    permitted_want_done(&w);
+    cJSON_Delete(o);
+}
+
+/* No claim needs ours: ours go, the foreign entry stays, the ownership record is emptied. */
+static void check_ours_removed(const struct name_case *c)
+{
+    cJSON *o = cr(c->owned, c->phd);
+    struct permitted_want none = {0};
+    struct permitted_result r;
+    char names[512];
+    CU_ASSERT_EQUAL_FATAL(permitted_plan(o, &none, &r), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r.patch);
+    CU_ASSERT_EQUAL(r.removed, c->ours[1] ? 2 : 1);
+    CU_ASSERT_PTR_NOT_NULL(find(r.patch, OWNED ":null"));
+    apply(o, r.patch);
+    list_names(o, names, sizeof(names));
+    if (strcmp(names, c->left) != 0)
+        fprintf(stderr, "\n  %s: left %s\n", c->what, names);
+    CU_ASSERT_STRING_EQUAL(names, c->left);
+    free(r.patch);
+    cJSON_Delete(o);
+}
+
+/* A claim needs the foreign entry's name too: left to it (a conflict of that name only), and
+ * nothing is written. */
+static void check_foreign_name_wanted(const struct name_case *c)
+{
+    cJSON *o = cr(c->owned, c->phd);
+    struct permitted_want w = want_ours(c, true);
+    struct permitted_result r;
+    CU_ASSERT_EQUAL(w.n, c->ours[1] ? 3 : 2);
+    CU_ASSERT_EQUAL_FATAL(permitted_plan(o, &w, &r), 0);
+    CU_ASSERT_STRING_EQUAL(r.conflicts, c->foreign->resource);
+    CU_ASSERT_PTR_NULL(r.patch);
+    free(r.patch);
+    permitted_want_done(&w);
+    cJSON_Delete(o);
+}
+
+static void test_near_names_foreign(void)
+{
+    for (size_t i = 0; i < sizeof(name_cases) / sizeof(name_cases[0]); i++) {
+        check_left_alone(&name_cases[i]);
+        check_ours_removed(&name_cases[i]);
+        check_foreign_name_wanted(&name_cases[i]);
+    }
+}
+
+/* Ownership moves from a name to a near one (its prefix, back, another case): ours is removed and
+ * the new one added (not taken for the old one), the record names the new one exactly, and the
+ * next plan finds it ours and writes nothing. */
+static void test_ownership_moves_to_near_name(void)
+{
+    const struct permitted_entry *const pairs[][2] = {{&nic_x, &nic},     {&nic, &nic_x},
+                                                      {&nic, &nic_lower}, {&port4, &port},
+                                                      {&port, &port4},    {&port4, &port4_upper}};
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        const struct permitted_entry *from = pairs[i][0], *to = pairs[i][1];
+        struct permitted_want w0 = want_of(&from, 1), w1 = want_of(&to, 1);
+        cJSON *o = cr(NULL, NULL);
+        struct permitted_result r;
+        char owned[400];
+        CU_ASSERT_EQUAL_FATAL(permitted_plan(o, &w0, &r), 0);
+        apply(o, r.patch);
+        free(r.patch);
+        CU_ASSERT_EQUAL_FATAL(permitted_plan(o, &w1, &r), 0);
+        CU_ASSERT_EQUAL(r.removed, 1);
+        CU_ASSERT_EQUAL(r.added, 1);
+        (void)snprintf(owned, sizeof(owned), OWNED ":\"%s\"", to->resource);
+        CU_ASSERT_PTR_NOT_NULL(find(r.patch, owned));
+        apply(o, r.patch);
+        free(r.patch);
+        CU_ASSERT_EQUAL(permitted_plan(o, &w1, &r), 0);
+        CU_ASSERT_PTR_NULL(r.patch);
+        CU_ASSERT_STRING_EQUAL(r.conflicts, "");
+        free(r.patch);
+        permitted_want_done(&w0);
+        permitted_want_done(&w1);
+        cJSON_Delete(o);
+    }
+}
+
 static void test_gate_and_errors(void)
 {
     cJSON *o = cr(NULL, NULL);
@@ -211,6 +434,8 @@ static CU_TestInfo tests[] = {
         {"foreign kept in order, owned removed", test_foreign_kept_in_order_owned_removed},
         {"rewritten in place; foreign names not taken", test_rewritten_and_conflict},
         {"a foreign name in the other list is a conflict", test_conflict_across_lists},
+        {"near names (prefix, case) are foreign", test_near_names_foreign},
+        {"ownership moves to a near name exactly", test_ownership_moves_to_near_name},
         {"feature gate; errors", test_gate_and_errors},
         CU_TEST_INFO_NULL,
 };
