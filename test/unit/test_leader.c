@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -62,6 +63,7 @@ struct fake {
     double jump;      /* the clock jumps this far at the next failed request (a stalled process) */
     int hold;         /* leave the next `hold` requests unanswered */
     int requests;     /* received */
+    int gets;         /* GETs received */
     int held;         /* left unanswered */
     int renewed;      /* successful PUTs */
     double last_good; /* fake time of the last successful PUT */
@@ -139,6 +141,7 @@ static const char *rv_of(const cJSON *o)
 static void serve(struct conn *c, const char *method, const char *path, const char *body)
 {
     F.requests++;
+    F.gets += strcmp(method, "GET") == 0;
     F.now += RETRY;
     if (F.hold > 0) {
         F.hold--;
@@ -407,11 +410,11 @@ static void held_by(const char *holder, const char *renew_time)
 
 /* Fake seconds from the first request of a follower to its taking the Lease of a silent
  * holder that last renewed at `renew_time` (the wall clock's). */
-static double takeover(const char *renew_time)
+static double takeover_of(const char *holder, const char *renew_time)
 {
     struct client c;
     fake_start();
-    held_by("other", renew_time);
+    held_by(holder, renew_time);
     double first = F.now + RETRY; /* the first GET moves the clock one period */
     client_new(&c);
     CU_ASSERT(run_until(&F.started, 1));
@@ -424,6 +427,26 @@ static double takeover(const char *renew_time)
     return F.started_at - first;
 }
 
+static double takeover(const char *renew_time)
+{
+    return takeover_of("other", renew_time);
+}
+
+/* The wall clock's time `ago` seconds back, as a MicroTime. */
+static const char *wall_ago(double ago, char *buf, size_t size)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double then = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 - ago;
+    time_t sec = (time_t)then;
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    char date[32];
+    (void)strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+    (void)snprintf(buf, size, "%s.%06dZ", date, (int)((then - (double)sec) * 1e6));
+    return buf;
+}
+
 static void test_takes_over_a_silent_holder_after_the_lease(void)
 {
     /* a renewTime that cannot be read (or is in the future: a skewed clock) is no credit: the
@@ -434,6 +457,81 @@ static void test_takes_over_a_silent_holder_after_the_lease(void)
      * leader, unable to renew, has stepped down */
     CU_ASSERT_DOUBLE_EQUAL(takeover("2020-01-01T00:00:00.250000Z"),
                            DURATION - (DURATION - DEADLINE) + RETRY, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(takeover("2020-01-01T00:00:00Z"), DEADLINE + RETRY, EPS);
+    char ago[64]; /* half a second: more than the credit's cap, less than a second */
+    CU_ASSERT_DOUBLE_EQUAL(takeover(wall_ago(0.5, ago, sizeof(ago))), DEADLINE + RETRY, EPS);
+    /* a time with an offset instead of Z is not a MicroTime: no credit */
+    CU_ASSERT_DOUBLE_EQUAL(takeover("2020-01-01T00:00:00.5+00:00"), DURATION + RETRY, EPS);
+    /* a holder is a holder whatever its first byte (UTF-8) */
+    CU_ASSERT_DOUBLE_EQUAL(takeover_of("\xc3\xbc"
+                                       "ber",
+                                       "not a time"),
+                           DURATION + RETRY, EPS);
+}
+
+static const cJSON *spec_of(const char *field)
+{
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(F.lease, "spec"),
+                                            field);
+}
+
+static int count_keys(const cJSON *o, const char *name)
+{
+    int n = 0;
+    const cJSON *k;
+    cJSON_ArrayForEach(k, o) n += strcmp(k->string, name) == 0;
+    return n;
+}
+
+/* A leader renews with one conditional PUT of what its last write returned (no GET); each write
+ * sets holder, duration and renewTime once; acquireTime and leaseTransitions move only when the
+ * Lease changes hands. */
+static void test_renewals(void)
+{
+    struct client c;
+    fake_start();
+    held_by("other", "not a time");
+    client_new(&c);
+    CU_ASSERT_FATAL(run_until(&F.started, 1));
+    const char *acquired = cJSON_GetStringValue(spec_of("acquireTime"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(acquired);
+    char first[64];
+    (void)snprintf(first, sizeof(first), "%s", acquired);
+    CU_ASSERT_EQUAL(cJSON_GetNumberValue(spec_of("leaseTransitions")), 1);
+    CU_ASSERT_EQUAL(cJSON_GetNumberValue(spec_of("leaseDurationSeconds")), (int)DURATION);
+    int gets = F.gets, renewed = F.renewed;
+    CU_ASSERT(run_until(&F.renewed, renewed + 5));
+    CU_ASSERT_EQUAL(F.gets, gets);
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(F.lease, "spec");
+    CU_ASSERT_EQUAL(count_keys(spec, "renewTime"), 1);
+    CU_ASSERT_EQUAL(count_keys(spec, "holderIdentity"), 1);
+    CU_ASSERT_EQUAL(count_keys(spec, "acquireTime"), 1);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(spec_of("holderIdentity")), "me");
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(spec_of("acquireTime")), first);
+    CU_ASSERT_EQUAL(cJSON_GetNumberValue(spec_of("leaseTransitions")), 1);
+    client_free(&c);
+    fake_stop();
+}
+
+static void test_bad_config_refused(void)
+{
+    struct kube_leader_config lc = {.namespace = "ns", .name = "lease", .identity = "me"};
+    struct kube_leader *l;
+    lc.lease_duration = 10, lc.renew_deadline = 10, lc.retry_period = 2;
+    CU_ASSERT_PTR_NULL(l = kube_leader_new(EV_DEFAULT, NULL, &lc));
+    kube_leader_free(l);
+    lc.lease_duration = 15, lc.renew_deadline = 2, lc.retry_period = 2;
+    CU_ASSERT_PTR_NULL(l = kube_leader_new(EV_DEFAULT, NULL, &lc));
+    kube_leader_free(l);
+    lc.identity = "";
+    lc.renew_deadline = 10;
+    CU_ASSERT_PTR_NULL(l = kube_leader_new(EV_DEFAULT, NULL, &lc));
+    kube_leader_free(l);
+    lc.identity = "me";
+    CU_ASSERT_PTR_NOT_NULL(l = kube_leader_new(EV_DEFAULT, NULL, &lc));
+    kube_leader_release(l, NULL, NULL); /* not leading, no callback wanted */
+    CU_ASSERT(!kube_leader_is_leader(l));
+    kube_leader_free(l);
 }
 
 static void test_owner_on_every_write(void)
@@ -532,6 +630,8 @@ static CU_TestInfo tests[] = {
         {"a silent holder's Lease is taken after the lease duration, its renewTime credited",
          test_takes_over_a_silent_holder_after_the_lease},
         {"the owner set goes on every write", test_owner_on_every_write},
+        {"renewals: one conditional PUT each, no GET; acquireTime kept", test_renewals},
+        {"a bad configuration is refused; release without a callback", test_bad_config_refused},
         {"freed while campaigning, a GET unanswered: nothing left (x100)",
          test_freed_campaigning_with_a_request_in_flight},
         {"freed while leading, a renewal unanswered: nothing left (x100)",
