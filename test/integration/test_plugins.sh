@@ -242,31 +242,40 @@ echo "--- a device unbound behind our back"
 # The fake tree's driver link moved (what an unbind and a probe by someone else leave), and a
 # rescan (SIGHUP) to see it.
 relink() { ln -sfn "../../../bus/pci/drivers/$2" "$(readlink -f "$SYS/bus/pci/devices/$1")/driver"; }
+driver_is() { [ "$(kubectl get pcidevice "$(pci_name "$1")" -o jsonpath='{.status.kernelDriverInUse}')" = "$2" ]; }
 relink "$NIC2" virtio-pci
 kill -HUP "$AGENT_PID"
-if eventually 30 has_allocatable "$RES_PCI" 1; then
-    pass "$NIC2 moved to another driver: no longer offered as healthy ($RES_PCI allocatable 1)"
+if eventually 30 has_allocatable "$RES_PCI" 1 && eventually 30 driver_is "$NIC2" virtio-pci; then
+    pass "$NIC2 moved to another driver: no longer offered as healthy ($RES_PCI allocatable 1), its PCIDevice says so"
 else
     fail "unbound device withdrawn" "$(allocatable "$RES_PCI"); $(tail -5 "$TEST_DIR/agent.log")"
 fi
+# Back on vfio-pci, without a rescan: the claim's own retry (it reads sysfs) binds it again, and
+# the device is listed, Unhealthy, as its PCIDevice still says virtio-pci. The rescan that
+# updates the PCIDevice changes only the device's health, which only a ListAndWatch sent again
+# for it tells kubelet (its allocatable counts the healthy devices, its capacity all of them).
+capacity() { kubectl get node "$NODE" -o jsonpath="{.status.capacity['${1//./\\.}']}" 2>/dev/null; }
+offered() { [ "$(capacity "$1")" = "$2" ] && [ "$(allocatable "$1")" = "$3" ]; } # resource all healthy
 relink "$NIC2" vfio-pci
+if eventually 30 bound "$NIC2" && eventually 30 offered "$RES_PCI" 2 1; then
+    pass "$NIC2 back on vfio-pci: its claim binds it again, listed as Unhealthy until a rescan (capacity 2, allocatable 1)"
+else
+    fail "rebound device listed" "capacity $(capacity "$RES_PCI"), allocatable $(allocatable "$RES_PCI"); $(tail -5 "$TEST_DIR/agent.log")"
+fi
 kill -HUP "$AGENT_PID"
 if eventually 30 has_allocatable "$RES_PCI" 2; then
-    pass "$NIC2 back on vfio-pci: offered as healthy again ($RES_PCI allocatable 2)"
+    pass "its PCIDevice says vfio-pci again: sent as Healthy ($RES_PCI allocatable 2)"
 else
-    fail "rebound device offered again" "$(allocatable "$RES_PCI"); $(tail -5 "$TEST_DIR/agent.log")"
+    fail "rebound device sent as Healthy" "$(allocatable "$RES_PCI"); $(tail -5 "$TEST_DIR/agent.log")"
 fi
 
 echo "--- a claimed USB device unplugged and plugged back"
-# Its claim holds it (DeviceUnplugged), so the device stays in the list, Unhealthy: only a
-# ListAndWatch sent again for the change of health tells kubelet, whose allocatable counts the
-# healthy devices and its capacity all of them.
-capacity() { kubectl get node "$NODE" -o jsonpath="{.status.capacity['${1//./\\.}']}" 2>/dev/null; }
-offered_unhealthy() { [ "$(allocatable "$1")" = 0 ] && [ "$(capacity "$1")" = 1 ]; }
+# Its claim holds it (DeviceUnplugged), so the device stays in the list, Unhealthy: a change of
+# health only.
 USB_DIR=$(readlink -f "$SYS/bus/usb/devices/1-2")
 mv "$USB_DIR" "$TEST_DIR/unplugged-1-2" && mv "$SYS/bus/usb/devices/1-2" "$TEST_DIR/unplugged-1-2.link"
 kill -HUP "$AGENT_PID"
-if eventually 30 offered_unhealthy "$RES_USB"; then
+if eventually 30 offered "$RES_USB" 1 0; then
     pass "unplugged: kubelet holds it as Unhealthy ($RES_USB allocatable 0, capacity 1)"
 else
     fail "unplugged device sent as Unhealthy" "allocatable $(allocatable "$RES_USB"), capacity $(capacity "$RES_USB"); $(tail -5 "$TEST_DIR/agent.log")"
