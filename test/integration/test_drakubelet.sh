@@ -223,7 +223,7 @@ C2=$(claim_of vm2)
 U2=$(kubectl get resourceclaim "$C2" -o jsonpath='{.metadata.uid}')
 [ "$(jq --arg u "$U2" '.claims | has($u)' "$PLUGIN_DIR/checkpoint.json")" = false ] &&
     pass "... the failed claim leaves no checkpoint entry" || fail "checkpoint" "$(cat "$PLUGIN_DIR/checkpoint.json")"
-GOT="$(driver_of $IGB) override=$(override $IGB)"
+GOT="$(driver_of "$IGB") override=$(override "$IGB")"
 [ "$GOT" = "igb override=" ] && pass "... and its device restored: on igb, the driver_override the bind set cleared" ||
     fail "igb restored" "$GOT"
 [ ! -e "$CDI/$DRIVER-$U2.json" ] && pass "... and no CDI spec" || fail "CDI spec left" "$(ls "$CDI")"
