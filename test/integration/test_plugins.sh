@@ -11,8 +11,11 @@
 # kubelet restarts the device plugins and the DRA plugin are registered again and the Node's
 # allocatable, written after the restart, has every resource's count, and at the end the agent
 # has the fds and threads it had before; restarted while the agent is frozen, kubelet offers 0
-# of each until the agent, thawed, registers again. Prints claim Ready -> allocatable, and
-# restart -> re-registered (median and worst).
+# of each until the agent, thawed, registers again; a NIC moved off vfio-pci behind our back is
+# no longer offered as healthy, and is again once back on vfio-pci; the claimed USB stick
+# unplugged stays in the list as Unhealthy (allocatable 0, capacity 1) and turns Healthy when
+# plugged back. Prints claim Ready -> allocatable, and restart -> re-registered (median and
+# worst).
 SUITE=plugins
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -236,13 +239,53 @@ if eventually 30 node_offers "$RV" 2 1; then pass "thawed, it registers again: $
     fail "offered after thaw" "$(kubectl get node "$NODE" -o jsonpath='{.status.allocatable}'); $(tail -5 "$TEST_DIR/agent.log")"; fi
 
 echo "--- a device unbound behind our back"
-ln -sfn ../../../bus/pci/drivers/virtio-pci "$SYS/devices/pci0000:00/$NIC2/driver" 2>/dev/null ||
-    ln -sfn ../../../bus/pci/drivers/virtio-pci "$(readlink -f "$SYS/bus/pci/devices/$NIC2")/driver"
+# The fake tree's driver link moved (what an unbind and a probe by someone else leave), and a
+# rescan (SIGHUP) to see it.
+relink() { ln -sfn "../../../bus/pci/drivers/$2" "$(readlink -f "$SYS/bus/pci/devices/$1")/driver"; }
+driver_is() { [ "$(kubectl get pcidevice "$(pci_name "$1")" -o jsonpath='{.status.kernelDriverInUse}')" = "$2" ]; }
+relink "$NIC2" virtio-pci
 kill -HUP "$AGENT_PID"
-if eventually 30 has_allocatable "$RES_PCI" 1; then
-    pass "$NIC2 moved to another driver: no longer offered as healthy ($RES_PCI allocatable 1)"
+if eventually 30 has_allocatable "$RES_PCI" 1 && eventually 30 driver_is "$NIC2" virtio-pci; then
+    pass "$NIC2 moved to another driver: no longer offered as healthy ($RES_PCI allocatable 1), its PCIDevice says so"
 else
     fail "unbound device withdrawn" "$(allocatable "$RES_PCI"); $(tail -5 "$TEST_DIR/agent.log")"
+fi
+# Back on vfio-pci, without a rescan: the claim's own retry (it reads sysfs) binds it again, and
+# the device is listed, Unhealthy, as its PCIDevice still says virtio-pci. The rescan that
+# updates the PCIDevice changes only the device's health, which only a ListAndWatch sent again
+# for it tells kubelet (its allocatable counts the healthy devices, its capacity all of them).
+capacity() { kubectl get node "$NODE" -o jsonpath="{.status.capacity['${1//./\\.}']}" 2>/dev/null; }
+offered() { [ "$(capacity "$1")" = "$2" ] && [ "$(allocatable "$1")" = "$3" ]; } # resource all healthy
+relink "$NIC2" vfio-pci
+if eventually 30 bound "$NIC2" && eventually 30 offered "$RES_PCI" 2 1; then
+    pass "$NIC2 back on vfio-pci: its claim binds it again, listed as Unhealthy until a rescan (capacity 2, allocatable 1)"
+else
+    fail "rebound device listed" "capacity $(capacity "$RES_PCI"), allocatable $(allocatable "$RES_PCI"); $(tail -5 "$TEST_DIR/agent.log")"
+fi
+kill -HUP "$AGENT_PID"
+if eventually 30 has_allocatable "$RES_PCI" 2; then
+    pass "its PCIDevice says vfio-pci again: sent as Healthy ($RES_PCI allocatable 2)"
+else
+    fail "rebound device sent as Healthy" "$(allocatable "$RES_PCI"); $(tail -5 "$TEST_DIR/agent.log")"
+fi
+
+echo "--- a claimed USB device unplugged and plugged back"
+# Its claim holds it (DeviceUnplugged), so the device stays in the list, Unhealthy: a change of
+# health only.
+USB_DIR=$(readlink -f "$SYS/bus/usb/devices/1-2")
+mv "$USB_DIR" "$TEST_DIR/unplugged-1-2" && mv "$SYS/bus/usb/devices/1-2" "$TEST_DIR/unplugged-1-2.link"
+kill -HUP "$AGENT_PID"
+if eventually 30 offered "$RES_USB" 1 0; then
+    pass "unplugged: kubelet holds it as Unhealthy ($RES_USB allocatable 0, capacity 1)"
+else
+    fail "unplugged device sent as Unhealthy" "allocatable $(allocatable "$RES_USB"), capacity $(capacity "$RES_USB"); $(tail -5 "$TEST_DIR/agent.log")"
+fi
+mv "$TEST_DIR/unplugged-1-2" "$USB_DIR" && mv "$TEST_DIR/unplugged-1-2.link" "$SYS/bus/usb/devices/1-2"
+kill -HUP "$AGENT_PID"
+if eventually 30 has_allocatable "$RES_USB" 1; then
+    pass "plugged back: Healthy again ($RES_USB allocatable 1)"
+else
+    fail "re-plugged device sent as Healthy" "$(allocatable "$RES_USB"); $(tail -5 "$TEST_DIR/agent.log")"
 fi
 
 echo "--- a released claim withdraws its device"
