@@ -320,17 +320,23 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
 }
 
-/* Runs the loop until `*count` reaches `want` (or 10 s of real time pass: a failure). */
-static bool run_until(const int *count, int want)
+/* Runs the loop until `*count` reaches `want` or `seconds` of real time pass. */
+static bool run_for(const int *count, int want, double seconds)
 {
     ev_timer tick;
     ev_timer_init(&tick, on_tick, 0.01, 0.01);
     ev_timer_start(F.loop, &tick);
-    double end = ev_time() + 10;
+    double end = ev_time() + seconds;
     while (*count < want && ev_time() < end)
         ev_run(F.loop, EVRUN_ONCE);
     ev_timer_stop(F.loop, &tick);
     return *count >= want;
+}
+
+/* Runs the loop until `*count` reaches `want` (or 10 s of real time pass: a failure). */
+static bool run_until(const int *count, int want)
+{
+    return run_for(count, want, 10);
 }
 
 /* A leader that has renewed twice. */
@@ -574,6 +580,26 @@ static void test_freed_campaigning_with_a_request_in_flight(void)
     fake_stop();
 }
 
+/* One request at a time: started again while its GET goes unanswered, it sends nothing more. */
+static void test_one_request_at_a_time(void)
+{
+    struct client c;
+    fake_start();
+    F.hold = 1;
+    client_new(&c);
+    CU_ASSERT(run_until(&F.held, 1));
+    CU_ASSERT_EQUAL(kube_leader_start(c.leader), 0);
+    int zero = 0;
+    (void)run_for(&zero, 1, 0.1);
+    struct kube_http_stats st;
+    kube_http_get_stats(c.http, &st);
+    CU_ASSERT_EQUAL(st.requests, 1);
+    CU_ASSERT_EQUAL(st.in_flight, 1);
+    CU_ASSERT_EQUAL(F.requests, 1);
+    client_free(&c);
+    fake_stop();
+}
+
 static void test_freed_leading_with_a_renewal_in_flight(void)
 {
     struct client c;
@@ -632,6 +658,8 @@ static CU_TestInfo tests[] = {
         {"the owner set goes on every write", test_owner_on_every_write},
         {"renewals: one conditional PUT each, no GET; acquireTime kept", test_renewals},
         {"a bad configuration is refused; release without a callback", test_bad_config_refused},
+        {"one request at a time (started again while a GET goes unanswered)",
+         test_one_request_at_a_time},
         {"freed while campaigning, a GET unanswered: nothing left (x100)",
          test_freed_campaigning_with_a_request_in_flight},
         {"freed while leading, a renewal unanswered: nothing left (x100)",
