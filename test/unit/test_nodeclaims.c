@@ -59,7 +59,8 @@ static void test_node_gone(void)
     nodeclaims_decide(c, FIN, &gone, &d);
     CU_ASSERT_EQUAL(d.action, NODECLAIMS_CONDITION); /* even a Ready one: its device is gone */
     CU_ASSERT_STRING_EQUAL(d.reason, NODECLAIMS_NODE_NOT_FOUND);
-    CU_ASSERT_PTR_NOT_NULL(strstr(d.message, "node titan does not exist"));
+    CU_ASSERT_STRING_EQUAL(d.message, "node titan does not exist: no hostdevd agent will act on "
+                                      "this claim; delete it, or add the node");
     cJSON_Delete(c);
 
     /* Already says so: nothing to write (no Event either). */
@@ -122,6 +123,23 @@ static void test_agent_not_running(void)
         CU_ASSERT_EQUAL(d.action, NODECLAIMS_CONDITION);
         CU_ASSERT_PTR_NOT_NULL(strstr(d.message, "once the agent is back"));
         cJSON_Delete(c);
+    }
+    /* A claim that is not Ready (a bind under way, refused) says why it waits. */
+    struct nodeclaims_node stopped = node(NODECLAIMS_AGENT_STOPPED);
+    struct nodeclaims_decision w;
+    cJSON *waiting = claim(false, true, "False", "Binding", "binding");
+    nodeclaims_decide(waiting, FIN, &stopped, &w);
+    CU_ASSERT_EQUAL(w.action, NODECLAIMS_CONDITION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(w.message, "; the claim waits for it"));
+    cJSON_Delete(waiting);
+    /* No renew time known: the message says so rather than leave a blank. */
+    for (size_t i = 1; i < 3; i++) {
+        struct nodeclaims_node unknown = node(states[i]);
+        unknown.renewed = NULL;
+        waiting = claim(false, false, NULL, NULL, NULL);
+        nodeclaims_decide(waiting, FIN, &unknown, &w);
+        CU_ASSERT_PTR_NOT_NULL(strstr(w.message, "an unknown time"));
+        cJSON_Delete(waiting);
     }
     /* A running agent's claims are its own business. */
     struct nodeclaims_node n = node(NODECLAIMS_AGENT_RUNNING);

@@ -85,8 +85,9 @@ static struct permitted_want want_of(const struct permitted_entry *const *e, siz
 
 static void test_add_to_null_and_missing(void)
 {
-    const struct permitted_entry *e[] = {&nic, &stick, &nic}; /* two claims share the NIC name */
-    struct permitted_want w = want_of(e, 3);
+    /* two claims share the NIC name, two the stick's */
+    const struct permitted_entry *e[] = {&nic, &stick, &nic, &stick};
+    struct permitted_want w = want_of(e, 4);
     CU_ASSERT_EQUAL(w.n, 2);
     const char *shapes[] = {NULL, "null", "{}", "{\"pciHostDevices\":null,\"usb\":null}"};
     for (size_t i = 0; i < 4; i++) {
@@ -422,6 +423,10 @@ static void test_gate_and_errors(void)
     CU_ASSERT_TRUE(permitted_gate_enabled(o));
     cJSON *bare = cJSON_Parse("{\"metadata\":{\"name\":\"kubevirt\"},\"spec\":{}}");
     CU_ASSERT_FALSE(permitted_gate_enabled(bare));
+    cJSON *other = cJSON_Parse("{\"spec\":{\"configuration\":{\"developerConfiguration\":"
+                               "{\"featureGates\":[7,\"Snapshot\",\"HostDevicesX\"]}}}}");
+    CU_ASSERT_FALSE(permitted_gate_enabled(other)); /* other gates are not HostDevices */
+    cJSON_Delete(other);
     struct permitted_want none = {0};
     struct permitted_result r;
     CU_ASSERT_EQUAL(permitted_plan(bare, &none, &r), -EINVAL); /* no resourceVersion */
