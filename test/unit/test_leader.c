@@ -387,6 +387,23 @@ static void test_failing_for_the_deadline_steps_down(void)
     fake_stop();
 }
 
+/* Renewals failing until one period before the deadline, then the server answers again: the
+ * leader renews (by a GET and a PUT) and never stops leading. */
+static void test_renewed_just_before_the_deadline(void)
+{
+    struct client c;
+    leading(&c);
+    /* the optimistic PUT, its fallback GET, then one GET per round, up to deadline - 1 period */
+    F.fail = (int)(DEADLINE / RETRY) - 1;
+    int renewed = F.renewed;
+    CU_ASSERT(run_until(&F.renewed, renewed + 2));
+    CU_ASSERT_EQUAL(F.fail, 0);
+    CU_ASSERT_EQUAL(F.stopped, 0);
+    CU_ASSERT_EQUAL(F.started, 1);
+    client_free(&c);
+    fake_stop();
+}
+
 /* The deadline is measured in time, not in failed rounds: a leader whose clock shows the
  * deadline passed (the process stalled, the loop late) steps down at the first failure. */
 static void test_deadline_is_time_not_rounds(void)
@@ -651,6 +668,8 @@ static CU_TestInfo tests[] = {
          test_one_failed_round_keeps_leading},
         {"renewals failing for the renew deadline end leadership, within one retry period",
          test_failing_for_the_deadline_steps_down},
+        {"renewed one period before the deadline: still leading",
+         test_renewed_just_before_the_deadline},
         {"the deadline is time, not failed rounds (a stalled process steps down)",
          test_deadline_is_time_not_rounds},
         {"a silent holder's Lease is taken after the lease duration, its renewTime credited",
