@@ -33,6 +33,7 @@ static void test_next_step(void)
     cJSON *c = claim("n", "0000:02:00.0", false, false, NULL);
     CU_ASSERT_EQUAL(pciclaim_next_step(c, "n-000002000", "n"), PCICLAIM_ADD_FINALIZER);
     CU_ASSERT_EQUAL(pciclaim_next_step(c, "n-000002000", "other"), PCICLAIM_NOTHING);
+    CU_ASSERT_EQUAL(pciclaim_next_step(c, "n-000002000", "a"), PCICLAIM_NOTHING); /* sorts first */
     CU_ASSERT_EQUAL(pciclaim_next_step(NULL, "n-000002000", "n"), PCICLAIM_NOTHING);
     cJSON_Delete(c);
     c = claim("n", "0000:02:00.0", true, false, NULL);
@@ -116,6 +117,7 @@ static void test_check_reasons(void)
     check(&f, PCICLAIM_REFUSED, "HostCritical", "eth0");
     f.host_critical = -EACCES;
     check(&f, PCICLAIM_REFUSED, "HostCritical", "cannot tell");
+    check(&f, PCICLAIM_REFUSED, "HostCritical", "(Permission denied)");
     f = good();
     f.group_blockers = 1;
     f.blockers = "0000:02:00.1 (snd_hda_intel; claim n-000002001)";
@@ -257,12 +259,16 @@ static void test_decide_restore_paths(void)
     pciclaim_decide(c, &o, &d);
     CU_ASSERT(d.remove_finalizer && !d.write_status);
     CU_ASSERT_STRING_EQUAL(d.event_reason, "Restored");
+    CU_ASSERT_STRING_EQUAL(d.log, "Restored device");
+    CU_ASSERT_STRING_EQUAL(d.result, "restored");
     CU_ASSERT_PTR_NOT_NULL(strstr(d.message, "restored to driver \"e1000e\""));
     /* a claim that never bound (refused): nothing was changed, and it says so */
     o = (struct pciclaim_outcome){.kind = PCICLAIM_RELEASED};
     pciclaim_decide(c, &o, &d);
     CU_ASSERT(d.remove_finalizer);
     CU_ASSERT_STRING_EQUAL(d.event_reason, "Released");
+    CU_ASSERT_STRING_EQUAL(d.log, "Released claim");
+    CU_ASSERT_STRING_EQUAL(d.result, "released");
     CU_ASSERT_PTR_NULL(strstr(d.message, "restored to driver"));
     CU_ASSERT_PTR_NOT_NULL(strstr(d.message, "nothing was changed"));
     o = (struct pciclaim_outcome){.kind = PCICLAIM_FAILED, .reason = "RestoreFailed"};

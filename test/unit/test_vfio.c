@@ -7,6 +7,7 @@
  * siglongjmp out of the callback) followed by a second convergence must end in the goal.
  */
 #include <CUnit/CUnit.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -206,6 +207,11 @@ static void test_observe_hostile_links(void)
     CU_ASSERT_EQUAL(mkdir(dir, 0755), 0);
     relink("iommu_group", "../../../kernel/iommu_groups/x8");
     CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), -EINVAL);
+    /* nor a negative one */
+    (void)snprintf(dir, sizeof(dir), "%s/kernel/iommu_groups/-8", tree.root);
+    CU_ASSERT_EQUAL(mkdir(dir, 0755), 0);
+    relink("iommu_group", "../../../kernel/iommu_groups/-8");
+    CU_ASSERT_EQUAL(node_vfio_observe(root_fd, "0000:03:00.0", &d), -EINVAL);
     /* As the tree had it. */
     relink("iommu_group", "../../../kernel/iommu_groups/8");
     (void)snprintf(dir, sizeof(dir), "%s/devices/pci0000:03/0000:03:00.0/driver", tree.root);
@@ -283,7 +289,26 @@ static void test_groups(void)
     CU_ASSERT_EQUAL(blockers(7, "0000:02:00.0", NULL), 1);
     CU_ASSERT_EQUAL(blockers(8, "0000:03:00.0", NULL), 0);
     CU_ASSERT_EQUAL(blockers(5, "0000:03:00.0", NULL), 0); /* pcieport */
+    /* only a PCI-to-PCI bridge (0x0604) is passed over: classes after it block like any other */
+    static const uint32_t after[] = {0x068000, 0x0c0330, 0x0c0500, 0xff0000};
+    for (size_t i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
+        struct node_vfio_dev sib = member("0000:01:00.2", after[i], "xhci_hcd");
+        CU_ASSERT_TRUE(node_vfio_member_blocks(&sib, "0000:01:00.0", NULL, NULL));
+    }
+    struct node_vfio_dev bridge = member("0000:01:00.2", 0x060400, "");
+    CU_ASSERT_FALSE(node_vfio_member_blocks(&bridge, "0000:01:00.0", NULL, NULL));
     CU_ASSERT_EQUAL(node_vfio_group_members(root_fd, 77, &m, &n), -ENOENT);
+}
+
+static int open_fds(void)
+{
+    int n = 0;
+    DIR *dir = opendir("/proc/self/fd");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+    while (readdir(dir))
+        n++;
+    closedir(dir);
+    return n;
 }
 
 static void test_busy(void)
@@ -298,6 +323,30 @@ static void test_busy(void)
     if (fd >= 0)
         close(fd);
     CU_ASSERT_EQUAL(node_vfio_group_busy(tree.dir, 6), 0); /* opens: not busy */
+    /* ... and closes what it opened */
+    int before = open_fds();
+    for (int i = 0; i < 8; i++)
+        CU_ASSERT_EQUAL(node_vfio_group_busy(tree.dir, 6), 0);
+    CU_ASSERT_EQUAL(open_fds(), before);
+    /* a failure other than EBUSY or ENOENT is an error, not "busy" */
+    (void)snprintf(path, sizeof(path), "%s/vfio/9", tree.dir);
+    CU_ASSERT_EQUAL(mkdir(path, 0755), 0);
+    CU_ASSERT_EQUAL(node_vfio_group_busy(tree.dir, 9), -EISDIR);
+}
+
+/* Driver names as the kernel writes them (one character is a name) and path tricks refused. */
+static void test_apply_driver_names(void)
+{
+    struct node_vfio_dev d = {.present = true, .address = "0000:09:00.0", .driver = "x"};
+    CU_ASSERT_NOT_EQUAL(node_vfio_apply(root_fd, &d, NODE_VFIO_UNBIND, NULL), -EINVAL);
+    CU_ASSERT_NOT_EQUAL(node_vfio_apply(root_fd, &d, NODE_VFIO_BIND_ORIGINAL, "x"), -EINVAL);
+    static const char *const bad[] = {"", ".", "..", "a/b"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CU_ASSERT_EQUAL(node_vfio_apply(root_fd, &d, NODE_VFIO_BIND_ORIGINAL, bad[i]), -EINVAL);
+        (void)snprintf(d.driver, sizeof(d.driver), "%s", bad[i]);
+        CU_ASSERT_EQUAL(node_vfio_apply(root_fd, &d, NODE_VFIO_UNBIND, NULL), -EINVAL);
+    }
+    CU_ASSERT_EQUAL(node_vfio_apply(root_fd, &d, NODE_VFIO_BIND_ORIGINAL, NULL), -EINVAL);
 }
 
 /* --- a fake kernel ------------------------------------------------------------------------- */
@@ -558,6 +607,7 @@ static CU_TestInfo tests[] = {
         {"observe a fake tree", test_observe},
         {"IOMMU group members and blockers", test_groups},
         {"observe: hostile driver and iommu_group links", test_observe_hostile_links},
+        {"apply: one-character driver names, path tricks refused", test_apply_driver_names},
         {"members the host cannot give up, by class", test_member_essential_classes},
         {"group busy check", test_busy},
         {"bind and restore round trip", test_converge_round_trip},
