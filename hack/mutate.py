@@ -25,7 +25,9 @@ usage: mutate.py --um MUTATE --flags FLAGS.sh --out DIR --max N --seed S --timeo
 FIRST-LAST limits the mutants to those lines; MAX and TIMEOUT, when given, replace --max and
 --timeout for that file (a killer that runs an integration suite is slow).
 KILLER is "unit:SUITE,SUITE" (the unit runner, once per suite) or "cmd:COMMAND" (a shell
-command; KUBETOOL in it becomes the mutant's kubetool, HOSTDEVD the mutant's hostdevd).
+command; KUBETOOL in it becomes the mutant's kubetool, HOSTDEVD the mutant's hostdevd), or
+several of them joined by ";" (run in turn until one kills: a file with pure parts in a unit
+suite and the rest driven by an integration suite).
 """
 import argparse
 import difflib
@@ -170,8 +172,7 @@ class Campaign:
             ref_obj = os.path.join(self.work, "orig-asan.o" if asan else "orig.o")
             if not self.compile(src, orig_text, ref_obj, "-O1" if asan else "-O0", asan):
                 sys.exit("mutate: %s does not compile%s" % (src, " with ASan" if asan else ""))
-            binary = self.link(src, ref_obj, killer, asan)
-            if not binary or self.kill(killer, binary, asan):
+            if self.link_and_kill(src, ref_obj, killer, asan) is not False:
                 sys.exit("mutate: the killer of %s fails without a mutant%s: %s" % (
                     src, " (sanitizer build)" if asan else "", killer))
         print("== %s%s: %d mutants; judging %d in a seeded random order (seed %d); killer %s" % (
@@ -207,17 +208,28 @@ class Campaign:
         obj = os.path.join(self.work, "mutant.o")
         if not self.compile(src, text, obj, "-O0"):
             return "uncompilable"
-        binary = self.link(src, obj, killer)
-        if not binary:
+        killed = self.link_and_kill(src, obj, killer)
+        if killed is None:
             return "uncompilable"
-        if self.kill(killer, binary):
+        if killed:
             return "killed"
         # Survived the plain build: judged again as make test runs it, with the sanitizers.
         obj = os.path.join(self.work, "mutant-asan.o")
-        binary = self.compile(src, text, obj, "-O1", True) and self.link(src, obj, killer, True)
-        if binary and self.kill(killer, binary, True):
+        if self.compile(src, text, obj, "-O1", True) and self.link_and_kill(src, obj, killer, True):
             return "killed-asan"
         return "survived"
+
+    def link_and_kill(self, src, obj, killer, asan=False):
+        """True when one of the killers (KILLER;KILLER...: each linked with `obj` and run in
+        turn, the first to fail ends it) kills the mutant, False when none does, None when a
+        binary does not link."""
+        for part in killer.split(";"):
+            binary = self.link(src, obj, part, asan)
+            if not binary:
+                return None
+            if self.kill(part, binary, asan):
+                return True
+        return False
 
 
 def known_survivors(path):

@@ -44,7 +44,7 @@ declare -A KILLER=(
     [src/kube/leader.c]="unit:leader"
     [src/controllers/permitted.c]="unit:permitted"
     [src/controllers/nodeclaims.c]="unit:nodeclaims"
-    [src/controllers/kubevirt.c]="cmd:hack/mutate-bin.sh HOSTDEVD test/integration/test_controller.sh"
+    [src/controllers/kubevirt.c]="unit:kubevirt,permitted;cmd:hack/mutate-bin.sh HOSTDEVD test/integration/test_controller.sh"
     [src/controllers/plugins.c]="cmd:hack/mutate-bin.sh HOSTDEVD test/integration/test_plugins.sh"
     [src/controllers/draplugin.c]="cmd:hack/mutate-bin.sh HOSTDEVD test/integration/test_drakubelet.sh"
 )
