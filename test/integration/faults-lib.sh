@@ -262,6 +262,7 @@ faults_setup() {
 
 fault_begin() { # name
     PHASE=$1
+    unset MAX_CONFLICTS # a phase may allow more (repeated, or set after this)
     MARK=$(wc -l <"$AUDIT")
     PHASE_T0=$(date +%s.%N)
     HEALED_T=""
@@ -282,7 +283,7 @@ import collections, itertools, json, sys
 audit, mark, names = sys.argv[1], int(sys.argv[2]), set(sys.argv[3:])
 W = {"create", "update", "patch", "delete", "deletecollection"}
 writes, codes, unexpected = collections.Counter(), collections.Counter(), collections.Counter()
-conflicts = 0
+conflicts, per_conflicts = 0, collections.Counter()
 for line in itertools.islice(open(audit), mark, None):
     try:  # the last line may be half written, or cut by a restart
         e = json.loads(line)
@@ -299,12 +300,15 @@ for line in itertools.islice(open(audit), mark, None):
         continue
     writes[(res, name)] += 1
     conflicts += code == 409
+    per_conflicts[(res, name)] += code == 409
     known = name in names or any(n.endswith("*") and (name or "").startswith(n[:-1]) for n in names)
     if res not in ("resourceslices", "kubevirts") and not (known or (not name and names)):
         unexpected[(who, e["verb"], res, name, code)] += 1
 print(f"writes={sum(writes.values())} conflicts={conflicts} "
       f"codes={','.join(f'{c}:{n}' for c, n in sorted(codes.items()))} "
-      f"perobject={max(writes.values(), default=0)}")
+      f"perobject={max(writes.values(), default=0)} "
+      f"conflictsperobject={max(per_conflicts.values(), default=0)} "
+      f"conflicted={','.join(f'{r}/{n}:{c}' for (r, n), c in per_conflicts.most_common() if c)}")
 for k, n in sorted(unexpected.items(), key=str):
     print("unexpected", *k, n)
 PY

@@ -86,6 +86,11 @@ change
 sleep 3
 untoxic ld
 healed
+# Connections cut after 4 KB lose the answers of writes that were applied and cut the watches
+# that would show them, so a write can meet 409 once per cut until its cache catches up: 0-4
+# on a quiet machine, 6 on a loaded 2-core one (twice, in clean-clone runs beside other work).
+# The stale-cache loop this guards against gave 10-20 in the same window; the limit sits between.
+MAX_CONFLICTS=8
 fault_end "connection closed after 4 KB" "Toxiproxy limit_data toxic (downstream), 3 s; a device and a claim added meanwhile" "1 x 3 s" "${CHANGED[@]}"
 
 fault_begin "the proxy disabled: connection refused"
