@@ -234,7 +234,8 @@ class Campaign:
 
 def known_survivors(path):
     """hack/mutate-survivors.tsv: (file, original line, mutated line) -> (kind, why), kind being
-    "equivalent" (behaves as the original: not counted) or "untestable" (counted, survived)."""
+    "equivalent" (behaves as the original: not counted), "untestable" (counted, survived) or
+    "missing" (a test that should exist and does not yet: counted, survived)."""
     known = {}
     if os.path.exists(path):
         with open(path) as f:
@@ -247,8 +248,9 @@ def known_survivors(path):
 
 def report(results, generated, args):
     known = known_survivors(args.survivors)
-    results = [r[:3] + (known.get((r[0], r[4], r[5]), ("survived",))[0].replace(
-        "untestable", "survived") if r[3] == "survived" else r[3],) + r[4:] for r in results]
+    results = [r[:3] + ("equivalent" if r[3] == "survived" and
+                        known.get((r[0], r[4], r[5]), ("survived",))[0] == "equivalent"
+                        else r[3],) + r[4:] for r in results]
     lines = ["| file | mutants | drawn | uncompilable | equivalent (TCE, analysis) | killed "
              "(of them by ASan only) | survived | score |", "|---|---|---|---|---|---|---|---|"]
     kinds = ("killed", "killed-asan", "survived", "equivalent", "uncompilable")
