@@ -34,6 +34,7 @@ import difflib
 import filecmp
 import os
 import random
+import signal
 import shutil
 import subprocess
 import sys
@@ -62,10 +63,24 @@ ASAN_ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1",
 
 
 def run(cmd, timeout=None, **kw):
+    """The command's exit code, or "timeout"; it runs in a session of its own, and on a timeout
+    the whole session is stopped (SIGTERM, then SIGKILL after 10 s), an integration suite's
+    control plane and kubelet with it."""
+    p = subprocess.Popen(["nice", "-n", "10"] + cmd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True, **kw)
     try:
-        return subprocess.run(["nice", "-n", "10"] + cmd, capture_output=True, timeout=timeout,
-                              **kw).returncode
+        return p.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
+        for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, None)):  # traps clean up first
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                p.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
         return "timeout"
 
 
