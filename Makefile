@@ -48,8 +48,7 @@ ASAN_LDFLAGS := -fsanitize=address,undefined
 PROTOS := $(wildcard src/*/*.proto)
 GEN_SRCS := $(PROTOS:src/%.proto=build/gen/%.pb-c.c)
 GEN_HDRS := $(GEN_SRCS:.c=.h)
-LIB_SRCS := $(wildcard src/base/*.c src/kube/*.c src/node/*.c) \
-        $(filter-out src/controllers/main.c,$(wildcard src/controllers/*.c)) $(GEN_SRCS)
+LIB_SRCS := $(filter-out src/controllers/main.c,$(wildcard src/*/*.c src/*/*/*.c)) $(GEN_SRCS)
 MAIN_SRC := src/controllers/main.c
 UNIT_SRCS := $(wildcard test/unit/*.c)
 FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(wildcard test/fuzz/fuzz_*.c))
@@ -176,7 +175,7 @@ image: deps bin/hostdevd
 build/version: FORCE
 	@mkdir -p $(@D)
 	@[ "$$(cat $@ 2>/dev/null)" = '$(VERSION)' ] || echo '$(VERSION)' >$@
-$(patsubst %.c,build/release/%.o,$(shell grep -l HOSTDEVD_VERSION src/*/*.c)): build/version
+$(patsubst %.c,build/release/%.o,$(shell grep -l HOSTDEVD_VERSION src/*/*.c src/*/*/*.c)): build/version
 
 deps:
 	@hack/deps.sh test

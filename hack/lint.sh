@@ -3,6 +3,7 @@
 # project's own rules (module dependencies, one place per library, banned calls, O_CLOEXEC). Any
 # finding fails.
 set -uo pipefail
+shopt -s globstar
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 rc=0
 step() { printf '=== lint: %s\n' "$1"; }
@@ -16,7 +17,7 @@ CFLAGS=(-std=gnu11 -Isrc -Itest/unit -Ibuild/gen -D_GNU_SOURCE -DUNIT_TESTING -D
     $(pkg-config --cflags $PKGS))
 mkdir -p build/gen
 hack/gen-suites.sh test/unit/test_*.c >build/gen/suites.gen.h
-for proto in src/*/*.proto; do protoc-c --proto_path=src --c_out=build/gen "$proto"; done
+for proto in src/**/*.proto; do protoc-c --proto_path=src --c_out=build/gen "$proto"; done
 
 step "clang-format ($(clang-format --version | awk '{print $4}'))"
 clang-format --dry-run -Werror "${files[@]}" || rc=1
@@ -58,21 +59,46 @@ shfiles+=(hack/bench.sh "${bench[@]}") # make bench
 for f in "${guest[@]}"; do is_sh "$f" && shfiles+=("$f"); done
 shellcheck "${shfiles[@]}" || rc=1
 
-step "module dependencies (base -> nothing; kube, node -> base; controllers -> all)"
-check_includes() { # dir forbidden-regex
-    local hits
-    hits=$(grep -nE "#include \"($2)/" $1/*.[ch] 2>/dev/null)
-    [ -z "$hits" ] || bad "forbidden include in $1:"$'\n'"$hits"
+step "module dependencies (docs/layout.md: base; kube, kubelet, node; controllers' rooms in order)"
+# Each folder may include its own headers and those of the folders before it in this list,
+# never one after it nor a sibling of its own rank (ranks: the number before each name).
+ORDER=(0:base 1:kube 1:kubelet 1:node 2:controllers/runtime 3:controllers/objects
+    4:controllers/devices 5:controllers/claims 6:controllers/deviceplugin 6:controllers/dra
+    6:controllers/kubevirt 6:controllers/cli 7:controllers)
+rank_of() { # folder -> rank, or nothing
+    local e
+    for e in "${ORDER[@]}"; do [ "${e#*:}" = "$1" ] && { echo "${e%%:*}"; return; }; done
 }
-check_includes src/base 'kube|node|controllers'
-check_includes src/kube 'node|controllers'
-check_includes src/node 'kube|controllers'
+for f in src/**/*.[ch]; do
+    dir=$(dirname "${f#src/}")
+    r=$(rank_of "$dir")
+    [ -n "$r" ] || { bad "$f: folder $dir has no rank in hack/lint.sh ORDER"; continue; }
+    while IFS=: read -r line inc; do
+        idir=$(dirname "$inc")
+        [ "$idir" = "$dir" ] && continue
+        ir=$(rank_of "$idir")
+        [ -n "$ir" ] && [ "$ir" -lt "$r" ] || bad "forbidden include in $f:$line: $inc ($idir may not be included from $dir)"
+    done < <(grep -nE '^#include "[a-z_/]+\.h"' "$f" | grep -v '\.pb-c\.h' | sed -E 's/^([0-9]+):#include "([^"]+)"/\1:\2/')
+done
+# No two modules include each other: module a (a.c and a.h) and module b, each naming the other.
+declare -A uses=()
+for f in src/**/*.c; do
+    m=${f#src/}
+    m=${m%.c}
+    while read -r inc; do
+        [ "$inc" = "$m" ] || uses["$m>$inc"]=1
+    done < <(grep -ohE '^#include "[a-z_/]+\.h"' "$f" "src/$m.h" 2>/dev/null | sed -E 's/.*"([^"]+)\.h"/\1/')
+done
+for k in "${!uses[@]}"; do
+    a=${k%%>*} b=${k#*>}
+    [[ "$a" < "$b" ]] && [ -n "${uses["$b>$a"]:-}" ] && bad "circle: $a and $b include each other"
+done
 
 step "one place per library"
 only_in() { # header allowed-files...
     local h=$1 hits
     shift
-    hits=$(grep -lF "#include <$h>" src/*/*.[ch] 2>/dev/null | grep -vxF -f <(printf '%s\n' "$@"))
+    hits=$(grep -lF "#include <$h>" src/**/*.[ch] 2>/dev/null | grep -vxF -f <(printf '%s\n' "$@"))
     [ -z "$hits" ] || bad "<$h> included outside $*: $hits"
 }
 only_in curl/curl.h src/kube/http.c
@@ -80,24 +106,24 @@ only_in pci/pci.h src/node/pci.c
 only_in libudev.h src/node/udev.c
 only_in libkmod.h src/node/kmod.c
 only_in yaml.h src/base/yaml.c
-only_in nghttp2/nghttp2.h src/node/grpc.c
-# protobuf-c's generated code (and so protobuf-c) is used by node/dpapi.c only.
-pbc=$(grep -lE '#include [<"](protobuf-c/protobuf-c\.h|[a-z/]*\.pb-c\.h)[>"]' src/*/*.[ch] 2>/dev/null | grep -vxF src/node/dpapi.c)
-[ -z "$pbc" ] || bad "protobuf-c or generated .pb-c.h included outside src/node/dpapi.c: $pbc"
+only_in nghttp2/nghttp2.h src/kubelet/grpc.c
+# protobuf-c's generated code (and so protobuf-c) is used by kubelet/dpapi.c only.
+pbc=$(grep -lE '#include [<"](protobuf-c/protobuf-c\.h|[a-z/]*\.pb-c\.h)[>"]' src/**/*.[ch] 2>/dev/null | grep -vxF src/kubelet/dpapi.c)
+[ -z "$pbc" ] || bad "protobuf-c or generated .pb-c.h included outside src/kubelet/dpapi.c: $pbc"
 
 step "function length (STYLE.md: none over 60 lines in src/)"
-long=$(hack/funclen.sh src/*/*.c)
+long=$(hack/funclen.sh src/**/*.c)
 [ -z "$long" ] || bad "functions over 60 lines:"$'\n'"$long"
 
 step "banned calls and O_CLOEXEC"
 banned=$(grep -nE '\b(sprintf|vsprintf|strcpy|strcat|strtok|atoi|atol|atoll|gets|system|popen|cJSON_GetObjectItem)[[:space:]]*\(' \
-    src/*/*.[ch] test/unit/*.c 2>/dev/null)
+    src/**/*.[ch] test/unit/*.c 2>/dev/null)
 [ -z "$banned" ] || bad "banned calls (STYLE.md):"$'\n'"$banned"
-exits=$(grep -nE '\bexit[[:space:]]*\(' src/*/*.c 2>/dev/null | grep -v '^src/controllers/main\.c:')
+exits=$(grep -nE '\bexit[[:space:]]*\(' src/**/*.c 2>/dev/null | grep -v '^src/controllers/main\.c:')
 [ -z "$exits" ] || bad "exit() outside main:"$'\n'"$exits"
-opens=$(grep -nE '\b(open|openat)[[:space:]]*\(' src/*/*.c 2>/dev/null | grep -v O_CLOEXEC)
+opens=$(grep -nE '\b(open|openat)[[:space:]]*\(' src/**/*.c 2>/dev/null | grep -v O_CLOEXEC)
 [ -z "$opens" ] || bad "open without O_CLOEXEC:"$'\n'"$opens"
-fopens=$(grep -nE '\bfopen[[:space:]]*\(' src/*/*.c test/unit/*.c 2>/dev/null | grep -vE '"[rwa]\+?e"')
+fopens=$(grep -nE '\bfopen[[:space:]]*\(' src/**/*.c test/unit/*.c 2>/dev/null | grep -vE '"[rwa]\+?e"')
 [ -z "$fopens" ] || bad "fopen without \"e\":"$'\n'"$fopens"
 
 if [ $rc -eq 0 ]; then echo "lint: clean"; else echo "lint: FAILED"; fi

@@ -38,36 +38,36 @@ declare -A KILLER=(
     [src/node/vfio.c]="unit:vfio,pcibind,blockers,draprep"
     [src/node/hostuse.c]="unit:hostuse,blockers,vfio,pcibind"
     [src/node/blockers.c]="unit:blockers"
-    [src/controllers/pciclaim.c]="unit:pciclaim,pciclaim_decide,pcibind,usbclaim"
-    [src/controllers/pcibind.c]="unit:pcibind"
+    [src/controllers/claims/pciclaim.c]="unit:pciclaim,pciclaim_decide,pcibind,usbclaim"
+    [src/controllers/claims/pcibind.c]="unit:pcibind"
     [src/kube/informer.c]="cmd:bash hack/mutate-informer.sh KUBETOOL"
     [src/kube/leader.c]="unit:leader"
-    [src/controllers/permitted.c]="unit:permitted"
-    [src/controllers/nodeclaims.c]="unit:nodeclaims"
-    [src/controllers/kubevirt.c]="unit:kubevirt,permitted;cmd:hack/mutate-bin.sh HOSTDEVD test/integration/test_controller.sh"
-    [src/controllers/plugins.c]="cmd:hack/mutate-bin.sh HOSTDEVD test/integration/test_plugins.sh"
-    [src/controllers/draplugin.c]="cmd:hack/mutate-bin.sh HOSTDEVD test/integration/test_drakubelet.sh"
+    [src/controllers/kubevirt/permitted.c]="unit:permitted"
+    [src/controllers/claims/nodeclaims.c]="unit:nodeclaims"
+    [src/controllers/kubevirt/kubevirt.c]="unit:kubevirt,permitted;cmd:hack/mutate-bin.sh HOSTDEVD test/integration/test_controller.sh"
+    [src/controllers/deviceplugin/plugins.c]="cmd:hack/mutate-bin.sh HOSTDEVD test/integration/test_plugins.sh"
+    [src/controllers/dra/draplugin.c]="cmd:hack/mutate-bin.sh HOSTDEVD test/integration/test_drakubelet.sh"
 )
 # Lines a file's mutants are limited to: pciclaim.c's pure planning and decisions (its
 # reconciler half is I/O on the runner, exercised by test_claims.sh, test_agent.sh and the qemu
 # node, which no unit suite can drive).
 reconciler() { grep -m1 -n '^/\* --- the reconciler' "$1" | cut -d: -f1; }
 declare -A SPAN=(
-    [src/controllers/pciclaim.c]="1-$(reconciler src/controllers/pciclaim.c)"
-    [src/controllers/nodeclaims.c]="1-$(reconciler src/controllers/nodeclaims.c)"
+    [src/controllers/claims/pciclaim.c]="1-$(reconciler src/controllers/claims/pciclaim.c)"
+    [src/controllers/claims/nodeclaims.c]="1-$(reconciler src/controllers/claims/nodeclaims.c)"
 )
 # Files whose killer is a whole integration suite (a control plane, a kubelet, the daemon with
 # the mutant): a smaller sample, and the time the suite may take per mutant.
 MUTATE_SLOW_MAX=${MUTATE_SLOW_MAX:-10}
 declare -A LIMIT=(
-    [src/controllers/kubevirt.c]="$MUTATE_SLOW_MAX,600"
-    [src/controllers/plugins.c]="$MUTATE_SLOW_MAX,600"
-    [src/controllers/draplugin.c]="$MUTATE_SLOW_MAX,600"
+    [src/controllers/kubevirt/kubevirt.c]="$MUTATE_SLOW_MAX,600"
+    [src/controllers/deviceplugin/plugins.c]="$MUTATE_SLOW_MAX,600"
+    [src/controllers/dra/draplugin.c]="$MUTATE_SLOW_MAX,600"
 )
 MUTATE_FILES=${MUTATE_FILES:-src/node/vfio.c src/node/hostuse.c src/node/blockers.c \
-src/controllers/pciclaim.c src/controllers/pcibind.c src/kube/informer.c src/kube/leader.c \
-src/controllers/permitted.c src/controllers/nodeclaims.c src/controllers/kubevirt.c \
-src/controllers/plugins.c src/controllers/draplugin.c}
+src/controllers/claims/pciclaim.c src/controllers/claims/pcibind.c src/kube/informer.c src/kube/leader.c \
+src/controllers/kubevirt/permitted.c src/controllers/claims/nodeclaims.c src/controllers/kubevirt/kubevirt.c \
+src/controllers/deviceplugin/plugins.c src/controllers/dra/draplugin.c}
 
 UM=$(hack/universalmutator-build.sh)
 nice -n 10 make -s -j2 mutate-flags build/plain/unit-tests build/plain/kubetool build/plain/hostdevd \

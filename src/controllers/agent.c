@@ -1,26 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * controllers/agent.c - `hostdevd agent`, the per-node role: wiring only. The process skeleton
- * (controllers/process.c) gives the loop, the API client, the endpoint, signals and the worker
- * thread; the parts are
- *   - the Node lookup (controllers/nodeuid.c): the uid every device object is owned by;
- *   - the inventory (controllers/inventory.c): PCI and USB scans at start, on resync, SIGHUP
- *     and uevents, handed to
- *   - the PCIDevice and USBDevice reconcilers (controllers/pcidevice.c, usbdevice.c), whose
+ * (controllers/runtime/process.c) gives the loop, the API client, the endpoint, signals and the
+ * worker thread; the parts are
+ *   - the Node lookup (controllers/devices/nodeuid.c): the uid every device object is owned by;
+ *   - the inventory (controllers/devices/inventory.c): PCI and USB scans at start, on resync,
+ * SIGHUP and uevents, handed to
+ *   - the PCIDevice and USBDevice reconcilers (controllers/devices/pcidevice.c, usbdevice.c), whose
  *     informers cache this node's devices (label nodename=<node>);
- *   - the PCIDeviceClaim reconciler (controllers/pciclaim.c), watching this node's claims
+ *   - the PCIDeviceClaim reconciler (controllers/claims/pciclaim.c), watching this node's claims
  *     (field spec.nodeName=<node>) and binding on the process's worker thread;
- *   - the USBDeviceClaim reconciler (controllers/usbclaim.c), watching every USB claim and
+ *   - the USBDeviceClaim reconciler (controllers/claims/usbclaim.c), watching every USB claim and
  *     acting on those whose name says this node;
- *   - the DRA ResourceSlices (controllers/draslices.c): this node's pool of passthrough-capable
+ *   - the DRA ResourceSlices (controllers/dra/draslices.c): this node's pool of passthrough-capable
  *     PCI functions no claim holds, computed from the scan and the PCIDeviceClaim cache;
- *   - the DRA kubelet plugin (controllers/draplugin.c): prepares the devices the scheduler
+ *   - the DRA kubelet plugin (controllers/dra/draplugin.c): prepares the devices the scheduler
  *     allocated from that pool (bound to vfio-pci on the worker thread, CDI specs, KubeVirt's
  *     metadata files); the PCIDeviceClaim reconciler refuses the devices it holds;
- *   - the heartbeat (controllers/leasepart.c): a Lease named like the node, renewed while the
- *     agent runs and given up when it stops, which tells the controller the agent is alive.
- * The reconcilers read each other's caches; the callbacks below queue the keys that depend on
- * a change. Readiness: every informer synced and the first inventories written.
+ *   - the heartbeat (controllers/runtime/leasepart.c): a Lease named like the node, renewed while
+ * the agent runs and given up when it stops, which tells the controller the agent is alive. The
+ * reconcilers read each other's caches; the callbacks below queue the keys that depend on a change.
+ * Readiness: every informer synced and the first inventories written.
  */
 #include "controllers/agent.h"
 
@@ -33,18 +33,18 @@
 
 #include "base/log.h"
 #include "base/names.h"
-#include "controllers/draplugin.h"
-#include "controllers/draslices.h"
-#include "controllers/inventory.h"
-#include "controllers/leasepart.h"
-#include "controllers/nodeuid.h"
-#include "controllers/pciclaim.h"
-#include "controllers/pcidevice.h"
-#include "controllers/plugins.h"
-#include "controllers/process.h"
-#include "controllers/runner.h"
-#include "controllers/usbclaim.h"
-#include "controllers/usbdevice.h"
+#include "controllers/dra/draplugin.h"
+#include "controllers/dra/draslices.h"
+#include "controllers/devices/inventory.h"
+#include "controllers/runtime/leasepart.h"
+#include "controllers/devices/nodeuid.h"
+#include "controllers/claims/pciclaim.h"
+#include "controllers/devices/pcidevice.h"
+#include "controllers/deviceplugin/plugins.h"
+#include "controllers/runtime/process.h"
+#include "controllers/runtime/runner.h"
+#include "controllers/claims/usbclaim.h"
+#include "controllers/devices/usbdevice.h"
 #include "kube/leader.h"
 #include "kube/names.h"
 #include "node/udev.h"

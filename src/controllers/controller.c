@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * controllers/controller.c - `hostdevd controller` (see controller.h): wiring only. Parts:
- * leader election (kube/leader.c through controllers/leasepart.c), four cluster-wide caches
+ * leader election (kube/leader.c through controllers/runtime/leasepart.c), four cluster-wide caches
  * (PCIDeviceClaims, PCIDevices, USBDeviceClaims, USBDevices) whose every change queues the
  * KubeVirt CR again (and a claim's node), the Event recorder, the KubeVirt reconciler and the
- * reconciler of claims no agent serves (controllers/nodeclaims.c); both hand out work only
+ * reconciler of claims no agent serves (controllers/claims/nodeclaims.c); both hand out work only
  * while this replica leads.
  */
 #include "controllers/controller.h"
@@ -20,11 +20,11 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/metrics.h"
-#include "controllers/kubevirt.h"
-#include "controllers/leasepart.h"
-#include "controllers/nodeclaims.h"
-#include "controllers/process.h"
-#include "controllers/runner.h"
+#include "controllers/kubevirt/kubevirt.h"
+#include "controllers/runtime/leasepart.h"
+#include "controllers/claims/nodeclaims.h"
+#include "controllers/runtime/process.h"
+#include "controllers/runtime/runner.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"

@@ -2,9 +2,9 @@
 /*
  * controllers/controller.h - `hostdevd controller`, the cluster-wide role (1-2 replicas, one
  * leads through a Lease): keeps the KubeVirt CR's permittedHostDevices exact
- * (controllers/kubevirt.h) and tells (or releases) the claims no agent will serve
- * (controllers/nodeclaims.h). The same process skeleton as the agent; /readyz is ready only on the
- * leader ("standby: ..." on the others). Logs.
+ * (controllers/kubevirt/kubevirt.h) and tells (or releases) the claims no agent will serve
+ * (controllers/claims/nodeclaims.h). The same process skeleton as the agent; /readyz is ready only
+ * on the leader ("standby: ..." on the others). Logs.
  */
 #pragma once
 

@@ -4,9 +4,9 @@
  *
  * `agent` runs the node agent (controllers/agent.c); `name` prints the object name hostdevd
  * gives a device, so a user can write the matching claim; `vfio` binds or restores one device
- * by hand (controllers/vfiotool.c); `usb list` prints the USB devices the agent sees
- * (controllers/usbtool.c); `inventory` prints what the agent would publish for this node
- * (controllers/invtool.c); `controller` runs the cluster role (controllers/controller.c). Logs
+ * by hand (controllers/cli/vfiotool.c); `usb list` prints the USB devices the agent sees
+ * (controllers/cli/usbtool.c); `inventory` prints what the agent would publish for this node
+ * (controllers/cli/invtool.c); `controller` runs the cluster role (controllers/controller.c). Logs
  * errors once, here.
  */
 #include <errno.h>
@@ -16,9 +16,9 @@
 #include "base/log.h"
 #include "controllers/agent.h"
 #include "controllers/controller.h"
-#include "controllers/invtool.h"
-#include "controllers/usbtool.h"
-#include "controllers/vfiotool.h"
+#include "controllers/cli/invtool.h"
+#include "controllers/cli/usbtool.h"
+#include "controllers/cli/vfiotool.h"
 #include "kube/names.h"
 
 #ifndef HOSTDEVD_VERSION

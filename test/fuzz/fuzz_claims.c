@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test/fuzz/fuzz_claims.c - claim objects as the API server could send them, through the pure
- * decisions of the reconcilers (controllers/pciclaim.c, usbclaim.c, nodeclaims.c,
+ * decisions of the reconcilers (controllers/claims/pciclaim.c, usbclaim.c, nodeclaims.c,
  * claimstatus.c), on arbitrary bytes.
  *
  * Input: parts separated by the byte 0x1e: a PCIDeviceClaim, a USBDeviceClaim and its
@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controllers/claimstatus.h"
-#include "controllers/nodeclaims.h"
-#include "controllers/pciclaim.h"
-#include "controllers/usbclaim.h"
-#include "controllers/usbdevice.h"
+#include "controllers/objects/claimstatus.h"
+#include "controllers/claims/nodeclaims.h"
+#include "controllers/claims/pciclaim.h"
+#include "controllers/claims/usbclaim.h"
+#include "controllers/devices/usbdevice.h"
 #include "fuzzjson.h"
 #include "kube/client.h"
 #include "kube/names.h"

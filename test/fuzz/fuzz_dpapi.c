@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test/fuzz/fuzz_dpapi.c - the device-plugin API decoders (node/dpapi.c) on arbitrary bytes: what
- * a peer on a plugin socket can send. The first byte picks the decoder (Allocate, PreStart,
+ * test/fuzz/fuzz_dpapi.c - the device-plugin API decoders (kubelet/dpapi.c) on arbitrary bytes:
+ * what a peer on a plugin socket can send. The first byte picks the decoder (Allocate, PreStart,
  * PreferredAllocation, ListAndWatch); the rest is the message. Checks what a decoder accepts:
  * counts within the caps, every ID non-empty, NUL-terminated and at most DPAPI_MAX_ID bytes; and
  * that an accepted Allocate's IDs encode back into a PreferredAllocationResponse.
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node/dpapi.h"
+#include "kubelet/dpapi.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

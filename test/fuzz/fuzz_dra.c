@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test/fuzz/fuzz_dra.c - what the DRA plugin reads from outside (node/draapi.c,
- * controllers/draprep.c) on arbitrary bytes. The first byte picks: 0/1 a
+ * test/fuzz/fuzz_dra.c - what the DRA plugin reads from outside (kubelet/draapi.c,
+ * controllers/dra/draprep.c) on arbitrary bytes. The first byte picks: 0/1 a
  * NodePrepareResourcesRequest / NodeUnprepareResourcesRequest from kubelet, 2 a
  * RegistrationStatus, 3 a ResourceClaim as the API server sends it (JSON), 4 the plugin's
  * checkpoint file. Checks what is accepted: claims within the caps, fields non-empty and without
@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "base/json.h"
-#include "controllers/draprep.h"
-#include "node/draapi.h"
+#include "controllers/dra/draprep.h"
+#include "kubelet/draapi.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -18,7 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "node/grpc.h"
+#include "kubelet/grpc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test/fuzz/fuzz_objects.c - device objects and the KubeVirt CR as the API server could send
- * them, through the pure write plans (controllers/pcidevice.c, usbdevice.c, devwrite.c) and
- * permittedHostDevices (controllers/kubevirt.c's entries, permitted.c's plan), on arbitrary
- * bytes.
+ * them, through the pure write plans (controllers/devices/pcidevice.c, usbdevice.c, devwrite.c) and
+ * permittedHostDevices (controllers/kubevirt/kubevirt.c's entries, permitted.c's plan), on
+ * arbitrary bytes.
  *
  * Input: parts separated by the byte 0x1e: a PCIDevice, a USBDevice, a PCIDeviceClaim, a
  * USBDeviceClaim and a KubeVirt CR (JSON, parsed as the informer does), then fact bytes. What
@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controllers/kubevirt.h"
-#include "controllers/pcidevice.h"
-#include "controllers/permitted.h"
-#include "controllers/usbdevice.h"
+#include "controllers/kubevirt/kubevirt.h"
+#include "controllers/devices/pcidevice.h"
+#include "controllers/kubevirt/permitted.h"
+#include "controllers/devices/usbdevice.h"
 #include "fuzzjson.h"
 #include "kube/client.h"
 #include "node/blockers.h"

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "controllers/usbdevice.h"
+#include "controllers/devices/usbdevice.h"
 #include "fuzzjson.h"
 #include "fuzztmp.h"
 #include "node/sysfs.h"

@@ -1,5 +1,5 @@
 // grpcpeer - a grpc-go peer for test/integration/test_grpc.sh: real gRPC on both sides of
-// node/grpc.c, with a raw bytes codec so no generated code is needed. Test infrastructure only.
+// kubelet/grpc.c, with a raw bytes codec so no generated code is needed. Test infrastructure only.
 //
 //	grpcpeer unary SOCK METHOD MSG    one call; prints "resp=R" (or, over 100 bytes, its length
 //	                                  and whether it equals the request) and "code=N msg=M";

@@ -3,7 +3,7 @@
 #include <CUnit/CUnit.h>
 #include <string.h>
 
-#include "controllers/devplugin.h"
+#include "controllers/deviceplugin/devplugin.h"
 
 static const struct devplugin_dev devs[] = {
         {.id = "0000:3b:00.0",

@@ -4,7 +4,7 @@
 #include <CUnit/CUnit.h>
 #include <string.h>
 
-#include "node/dpapi.h"
+#include "kubelet/dpapi.h"
 
 static bool bytes_are(const struct buf *b, const char *want, size_t n)
 {

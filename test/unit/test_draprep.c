@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test/unit/test_draprep.c - a ResourceClaim's preparation planned (controllers/draprep.h) and
- * the DRA plugin's messages (node/draapi.h). */
+/* test/unit/test_draprep.c - a ResourceClaim's preparation planned (controllers/dra/draprep.h) and
+ * the DRA plugin's messages (kubelet/draapi.h). */
 #include <CUnit/CUnit.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "controllers/draprep.h"
-#include "node/draapi.h"
+#include "controllers/dra/draprep.h"
+#include "kubelet/draapi.h"
 
 #define UID "0b7f9c1e-5b1a-4c6e-9d2a-3f4e5a6b7c8d"
 

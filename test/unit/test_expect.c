@@ -7,7 +7,7 @@
 #include <CUnit/CUnit.h>
 #include <cjson/cJSON.h>
 
-#include "controllers/expect.h"
+#include "controllers/runtime/expect.h"
 
 static cJSON *obj(const char *rv)
 {

@@ -20,7 +20,7 @@
 #include <valgrind/valgrind.h>
 
 #include "base/buf.h"
-#include "node/grpc.h"
+#include "kubelet/grpc.h"
 
 static struct ev_loop *loop;
 static char dir[64];

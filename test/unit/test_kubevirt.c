@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test/unit/test_kubevirt.c - which KubeVirt CR the controller manages (controllers/kubevirt.h). */
+/* test/unit/test_kubevirt.c - which KubeVirt CR the controller manages
+ * (controllers/kubevirt/kubevirt.h). */
 #include <CUnit/CUnit.h>
 #include <stddef.h>
 
-#include "controllers/kubevirt.h"
+#include "controllers/kubevirt/kubevirt.h"
 
 static void test_the_only_one(void)
 {

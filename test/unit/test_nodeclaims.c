@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controllers/nodeclaims.h"
+#include "controllers/claims/nodeclaims.h"
 
 #define FIN "devices.harvesterhci.io/restore-driver"
 

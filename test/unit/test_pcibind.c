@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test/unit/test_pcibind.c - a deleted claim's node work (controllers/pcibind.c, run_restore)
- * on a fake sysfs tree whose writes change nothing, as a kernel whose original driver does not
- * take the device back, and the decision on its outcome: a restore that did not take effect
- * says RestoreFailed and keeps the finalizer, so a device is never left on vfio-pci (or
+ * test/unit/test_pcibind.c - a deleted claim's node work (controllers/claims/pcibind.c,
+ * run_restore) on a fake sysfs tree whose writes change nothing, as a kernel whose original driver
+ * does not take the device back, and the decision on its outcome: a restore that did not take
+ * effect says RestoreFailed and keeps the finalizer, so a device is never left on vfio-pci (or
  * driverless) without its claim.
  */
 #include <CUnit/CUnit.h>
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "controllers/pcibind.h"
-#include "controllers/pciclaim.h"
+#include "controllers/claims/pcibind.h"
+#include "controllers/claims/pciclaim.h"
 #include "node/vfio.h"
 #include "sysfs_tree.h"
 

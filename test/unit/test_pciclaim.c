@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controllers/pciclaim.h"
+#include "controllers/claims/pciclaim.h"
 
 static cJSON *claim(const char *status, const char *finalizers)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controllers/pciclaim.h"
+#include "controllers/claims/pciclaim.h"
 
 static cJSON *claim(const char *node, const char *address, bool finalizer, bool deleting,
                     const char *status)

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "controllers/pcidevice.h"
+#include "controllers/devices/pcidevice.h"
 
 static struct pcidevice_spec nic(void)
 {

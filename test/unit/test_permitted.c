@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "controllers/permitted.h"
+#include "controllers/kubevirt/permitted.h"
 
 #define OWNED "\"hostdevd.io/owned-host-devices\""
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controllers/pciclaim.h"
-#include "controllers/usbclaim.h"
+#include "controllers/claims/pciclaim.h"
+#include "controllers/claims/usbclaim.h"
 
 #define NAME "titan-0627-0001-1-1"
 

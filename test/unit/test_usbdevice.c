@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "controllers/usbclaim.h"
-#include "controllers/usbdevice.h"
+#include "controllers/claims/usbclaim.h"
+#include "controllers/devices/usbdevice.h"
 #include "kube/names.h"
 #include "node/usb.h"
 

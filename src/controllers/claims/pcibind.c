@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/claims/pcibind.c - a claim's node work on the worker thread (see pcibind.h).
+ */
+#include "controllers/claims/pcibind.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "kube/names.h"
+#include "node/hostuse.h"
+#include "node/kmod.h"
+#include "node/sysfs.h"
+#include "node/vfio.h"
+
+void pcibind_fault_point(const char *goal, const char *step)
+{
+    const char *f = getenv("HOSTDEVD_FAULT");
+    size_t n = strlen(goal);
+    if (f && strncmp(f, goal, n) == 0 && f[n] == ':' && strcmp(f + n + 1, step) == 0) {
+        log_warning("Fault point reached; aborting", KV_STR("goal", goal), KV_STR("step", step));
+        (void)fflush(stderr);
+        abort();
+    }
+}
+
+static void on_vfio_step(const char *goal, const char *step, void *arg)
+{
+    (void)arg;
+    pcibind_fault_point(goal, step);
+}
+
+void pcibind_job_done(struct pcibind_job *j)
+{
+    for (size_t i = 0; i < j->n_claimed; i++)
+        free(j->claimed[i]);
+    free(j->claimed);
+    j->claimed = NULL;
+    j->n_claimed = 0;
+    free(j->usb_enabled);
+    j->usb_enabled = NULL;
+}
+
+static bool is_claimed(const char *address, void *arg)
+{
+    const struct pcibind_job *j = arg;
+    for (size_t i = 0; i < j->n_claimed; i++)
+        if (strcmp(j->claimed[i], address) == 0)
+            return true;
+    return false;
+}
+
+/* Lists the group members that stand in the way, as "0000:01:00.1 (snd_hda_intel; claim
+ * name)". Returns how many, or -errno. */
+static int group_blockers(struct pcibind_job *j, int group, const struct node_hostuse *use,
+                          struct buf *out, bool *ret_essential)
+{
+    struct node_vfio_dev *m = NULL;
+    size_t n = 0;
+    int count = 0, r = node_vfio_group_members(j->env->sysfs_fd, group, &m, &n);
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < n; i++) {
+        char name[KUBE_NAME_MAX + 1] = "";
+        if (!node_vfio_member_blocks(&m[i], j->address, is_claimed, j))
+            continue;
+        if (node_vfio_member_essential(j->env->sysfs_fd, &m[i], use, NULL) != 0)
+            *ret_essential = true; /* (one that cannot be checked counts: refuse to be safe) */
+        (void)kube_names_pcidevice(j->env->node_name, m[i].address, name, sizeof(name));
+        (void)buf_printf(out, "%s%s (%s; claim %s)", count ? ", " : "", m[i].address,
+                         m[i].driver[0] ? m[i].driver : "no driver", name);
+        count++;
+    }
+    free(m);
+    return count;
+}
+
+/* Observes the device and checks it; the outcome is REFUSED, RECORD or GO. */
+static void check(struct pcibind_job *j, struct node_vfio_dev *d)
+{
+    int fd = j->env->sysfs_fd;
+    struct err why = {{0}};
+    struct buf blockers;
+    struct node_hostuse use = {0};
+    struct pciclaim_facts f = {.node = j->env->node_name,
+                               .address = j->address,
+                               .recorded = j->recorded,
+                               .annotation = j->annotation,
+                               .host_why = why.msg,
+                               .blockers = "",
+                               .usb_enabled = j->usb_enabled ? j->usb_enabled : ""};
+    buf_init(&blockers, 4096);
+    f.read_error = node_vfio_observe(fd, j->address, d);
+    if (f.read_error == 0) {
+        f.present = d->present;
+        f.iommu_group = d->iommu_group;
+        f.driver = d->driver;
+        f.platform = d->present ? node_vfio_platform_class(d->class_id) : NULL;
+        int u = node_hostuse_collect(j->env->proc_root, &use);
+        if (d->present && strcmp(d->driver, NODE_VFIO_DRIVER) != 0)
+            f.host_critical = u < 0 ? u : node_hostuse_check(fd, j->address, &use, NULL, &why);
+        if (d->present && d->iommu_group >= 0)
+            f.group_blockers = group_blockers(j, d->iommu_group, u == 0 ? &use : NULL, &blockers,
+                                              &f.blockers_essential);
+        f.blockers = buf_str(&blockers) ? buf_str(&blockers) : "";
+    }
+    pciclaim_check_bind(&f, &j->out);
+    node_hostuse_done(&use);
+    buf_free(&blockers);
+}
+
+static int load_modules(struct pcibind_job *j)
+{
+    static const char *const mods[] = {"vfio-pci", "vfio_iommu_type1", NULL};
+    struct err err = {{0}};
+    if (j->env->modules_loaded)
+        return 0;
+    /* Registered already (loaded before, or built in): nothing to load. */
+    if (node_sysfs_check_dir(j->env->sysfs_fd, "bus/pci/drivers/vfio-pci") == 0 &&
+        node_sysfs_check_dir(j->env->sysfs_fd, "module/vfio_iommu_type1") == 0) {
+        j->env->modules_loaded = true;
+        return 0;
+    }
+    int r = node_kmod_load(mods, &err);
+    char **names = NULL;
+    size_t n = 0;
+    if (r == 0 &&
+        (r = node_sysfs_list(j->env->sysfs_fd, "bus/pci/drivers/vfio-pci", &names, &n)) < 0)
+        (void)err_set(&err, r,
+                      "the vfio-pci driver is not registered (no bus/pci/drivers/vfio-pci in "
+                      "sysfs) although its module loaded: %s",
+                      strerror(-r));
+    node_sysfs_names_free(names);
+    if (r < 0) {
+        j->out.kind = PCICLAIM_FAILED;
+        j->out.reason = "VFIOUnavailable";
+        (void)snprintf(j->out.message, sizeof(j->out.message), "%s", err.msg);
+        return r;
+    }
+    j->env->modules_loaded = true;
+    return 0;
+}
+
+static void run_bind(struct pcibind_job *j)
+{
+    struct node_vfio_dev d;
+    check(j, &d);
+    if (j->out.kind != PCICLAIM_GO || j->check_only || load_modules(j) < 0)
+        return;
+    struct err err = {{0}};
+    struct timespec t0, t1;
+    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
+    int r = node_vfio_converge(j->env->sysfs_fd, j->address, NODE_VFIO_BIND, j->original,
+                               on_vfio_step, NULL, &d, &err);
+    (void)clock_gettime(CLOCK_MONOTONIC, &t1);
+    j->out.bind_us = (int)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+    (void)snprintf(j->out.message, sizeof(j->out.message), "%s", err.msg);
+    j->out.kind = r < 0 ? PCICLAIM_FAILED : PCICLAIM_BOUND;
+    j->out.reason = r < 0 ? "BindFailed" : "Bound";
+}
+
+static void run_restore(struct pcibind_job *j)
+{
+    struct node_vfio_dev d;
+    int fd = j->env->sysfs_fd;
+    j->out = (struct pciclaim_outcome){.kind = PCICLAIM_RELEASED};
+    if (!j->recorded) /* never touched: nothing to restore */
+        return;
+    int r = node_vfio_observe(fd, j->address, &d);
+    j->out.group = r == 0 ? d.iommu_group : -1;
+    if (r < 0) {
+        j->out.kind = PCICLAIM_FAILED;
+        j->out.reason = "RestoreFailed";
+        (void)snprintf(j->out.message, sizeof(j->out.message), "cannot read device %s in sysfs: %s",
+                       j->address, strerror(-r));
+        return;
+    }
+    if (d.present && strcmp(d.driver, NODE_VFIO_DRIVER) == 0 && d.iommu_group >= 0 &&
+        node_vfio_group_busy(j->env->dev_root, d.iommu_group) > 0) {
+        j->out.kind = PCICLAIM_BUSY;
+        return;
+    }
+    struct err err = {{0}};
+    r = node_vfio_converge(fd, j->address, NODE_VFIO_RESTORE, j->original, on_vfio_step, NULL, &d,
+                           &err);
+    (void)snprintf(j->out.message, sizeof(j->out.message), "%s", err.msg);
+    j->out.kind = r < 0 ? PCICLAIM_FAILED : PCICLAIM_RESTORED;
+    j->out.reason = r < 0 ? "RestoreFailed" : "Restored";
+    if (r == 0)
+        (void)snprintf(j->out.driver, sizeof(j->out.driver), "%s", d.driver);
+}
+
+void pcibind_run(struct worker_job *wj)
+{
+    struct pcibind_job *j = (struct pcibind_job *)wj;
+    if (j->deleting)
+        run_restore(j);
+    else
+        run_bind(j);
+}

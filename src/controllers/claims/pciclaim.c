@@ -1,0 +1,938 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/claims/pciclaim.c - the agent's PCIDeviceClaim reconciler (see pciclaim.h): pure
+ * planning and decisions, then the reconciler on the runner. One reconcile of a claim is one
+ * runner job: a finalizer patch, or one worker job (controllers/claims/pcibind.c: sysfs reads,
+ * safety checks, module loading, bind or restore) followed by at most one status or
+ * finalizer write. A write that only prepares the bind (the finalizer added, the original
+ * driver recorded) goes on in the same job from the object the server returned, which is
+ * newer than the cache. A new claim's first phase runs the checks (which only observe) first,
+ * then writes its finalizer and the record of the driver at once: one job of three writes
+ * (finalizer and record in one round trip, then Bound), with no watch round trip between them.
+ * The last write lands in the cache through the informer, which queues the claim again; the
+ * runner's write expectations keep a stale cache from causing a second write.
+ */
+#include "controllers/claims/pciclaim.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <ev.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/map.h"
+#include "base/metrics.h"
+#include "base/timefmt.h"
+#include "controllers/objects/claimstatus.h"
+#include "controllers/claims/pcibind.h"
+#include "controllers/runtime/runner.h"
+#include "controllers/runtime/worker.h"
+#include "kube/client.h"
+#include "kube/events.h"
+#include "kube/informer.h"
+#include "kube/names.h"
+#include "kube/status.h"
+#include "node/sysfs.h"
+#include "node/vfio.h"
+
+#define MAX_IN_FLIGHT 2
+
+/* --- pure planning ---------------------------------------------------------------------------- */
+
+static const cJSON *field(const cJSON *o, const char *name)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
+}
+
+static const char *str_field(const cJSON *o, const char *name)
+{
+    const cJSON *v = field(o, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool same(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
+}
+
+bool pciclaim_driver_recorded(const cJSON *claim, const char **ret_driver)
+{
+    const char *d = str_field(field(claim, "status"), "kernelDriverToUnbind");
+    if (d && ret_driver)
+        *ret_driver = d;
+    return d != NULL;
+}
+
+static bool status_matches(const cJSON *claim, const struct pciclaim_status *w)
+{
+    const cJSON *st = field(claim, "status");
+    const char *driver = NULL;
+    if (w->driver && (!pciclaim_driver_recorded(claim, &driver) || strcmp(driver, w->driver)))
+        return false;
+    if (!cJSON_IsBool(field(st, "passthroughEnabled")) ||
+        cJSON_IsTrue(field(st, "passthroughEnabled")) != w->passthrough)
+        return false;
+    return claimstatus_ready_is(claim, w->ready, w->reason, w->message);
+}
+
+char *pciclaim_status_patch(const cJSON *claim, const struct pciclaim_status *want, const char *now)
+{
+    if (status_matches(claim, want))
+        return NULL;
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *st = cJSON_AddObjectToObject(patch, "status");
+    if (want->driver)
+        cJSON_AddStringToObject(st, "kernelDriverToUnbind", want->driver);
+    cJSON_AddBoolToObject(st, "passthroughEnabled", want->passthrough);
+    cJSON *c = claimstatus_ready_condition(claim, want->ready, want->reason, want->message, now);
+    cJSON *list = cJSON_AddArrayToObject(st, "conditions");
+    cJSON_AddItemToArray(list, c);
+    char *s = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch);
+    return s;
+}
+
+char *pciclaim_finalizer_patch(const cJSON *claim, bool add)
+{
+    return claimstatus_finalizer_patch(claim, PCICLAIM_FINALIZER, add);
+}
+
+enum pciclaim_step pciclaim_next_step(const cJSON *claim, const char *key, const char *node)
+{
+    char want[KUBE_NAME_MAX + 1];
+    const cJSON *spec = field(claim, "spec");
+    const char *n = str_field(spec, "nodeName"), *a = str_field(spec, "address");
+    bool deleting = kube_meta_str(claim, "deletionTimestamp") != NULL;
+    if (!claim || !n || strcmp(n, node) != 0)
+        return PCICLAIM_NOTHING; /* another node's (the field selector keeps them away) */
+    if (!a || kube_names_pcidevice(n, a, want, sizeof(want)) < 0 || strcmp(want, key) != 0)
+        return deleting ? PCICLAIM_NOTHING : PCICLAIM_INVALID;
+    if (claimstatus_finalizer_index(claim, PCICLAIM_FINALIZER) < 0)
+        return deleting ? PCICLAIM_NOTHING : PCICLAIM_ADD_FINALIZER;
+    return PCICLAIM_NODE_WORK;
+}
+
+static void set_outcome(struct pciclaim_outcome *o, enum pciclaim_outcome_kind kind,
+                        const char *reason, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+static void set_outcome(struct pciclaim_outcome *o, enum pciclaim_outcome_kind kind,
+                        const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang-analyzer 14 false positive
+    (void)vsnprintf(o->message, sizeof(o->message), fmt, ap);
+    va_end(ap);
+    o->kind = kind;
+    o->reason = reason;
+}
+
+/* The IOMMU group check: PCICLAIM_GO when no member stands in the way. */
+static void check_group(const struct pciclaim_facts *f, struct pciclaim_outcome *o)
+{
+    int n = f->group_blockers;
+    if (n < 0)
+        set_outcome(o, PCICLAIM_REFUSED, "SysfsError",
+                    "cannot read the members of IOMMU group %d in sysfs: %s", f->iommu_group,
+                    strerror(-n));
+    else if (n > 0 && f->blockers_essential)
+        set_outcome(o, PCICLAIM_REFUSED, "IOMMUGroupUnsafe",
+                    "IOMMU group %d also holds %s, which the host cannot give up (an ISA/LPC "
+                    "bridge, an SMBus controller or a host-critical device): device %s cannot "
+                    "be passed through safely in this slot. Move the card to a slot with an "
+                    "IOMMU group of its own",
+                    f->iommu_group, f->blockers, f->address);
+    else if (n > 0)
+        set_outcome(o, PCICLAIM_REFUSED, "IOMMUGroupIncomplete",
+                    "IOMMU group %d also holds %s; the whole group goes to one VM, so claim %s "
+                    "too (or bind %s to vfio-pci)",
+                    f->iommu_group, f->blockers, n == 1 ? "that device" : "those devices",
+                    n == 1 ? "it" : "them");
+    else
+        o->kind = PCICLAIM_GO;
+}
+
+/* The original driver to record: the current one, unless the device is on vfio-pci already:
+ * then the driver at first sight when that names one, else vfio-pci itself (the admin put it
+ * there: vfio-pci.ids=, a driver_override; its release leaves it there). As the DRA path
+ * records it (draprep_original), and as harvester records the driver it finds. */
+static const char *original_driver(const struct pciclaim_facts *f)
+{
+    if (strcmp(f->driver, NODE_VFIO_DRIVER) == 0 && f->annotation && f->annotation[0])
+        return f->annotation;
+    return f->driver;
+}
+
+void pciclaim_check_bind(const struct pciclaim_facts *f, struct pciclaim_outcome *ret)
+{
+    *ret = (struct pciclaim_outcome){.group = f->iommu_group};
+    if (f->read_error < 0)
+        set_outcome(ret, PCICLAIM_REFUSED, "SysfsError", "cannot read device %s in sysfs: %s",
+                    f->address, strerror(-f->read_error));
+    else if (!f->present)
+        set_outcome(ret, PCICLAIM_REFUSED, "DeviceNotFound", "there is no PCI device %s on node %s",
+                    f->address, f->node);
+    else if (f->iommu_group < 0)
+        set_outcome(ret, PCICLAIM_REFUSED, "NoIOMMUGroup",
+                    "device %s has no IOMMU group, so it cannot be passed through safely: turn "
+                    "on the IOMMU (VT-d or AMD-Vi in the firmware, intel_iommu=on or "
+                    "amd_iommu=on on the kernel command line) and reboot the node",
+                    f->address);
+    else if (f->platform)
+        set_outcome(ret, PCICLAIM_REFUSED, "PlatformDevice",
+                    "device %s is %s, which the host cannot give up: it is never passed through",
+                    f->address, f->platform);
+    else if (f->host_critical > 0)
+        set_outcome(ret, PCICLAIM_REFUSED, "HostCritical",
+                    "device %s is host-critical: %s; passing it through would cut the node "
+                    "off. Move that use to another device first",
+                    f->address, f->host_why);
+    else if (f->host_critical < 0)
+        set_outcome(ret, PCICLAIM_REFUSED, "HostCritical",
+                    "cannot tell whether device %s is host-critical (%s); refusing to be safe",
+                    f->address, strerror(-f->host_critical));
+    else if (f->usb_enabled && f->usb_enabled[0] && strcmp(f->driver, NODE_VFIO_DRIVER) != 0)
+        set_outcome(ret, PCICLAIM_REFUSED, "USBDevicesEnabled",
+                    "USB host controller %s has USB devices enabled for passthrough behind it "
+                    "(%s), which would go with it: delete their USBDeviceClaims first",
+                    f->address, f->usb_enabled);
+    else
+        check_group(f, ret);
+    if (ret->kind == PCICLAIM_GO && !f->recorded) {
+        ret->kind = PCICLAIM_RECORD;
+        (void)snprintf(ret->driver, sizeof(ret->driver), "%s", original_driver(f));
+    }
+}
+
+static void decide_status(const cJSON *claim, struct pciclaim_decision *d, bool warning,
+                          const char *log, const char *result)
+{
+    d->write_status = !status_matches(claim, &d->status);
+    d->warning = warning;
+    d->result = result;
+    if (d->write_status) { /* say it once, when it changes */
+        d->event_reason = d->status.reason;
+        d->log = log;
+    }
+}
+
+static void decide_bound(const cJSON *claim, const struct pciclaim_outcome *o,
+                         struct pciclaim_decision *d)
+{
+    (void)snprintf(d->message, sizeof(d->message), "bound to vfio-pci; VMs get /dev/vfio/%d",
+                   o->group);
+    d->status = (struct pciclaim_status){
+            .passthrough = true, .ready = true, .reason = "Bound", .message = d->message};
+    decide_status(claim, d, false, "Bound device to vfio-pci", NULL);
+    if (d->write_status)
+        d->result = "bound";
+}
+
+static void decide_deleted(const struct pciclaim_outcome *o, const char *address,
+                           struct pciclaim_decision *d)
+{
+    d->remove_finalizer = true;
+    d->event_reason = o->kind == PCICLAIM_RESTORED ? "Restored" : "Released";
+    d->log = o->kind == PCICLAIM_RESTORED ? "Restored device" : "Released claim";
+    d->result = o->kind == PCICLAIM_RESTORED ? "restored" : "released";
+    if (o->kind == PCICLAIM_RESTORED)
+        (void)snprintf(d->message, sizeof(d->message), "device %s restored to driver \"%s\"",
+                       address, o->driver);
+    else
+        (void)snprintf(d->message, sizeof(d->message),
+                       "nothing was changed on device %s: this claim never bound it", address);
+}
+
+void pciclaim_decide(const cJSON *claim, const struct pciclaim_outcome *o,
+                     struct pciclaim_decision *ret)
+{
+    struct pciclaim_decision *d = ret;
+    const char *address = str_field(field(claim, "spec"), "address");
+    *d = (struct pciclaim_decision){0};
+    d->status = (struct pciclaim_status){.reason = o->reason, .message = o->message};
+    switch (o->kind) {
+    case PCICLAIM_REFUSED:
+        decide_status(claim, d, true, "Refused PCIDeviceClaim", "refused");
+        break;
+    case PCICLAIM_RECORD:
+        (void)snprintf(d->message, sizeof(d->message),
+                       "recorded the original driver \"%s\"; binding to vfio-pci", o->driver);
+        d->status = (struct pciclaim_status){
+                .driver = o->driver, .reason = "Binding", .message = d->message};
+        d->write_status = !status_matches(claim, &d->status);
+        d->fault = "record-driver";
+        d->proceed = d->write_status;
+        break;
+    case PCICLAIM_BOUND:
+        decide_bound(claim, o, d);
+        break;
+    case PCICLAIM_FAILED: /* said every time: each attempt is news */
+        d->write_status = !status_matches(claim, &d->status);
+        d->event_reason = o->reason;
+        d->warning = true;
+        d->log = "PCIDeviceClaim step failed";
+        d->result = "failed";
+        d->retry = true;
+        break;
+    case PCICLAIM_BUSY:
+        (void)snprintf(d->message, sizeof(d->message),
+                       "a VM holds /dev/vfio/%d; the original driver is restored when it lets go "
+                       "(stop the VM or detach the device)",
+                       o->group);
+        d->status = (struct pciclaim_status){
+                .passthrough = true, .reason = "DeviceInUse", .message = d->message};
+        decide_status(claim, d, true, NULL, "busy");
+        d->requeue_after = PCICLAIM_BUSY_RETRY;
+        break;
+    case PCICLAIM_RESTORED:
+    case PCICLAIM_RELEASED:
+        decide_deleted(o, address ? address : "", d);
+        break;
+    case PCICLAIM_GO:
+        break;
+    }
+}
+
+bool pciclaim_proceeds(const struct pciclaim_decision *d, const cJSON *written, const char *key,
+                       const char *node, int proceeded)
+{
+    return d->proceed && written && proceeded < PCICLAIM_MAX_PROCEED &&
+           pciclaim_next_step(written, key, node) == PCICLAIM_NODE_WORK;
+}
+
+bool pciclaim_checks_early(const cJSON *claim)
+{
+    return !pciclaim_driver_recorded(claim, NULL) && !kube_meta_str(claim, "deletionTimestamp");
+}
+
+const cJSON *pciclaim_pick_written(const cJSON *a, const cJSON *b, const char *key,
+                                   const char *node)
+{
+    const cJSON *work = NULL;
+    const cJSON *both[] = {a, b};
+    for (size_t i = 0; i < 2; i++) {
+        if (!both[i] || pciclaim_next_step(both[i], key, node) != PCICLAIM_NODE_WORK)
+            continue;
+        if (pciclaim_driver_recorded(both[i], NULL))
+            return both[i];
+        work = work ? work : both[i];
+    }
+    return work;
+}
+
+/* --- the reconciler --------------------------------------------------------------------------- */
+
+struct pciclaim {
+    struct pciclaim_config cfg;
+    struct runner *runner;
+    struct kube_informer *usb_devices;
+    struct kube_recorder *events;
+    struct map *first_seen; /* claim uid -> double *: when this agent first saw it unbound */
+    struct map *failures;   /* claim key -> "reason: message" of the failure last logged */
+    struct pcibind_env env;
+    bool (*dra_holder)(const char *address, char *buf, size_t size, void *ud);
+    void *dra_ud;
+    bool stopping;
+    struct metrics_series *results[7], *bind_seconds, *last_bind;
+};
+
+struct cjob {                /* one reconcile: the plan and, for node work, the worker job */
+    struct pcibind_job bind; /* first: the worker hands it back */
+    struct pciclaim *c;
+    struct runner_job *job;
+    enum pciclaim_step step;
+    cJSON *claim; /* a copy of the cached claim, then of what our writes returned */
+    struct pciclaim_decision decision;
+    int proceeded; /* times the job went on from a write's response */
+    /* a new claim's first phase: the checks, then its finalizer and the record of the driver
+     * written at once */
+    bool first_phase;  /* the checks of the first phase are running */
+    int outstanding;   /* of its writes, how many are not back yet */
+    bool failed;       /* a write of the phase failed: retry once all are back */
+    cJSON *written[2]; /* what the finalizer's and the record's writes returned */
+};
+
+static void cjob_free(void *p)
+{
+    struct cjob *j = p;
+    pcibind_job_done(&j->bind);
+    cJSON_Delete(j->claim);
+    cJSON_Delete(j->written[0]);
+    cJSON_Delete(j->written[1]);
+    free(j);
+}
+
+static const char *key_of(const struct cjob *j)
+{
+    return runner_job_key(j->job);
+}
+
+static double *first_seen(struct pciclaim *c, const cJSON *claim)
+{
+    const char *uid = kube_meta_str(claim, "uid");
+    double *t = uid ? map_get(c->first_seen, uid) : NULL;
+    if (uid && !t && (t = malloc(sizeof(*t)))) {
+        *t = ev_time();
+        if (map_put(c->first_seen, uid, t) < 0) {
+            free(t);
+            t = NULL;
+        }
+    }
+    return t;
+}
+
+static int plan_claim(void *ctx, const char *key, const cJSON *obj, void **ret_plan)
+{
+    struct pciclaim *c = ctx;
+    enum pciclaim_step step = pciclaim_next_step(obj, key, c->cfg.node_name);
+    *ret_plan = NULL;
+    if (step == PCICLAIM_NOTHING)
+        return 0;
+    struct cjob *j = calloc(1, sizeof(*j));
+    if (!j || !(j->claim = cJSON_Duplicate(obj, true))) {
+        free(j);
+        return -ENOMEM;
+    }
+    j->c = c;
+    j->step = step;
+    j->bind.deleting = kube_meta_str(obj, "deletionTimestamp") != NULL;
+    if (!j->bind.deleting)
+        (void)first_seen(c, obj); /* the start of the time-to-bind measure */
+    *ret_plan = j;
+    return 0;
+}
+
+static void emit(struct cjob *j, bool warning, const char *reason, const char *note)
+{
+    struct kube_event_ref ref = {.api_version = "devices.harvesterhci.io/v1beta1",
+                                 .kind = "PCIDeviceClaim",
+                                 .name = key_of(j),
+                                 .uid = kube_meta_str(j->claim, "uid")};
+    (void)kube_recorder_emit(j->c->events, &ref, warning, reason, warning ? "Reconcile" : reason,
+                             note);
+}
+
+/* How the key goes on after the decision (and its write, if any). */
+static void finish(struct cjob *j)
+{
+    const struct pciclaim_decision *d = &j->decision;
+    if (d->requeue_after > 0)
+        runner_job_done(j->job, RUNNER_REQUEUE_AFTER, d->requeue_after);
+    else
+        runner_job_done(j->job, d->retry ? RUNNER_RETRY : RUNNER_DONE, 0);
+}
+
+static void node_work(struct cjob *j);
+static void conclude(struct cjob *j, const struct pciclaim_outcome *o);
+
+/* Goes on from the object a write returned when the decision says so (the finalizer is on it,
+ * the original driver recorded): the next step starts at once, from an object newer than the
+ * cache, instead of after the watch event. Returns whether it did. */
+static bool proceed(struct cjob *j, const cJSON *obj)
+{
+    if (j->c->stopping ||
+        !pciclaim_proceeds(&j->decision, obj, key_of(j), j->c->cfg.node_name, j->proceeded))
+        return false;
+    cJSON *copy = cJSON_Duplicate(obj, true);
+    if (!copy)
+        return false;
+    cJSON_Delete(j->claim);
+    j->claim = copy;
+    j->proceeded++;
+    j->step = PCICLAIM_NODE_WORK;
+    j->decision = (struct pciclaim_decision){0};
+    pcibind_job_done(&j->bind);
+    j->bind.deleting = kube_meta_str(copy, "deletionTimestamp") != NULL;
+    log_v(3, "Proceeding from the written PCIDeviceClaim", KV_STR("claim", key_of(j)),
+          KV_STR("resourceVersion", kube_meta_str(copy, "resourceVersion")));
+    node_work(j);
+    return true;
+}
+
+static void on_written(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct cjob *j = userdata;
+    if (err && !(j->bind.deleting && kube_err_is_not_found(err))) {
+        log_error("Failed to write PCIDeviceClaim", KV_STR("claim", key_of(j)),
+                  KV_INT("http", err->http), KV_STR("reason", err->reason),
+                  KV_STR("message", err->message));
+        runner_job_done(j->job, RUNNER_RETRY, 0);
+        return;
+    }
+    /* the object the server returned: removing the last finalizer deletes it, and then the
+     * deletion ends the wait as well */
+    runner_job_wrote(j->job, err ? NULL : obj);
+    if (j->decision.fault)
+        pcibind_fault_point("claim", j->decision.fault);
+    if (!err && proceed(j, obj))
+        return;
+    finish(j);
+}
+
+/* Starts a status or finalizer write. Returns 1 when one is in flight, 0 for none, -errno. */
+static int write_claim(struct cjob *j, bool add_finalizer, kube_client_cb done)
+{
+    const struct pciclaim_decision *d = &j->decision;
+    char *patch = NULL;
+    bool status = false;
+    if (add_finalizer || d->remove_finalizer) {
+        patch = pciclaim_finalizer_patch(j->claim, add_finalizer);
+    } else if (d->write_status) {
+        char now[40];
+        timefmt_now(now, sizeof(now));
+        patch = pciclaim_status_patch(j->claim, &d->status, now);
+        status = true;
+    }
+    if (!patch)
+        return 0;
+    log_v(2, "Patching PCIDeviceClaim", KV_STR("claim", key_of(j)), KV_STR("patch", patch));
+    int r = kube_client_patch(j->c->cfg.http, &kube_res_pcideviceclaims, NULL, key_of(j),
+                              status ? KUBE_PATCH_MERGE : KUBE_PATCH_JSON, patch, status, done, j);
+    free(patch);
+    return r < 0 ? r : 1;
+}
+
+static const char *const results[] = {"bound",  "restored", "released", "refused",
+                                      "failed", "busy",     NULL};
+
+static void count_result(struct pciclaim *c, const char *result, const cJSON *claim)
+{
+    for (size_t i = 0; result && results[i]; i++)
+        if (strcmp(results[i], result) == 0)
+            metrics_inc(c->results[i]);
+    const double *t = result && strcmp(result, "bound") == 0 ? first_seen(c, claim) : NULL;
+    if (t) {
+        metrics_observe(c->bind_seconds, ev_time() - *t);
+        metrics_set(c->last_bind, ev_time() - *t);
+    }
+}
+
+/* Whether a failure of the claim is new: a retry that fails the same way again is logged at
+ * verbosity 1 only (the claim's status and Event already say it). */
+static bool new_failure(struct cjob *j, bool failed, const char *reason, const char *note)
+{
+    struct map *m = j->c->failures;
+    if (!failed) {
+        map_remove(m, key_of(j));
+        return false;
+    }
+    char *text = NULL;
+    if (asprintf(&text, "%s: %s", reason ? reason : "", note) < 0)
+        return true;
+    const char *last = map_get(m, key_of(j));
+    if (last && strcmp(last, text) == 0) {
+        free(text);
+        return false;
+    }
+    if (map_put(m, key_of(j), text) < 0)
+        free(text);
+    return true;
+}
+
+static void say(struct cjob *j)
+{
+    const struct pciclaim_decision *d = &j->decision;
+    /* the decision's own sentence, else the outcome's (a refusal, a failure) */
+    const char *note = d->message[0] ? d->message : d->status.message ? d->status.message : "";
+    bool failed = d->result && strcmp(d->result, "failed") == 0;
+    bool fresh = new_failure(j, failed, d->status.reason, note);
+    if (d->log && failed && !fresh)
+        log_v(1, d->log, KV_STR("claim", key_of(j)), KV_STR("reason", d->status.reason));
+    else if (d->log && failed)
+        log_error(d->log, KV_STR("claim", key_of(j)), KV_STR("reason", d->status.reason),
+                  KV_STR("message", note));
+    else if (d->log && d->warning)
+        log_warning(d->log, KV_STR("claim", key_of(j)), KV_STR("device", j->bind.address),
+                    KV_STR("reason", d->status.reason), KV_STR("message", note));
+    else if (d->log && j->bind.out.kind == PCICLAIM_BOUND) /* with the bind's own time */
+        log_info(d->log, KV_STR("claim", key_of(j)), KV_STR("device", j->bind.address),
+                 KV_INT("bindMicroseconds", j->bind.out.bind_us), KV_STR("message", note));
+    else if (d->log)
+        log_info(d->log, KV_STR("claim", key_of(j)), KV_STR("device", j->bind.address),
+                 KV_STR("message", note));
+    if (d->event_reason)
+        emit(j, d->warning, d->event_reason, note);
+    count_result(j->c, d->result, j->claim);
+}
+
+/* Acts on the outcome: log, Event, count, at most one write. */
+static void conclude(struct cjob *j, const struct pciclaim_outcome *o)
+{
+    pciclaim_decide(j->claim, o, &j->decision);
+    say(j);
+    int r = write_claim(j, false, on_written);
+    if (r < 0) {
+        log_error("Cannot start a request", KV_STR("claim", key_of(j)), KV_ERRNO(r));
+        runner_job_done(j->job, RUNNER_RETRY, 0);
+    } else if (r == 0) {
+        finish(j);
+    }
+}
+
+/* --- a new claim's first phase ----------------------------------------------------------------
+ * The checks (which only observe) run first; with their outcome the finalizer and the record
+ * of the original driver (or a refusal) are written at once, in one round trip. The bind
+ * starts only when both writes are back: both are on the claim before anything changes, in
+ * whichever order they landed (the finalizer's JSON patch tests the list, not the
+ * resourceVersion, so the status write cannot fail it). */
+
+/* One of the phase's writes is back; after the last, the bind goes on from the written claim
+ * that shows both (pciclaim_pick_written), or the job ends. */
+static void phase_done(struct cjob *j)
+{
+    if (--j->outstanding > 0)
+        return;
+    if (j->failed || j->c->stopping) {
+        runner_job_done(j->job, j->failed ? RUNNER_RETRY : RUNNER_DONE, 0);
+        return;
+    }
+    const cJSON *w =
+            pciclaim_pick_written(j->written[0], j->written[1], key_of(j), j->c->cfg.node_name);
+    if (!proceed(j, w))
+        finish(j);
+}
+
+static void phase_written(struct cjob *j, const struct kube_err *err, const cJSON *obj, int which,
+                          const char *fault)
+{
+    if (err) {
+        log_error("Failed to write PCIDeviceClaim", KV_STR("claim", key_of(j)),
+                  KV_INT("http", err->http), KV_STR("reason", err->reason),
+                  KV_STR("message", err->message));
+        j->failed = true;
+    } else {
+        runner_job_wrote(j->job, obj);
+        if (fault)
+            pcibind_fault_point("claim", fault);
+        j->written[which] = obj ? cJSON_Duplicate(obj, true) : NULL;
+    }
+    phase_done(j);
+}
+
+static void on_phase_finalizer(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    phase_written(userdata, err, obj, 0, "finalizer");
+}
+
+static void on_phase_record(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct cjob *j = userdata;
+    phase_written(j, err, obj, 1, j->decision.fault);
+}
+
+/* The checks are back: the finalizer, and what they found (the record, or a refusal). */
+static void phase_write(struct cjob *j)
+{
+    int r = write_claim(j, true, on_phase_finalizer);
+    if (r < 0) {
+        log_error("Cannot start a request", KV_STR("claim", key_of(j)), KV_ERRNO(r));
+        runner_job_done(j->job, RUNNER_RETRY, 0);
+        return;
+    }
+    j->outstanding = 1 + r; /* (one more until the record is on its way) */
+    pciclaim_decide(j->claim, &j->bind.out, &j->decision);
+    say(j);
+    r = j->decision.write_status ? write_claim(j, false, on_phase_record) : 0;
+    if (r < 0) {
+        log_error("Cannot start a request", KV_STR("claim", key_of(j)), KV_ERRNO(r));
+        j->failed = true;
+    }
+    j->outstanding += r > 0;
+    phase_done(j);
+}
+
+static void on_bind_done(struct worker_job *wj, bool cancelled)
+{
+    struct cjob *j = (struct cjob *)wj;
+    bool first = j->first_phase;
+    j->first_phase = false;
+    if (cancelled || j->c->stopping) { /* the next start converges from sysfs */
+        runner_job_done(j->job, RUNNER_DONE, 0);
+        return;
+    }
+    if (first)
+        phase_write(j);
+    else
+        conclude(j, &j->bind.out);
+}
+
+/* Collects the addresses of this node's live claims: members of a group count as claimed. */
+static void collect_claimed(struct cjob *j)
+{
+    const struct kube_informer *inf = runner_informer(j->c->runner);
+    size_t pos = 0, n = kube_informer_size(inf);
+    const char *key;
+    const cJSON *obj;
+    j->bind.claimed = calloc(n ? n : 1, sizeof(*j->bind.claimed));
+    while (j->bind.claimed && kube_informer_next(inf, &pos, &key, &obj)) {
+        const char *a = str_field(field(obj, "spec"), "address");
+        char *copy = a && !kube_meta_str(obj, "deletionTimestamp") ? strdup(a) : NULL;
+        if (copy && j->bind.n_claimed < n)
+            j->bind.claimed[j->bind.n_claimed++] = copy;
+        else
+            free(copy);
+    }
+}
+
+/* The USBDevices of this node enabled behind the claimed device (a USB host controller). */
+static void collect_usb(struct cjob *j)
+{
+    struct buf b;
+    size_t pos = 0;
+    const char *key;
+    const cJSON *obj;
+    buf_init(&b, 2048);
+    while (j->c->usb_devices && kube_informer_next(j->c->usb_devices, &pos, &key, &obj)) {
+        const cJSON *st = field(obj, "status");
+        if (cJSON_IsTrue(field(st, "enabled")) &&
+            same(str_field(st, "pciAddress"), j->bind.address))
+            (void)buf_printf(&b, "%s%s", b.len ? ", " : "", key);
+    }
+    j->bind.usb_enabled = buf_take(&b);
+}
+
+/* Submits the node work; `check_only`: observe and check, never bind. */
+static void start_node_work(struct cjob *j, bool check_only)
+{
+    struct pcibind_job *b = &j->bind;
+    b->check_only = check_only;
+    const char *a = str_field(field(j->claim, "spec"), "address"), *orig = NULL;
+    (void)snprintf(b->address, sizeof(b->address), "%s", a ? a : "");
+    b->recorded = pciclaim_driver_recorded(j->claim, &orig);
+    (void)snprintf(b->original, sizeof(b->original), "%s", orig ? orig : "");
+    const cJSON *dev = j->c->cfg.devices ? kube_informer_get(j->c->cfg.devices, key_of(j)) : NULL;
+    const char *ann = str_field(field(field(dev, "metadata"), "annotations"),
+                                KUBE_PCIDEVICE_DRIVER_ANNOTATION);
+    (void)snprintf(b->annotation, sizeof(b->annotation), "%s", ann ? ann : "");
+    collect_claimed(j);
+    collect_usb(j);
+    b->env = &j->c->env;
+    b->wj.run = pcibind_run;
+    b->wj.done = on_bind_done;
+    worker_submit(j->c->cfg.worker, &b->wj);
+}
+
+/* A claim (not deleting) on a device a DRA ResourceClaim holds is refused; it binds once DRA
+ * lets the device go (the agent queues every claim then). */
+static bool dra_holds(struct cjob *j, char *who, size_t size)
+{
+    const char *a = str_field(field(j->claim, "spec"), "address");
+    return j->c->dra_holder && a && !field(field(j->claim, "metadata"), "deletionTimestamp") &&
+           j->c->dra_holder(a, who, size, j->c->dra_ud);
+}
+
+static bool dra_refuses(struct cjob *j)
+{
+    const char *a = str_field(field(j->claim, "spec"), "address");
+    char who[600];
+    if (!dra_holds(j, who, sizeof(who)))
+        return false;
+    struct pciclaim_outcome o = {.kind = PCICLAIM_REFUSED, .reason = "AllocatedByDRA"};
+    (void)snprintf(o.message, sizeof(o.message),
+                   "device %s is prepared for ResourceClaim %.600s (DRA driver "
+                   "vfio-pci.hostdevd.io): this claim waits until that claim's Pod is gone",
+                   a, who);
+    conclude(j, &o);
+    return true;
+}
+
+static void node_work(struct cjob *j)
+{
+    if (!dra_refuses(j))
+        start_node_work(j, false);
+}
+
+void pciclaim_set_dra_holder(struct pciclaim *c,
+                             bool (*holder)(const char *address, char *buf, size_t size, void *ud),
+                             void *ud)
+{
+    c->dra_holder = holder;
+    c->dra_ud = ud;
+}
+
+static void act(struct runner_job *job, void *plan, void *ctx)
+{
+    struct cjob *j = plan;
+    (void)ctx;
+    j->job = job;
+    if (j->step == PCICLAIM_INVALID) {
+        const char *a = str_field(field(j->claim, "spec"), "address");
+        struct pciclaim_outcome o = {.kind = PCICLAIM_REFUSED, .reason = "InvalidClaim"};
+        (void)snprintf(o.message, sizeof(o.message),
+                       "spec.address \"%s\" is not a PCI address of the form 0000:3b:00.1, or the "
+                       "claim is not named after it (<node>-<address without ':' and '.'>)",
+                       a ? a : "");
+        conclude(j, &o);
+    } else if (j->step == PCICLAIM_ADD_FINALIZER) {
+        char who[600];
+        j->decision.fault = "finalizer";
+        j->decision.proceed = true;
+        if (pciclaim_checks_early(j->claim) && !dra_holds(j, who, sizeof(who))) {
+            j->first_phase = true; /* the checks first, then the finalizer with the record */
+            start_node_work(j, true);
+            return;
+        }
+        int r = write_claim(j, true, on_written);
+        if (r <= 0)
+            runner_job_done(job, r < 0 ? RUNNER_RETRY : RUNNER_DONE, 0);
+    } else {
+        node_work(j);
+    }
+}
+
+/* A new claim may complete another claim's IOMMU group, a deleted one may open one: look at
+ * all of them then. */
+static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
+{
+    struct pciclaim *c = ctx;
+    const char *uid = kube_meta_str(obj, "uid");
+    (void)key;
+    if (ev == RUNNER_EVENT_DELETE && uid)
+        map_remove(c->first_seen, uid);
+    if (ev != RUNNER_EVENT_UPDATE)
+        runner_enqueue_all(c->runner);
+    if (c->cfg.on_event)
+        c->cfg.on_event(c->cfg.userdata);
+}
+
+static bool can_start(void *ctx)
+{
+    const struct pciclaim *c = ctx;
+    return !c->usb_devices || kube_informer_has_synced(c->usb_devices);
+}
+
+static const struct runner_ops ops = {
+        .plan = plan_claim,
+        .act = act,
+        .plan_free = cjob_free,
+        .on_event = on_event,
+        .can_start = can_start,
+};
+
+/* --- the reconciler's life -------------------------------------------------------------------- */
+
+static void free_double(void *p)
+{
+    free(p);
+}
+
+static void register_metrics(struct pciclaim *c)
+{
+    struct metrics *m = c->cfg.metrics;
+    metrics_enum(m, METRICS_COUNTER, "hostdevd_claim_results_total",
+                 "PCIDeviceClaim reconciles by result.", "result", results, c->results);
+    c->bind_seconds =
+            metrics_series(metrics_family(m, METRICS_HISTOGRAM, "hostdevd_claim_bind_seconds",
+                                          "From first sight of a claim to its verified bind.", NULL,
+                                          metrics_reconcile_buckets, metrics_reconcile_buckets_n));
+    c->last_bind = metrics_one(m, METRICS_GAUGE, "hostdevd_claim_last_bind_seconds",
+                               "The last claim's time to bind.");
+}
+
+static int make_runner(struct pciclaim *c)
+{
+    char selector[300];
+    (void)snprintf(selector, sizeof(selector), "spec.nodeName=%s", c->cfg.node_name);
+    struct runner_config rc = {
+            .name = "pcideviceclaim",
+            .loop = c->cfg.loop,
+            .http = c->cfg.http,
+            .informer = {.resource = &kube_res_pcideviceclaims, .field_selector = selector},
+            .max_in_flight = MAX_IN_FLIGHT,
+            .metrics = c->cfg.metrics,
+            .ops = &ops,
+            .ctx = c,
+    };
+    c->runner = runner_new(&rc);
+    return c->runner ? 0 : -ENOMEM;
+}
+
+struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg)
+{
+    struct pciclaim *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->cfg = *cfg;
+    c->env = (struct pcibind_env){.sysfs_fd = node_sysfs_open_root(cfg->sysfs_root),
+                                  .node_name = cfg->node_name,
+                                  .dev_root = cfg->dev_root,
+                                  .proc_root = cfg->proc_root};
+    char instance[300];
+    (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", cfg->node_name);
+    struct kube_recorder_config rc = {.controller = "hostdevd.io/agent", .instance = instance};
+    c->events = kube_recorder_new(cfg->loop, cfg->http, &rc);
+    c->first_seen = map_new(free_double);
+    c->failures = map_new(free);
+    if (c->env.sysfs_fd < 0 || !cfg->worker || !c->events || !c->first_seen || !c->failures ||
+        make_runner(c) < 0) {
+        pciclaim_free(c);
+        return NULL;
+    }
+    register_metrics(c);
+    return c;
+}
+
+int pciclaim_start(struct pciclaim *c)
+{
+    return runner_start(c->runner);
+}
+
+void pciclaim_set_usb_devices(struct pciclaim *c, struct kube_informer *usb_devices)
+{
+    c->usb_devices = usb_devices;
+}
+
+struct kube_informer *pciclaim_informer(const struct pciclaim *c)
+{
+    return runner_informer(c->runner);
+}
+
+void pciclaim_enqueue_all(struct pciclaim *c)
+{
+    if (c)
+        runner_enqueue_all(c->runner);
+}
+
+bool pciclaim_ready(struct buf *why, void *userdata)
+{
+    const struct pciclaim *c = userdata;
+    if (runner_has_synced(c->runner))
+        return true;
+    (void)buf_adds(why, "PCIDeviceClaim informer has not synced");
+    return false;
+}
+
+void pciclaim_stop(void *userdata)
+{
+    struct pciclaim *c = userdata;
+    c->stopping = true;
+    runner_stop(c->runner);
+    kube_recorder_flush(c->events);
+}
+
+int pciclaim_in_flight(void *userdata)
+{
+    const struct pciclaim *c = userdata;
+    return runner_in_flight(c->runner) + (int)kube_recorder_in_flight(c->events);
+}
+
+void pciclaim_free(void *userdata)
+{
+    struct pciclaim *c = userdata;
+    if (!c)
+        return;
+    c->stopping = true;
+    c->runner = runner_free(c->runner);
+    c->events = kube_recorder_free(c->events);
+    map_free(c->first_seen);
+    map_free(c->failures);
+    if (c->env.sysfs_fd >= 0)
+        close(c->env.sysfs_fd);
+    free(c);
+}

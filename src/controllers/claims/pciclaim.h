@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/claims/pciclaim.h - the agent's PCIDeviceClaim reconciler: binds claimed devices of
+ * this node to vfio-pci and restores their original driver when the claim is deleted.
+ *
+ * Claims are watched with the field selector spec.nodeName=<node>. A reconcile is
+ * level-triggered: from the claim (cache) and what sysfs shows (read on the worker thread) it
+ * takes the next step towards "bound" (claim alive) or "restored" (claim deleting):
+ *
+ *   1. the finalizer devices.harvesterhci.io/restore-driver is added (JSON patch with a test);
+ *   2. safety: the device exists, has an IOMMU group, is not host-critical (node/hostuse), and
+ *      every other member of its group is claimed too or on vfio-pci (bridges excepted); a
+ *      refusal is a Ready=False condition whose message says what to do;
+ *   3. the original driver is recorded in status.kernelDriverToUnbind before anything changes,
+ *      so a crash at any later point knows what to restore;
+ *   4. vfio-pci and vfio_iommu_type1 are loaded (libkmod), the device is bound (node/vfio,
+ *      on the worker thread) and verified; status passthroughEnabled=true, Ready=True;
+ *   5. on delete: if /dev/vfio/<group> is open (a VM holds it), the claim waits with
+ *      Ready=False reason DeviceInUse; otherwise the original driver is restored and verified
+ *      (vfio-pci when the device was on it before the claim: it stays there, its
+ *      driver_override untouched) and the finalizer removed. A device that is gone, or was
+ *      never touched, does not hold the deletion.
+ *
+ * A new claim goes through 1-4 in one reconcile: the checks run first (they only observe), then
+ * the finalizer and the record of the driver are written at once, and the bind starts once both
+ * writes are acknowledged, from the object the server returned rather than after the watch
+ * event.
+ *
+ * After a reboot or a restart every claim is reconciled again and re-bound from sysfs state.
+ * HOSTDEVD_FAULT=<goal>:<step> (bind:set-override, bind:unbind, bind:probe,
+ * restore:clear-override, restore:unbind, restore:probe, restore:bind-original,
+ * restore:set-override (an unbound device going back to vfio-pci),
+ * claim:finalizer, claim:record-driver) aborts the process right after that step: crash tests.
+ *
+ * The planning functions (pciclaim_*_patch) are pure and unit-tested; the rest logs.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct buf;
+struct cJSON;
+struct ev_loop;
+struct kube_http;
+struct kube_informer;
+
+#define PCICLAIM_FINALIZER "devices.harvesterhci.io/restore-driver"
+
+/* What a claim's status should say. */
+struct pciclaim_status {
+    const char *driver;  /* kernelDriverToUnbind to record, or NULL to leave it as it is */
+    bool passthrough;    /* passthroughEnabled */
+    bool ready;          /* the Ready condition's status */
+    const char *reason;  /* its reason (CamelCase) */
+    const char *message; /* its message */
+};
+
+/* A merge patch for the /status subresource that makes `claim` say `want`, or NULL when it
+ * already does (nothing to write). lastTransitionTime stays when Ready's status does not
+ * change; `now` is RFC 3339. The caller frees the result. */
+char *pciclaim_status_patch(const struct cJSON *claim, const struct pciclaim_status *want,
+                            const char *now);
+
+/* A JSON patch adding (add) or removing (!add) our finalizer, with a test so that a concurrent
+ * change of the list fails instead of clobbering it; NULL when there is nothing to do. */
+char *pciclaim_finalizer_patch(const struct cJSON *claim, bool add);
+
+/* Whether status.kernelDriverToUnbind is present (even ""): the original driver is recorded. */
+bool pciclaim_driver_recorded(const struct cJSON *claim, const char **ret_driver);
+
+/* --- pure decisions (unit-tested; no I/O, no logging) ---------------------------------------- */
+
+#define PCICLAIM_MESSAGE_SIZE 1024
+
+/* What a reconcile of a cached claim starts with. */
+enum pciclaim_step {
+    PCICLAIM_NOTHING,       /* another node's claim, or a deleted one without our finalizer */
+    PCICLAIM_INVALID,       /* refuse: the spec names no PCI address or not the claim's */
+    PCICLAIM_ADD_FINALIZER, /* first our finalizer: the informer brings the claim back */
+    PCICLAIM_NODE_WORK,     /* check, bind or restore on the worker thread */
+};
+
+/* `claim` is the cached object of `key`; `node` this agent's node. */
+enum pciclaim_step pciclaim_next_step(const struct cJSON *claim, const char *key, const char *node);
+
+/* What the worker observed in sysfs about a claimed device, for the bind checks. */
+struct pciclaim_facts {
+    const char *node, *address;
+    int read_error;       /* < 0: the device could not be read (then nothing else is set) */
+    bool present;         /* the device exists */
+    int iommu_group;      /* -1: none */
+    const char *driver;   /* "" when unbound */
+    const char *platform; /* what the device is when the platform needs it (host bridge, ...) */
+    int host_critical;    /* 1 yes (why in host_why), 0 no, < 0 cannot tell */
+    const char *host_why;
+    int group_blockers;      /* members in the way (< 0: the group cannot be read) */
+    const char *blockers;    /* "0000:00:1f.0 (lpc_ich; claim n-00001f0), ..." */
+    bool blockers_essential; /* one of them the host cannot give up (ISA/LPC, SMBus, critical) */
+    const char *usb_enabled; /* USB devices enabled for passthrough behind this device (a USB
+                                host controller): "titan-0627-0001-1-1, ...", "" none */
+    bool recorded;           /* the claim recorded the original driver already */
+    const char *annotation;  /* the PCIDevice's driver at first sight, "" unknown */
+};
+
+/* The outcome of a claim's node work, as the worker found or made it. */
+enum pciclaim_outcome_kind {
+    PCICLAIM_GO,       /* the checks passed (bind) or there is something to restore */
+    PCICLAIM_REFUSED,  /* a safety check failed: reason, message */
+    PCICLAIM_RECORD,   /* record `driver` as the original driver before touching anything */
+    PCICLAIM_BOUND,    /* bound to vfio-pci and verified: group */
+    PCICLAIM_FAILED,   /* bind or restore failed: reason, message */
+    PCICLAIM_BUSY,     /* deleting, and a VM holds /dev/vfio/<group> */
+    PCICLAIM_RESTORED, /* restored to `driver` and verified */
+    PCICLAIM_RELEASED, /* deleting, and the claim never touched the device: nothing restored */
+};
+
+struct pciclaim_outcome {
+    enum pciclaim_outcome_kind kind;
+    const char *reason;
+    char message[PCICLAIM_MESSAGE_SIZE];
+    char driver[64];
+    int group;
+    int bind_us; /* PCICLAIM_BOUND: how long the bind steps and verification took */
+};
+
+/* The bind checks, in order: readable, present, IOMMU group, not host-critical (unless it is
+ * on vfio-pci already), no USB devices enabled behind it (unless it is on vfio-pci already),
+ * group complete; then the original driver is recorded first. Sets
+ * PCICLAIM_REFUSED, PCICLAIM_RECORD or PCICLAIM_GO. */
+void pciclaim_check_bind(const struct pciclaim_facts *f, struct pciclaim_outcome *ret);
+
+/* What a reconcile does with an outcome: the status to write (or the finalizer to remove), the
+ * Event, the log line and how the key goes on. */
+struct pciclaim_decision {
+    bool write_status;
+    struct pciclaim_status status;
+    bool remove_finalizer;
+    const char *event_reason; /* NULL: no Event */
+    bool warning;             /* a Warning Event and log line, else Normal/info */
+    const char *log;          /* the log message, NULL: none */
+    const char *result;       /* hostdevd_claim_results_total's result label, NULL: none */
+    const char *fault;        /* fault point after the write ("record-driver"), or NULL */
+    bool proceed;             /* after the write: go on from the object the server returned,
+                                 in the same reconcile (the driver is recorded: bind) */
+    bool retry;               /* after the write: again after the key's backoff */
+    double requeue_after;     /* > 0: again after this long (a VM holds the device) */
+    char message[PCICLAIM_MESSAGE_SIZE + 128]; /* what is said, when it is not the outcome's
+                                                  own message (then empty) */
+};
+
+/* Whether a reconcile goes on from `written`, the object its write of `key` returned, instead
+ * of ending and waiting for the watch event: only when the decision prepared the bind
+ * (finalizer added, driver recorded), at most PCICLAIM_MAX_PROCEED times (`proceeded` so far),
+ * and when the written claim still calls for node work on `node`. */
+#define PCICLAIM_MAX_PROCEED 2
+bool pciclaim_proceeds(const struct pciclaim_decision *d, const struct cJSON *written,
+                       const char *key, const char *node, int proceeded);
+/* A new claim's first phase: the checks run on the worker first (they only observe: pcibind's
+ * check_only), then its finalizer and the record of the original driver (or a refusal) are
+ * written at once, in one round trip; the bind waits for both. Whether `claim` (cached, without
+ * our finalizer) goes that way: it records no driver yet and is not being deleted (the caller
+ * also leaves out devices DRA holds). */
+bool pciclaim_checks_early(const struct cJSON *claim);
+/* Of the objects the phase's two writes returned (either may be NULL), the one to go on from:
+ * one that calls for node work on `node` and records the driver (the later write shows both),
+ * else one that calls for node work, else NULL. */
+const struct cJSON *pciclaim_pick_written(const struct cJSON *a, const struct cJSON *b,
+                                          const char *key, const char *node);
+#define PCICLAIM_BUSY_RETRY 5.0 /* seconds between checks of a group a VM holds */
+
+/* Decides for `claim` (the cached object) and the worker's outcome `o` (PCICLAIM_REFUSED for
+ * an invalid claim). An Event and log line come only when the status changes. */
+void pciclaim_decide(const struct cJSON *claim, const struct pciclaim_outcome *o,
+                     struct pciclaim_decision *ret);
+
+/* --- the reconciler (logs) -------------------------------------------------------------------- */
+
+struct metrics;
+struct worker;
+
+struct pciclaim_config {
+    struct ev_loop *loop;
+    struct kube_http *http;
+    struct metrics *metrics;
+    struct worker *worker; /* the process's (controllers/runtime/process.h) */
+    const char *node_name;
+    const char *sysfs_root;        /* "/sys" */
+    const char *dev_root;          /* "/dev": /dev/vfio/<group> */
+    const char *proc_root;         /* "/proc": mounts, swaps, routes for the host-critical check */
+    struct kube_informer *devices; /* this node's PCIDevices (driver-at-first-sight annotation) */
+    /* Called after each event of the claim informer (the USB claims behind a controller depend
+     * on it), or NULL. */
+    void (*on_event)(void *userdata);
+    void *userdata;
+};
+
+struct pciclaim;
+
+struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg);
+int pciclaim_start(struct pciclaim *c);
+/* This node's USBDevices (borrowed), for the USB-controller check; keys wait for its sync. */
+void pciclaim_set_usb_devices(struct pciclaim *c, struct kube_informer *usb_devices);
+/* Who else holds a device: a DRA ResourceClaim (its "namespace/name" in buf). A claim on such
+ * a device is refused with reason AllocatedByDRA. */
+void pciclaim_set_dra_holder(struct pciclaim *c,
+                             bool (*holder)(const char *address, char *buf, size_t size, void *ud),
+                             void *ud);
+/* The runner's informer: this node's PCIDeviceClaims. */
+struct kube_informer *pciclaim_informer(const struct pciclaim *c);
+/* Reconciles every claim again (after a rescan: a driver may have changed under us). */
+void pciclaim_enqueue_all(struct pciclaim *c);
+
+/* Process part hooks (controllers/runtime/process.h); userdata is the reconciler. */
+bool pciclaim_ready(struct buf *why, void *userdata);
+void pciclaim_stop(void *userdata);
+/* API writes, worker jobs and Events in flight. */
+int pciclaim_in_flight(void *userdata);
+void pciclaim_free(void *userdata);

@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/claims/usbclaim.c - the agent's USBDeviceClaim reconciler (see usbclaim.h): pure
+ * decisions, then the reconciler on the runner. One reconcile is at most one write: the
+ * finalizer, the status, or the finalizer's removal.
+ */
+#include "controllers/claims/usbclaim.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/timefmt.h"
+#include "controllers/objects/claimstatus.h"
+#include "controllers/runtime/runner.h"
+#include "controllers/devices/usbdevice.h"
+#include "kube/client.h"
+#include "kube/events.h"
+#include "kube/informer.h"
+#include "kube/names.h"
+
+/* --- pure ------------------------------------------------------------------------------------- */
+
+static const cJSON *field(const cJSON *o, const char *name)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
+}
+
+static const char *str_field(const cJSON *o, const char *name)
+{
+    const cJSON *v = field(o, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool same(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
+}
+
+#define REASON_ENABLED   "Enabled"
+#define REASON_UNPLUGGED "DeviceUnplugged"
+
+bool usbclaim_holds(const cJSON *claim)
+{
+    if (!claim || kube_meta_str(claim, "deletionTimestamp") ||
+        claimstatus_finalizer_index(claim, USBCLAIM_FINALIZER) < 0)
+        return false;
+    const cJSON *c = claimstatus_ready(claim);
+    return same(str_field(c, "status"), "True") || (same(str_field(c, "status"), "False") &&
+                                                    same(str_field(c, "reason"), REASON_UNPLUGGED));
+}
+
+enum usbclaim_step usbclaim_next_step(const cJSON *claim, const char *key, const cJSON *device,
+                                      const char *node)
+{
+    char owner[KUBE_NAME_MAX + 1];
+    if (!claim || kube_names_usbdevice_node(key, owner, sizeof(owner)) < 0 ||
+        strcmp(owner, node) != 0)
+        return USBCLAIM_NOTHING; /* another node's (or a name no node has) */
+    bool finalizer = claimstatus_finalizer_index(claim, USBCLAIM_FINALIZER) >= 0;
+    bool described = device && str_field(field(device, "status"), "devicePath");
+    if (!kube_meta_str(claim, "deletionTimestamp") && device && !described)
+        return USBCLAIM_NOTHING; /* just created: its status write brings the claim back */
+    if (!kube_meta_str(claim, "deletionTimestamp"))
+        return finalizer ? USBCLAIM_CHECK : USBCLAIM_ADD_FINALIZER;
+    if (!finalizer || usbdevice_is_enabled(device))
+        return USBCLAIM_NOTHING; /* not ours, or the device reconciler disables it first */
+    return USBCLAIM_RELEASE;
+}
+
+static void set(struct usbclaim_outcome *o, const char *reason, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+static void set(struct usbclaim_outcome *o, const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang-analyzer 14 false positive
+    (void)vsnprintf(o->message, sizeof(o->message), fmt, ap);
+    va_end(ap);
+    o->ready = false;
+    o->reason = reason;
+}
+
+/* The controller checks: a device behind a passed-through controller goes with it. */
+static bool check_controller(const struct usbclaim_facts *f, const char *pci,
+                             struct usbclaim_outcome *o)
+{
+    if (f->controller_claim && !f->holds) /* a later PCI claim does not take it away */
+        set(o, "ControllerPassedThrough",
+            "the device's USB host controller %s is claimed for PCI passthrough by "
+            "PCIDeviceClaim %s, and a device behind a passed-through controller goes with it: "
+            "delete that claim first, or plug the device into a port of another controller",
+            pci, f->controller_claim);
+    else if (f->controller_on_vfio)
+        set(o, "ControllerPassedThrough",
+            "the device's USB host controller %s is bound to vfio-pci (passed through), so the "
+            "host cannot use the device: give the controller back to its host driver first, or "
+            "plug the device into a port of another controller",
+            pci);
+    else
+        return true;
+    return false;
+}
+
+void usbclaim_check(const struct usbclaim_facts *f, const char *name, struct usbclaim_outcome *ret)
+{
+    const cJSON *st = field(f->device, "status");
+    const char *pci = str_field(st, "pciAddress"), *path = str_field(st, "devicePath");
+    *ret = (struct usbclaim_outcome){0};
+    (void)snprintf(ret->pci_address, sizeof(ret->pci_address), "%s", pci ? pci : "");
+    if (!f->device)
+        set(ret, "DeviceNotFound",
+            "there is no USBDevice %s on node %s: plug the device into the port its name says, "
+            "or pick one from `kubectl get usbdevices -l nodename=%s`",
+            name, f->node, f->node);
+    else if (usbdevice_is_orphaned(f->device)) /* its message, unless it has none */
+        set(ret, REASON_UNPLUGGED, "%s",
+            str_field(st, "message") && str_field(st, "message")[0] ? str_field(st, "message")
+                                                                    : "the device was unplugged");
+    else if (!check_controller(f, pci ? pci : "", ret))
+        return;
+    else if (f->devnode < 0 && !f->holds) /* held: an unplug the next scan will show */
+        set(ret, "DeviceNodeMissing",
+            "device node %s does not exist under the agent's %s (%s): the agent needs the "
+            "host's /dev (a hostPath volume)",
+            path ? path : "?", f->dev_root, strerror(-f->devnode));
+    else {
+        ret->ready = true;
+        ret->reason = REASON_ENABLED;
+        (void)snprintf(ret->message, sizeof(ret->message),
+                       "enabled for passthrough: VMs get %s as kubevirt.io/%s", path ? path : "?",
+                       name);
+    }
+}
+
+char *usbclaim_status_patch(const cJSON *claim, const char *node, const struct usbclaim_outcome *o,
+                            const char *now)
+{
+    const cJSON *st = field(claim, "status");
+    const char *pci = str_field(st, "pciAddress");
+    bool pci_ok = o->pci_address[0] ? same(pci, o->pci_address) : pci == NULL;
+    if (same(str_field(st, "nodeName"), node) && pci_ok &&
+        claimstatus_ready_is(claim, o->ready, o->reason, o->message))
+        return NULL;
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *s = cJSON_AddObjectToObject(patch, "status");
+    cJSON_AddStringToObject(s, "nodeName", node);
+    if (o->pci_address[0])
+        cJSON_AddStringToObject(s, "pciAddress", o->pci_address);
+    else if (pci)
+        cJSON_AddNullToObject(s, "pciAddress");
+    cJSON *list = cJSON_AddArrayToObject(s, "conditions");
+    cJSON_AddItemToArray(list,
+                         claimstatus_ready_condition(claim, o->ready, o->reason, o->message, now));
+    char *out = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch);
+    return out;
+}
+
+char *usbclaim_finalizer_patch(const cJSON *claim, bool add)
+{
+    return claimstatus_finalizer_patch(claim, USBCLAIM_FINALIZER, add);
+}
+
+/* --- the reconciler --------------------------------------------------------------------------- */
+
+#define MAX_IN_FLIGHT 4
+
+enum { R_ENABLED, R_REFUSED, R_UNPLUGGED, R_RELEASED, N_RESULTS };
+
+struct usbclaim {
+    struct usbclaim_config cfg;
+    struct runner *runner;
+    struct kube_recorder *events;
+    struct kube_informer *devices, *pci_claims, *pci_devices;
+    bool (*devices_ready)(void *userdata);
+    void *ready_userdata;
+    struct metrics_series *results[N_RESULTS];
+};
+
+struct ujob {
+    struct usbclaim *c;
+    struct runner_job *job;
+    enum usbclaim_step step;
+    cJSON *claim; /* a copy of the cached claim */
+    struct usbclaim_outcome out;
+};
+
+static void ujob_free(void *p)
+{
+    struct ujob *j = p;
+    cJSON_Delete(j->claim);
+    free(j);
+}
+
+static int plan_claim(void *ctx, const char *key, const cJSON *obj, void **ret_plan)
+{
+    struct usbclaim *c = ctx;
+    const cJSON *device = kube_informer_get(c->devices, key);
+    enum usbclaim_step step = usbclaim_next_step(obj, key, device, c->cfg.node_name);
+    *ret_plan = NULL;
+    if (step == USBCLAIM_NOTHING)
+        return 0;
+    struct ujob *j = calloc(1, sizeof(*j));
+    if (!j || !(j->claim = cJSON_Duplicate(obj, true))) {
+        free(j);
+        return -ENOMEM;
+    }
+    j->c = c;
+    j->step = step;
+    *ret_plan = j;
+    return 0;
+}
+
+static const char *key_of(const struct ujob *j)
+{
+    return runner_job_key(j->job);
+}
+
+static void on_written(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct ujob *j = userdata;
+    if (err && !(j->step == USBCLAIM_RELEASE && kube_err_is_not_found(err))) {
+        log_error("Failed to write USBDeviceClaim", KV_STR("claim", key_of(j)),
+                  KV_INT("http", err->http), KV_STR("reason", err->reason),
+                  KV_STR("message", err->message));
+        runner_job_done(j->job, RUNNER_RETRY, 0);
+        return;
+    }
+    runner_job_wrote(j->job, err ? NULL : obj);
+    runner_job_done(j->job, RUNNER_DONE, 0);
+}
+
+/* Starts `patch` (JSON patch on the object, or merge patch on /status), or ends the job. */
+static void write(struct ujob *j, char *patch, bool status)
+{
+    if (!patch) {
+        runner_job_done(j->job, RUNNER_DONE, 0);
+        return;
+    }
+    log_v(2, "Patching USBDeviceClaim", KV_STR("claim", key_of(j)), KV_STR("patch", patch));
+    int r = kube_client_patch(j->c->cfg.http, &kube_res_usbdeviceclaims, NULL, key_of(j),
+                              status ? KUBE_PATCH_MERGE : KUBE_PATCH_JSON, patch, status,
+                              on_written, j);
+    free(patch);
+    if (r < 0) {
+        log_error("Cannot start a request", KV_STR("claim", key_of(j)), KV_ERRNO(r));
+        runner_job_done(j->job, RUNNER_RETRY, 0);
+    }
+}
+
+static void emit(struct ujob *j, bool warning, const char *reason, const char *note)
+{
+    struct kube_event_ref ref = {.api_version = "devices.harvesterhci.io/v1beta1",
+                                 .kind = "USBDeviceClaim",
+                                 .name = key_of(j),
+                                 .uid = kube_meta_str(j->claim, "uid")};
+    (void)kube_recorder_emit(j->c->events, &ref, warning, reason, warning ? "Reconcile" : reason,
+                             note);
+}
+
+static bool controller_on_vfio(const struct usbclaim *c, const char *name)
+{
+    const cJSON *dev = c->pci_devices ? kube_informer_get(c->pci_devices, name) : NULL;
+    return same(str_field(field(dev, "status"), "kernelDriverInUse"), "vfio-pci");
+}
+
+static int stat_devnode(const struct usbclaim *c, const char *path)
+{
+    char full[512];
+    struct stat st;
+    if (!path)
+        return -ENOENT;
+    (void)snprintf(full, sizeof(full), "%s%s", c->cfg.dev_root, path + strlen("/dev"));
+    return stat(full, &st) == 0 ? 0 : -errno;
+}
+
+static void say(struct ujob *j)
+{
+    const struct usbclaim_outcome *o = &j->out;
+    int result = o->ready                                   ? R_ENABLED
+                 : strcmp(o->reason, REASON_UNPLUGGED) == 0 ? R_UNPLUGGED
+                                                            : R_REFUSED;
+    metrics_inc(j->c->results[result]);
+    if (o->ready)
+        log_info("Enabled USB device for passthrough", KV_STR("claim", key_of(j)),
+                 KV_STR("message", o->message));
+    else
+        log_warning(result == R_UNPLUGGED ? "Claimed USB device unplugged"
+                                          : "Refused USBDeviceClaim",
+                    KV_STR("claim", key_of(j)), KV_STR("reason", o->reason),
+                    KV_STR("message", o->message));
+    emit(j, !o->ready, o->reason, o->message);
+}
+
+static void check(struct ujob *j)
+{
+    struct usbclaim *c = j->c;
+    char pci_name[KUBE_NAME_MAX + 1] = "";
+    const cJSON *device = kube_informer_get(c->devices, key_of(j));
+    const char *pci = str_field(field(device, "status"), "pciAddress");
+    bool named =
+            pci && kube_names_pcidevice(c->cfg.node_name, pci, pci_name, sizeof(pci_name)) == 0;
+    const cJSON *pc = named && c->pci_claims ? kube_informer_get(c->pci_claims, pci_name) : NULL;
+    struct usbclaim_facts f = {
+            .node = c->cfg.node_name,
+            .device = device,
+            .controller_claim = pc && !kube_meta_str(pc, "deletionTimestamp") ? pci_name : NULL,
+            .controller_on_vfio = named && controller_on_vfio(c, pci_name),
+            .holds = usbclaim_holds(j->claim),
+            .dev_root = c->cfg.dev_root};
+    f.devnode = device ? stat_devnode(c, str_field(field(device, "status"), "devicePath")) : 0;
+    usbclaim_check(&f, key_of(j), &j->out);
+    char now[40];
+    timefmt_now(now, sizeof(now));
+    char *patch = usbclaim_status_patch(j->claim, c->cfg.node_name, &j->out, now);
+    if (patch && !claimstatus_ready_is(j->claim, j->out.ready, j->out.reason, j->out.message))
+        say(j); /* once per change of the condition */
+    write(j, patch, true);
+}
+
+static void act(struct runner_job *job, void *plan, void *ctx)
+{
+    struct ujob *j = plan;
+    (void)ctx;
+    j->job = job;
+    switch (j->step) {
+    case USBCLAIM_ADD_FINALIZER:
+        write(j, usbclaim_finalizer_patch(j->claim, true), false);
+        break;
+    case USBCLAIM_RELEASE:
+        metrics_inc(j->c->results[R_RELEASED]);
+        log_info("Released USB device", KV_STR("claim", key_of(j)));
+        emit(j, false, "Released", "the device is no longer enabled for passthrough");
+        write(j, usbclaim_finalizer_patch(j->claim, false), false);
+        break;
+    default:
+        check(j);
+        break;
+    }
+}
+
+static bool can_start(void *ctx)
+{
+    const struct usbclaim *c = ctx;
+    return c->devices && kube_informer_has_synced(c->devices) &&
+           (!c->pci_claims || kube_informer_has_synced(c->pci_claims)) &&
+           (!c->pci_devices || kube_informer_has_synced(c->pci_devices)) &&
+           (!c->devices_ready || c->devices_ready(c->ready_userdata));
+}
+
+static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
+{
+    const struct usbclaim *c = ctx;
+    (void)obj;
+    (void)ev;
+    if (c->cfg.on_event)
+        c->cfg.on_event(key, c->cfg.userdata);
+}
+
+static const struct runner_ops ops = {
+        .plan = plan_claim,
+        .act = act,
+        .plan_free = ujob_free,
+        .on_event = on_event,
+        .can_start = can_start,
+};
+
+/* --- the reconciler's life -------------------------------------------------------------------- */
+
+struct usbclaim *usbclaim_new(const struct usbclaim_config *cfg)
+{
+    static const char *const results[] = {"enabled", "refused", "unplugged", "released", NULL};
+    struct usbclaim *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->cfg = *cfg;
+    char instance[300];
+    (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", cfg->node_name);
+    struct kube_recorder_config ec = {.controller = "hostdevd.io/agent", .instance = instance};
+    c->events = kube_recorder_new(cfg->loop, cfg->http, &ec);
+    struct runner_config rc = {
+            .name = "usbdeviceclaim",
+            .loop = cfg->loop,
+            .http = cfg->http,
+            .informer = {.resource = &kube_res_usbdeviceclaims},
+            .max_in_flight = MAX_IN_FLIGHT,
+            .metrics = cfg->metrics,
+            .ops = &ops,
+            .ctx = c,
+    };
+    c->runner = runner_new(&rc);
+    if (!c->events || !c->runner) {
+        usbclaim_free(c);
+        return NULL;
+    }
+    metrics_enum(cfg->metrics, METRICS_COUNTER, "hostdevd_usb_claim_results_total",
+                 "USBDeviceClaim status changes and releases by result.", "result", results,
+                 c->results);
+    return c;
+}
+
+void usbclaim_set_caches(struct usbclaim *c, struct kube_informer *devices,
+                         struct kube_informer *pci_claims, struct kube_informer *pci_devices,
+                         bool (*devices_ready)(void *userdata), void *ready_userdata)
+{
+    c->devices = devices;
+    c->pci_claims = pci_claims;
+    c->pci_devices = pci_devices;
+    c->devices_ready = devices_ready;
+    c->ready_userdata = ready_userdata;
+}
+
+int usbclaim_start(struct usbclaim *c)
+{
+    return runner_start(c->runner);
+}
+
+void usbclaim_enqueue(struct usbclaim *c, const char *key)
+{
+    if (c)
+        runner_enqueue(c->runner, key);
+}
+
+void usbclaim_enqueue_all(struct usbclaim *c)
+{
+    if (c)
+        runner_enqueue_all(c->runner);
+}
+
+struct kube_informer *usbclaim_informer(const struct usbclaim *c)
+{
+    return runner_informer(c->runner);
+}
+
+bool usbclaim_ready(struct buf *why, void *userdata)
+{
+    const struct usbclaim *c = userdata;
+    if (runner_has_synced(c->runner))
+        return true;
+    (void)buf_adds(why, "USBDeviceClaim informer has not synced");
+    return false;
+}
+
+void usbclaim_stop(void *userdata)
+{
+    struct usbclaim *c = userdata;
+    runner_stop(c->runner);
+    kube_recorder_flush(c->events);
+}
+
+int usbclaim_in_flight(void *userdata)
+{
+    const struct usbclaim *c = userdata;
+    return runner_in_flight(c->runner) + (int)kube_recorder_in_flight(c->events);
+}
+
+void usbclaim_free(void *userdata)
+{
+    struct usbclaim *c = userdata;
+    if (!c)
+        return;
+    c->runner = runner_free(c->runner);
+    c->events = kube_recorder_free(c->events);
+    free(c);
+}

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/claims/usbclaim.h - the agent's USBDeviceClaim reconciler: enables a claimed USB
+ * device of this node for passthrough and releases it when the claim is deleted.
+ *
+ * Which claims: a USBDeviceClaim names no node (harvester's has no spec.nodeName); it is named
+ * like its USBDevice, "<node>-<vid>-<pid>-<port path>", so its name says its node. Every agent
+ * watches all USBDeviceClaims (one per claimed USB device in the cluster: few) and acts only on
+ * those whose name says its node (kube_names_usbdevice_node(), the rule the admission policy
+ * hostdevd-agent-claims applies to the agent's writes). docs/api.md explains the choice.
+ *
+ * A reconcile is level-triggered, from the caches (the claim, the USBDevice of the same name,
+ * this node's PCIDeviceClaims and PCIDevices) and one stat() of the device node:
+ *   1. the finalizer devices.harvesterhci.io/release-usb is added;
+ *   2. the checks: a USBDevice of that name exists on this node and is plugged in (not
+ *      orphaned), its host controller is not claimed for PCI passthrough nor on vfio-pci (the
+ *      device would go with the controller; first come, first served: a claim that holds its
+ *      device keeps it, and the PCIDeviceClaim is refused instead), and its device node exists
+ *      in the agent's /dev;
+ *      a refusal is Ready=False with a reason and a message that says what to do;
+ *   3. Ready=True (reason Enabled), status.nodeName and status.pciAddress copied from the
+ *      device; the USBDevice reconciler then sets the device's enabled=true;
+ *   4. a device unplugged while claimed stays claimed: Ready=False reason DeviceUnplugged until
+ *      it is back in its port;
+ *   5. on delete: the USBDevice reconciler sets enabled=false; once the device says so (or is
+ *      gone) the finalizer is removed. Only this node's agent removes it.
+ *
+ * The decisions (usbclaim_holds, usbclaim_next_step, usbclaim_check, usbclaim_status_patch)
+ * are pure and unit-tested; the reconciler logs.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+struct buf;
+struct cJSON;
+struct ev_loop;
+struct kube_http;
+struct kube_informer;
+struct metrics;
+
+#define USBCLAIM_FINALIZER    "devices.harvesterhci.io/release-usb"
+#define USBCLAIM_MESSAGE_SIZE 1024
+
+/* Whether `claim` (a cached USBDeviceClaim, or NULL) holds its device: alive, with our
+ * finalizer, and made Ready by its agent (or waiting for the device to be plugged back in).
+ * The USBDevice's status.enabled is exactly this. */
+bool usbclaim_holds(const struct cJSON *claim);
+
+enum usbclaim_step {
+    USBCLAIM_NOTHING,       /* another node's claim, a deleted one without our finalizer, or a
+                               deleted one whose device is still enabled (wait for the device) */
+    USBCLAIM_ADD_FINALIZER, /* first our finalizer: the informer brings the claim back */
+    USBCLAIM_CHECK,         /* check and write the status */
+    USBCLAIM_RELEASE,       /* deleted and the device is no longer enabled: remove the finalizer */
+};
+
+/* `claim` is the cached object of `key`, `device` the cached USBDevice of the same name (or
+ * NULL), `node` this agent's node. */
+enum usbclaim_step usbclaim_next_step(const struct cJSON *claim, const char *key,
+                                      const struct cJSON *device, const char *node);
+
+/* What the agent knows about a claim's device, for the checks. */
+struct usbclaim_facts {
+    const char *node;
+    const struct cJSON *device;   /* the cached USBDevice, NULL when there is none */
+    bool holds;                   /* the claim holds the device already (usbclaim_holds) */
+    const char *controller_claim; /* a live PCIDeviceClaim of the device's controller, or NULL */
+    bool controller_on_vfio;      /* the controller's PCIDevice is on vfio-pci */
+    int devnode;                  /* 0: the device node exists; -errno: it does not */
+    const char *dev_root;         /* where the agent looked ("/dev"), for the message */
+};
+
+struct usbclaim_outcome {
+    bool ready;
+    const char *reason;
+    char message[USBCLAIM_MESSAGE_SIZE];
+    char pci_address[20]; /* copied from the device, "" when unknown */
+};
+
+/* The checks in order (device known, plugged in, controller not passed through, device node
+ * present); Ready with reason Enabled when all pass. */
+void usbclaim_check(const struct usbclaim_facts *f, const char *name, struct usbclaim_outcome *ret);
+
+/* A merge patch for /status that makes `claim` say `o` (nodeName, pciAddress, the Ready
+ * condition), or NULL when it already does. lastTransitionTime stays when Ready's status does
+ * not change; `now` is RFC 3339. The caller frees the result. */
+char *usbclaim_status_patch(const struct cJSON *claim, const char *node,
+                            const struct usbclaim_outcome *o, const char *now);
+
+/* A JSON patch adding (add) or removing (!add) our finalizer (with a test), or NULL when there
+ * is nothing to do. */
+char *usbclaim_finalizer_patch(const struct cJSON *claim, bool add);
+
+/* --- the reconciler (logs) -------------------------------------------------------------------- */
+
+struct usbclaim;
+
+struct usbclaim_config {
+    struct ev_loop *loop;
+    struct kube_http *http;
+    struct metrics *metrics;
+    const char *node_name;
+    const char *dev_root; /* "/dev": /dev/bus/usb/BBB/DDD */
+    /* Called after each event of the claim informer with its key (the USBDevice of the same
+     * name depends on it), or NULL. */
+    void (*on_event)(const char *key, void *userdata);
+    void *userdata;
+};
+
+struct usbclaim *usbclaim_new(const struct usbclaim_config *cfg);
+/* The caches the checks read (borrowed): this node's USBDevices, PCIDeviceClaims and
+ * PCIDevices. Keys are handed out once all have synced and `devices_ready` says the USBDevices
+ * have been written once (a restart must not judge claims by a stale inventory). */
+void usbclaim_set_caches(struct usbclaim *c, struct kube_informer *devices,
+                         struct kube_informer *pci_claims, struct kube_informer *pci_devices,
+                         bool (*devices_ready)(void *userdata), void *ready_userdata);
+int usbclaim_start(struct usbclaim *c);
+void usbclaim_enqueue(struct usbclaim *c, const char *key);
+void usbclaim_enqueue_all(struct usbclaim *c);
+/* The runner's informer: every USBDeviceClaim of the cluster. */
+struct kube_informer *usbclaim_informer(const struct usbclaim *c);
+
+/* Process part hooks (controllers/runtime/process.h); userdata is the reconciler. */
+bool usbclaim_ready(struct buf *why, void *userdata);
+void usbclaim_stop(void *userdata);
+int usbclaim_in_flight(void *userdata);
+void usbclaim_free(void *userdata);

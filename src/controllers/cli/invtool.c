@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/cli/invtool.c - `hostdevd inventory` (see invtool.h): an inventory (its first scan,
+ * run without starting the loop), then the objects printed.
+ */
+#include "controllers/cli/invtool.h"
+
+#include <cjson/cJSON.h>
+#include <ev.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/map.h"
+#include "controllers/devices/inventory.h"
+#include "controllers/devices/pcidevice.h"
+#include "controllers/devices/usbdevice.h"
+
+struct scans {
+    struct map *pci, *usb;
+};
+
+static void on_pci(struct map *want, const struct map *unreadable, void *userdata)
+{
+    struct scans *s = userdata;
+    (void)unreadable;
+    map_free(s->pci);
+    s->pci = want;
+}
+
+static void on_usb(struct map *want, const struct map *unreadable, void *userdata)
+{
+    struct scans *s = userdata;
+    (void)unreadable;
+    map_free(s->usb);
+    s->usb = want;
+}
+
+static void usage(FILE *f)
+{
+    fputs("Usage: hostdevd inventory [--sysfs-root DIR] [--proc-root DIR] [--pci-ids PATH]\n"
+          "                          [--usb-ids PATH] [--node-name NAME] [-o table|json|yaml]\n"
+          "  what the agent would publish for this node: PCIDevices and USBDevices with their\n"
+          "  status (blockers included), from one scan; nothing is written to the API\n",
+          f);
+}
+
+/* The objects, sorted by name (the maps' order is their insertion order: the scan's). */
+static int by_name(const void *a, const void *b)
+{
+    const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+    return strcmp(x->string ? x->string : "", y->string ? y->string : "");
+}
+
+static cJSON *object(cJSON *o, cJSON *status, const char *name)
+{
+    if (!o || !status || !cJSON_AddItemToObject(o, "status", status)) {
+        cJSON_Delete(o);
+        cJSON_Delete(status);
+        return NULL;
+    }
+    o->string = strdup(name); /* (the sort key; cJSON_Delete frees it) */
+    return o;
+}
+
+static cJSON *list_of(const struct scans *s)
+{
+    size_t n = map_size(s->pci) + (s->usb ? map_size(s->usb) : 0), k = 0, pos = 0;
+    cJSON **v = calloc(n ? n : 1, sizeof(cJSON *));
+    const char *key;
+    void *val;
+    cJSON *list = cJSON_CreateObject(), *items = NULL;
+    if (!v || !list || !cJSON_AddStringToObject(list, "apiVersion", "v1") ||
+        !cJSON_AddStringToObject(list, "kind", "List") ||
+        !(items = cJSON_AddArrayToObject(list, "items")))
+        goto oom;
+    while (map_next(s->pci, &pos, &key, &val))
+        if (!(v[k++] = object(pcidevice_new_object(val, NULL), pcidevice_status(val), key)))
+            goto oom;
+    pos = 0;
+    while (s->usb && map_next(s->usb, &pos, &key, &val))
+        if (!(v[k++] = object(usbdevice_new_object(val, NULL), usbdevice_status(val), key)))
+            goto oom;
+    qsort(v, k, sizeof(cJSON *), by_name);
+    for (size_t i = 0; i < k; i++) {
+        free(v[i]->string);
+        v[i]->string = NULL;
+        cJSON_AddItemToArray(items, v[i]);
+    }
+    free(v);
+    return list;
+oom:
+    for (size_t i = 0; v && i < k; i++)
+        cJSON_Delete(v[i]);
+    free(v);
+    cJSON_Delete(list);
+    return NULL;
+}
+
+static const char *str_at(const cJSON *o, const char *a, const char *b)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+    const char *s = cJSON_GetStringValue(b ? cJSON_GetObjectItemCaseSensitive(x, b) : x);
+    return s && s[0] ? s : "-";
+}
+
+/* One line per device: kind, name, address or port, ids, driver, IOMMU group, resource, what
+ * blocks its passthrough. */
+static void print_table(const cJSON *list)
+{
+    const cJSON *o;
+    printf("%-4s %-32s %-14s %-9s %-10s %-5s %-40s %s\n", "KIND", "NAME", "ADDRESS", "IDS",
+           "DRIVER", "IOMMU", "RESOURCE", "BLOCKERS");
+    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(list, "items"))
+    {
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
+        bool pci = strcmp(str_at(o, "kind", NULL), "PCIDevice") == 0;
+        char ids[16], blockers[256] = "-";
+        (void)snprintf(ids, sizeof(ids), "%s:%s", str_at(st, pci ? "vendorId" : "vendorID", NULL),
+                       str_at(st, pci ? "deviceId" : "productID", NULL));
+        const cJSON *b;
+        size_t len = 0;
+        cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(st, "passthroughBlockers"))
+        {
+            int w = snprintf(blockers + len, sizeof(blockers) - len, "%s%s", len ? "," : "",
+                             str_at(b, "reason", NULL));
+            len = w > 0 && (size_t)w < sizeof(blockers) - len ? len + (size_t)w : len;
+        }
+        printf("%-4s %-32s %-14s %-9s %-10s %-5s %-40s %s\n", pci ? "pci" : "usb",
+               str_at(o, "metadata", "name"), str_at(st, pci ? "address" : "devicePath", NULL), ids,
+               str_at(st, "kernelDriverInUse", NULL), str_at(st, "iommuGroup", NULL),
+               str_at(st, "resourceName", NULL), blockers);
+    }
+}
+
+/* YAML, block style; every scalar a JSON scalar (a JSON string is a YAML double-quoted one). */
+static void print_yaml(const cJSON *j, int indent, bool in_seq)
+{
+    if (cJSON_IsObject(j) || cJSON_IsArray(j)) {
+        const cJSON *c;
+        bool first = true;
+        if (!j->child) {
+            printf("%s\n", cJSON_IsObject(j) ? "{}" : "[]");
+            return;
+        }
+        cJSON_ArrayForEach(c, j)
+        {
+            if (!(in_seq && first))
+                printf("%*s", indent, "");
+            first = false;
+            if (cJSON_IsArray(j))
+                printf("- ");
+            else
+                printf("%s:", c->string);
+            bool nested = (cJSON_IsObject(c) || cJSON_IsArray(c)) && c->child;
+            if (cJSON_IsArray(j)) {
+                if (nested)
+                    print_yaml(c, indent + 2, true);
+                else
+                    print_yaml(c, 0, false);
+            } else if (nested) {
+                printf("\n");
+                print_yaml(c, indent + 2, false);
+            } else {
+                printf(" ");
+                print_yaml(c, 0, false);
+            }
+        }
+        return;
+    }
+    char *s = cJSON_PrintUnformatted(j);
+    printf("%s\n", s ? s : "null");
+    free(s);
+}
+
+/* The options into `cfg` and `format`. Returns 0, 1 (--help printed) or 2 (usage printed). */
+static int parse_args(int argc, char **argv, struct inventory_config *cfg, const char **format)
+{
+    static const struct option opts[] = {
+            {"sysfs-root", required_argument, NULL, 's'},
+            {"proc-root", required_argument, NULL, 'P'},
+            {"pci-ids", required_argument, NULL, 'p'},
+            {"usb-ids", required_argument, NULL, 'U'},
+            {"node-name", required_argument, NULL, 'n'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
+    };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            cfg->sysfs_root = optarg;
+            break;
+        case 'P':
+            cfg->proc_root = optarg;
+            break;
+        case 'p':
+            cfg->pci_ids = optarg;
+            break;
+        case 'U':
+            cfg->usb_ids = optarg;
+            break;
+        case 'n':
+            cfg->node_name = optarg;
+            break;
+        case 'o':
+            *format = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc ||
+        (strcmp(*format, "table") && strcmp(*format, "json") && strcmp(*format, "yaml"))) {
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static int print_list(const cJSON *list, const char *format)
+{
+    if (strcmp(format, "json") == 0) {
+        char *text = cJSON_Print(list);
+        int rc = text && puts(text) >= 0 ? 0 : 1;
+        free(text);
+        return rc;
+    }
+    if (strcmp(format, "yaml") == 0)
+        print_yaml(list, 0, false);
+    else
+        print_table(list);
+    return 0;
+}
+
+int invtool_run(int argc, char **argv)
+{
+    struct scans s = {0};
+    struct inventory_config cfg = {.loop = EV_DEFAULT,
+                                   .node_name = getenv("NODE_NAME"),
+                                   .sysfs_root = "/sys",
+                                   .proc_root = "/proc",
+                                   .resync = 86400,
+                                   .uevent_source = "none",
+                                   .on_scan = on_pci,
+                                   .on_usb_scan = on_usb,
+                                   .userdata = &s};
+    const char *format = "table";
+    char host[256] = "";
+    int r = parse_args(argc, argv, &cfg, &format);
+    if (r != 0)
+        return r == 1 ? 0 : 2;
+    if (!cfg.node_name) {
+        (void)gethostname(host, sizeof(host) - 1);
+        cfg.node_name = host[0] ? host : "node";
+    }
+    struct inventory *inv = NULL;
+    if (inventory_new(&cfg, &inv) < 0)
+        return 1;
+    inventory_scan(inv, "inventory command");
+    inventory_free(inv);
+    cJSON *list = s.pci ? list_of(&s) : NULL;
+    int rc = list ? print_list(list, format) : 1;
+    if (!list)
+        log_error("The scan failed: nothing to print", KV_STR("sysfsRoot", cfg.sysfs_root));
+    cJSON_Delete(list);
+    map_free(s.pci);
+    map_free(s.usb);
+    return rc;
+}

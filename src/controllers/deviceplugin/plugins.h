@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/deviceplugin/plugins.h - the agent's kubelet device plugins: one gRPC server
+ * (kubelet/grpc.h) per resource name this node offers, in kubelet's device-plugin directory,
+ * registered with kubelet and kept registered.
+ *
+ * What is offered comes from the caches (no API writes): a PCIDeviceClaim of this node that is
+ * bound (passthroughEnabled and Ready) offers its device, ID = PCI address, under its
+ * PCIDevice's resourceName, or under "<vendor domain>/<PCIDevice name>" when the claim says
+ * spec.disableResourcePooling; a USBDeviceClaim whose agent enabled it (usbclaim_holds) offers
+ * its device, ID = USBDevice name, under the USBDevice's resourceName. A device is Healthy while
+ * its PCIDevice says vfio-pci (or its USBDevice is plugged in), Unhealthy otherwise. Any change of
+ * those caches recomputes the set (plugins_sync, coalesced): a new resource starts a plugin, a
+ * changed device list is pushed to every ListAndWatch stream, and a resource nobody offers any
+ * more keeps its plugin with an empty list (kubelet withdraws the devices at once).
+ *
+ * Answers (controllers/deviceplugin/devplugin.h): Allocate gives PCI_RESOURCE_<NAME> /
+ * USB_RESOURCE_<NAME> and the device nodes with "mrw" (a USB node is chowned to KubeVirt's qemu
+ * user 107:107 first); an ID we do not offer is NOT_FOUND. GetPreferredAllocation keeps IOMMU
+ * groups whole and one NUMA node; PreStartContainer re-checks that every PCI device is still on
+ * vfio-pci (USB: that its node exists).
+ *
+ * Kubelet restarts are watched with inotify on the directory: kubelet.sock created, or one of our
+ * sockets deleted (kubelet removes foreign sockets when it starts), makes the plugins serve a new
+ * socket and register again at once; a failed Register is retried with backoff (1 s to 30 s).
+ * Logs; registers hostdevd_plugin_* metrics.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+struct buf;
+struct ev_loop;
+struct kube_informer;
+struct metrics;
+struct plugins;
+
+struct plugins_config {
+    struct ev_loop *loop;
+    struct metrics *metrics;
+    const char *node_name;
+    const char *dir;        /* kubelet's device-plugin directory (kubelet.sock lives there) */
+    const char *sysfs_root; /* vfio cdevs, the PreStart re-check */
+    const char *dev_root;   /* "/dev": USB device nodes to chown */
+};
+
+struct plugins *plugins_new(const struct plugins_config *cfg);
+/* The caches the offer is computed from (borrowed). */
+void plugins_set_caches(struct plugins *p, struct kube_informer *pci_claims,
+                        struct kube_informer *pci_devices, struct kube_informer *usb_claims,
+                        struct kube_informer *usb_devices);
+/* Watches the directory and computes the first offer. Returns 0 or a negative errno. */
+int plugins_start(struct plugins *p);
+/* Recomputes the offer soon (calls within one loop iteration are coalesced). */
+void plugins_sync(struct plugins *p);
+
+/* Process part hooks (controllers/runtime/process.h); userdata is the plugins. */
+bool plugins_ready(struct buf *why, void *userdata);
+void plugins_stop(void *userdata);
+int plugins_in_flight(void *userdata);
+void plugins_free(void *userdata);

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/devices/inventory.h - the agent's inventory: scans sysfs into the desired PCIDevice
+ * of every PCI function (node/pci.c; bridges left out) and the desired USBDevice of every USB
+ * device (node/usb.c; root hubs left out), and hands each successful scan to its owner. Scans
+ * at start, every resync period, on SIGHUP (the process's rescan hook) and after kernel uevents
+ * (one monitor for both subsystems), debounced: a burst of them (a driver probing many
+ * functions, a hub with its devices) becomes one rescan of the subsystems it touched once they
+ * have been quiet for 250 ms, at most 2 s after the first. A failed scan keeps the previous
+ * inventory. Logs; registers the hostdevd_pci_*, hostdevd_usb_* and hostdevd_uevent* metrics.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+struct ev_loop;
+struct map;
+struct metrics;
+struct inventory;
+
+struct inventory_config {
+    struct ev_loop *loop;
+    struct metrics *metrics;
+    const char *node_name;     /* borrowed, as the strings below */
+    const char *sysfs_root;    /* "/sys" */
+    const char *proc_root;     /* "/proc" */
+    const char *pci_ids;       /* NULL: libpci's */
+    const char *usb_ids;       /* NULL: /usr/share/misc/usb.ids */
+    double resync;             /* seconds between full rescans */
+    const char *uevent_source; /* "kernel", "udev" or "none" */
+    /* Takes the desired objects of a scan (name -> struct pcidevice_spec). `unreadable` (a set
+     * of PCI addresses, borrowed for the call; NULL on OOM) holds the devices present but
+     * skipped because their identity could not be read: their objects are to be kept. */
+    void (*on_scan)(struct map *want, const struct map *unreadable, void *userdata);
+    /* Takes the desired objects of a USB scan (name -> struct usbdevice_spec); NULL: no USB.
+     * `unreadable`: the port paths skipped, as for on_scan. */
+    void (*on_usb_scan)(struct map *want, const struct map *unreadable, void *userdata);
+    void *userdata;
+};
+
+/* Opens PCI access. Returns 0 and the inventory, or a negative errno after logging why. */
+int inventory_new(const struct inventory_config *cfg, struct inventory **ret);
+/* Scans now and starts the resync timer and the uevent monitor. */
+void inventory_start(struct inventory *inv);
+/* Scans now; `why` is logged ("start", "resync", "SIGHUP", "uevent"). */
+void inventory_scan(struct inventory *inv, const char *why);
+
+/* Process part hooks (controllers/runtime/process.h); userdata is the inventory. */
+void inventory_rescan(void *userdata);
+void inventory_stop(void *userdata);
+void inventory_free(void *userdata);

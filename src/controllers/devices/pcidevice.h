@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/devices/pcidevice.h - the PCIDevice reconciler: what a node's PCIDevice objects
+ * should be, the smallest set of writes that gets them there (pure: no I/O, no logging,
+ * unit-tested), and the reconciler that carries those plans out on the runner
+ * (controllers/runtime/runner.h): one write at a time (create, status, metadata, delete), logging
+ * each.
+ *
+ * Keys are the objects of this node (label nodename=<node>) and the devices of the last
+ * scan; nothing is reconciled before the first scan succeeded (an empty inventory would
+ * delete every object). The Node's uid, for the ownerReference, comes from
+ * controllers/devices/nodeuid.h (no ownerReference while it is unknown; every key is looked at
+ * again once it is).
+ *
+ * The agent owns: label nodename, the ownerReference to its Node, the driver-at-first-sight
+ * annotation (set on create only), and the status fields listed in pcidevice.c's `managed`
+ * table. Everything else on the object (other labels, conditions, fields of later versions) is
+ * left alone. A device that is gone is deleted with a uid precondition, so a re-created object
+ * of the same name is never deleted by mistake.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "node/blockers.h"
+
+struct cJSON;
+
+/* The desired state of one PCIDevice, as discovery computed it. */
+struct pcidevice_spec {
+    char name[254]; /* "<node>-<address without ':' and '.'>" */
+    char node[254];
+    char address[20];
+    char vendor_id[5], device_id[5];
+    char subsystem_vendor_id[5], subsystem_device_id[5]; /* "" when unknown */
+    char class_id[5];
+    char revision[3];
+    char iommu_group[12]; /* "" when none (as harvester writes it) */
+    int numa_node;        /* -1: field absent */
+    char pcie_root[24];   /* "pci0000:00", "" when unknown; not in the PCIDevice (DRA only) */
+    char resource_name[320];
+    char description[512];
+    char driver[64];    /* "" when unbound: kernelDriverInUse absent */
+    char physfn[20];    /* SR-IOV VF: the PF's address, else "" */
+    int sriov_totalvfs; /* SR-IOV PF: >= 0, else -1 */
+    int sriov_numvfs;
+    /* status.passthroughBlockers: why it cannot be passed through now (none: it can);
+     * malloc'd (most devices have none), freed with pcidevice_spec_free() */
+    struct node_blocker *blockers;
+    int n_blockers;
+};
+
+struct pcidevice_plan {
+    bool create;        /* POST new_object, then PATCH status_patch on /status */
+    bool delete;        /* DELETE with the uid precondition */
+    char uid[64];       /* of the existing object ("" when none) */
+    char *meta_patch;   /* merge patch of metadata (labels, ownerReferences) or NULL */
+    char *status_patch; /* merge patch on /status with only what differs, or NULL */
+};
+
+/* Frees a spec from a scan (its blockers too). Takes NULL. */
+void pcidevice_spec_free(void *spec);
+
+/* The status object `s` should have (the managed fields only). NULL on OOM. */
+struct cJSON *pcidevice_status(const struct pcidevice_spec *s);
+
+/* The object to create for `s` (metadata only: status goes through /status). `node_uid` may
+ * be NULL when the Node's uid is not known yet (no ownerReference then). NULL on OOM. */
+struct cJSON *pcidevice_new_object(const struct pcidevice_spec *s, const char *node_uid);
+
+/*
+ * Plans the writes that make `have` (the cached object, NULL when there is none) match `want`
+ * (NULL when the device is gone). Returns 0 (ret filled; an empty plan means nothing to write)
+ * or -ENOMEM. Free the plan with pcidevice_plan_done().
+ */
+int pcidevice_plan(const struct pcidevice_spec *want, const struct cJSON *have,
+                   const char *node_uid, struct pcidevice_plan *ret);
+
+/* Whether the plan writes anything. */
+bool pcidevice_plan_empty(const struct pcidevice_plan *p);
+
+void pcidevice_plan_done(struct pcidevice_plan *p);
+
+/* --- the reconciler (logs; runs on the loop) ------------------------------------------------ */
+
+struct buf;
+struct ev_loop;
+struct kube_http;
+struct map;
+struct metrics;
+struct pcidevices;
+struct runner;
+
+struct nodeuid;
+
+struct pcidevices_config {
+    struct ev_loop *loop;
+    struct kube_http *http;
+    struct metrics *metrics;
+    const char *node_name;      /* borrowed: must outlive the reconciler */
+    const struct nodeuid *node; /* this node's Node uid (borrowed) */
+    /* Called after each event of the PCIDevice informer with its key, or NULL. */
+    void (*on_event)(const char *key, void *userdata);
+    void *userdata;
+};
+
+struct pcidevices *pcidevices_new(const struct pcidevices_config *cfg);
+/* Reads the Node and starts the runner. Returns 0 or a negative errno. */
+int pcidevices_start(struct pcidevices *d);
+/* An empty map for pcidevices_set_want(): name -> struct pcidevice_spec (malloc'd). */
+struct map *pcidevices_new_want(void);
+/* Takes the desired objects of a new scan and reconciles every key. */
+void pcidevices_set_want(struct pcidevices *d, struct map *want);
+/* Copies into `want` the current spec of each device of `unreadable` (PCI addresses skipped by
+ * the scan: present, but their identity could not be read) that `want` lacks, so that a device
+ * whose sysfs is unreadable for a while keeps its object instead of losing it. */
+void pcidevices_keep_unreadable(const struct pcidevices *d, struct map *want,
+                                const struct map *unreadable);
+void pcidevices_enqueue_all(struct pcidevices *d);
+/* The desired objects of the last scan (name -> struct pcidevice_spec; borrowed, replaced by
+ * the next scan), or NULL before the first. */
+const struct map *pcidevices_want(const struct pcidevices *d);
+/* The runner (its informer caches this node's PCIDevices). */
+struct runner *pcidevices_runner(const struct pcidevices *d);
+
+/* Process part hooks (controllers/runtime/process.h); userdata is the reconciler. */
+bool pcidevices_ready(struct buf *why, void *userdata);
+void pcidevices_stop(void *userdata);
+int pcidevices_in_flight(void *userdata);
+void pcidevices_free(void *userdata);

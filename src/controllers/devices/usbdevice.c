@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/devices/usbdevice.c - the USBDevice reconciler: desired objects and minimal write
+ * plans (pure), and the reconciler on the runner. See usbdevice.h.
+ */
+#include "controllers/devices/usbdevice.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/map.h"
+#include "base/metrics.h"
+#include "base/names.h"
+#include "controllers/devices/devwrite.h"
+#include "controllers/devices/nodeuid.h"
+#include "controllers/runtime/runner.h"
+#include "controllers/claims/usbclaim.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+#include "kube/names.h"
+#include "node/usb.h"
+#include "node/usbname.h"
+
+/* The status fields this agent writes; any other field is someone else's. */
+static const char *const managed[] = {
+        "vendorID",    "productID",  "nodeName",  "portPath", "resourceName", "devicePath",
+        "description", "pciAddress", "classType", "serial",   "busNum",       "devNum",
+        "speed",       "enabled",    "status",    "message",
+};
+#define N_MANAGED (sizeof(managed) / sizeof(managed[0]))
+
+#define ORPHANED "orphaned"
+
+/* --- pure ------------------------------------------------------------------------------------- */
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+static void add_str(cJSON *o, const char *key, const char *value)
+{
+    if (value[0])
+        cJSON_AddStringToObject(o, key, value);
+}
+
+int usbdevice_spec_from(const char *node, const struct node_usb_dev *d,
+                        const struct node_usbids *ids, struct usbdevice_spec *ret)
+{
+    struct usbdevice_spec *s = ret;
+    *s = (struct usbdevice_spec){.busnum = d->busnum, .devnum = d->devnum};
+    int r = kube_names_usbdevice(node, d->vendor_id, d->product_id, d->port_path, s->name,
+                                 sizeof(s->name));
+    if (r < 0)
+        return r;
+    (void)snprintf(s->resource_name, sizeof(s->resource_name), "kubevirt.io/%s", s->name);
+    bool named = names_is_extended_resource_name(s->resource_name);
+    if (!named) /* a name part over 63 characters (a long node name): published without one */
+        s->resource_name[0] = '\0';
+    (void)snprintf(s->node, sizeof(s->node), "%s", node);
+    (void)snprintf(s->port_path, sizeof(s->port_path), "%s", d->port_path);
+    (void)snprintf(s->vendor_id, sizeof(s->vendor_id), "%s", d->vendor_id);
+    (void)snprintf(s->product_id, sizeof(s->product_id), "%s", d->product_id);
+    (void)snprintf(s->dev_path, sizeof(s->dev_path), "%s", d->dev_path);
+    (void)snprintf(s->pci_address, sizeof(s->pci_address), "%s", d->pci_address);
+    (void)snprintf(s->serial, sizeof(s->serial), "%s", d->serial);
+    (void)snprintf(s->speed, sizeof(s->speed), "%s", d->speed);
+    char cls[64];
+    (void)snprintf(s->class_type, sizeof(s->class_type), "%s",
+                   node_usb_class_name(d->class_code, cls, sizeof(cls)));
+    (void)node_usbids_describe(ids, d->vendor_id, d->product_id, d->product, s->description,
+                               sizeof(s->description));
+    return named ? 0 : 1;
+}
+
+cJSON *usbdevice_status(const struct usbdevice_spec *s)
+{
+    cJSON *st = cJSON_CreateObject();
+    if (!st)
+        return NULL;
+    add_str(st, "vendorID", s->vendor_id);
+    add_str(st, "productID", s->product_id);
+    add_str(st, "nodeName", s->node);
+    add_str(st, "portPath", s->port_path);
+    add_str(st, "resourceName", s->resource_name);
+    add_str(st, "devicePath", s->dev_path);
+    add_str(st, "description", s->description);
+    add_str(st, "pciAddress", s->pci_address);
+    add_str(st, "classType", s->class_type);
+    add_str(st, "serial", s->serial);
+    cJSON_AddNumberToObject(st, "busNum", s->busnum);
+    cJSON_AddNumberToObject(st, "devNum", s->devnum);
+    add_str(st, "speed", s->speed);
+    return st;
+}
+
+cJSON *usbdevice_new_object(const struct usbdevice_spec *s, const char *node_uid)
+{
+    return devwrite_new_object("USBDevice", s->name, s->node, node_uid);
+}
+
+bool usbdevice_is_orphaned(const cJSON *dev)
+{
+    const char *st = cJSON_GetStringValue(get(get(dev, "status"), "status"));
+    return st && strcmp(st, ORPHANED) == 0;
+}
+
+bool usbdevice_is_enabled(const cJSON *dev)
+{
+    return cJSON_IsTrue(get(get(dev, "status"), "enabled"));
+}
+
+/* The status of a device gone from the scan that a claim holds: what it was, marked. */
+static cJSON *orphan_status(const cJSON *have, const char *name, const char *node,
+                            const struct usbdevice_gone *gone)
+{
+    const cJSON *st = get(have, "status");
+    const char *port = cJSON_GetStringValue(get(st, "portPath"));
+    const char *pci = cJSON_GetStringValue(get(st, "pciAddress"));
+    char msg[USBCLAIM_MESSAGE_SIZE];
+    if (gone && gone->controller_passed_through)
+        (void)snprintf(msg, sizeof(msg),
+                       "the device vanished from port %s of node %s because its USB host "
+                       "controller %s was passed through (bound to vfio-pci) while "
+                       "USBDeviceClaim %s holds it: give the controller back to the host "
+                       "(delete its PCIDeviceClaim) to get the device back, or delete the claim "
+                       "to release it",
+                       port ? port : "?", node, pci ? pci : "?", name);
+    else
+        (void)snprintf(msg, sizeof(msg),
+                       "the device was unplugged from port %s of node %s while USBDeviceClaim "
+                       "%s holds it: plug it back into the same port to use it again (it keeps "
+                       "its claim), or delete the claim to release it",
+                       port ? port : "?", node, name);
+    cJSON *want = cJSON_CreateObject();
+    cJSON_AddBoolToObject(want, "enabled", true);
+    cJSON_AddStringToObject(want, "status", ORPHANED);
+    cJSON_AddStringToObject(want, "message", msg);
+    return want;
+}
+
+static int plan_gone(const cJSON *have, const cJSON *claim, const struct usbdevice_gone *gone,
+                     const char *node, struct usbdevice_plan *ret)
+{
+    const char *name = kube_meta_str(have, "name");
+    if (!usbclaim_holds(claim)) {
+        ret->delete = true;
+        return 0;
+    }
+    cJSON *want = orphan_status(have, name ? name : "", node, gone);
+    if (!want)
+        return -ENOMEM;
+    /* only the orphan fields: the others keep what was last seen */
+    cJSON *diff = devwrite_status_diff(want, get(have, "status"), NULL, 0);
+    cJSON_Delete(want);
+    ret->status_patch = devwrite_wrap("status", diff);
+    ret->orphan = ret->status_patch != NULL;
+    return 0;
+}
+
+int usbdevice_plan(const struct usbdevice_spec *want, const cJSON *have, const cJSON *claim,
+                   const struct usbdevice_gone *gone, const char *node, const char *node_uid,
+                   struct usbdevice_plan *ret)
+{
+    *ret = (struct usbdevice_plan){0};
+    const char *uid = kube_meta_str(have, "uid");
+    if (uid)
+        (void)snprintf(ret->uid, sizeof(ret->uid), "%s", uid);
+    if (!want)
+        return have ? plan_gone(have, claim, gone, node, ret) : 0;
+    cJSON *status = usbdevice_status(want);
+    if (!status)
+        return -ENOMEM;
+    cJSON_AddBoolToObject(status, "enabled", usbclaim_holds(claim));
+    ret->create = have == NULL;
+    if (have)
+        ret->meta_patch = devwrite_wrap(
+                "metadata", devwrite_meta_diff(get(have, "metadata"), want->node, node_uid));
+    ret->status_patch = devwrite_wrap(
+            "status", devwrite_status_diff(status, get(have, "status"), managed, N_MANAGED));
+    cJSON_Delete(status);
+    return 0;
+}
+
+bool usbdevice_plan_empty(const struct usbdevice_plan *p)
+{
+    return !p->create && !p->delete &&!p->meta_patch && !p->status_patch;
+}
+
+void usbdevice_plan_done(struct usbdevice_plan *p)
+{
+    free(p->meta_patch);
+    free(p->status_patch);
+    *p = (struct usbdevice_plan){0};
+}
+
+/* --- the reconciler ----------------------------------------------------------------------------
+ * Not pure: it carries plans out on the runner (controllers/devices/devwrite.c). */
+
+#define MAX_IN_FLIGHT 4
+
+struct usbdevices {
+    struct usbdevices_config cfg;
+    struct runner *runner;
+    struct map *want; /* name -> struct usbdevice_spec, from the last scan; NULL before one */
+    struct kube_informer *claims, *pci_devices;
+    struct metrics_series *writes[DEVWRITE_VERBS], *orphans;
+};
+
+static void write_job_free(void *p)
+{
+    struct devwrite *w = p;
+    devwrite_done(w);
+    free(w);
+}
+
+/* Whether the host controller `address` of this node is on vfio-pci (its PCIDevice says). */
+static bool on_vfio(const struct usbdevices *d, const char *address)
+{
+    char name[KUBE_NAME_MAX + 1];
+    if (!address || !d->pci_devices ||
+        kube_names_pcidevice(d->cfg.node_name, address, name, sizeof(name)) < 0)
+        return false;
+    const cJSON *dev = kube_informer_get(d->pci_devices, name);
+    const char *driver = cJSON_GetStringValue(get(get(dev, "status"), "kernelDriverInUse"));
+    return driver && strcmp(driver, "vfio-pci") == 0;
+}
+
+static struct devwrite *writes_of(struct usbdevices *d, const struct usbdevice_spec *want,
+                                  struct usbdevice_plan *plan)
+{
+    struct devwrite *w = calloc(1, sizeof(*w));
+    cJSON *object = w && plan->create ? usbdevice_new_object(want, nodeuid_get(d->cfg.node)) : NULL;
+    if (!w || (plan->create && !object)) {
+        free(w);
+        return NULL;
+    }
+    *w = (struct devwrite){.http = d->cfg.http,
+                           .res = &kube_res_usbdevices,
+                           .kind = "USBDevice",
+                           .writes = d->writes,
+                           .object = object,
+                           .status_patch = plan->status_patch,
+                           .meta_patch = plan->meta_patch,
+                           .delete = plan->delete,
+                           .delete_why = "Deleting USBDevice of a device that is gone"};
+    (void)snprintf(w->uid, sizeof(w->uid), "%s", plan->uid);
+    plan->status_patch = plan->meta_patch = NULL; /* the write owns them now */
+    return w;
+}
+
+static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_plan)
+{
+    struct usbdevices *d = ctx;
+    *ret_plan = NULL;
+    if (obj && devwrite_foreign(obj, d->cfg.node_name))
+        return 0;
+    const struct usbdevice_spec *want = map_get(d->want, key);
+    const cJSON *claim = kube_informer_get(d->claims, key);
+    struct usbdevice_gone gone = {
+            .controller_passed_through =
+                    !want &&
+                    on_vfio(d, cJSON_GetStringValue(get(get(obj, "status"), "pciAddress")))};
+    struct usbdevice_plan plan;
+    *ret_plan = NULL;
+    int r = usbdevice_plan(want, obj, claim, &gone, d->cfg.node_name, nodeuid_get(d->cfg.node),
+                           &plan);
+    if (r == 0 && !usbdevice_plan_empty(&plan)) {
+        if (plan.orphan) {
+            metrics_inc(d->orphans);
+            log_warning("Claimed USB device is gone; marking it orphaned", KV_STR("usbdevice", key),
+                        KV_INT("controllerPassedThrough", gone.controller_passed_through));
+        }
+        *ret_plan = writes_of(d, want, &plan);
+        r = *ret_plan ? 0 : -ENOMEM;
+    }
+    usbdevice_plan_done(&plan);
+    return r;
+}
+
+static void act(struct runner_job *job, void *plan, void *ctx)
+{
+    (void)ctx;
+    devwrite_run(plan, job);
+}
+
+static bool can_start(void *ctx)
+{
+    const struct usbdevices *d = ctx;
+    return d->want && d->claims && kube_informer_has_synced(d->claims) &&
+           (!d->pci_devices || kube_informer_has_synced(d->pci_devices)) &&
+           nodeuid_answered(d->cfg.node); /* objects made with their owner */
+}
+
+static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
+{
+    const struct usbdevices *d = ctx;
+    if (ev == RUNNER_EVENT_ADD)
+        devwrite_note_foreign("USBDevice", key, obj, d->cfg.node_name);
+    if (d->cfg.on_event)
+        d->cfg.on_event(key, d->cfg.userdata);
+}
+
+static void on_converged(void *ctx)
+{
+    const struct usbdevices *d = ctx;
+    log_info("USB inventory written", KV_INT("devices", map_size(d->want)));
+}
+
+static const struct runner_ops ops = {
+        .plan = plan_key,
+        .act = act,
+        .plan_free = write_job_free,
+        .on_event = on_event,
+        .can_start = can_start,
+        .on_converged = on_converged,
+};
+
+/* --- the reconciler's life -------------------------------------------------------------------- */
+
+struct usbdevices *usbdevices_new(const struct usbdevices_config *cfg)
+{
+    struct usbdevices *d = calloc(1, sizeof(*d));
+    if (!d)
+        return NULL;
+    d->cfg = *cfg;
+    char selector[300];
+    (void)snprintf(selector, sizeof(selector), "nodename=%s", cfg->node_name);
+    struct runner_config rc = {
+            .name = "usbdevice",
+            .loop = cfg->loop,
+            .http = cfg->http,
+            .informer = {.resource = &kube_res_usbdevices, .label_selector = selector},
+            .max_in_flight = MAX_IN_FLIGHT,
+            .metrics = cfg->metrics,
+            .ops = &ops,
+            .ctx = d,
+    };
+    d->runner = runner_new(&rc);
+    if (!d->runner) {
+        usbdevices_free(d);
+        return NULL;
+    }
+    devwrite_register(cfg->metrics, "USBDevice", d->writes);
+    d->orphans = metrics_one(cfg->metrics, METRICS_COUNTER, "hostdevd_usb_orphans_total",
+                             "Claimed USB devices found gone (marked orphaned).");
+    return d;
+}
+
+void usbdevices_set_caches(struct usbdevices *d, struct kube_informer *claims,
+                           struct kube_informer *pci_devices)
+{
+    d->claims = claims;
+    d->pci_devices = pci_devices;
+}
+
+int usbdevices_start(struct usbdevices *d)
+{
+    return runner_start(d->runner);
+}
+
+void usbdevices_keep_unreadable(const struct usbdevices *d, struct map *want,
+                                const struct map *unreadable)
+{
+    const char *name;
+    void *v;
+    size_t pos = 0;
+    while (d->want && unreadable && map_next(d->want, &pos, &name, &v)) {
+        const struct usbdevice_spec *old = v;
+        if (!map_contains(unreadable, old->port_path) || map_contains(want, name))
+            continue;
+        struct usbdevice_spec *copy = malloc(sizeof(*copy));
+        if (copy)
+            *copy = *old;
+        if (copy && map_put(want, name, copy) < 0)
+            free(copy);
+    }
+}
+
+void usbdevices_set_want(struct usbdevices *d, struct map *want)
+{
+    map_free(d->want);
+    d->want = want;
+    usbdevices_enqueue_all(d);
+}
+
+void usbdevices_enqueue(struct usbdevices *d, const char *key)
+{
+    if (d)
+        runner_enqueue(d->runner, key);
+}
+
+void usbdevices_enqueue_all(struct usbdevices *d)
+{
+    const char *key;
+    void *v;
+    size_t pos = 0;
+    while (map_next(d->want, &pos, &key, &v))
+        runner_enqueue(d->runner, key);
+    runner_enqueue_all(d->runner);
+}
+
+struct map *usbdevices_new_want(void)
+{
+    return map_new(free);
+}
+
+struct runner *usbdevices_runner(const struct usbdevices *d)
+{
+    return d->runner;
+}
+
+bool usbdevices_ready(struct buf *why, void *userdata)
+{
+    const struct usbdevices *d = userdata;
+    if (!runner_has_synced(d->runner))
+        (void)buf_adds(why, "USBDevice informer has not synced");
+    else if (!d->want)
+        (void)buf_adds(why, "no USB scan has succeeded");
+    else if (!runner_converged(d->runner))
+        (void)buf_adds(why, "the first USB inventory is not written yet");
+    return runner_converged(d->runner);
+}
+
+void usbdevices_stop(void *userdata)
+{
+    struct usbdevices *d = userdata;
+    runner_stop(d->runner);
+}
+
+int usbdevices_in_flight(void *userdata)
+{
+    const struct usbdevices *d = userdata;
+    return runner_in_flight(d->runner);
+}
+
+void usbdevices_free(void *userdata)
+{
+    struct usbdevices *d = userdata;
+    if (!d)
+        return;
+    d->runner = runner_free(d->runner);
+    map_free(d->want);
+    free(d);
+}

@@ -1,0 +1,910 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/dra/draplugin.c - the agent's kubelet DRA plugin (see draplugin.h): the two sockets,
+ * the calls (claims read on the loop), the node work (on the worker thread, one call at a
+ * time, on a copy of the checkpoint that replaces the loop's when it is done).
+ */
+#include "controllers/dra/draplugin.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/map.h"
+#include "base/metrics.h"
+#include "controllers/dra/draprep.h"
+#include "controllers/dra/draslices.h"
+#include "controllers/claims/pcibind.h"
+#include "controllers/devices/pcidevice.h"
+#include "controllers/runtime/worker.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+#include "kube/names.h"
+#include "kubelet/draapi.h"
+#include "kubelet/grpc.h"
+#include "node/sysfs.h"
+#include "node/vfio.h"
+
+#define ERROR_SIZE 1024
+
+struct call;
+
+struct dclaim { /* one claim of a call */
+    struct call *call;
+    const struct draapi_claim *ref;
+    struct draprep_claim c;
+    bool known;             /* unprepare: the checkpoint knows it */
+    char error[ERROR_SIZE]; /* "" while fine */
+    char (*annotation)[64]; /* per device: the PCIDevice's driver at first sight */
+    cJSON **attrs;          /* per device: its slice attributes (or NULL) */
+    struct cdi_ids {
+        char device[DRAPREP_NAME_SIZE + 128], metadata[DRAPREP_NAME_SIZE + 128];
+    } * cdi; /* per device: its CDI ids (prepared) */
+};
+
+struct call {
+    struct draplugin *p;
+    struct grpc_call *gc; /* NULL once kubelet went away */
+    bool prepare;
+    struct draapi_claims claims;
+    struct dclaim *dc;
+    int pending; /* GETs in flight */
+    struct call *next;
+    /* the node work */
+    struct worker_job wj;
+    cJSON *ck;      /* the checkpoint the job works on, and leaves */
+    char **claimed; /* addresses PCIDeviceClaims or other DRA claims hold */
+    size_t n_claimed;
+    bool released; /* unprepare let devices go */
+};
+
+struct draplugin {
+    struct draplugin_config cfg;
+    struct kube_informer *pci_claims, *pci_devices;
+    char plugin_dir[PATH_MAX], socket[PATH_MAX], reg_socket[PATH_MAX], ck_path[PATH_MAX + 32];
+    char cdi_dir[PATH_MAX];
+    struct grpc_server *srv, *reg;
+    struct pcibind_env env;
+    cJSON *ck;
+    struct call *queue, *running;
+    int calls;
+    bool started, stopping;
+    struct metrics_series *prepare_ok, *prepare_err, *unprepare_ok, *unprepare_err, *registered,
+            *register_err, *claims_gauge;
+};
+
+static const cJSON *field(const cJSON *o, const char *name)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
+}
+
+/* A path into `buf`; one that does not fit is cut (then nothing of that name is found or made
+ * where it should be: the caller's later open or bind fails and says which path). */
+__attribute__((format(printf, 3, 4))) static void fmt_path(char *buf, size_t size, const char *fmt,
+                                                           ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang-analyzer 14 false positive
+    (void)vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+}
+
+/* --- files (worker thread, and the start) -------------------------------------------------------
+ */
+
+static int write_atomic(const char *path, const char *text)
+{
+    char tmp[PATH_MAX + 8];
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+        return -ENAMETOOLONG;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), r = 0;
+    if (fd < 0)
+        return -errno;
+    size_t len = strlen(text), off = 0;
+    while (r == 0 && off < len) {
+        ssize_t n = write(fd, text + off, len - off);
+        if (n < 0 && errno != EINTR)
+            r = -errno;
+        else if (n > 0)
+            off += (size_t)n;
+    }
+    if (r == 0 && fsync(fd) < 0)
+        r = -errno;
+    if (close(fd) < 0 && r == 0)
+        r = -errno;
+    if (r == 0 && rename(tmp, path) < 0)
+        r = -errno;
+    if (r < 0)
+        (void)unlink(tmp);
+    return r;
+}
+
+static int write_json(const char *path, const cJSON *j, bool pretty)
+{
+    char *s = pretty ? cJSON_Print(j) : cJSON_PrintUnformatted(j);
+    if (!s)
+        return -ENOMEM;
+    size_t n = strlen(s);
+    char *t = realloc(s, n + 2);
+    if (!t)
+        return free(s), -ENOMEM;
+    memcpy(t + n, "\n", 2);
+    int r = write_atomic(path, t);
+    free(t);
+    return r;
+}
+
+static int mkdir_p(const char *dir)
+{
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof(p), "%s", dir) >= (int)sizeof(p))
+        return -ENAMETOOLONG;
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        *s = '/';
+    }
+    return mkdir(p, 0755) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return (flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+static int rm_rf(const char *dir)
+{
+    if (nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
+        return -errno;
+    return 0;
+}
+
+static void metadata_dir(const struct draplugin *p, const struct draprep_claim *c, char *buf,
+                         size_t size)
+{
+    fmt_path(buf, size, "%s/dra-device-metadata/%s_%s", p->plugin_dir, c->namespace_, c->name);
+}
+
+static void cdi_path(const struct draplugin *p, const char *uid, char *buf, size_t size)
+{
+    fmt_path(buf, size, "%s/%s-%s.json", p->cdi_dir, DRASLICES_DRIVER, uid);
+}
+
+/* --- node work (worker thread) ------------------------------------------------------------------
+ */
+
+static int save(struct call *k, char *error)
+{
+    int r = write_json(k->p->ck_path, k->ck, false);
+    if (r < 0)
+        (void)snprintf(error, ERROR_SIZE, "cannot write the checkpoint %.900s: %s", k->p->ck_path,
+                       strerror(-r));
+    return r;
+}
+
+/* One device through pcibind (bind, or restore to `original`). */
+static void node_step(struct call *k, const char *address, bool restore, const char *original,
+                      const char *annotation, struct pciclaim_outcome *out)
+{
+    struct pcibind_job b = {.env = &k->p->env,
+                            .deleting = restore,
+                            .recorded = true,
+                            .claimed = k->claimed,
+                            .n_claimed = k->n_claimed,
+                            .usb_enabled = NULL};
+    (void)snprintf(b.address, sizeof(b.address), "%s", address);
+    (void)snprintf(b.original, sizeof(b.original), "%s", original);
+    (void)snprintf(b.annotation, sizeof(b.annotation), "%s", annotation ? annotation : "");
+    pcibind_run(&b.wj);
+    *out = b.out;
+}
+
+/* Gives devices [0, n) of `c` their original drivers back (those not on vfio-pci before). */
+static int restore_devices(struct call *k, const struct draprep_claim *c, const char *const *orig,
+                           char *error)
+{
+    int failed = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        struct pciclaim_outcome o;
+        if (strcmp(orig[i], NODE_VFIO_DRIVER) == 0)
+            continue;
+        node_step(k, c->devices[i].address, true, orig[i], NULL, &o);
+        if (o.kind == PCICLAIM_RESTORED)
+            k->released = true;
+        else if (o.kind != PCICLAIM_RELEASED && failed++ == 0)
+            (void)snprintf(error, ERROR_SIZE, "device %s: %s: %.900s", c->devices[i].address,
+                           o.kind == PCICLAIM_BUSY ? "DeviceInUse" : o.reason,
+                           o.kind == PCICLAIM_BUSY ? "a process holds its IOMMU group" : o.message);
+    }
+    return failed ? -EBUSY : 0;
+}
+
+static int write_files(struct call *k, struct dclaim *d, const int *groups)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 300], base[DRAPREP_NAME_SIZE];
+    const struct draprep_claim *c = &d->c;
+    metadata_dir(k->p, c, dir, sizeof(dir));
+    int r = 0;
+    for (size_t i = 0; r == 0 && i < c->n; i++) {
+        draprep_base_request(c->devices[i].request, base, sizeof(base));
+        cJSON *m = draprep_metadata(c, base, DRASLICES_DRIVER, k->p->cfg.node_name,
+                                    (const cJSON *const *)d->attrs);
+        (void)snprintf(path, sizeof(path), "%s/%s", dir, base);
+        r = m ? mkdir_p(path) : -ENOMEM;
+        (void)snprintf(path, sizeof(path), "%s/%s/metadata.json", dir, base);
+        if (r == 0)
+            r = write_json(path, m, false);
+        cJSON_Delete(m);
+        draprep_cdi_ids(c, i, d->cdi[i].device, d->cdi[i].metadata, sizeof(d->cdi[i].device));
+    }
+    cJSON *spec = r == 0 ? draprep_cdi_spec(c, groups, k->p->cfg.dev_root, dir) : NULL;
+    cdi_path(k->p, c->uid, path, sizeof(path));
+    if (r == 0)
+        r = spec ? mkdir_p(k->p->cdi_dir) : -ENOMEM;
+    if (r == 0)
+        r = write_json(path, spec, true);
+    cJSON_Delete(spec);
+    if (r < 0)
+        (void)snprintf(d->error, sizeof(d->error),
+                       "cannot write the CDI spec or metadata of %s: %s", c->uid, strerror(-r));
+    return r;
+}
+
+static void prepare_claim(struct call *k, struct dclaim *d)
+{
+    const struct draprep_claim *c = &d->c;
+    const char *orig[DRAPREP_MAX_DEVICES];
+    char seen[DRAPREP_MAX_DEVICES][64];
+    int groups[DRAPREP_MAX_DEVICES];
+    for (size_t i = 0; i < c->n; i++) {
+        struct node_vfio_dev dev;
+        groups[i] = -1;
+        /* A copy: draprep_checkpoint_put() below replaces (frees) the entry it points into. */
+        const char *known = draprep_checkpoint_original(k->ck, c->uid, c->devices[i].address);
+        orig[i] = seen[i];
+        if (known) {
+            (void)snprintf(seen[i], sizeof(seen[i]), "%s", known);
+            continue;
+        }
+        int r = node_vfio_observe(k->p->env.sysfs_fd, c->devices[i].address, &dev);
+        if (r < 0 || !dev.present) {
+            (void)snprintf(d->error, sizeof(d->error), "device %s: %s", c->devices[i].address,
+                           r < 0 ? strerror(-r) : "there is no such PCI device on this node");
+            return;
+        }
+        (void)snprintf(seen[i], sizeof(seen[i]), "%s",
+                       draprep_original(dev.driver, d->annotation[i]));
+    }
+    /* The originals are on disk before anything changes. */
+    if (draprep_checkpoint_put(k->ck, c, orig, groups, false) < 0 || save(k, d->error) < 0) {
+        if (!d->error[0])
+            (void)snprintf(d->error, sizeof(d->error), "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        struct pciclaim_outcome o;
+        node_step(k, c->devices[i].address, false, orig[i], d->annotation[i], &o);
+        if (o.kind == PCICLAIM_BOUND) {
+            groups[i] = o.group;
+            continue;
+        }
+        (void)snprintf(d->error, sizeof(d->error), "device %s: %s: %.900s", c->devices[i].address,
+                       o.reason ? o.reason : "BindFailed", o.message);
+        char ignored[ERROR_SIZE];
+        if (restore_devices(k, c, orig, ignored) == 0) {
+            draprep_checkpoint_remove(k->ck, c->uid);
+            (void)save(k, ignored);
+        }
+        return;
+    }
+    if (write_files(k, d, groups) == 0 && draprep_checkpoint_put(k->ck, c, orig, groups, true) == 0)
+        (void)save(k, d->error);
+}
+
+static void unprepare_claim(struct call *k, struct dclaim *d)
+{
+    cJSON *entry = draprep_checkpoint_claim(k->ck, d->ref->uid);
+    const char **orig = NULL;
+    int *groups = NULL;
+    if (!entry)
+        return;
+    d->known = true;
+    if (draprep_checkpoint_entry(entry, d->ref->uid, &d->c, &orig, &groups) < 0) {
+        (void)snprintf(d->error, sizeof(d->error), "the checkpoint's entry of %s is malformed",
+                       d->ref->uid);
+        goto out;
+    }
+    for (size_t i = 0; i < d->c.n; i++) {
+        if (strcmp(orig[i], NODE_VFIO_DRIVER) != 0 && groups[i] >= 0 &&
+            node_vfio_group_busy(k->p->cfg.dev_root, groups[i]) > 0) {
+            (void)snprintf(d->error, sizeof(d->error),
+                           "device %s: a process still holds its IOMMU group %d "
+                           "(/dev/vfio/%d is open); it gets its driver %s back once released",
+                           d->c.devices[i].address, groups[i], groups[i],
+                           orig[i][0] ? orig[i] : "(none)");
+            goto out;
+        }
+    }
+    if (restore_devices(k, &d->c, orig, d->error) < 0)
+        goto out;
+    char path[PATH_MAX + 300];
+    cdi_path(k->p, d->ref->uid, path, sizeof(path));
+    if (unlink(path) < 0 && errno != ENOENT)
+        log_warning("Cannot remove a CDI spec", KV_STR("path", path), KV_ERRNO(-errno));
+    metadata_dir(k->p, &d->c, path, sizeof(path));
+    (void)rm_rf(path);
+    draprep_checkpoint_remove(k->ck, d->ref->uid);
+    k->released = true;
+    (void)save(k, d->error);
+out:
+    free(orig);
+    free(groups);
+}
+
+static void run_call(struct worker_job *wj)
+{
+    struct call *k = (struct call *)((char *)wj - offsetof(struct call, wj));
+    for (size_t i = 0; i < k->claims.n; i++) {
+        struct dclaim *d = &k->dc[i];
+        if (k->prepare && !d->error[0] && d->c.n > 0)
+            prepare_claim(k, d);
+        else if (!k->prepare)
+            unprepare_claim(k, d);
+    }
+}
+
+/* --- calls (loop)
+ * ---------------------------------------------------------------------------------- */
+
+static void call_free(struct call *k)
+{
+    for (size_t i = 0; k->dc && i < k->claims.n; i++) {
+        struct dclaim *d = &k->dc[i];
+        for (size_t j = 0; d->attrs && j < d->c.n; j++)
+            cJSON_Delete(d->attrs[j]);
+        free(d->attrs);
+        free(d->annotation);
+        free(d->cdi);
+        draprep_claim_done(&d->c);
+    }
+    for (size_t i = 0; i < k->n_claimed; i++)
+        free(k->claimed[i]);
+    free(k->claimed);
+    free(k->dc);
+    cJSON_Delete(k->ck);
+    draapi_claims_done(&k->claims);
+    k->p->calls--;
+    free(k);
+}
+
+static void on_call_cancel(struct grpc_call *gc, void *ud)
+{
+    struct call *k = ud;
+    (void)gc;
+    k->gc = NULL; /* the work goes on: the checkpoint must say what was done */
+}
+
+static void answer(struct call *k)
+{
+    size_t nc = k->claims.n ? k->claims.n : 1;
+    struct draapi_answer *a = calloc(nc, sizeof(*a));
+    struct draapi_device *devs = calloc((size_t)DRAPREP_MAX_DEVICES * nc, sizeof(*devs));
+    const char **ptrs = calloc((size_t)DRAPREP_MAX_DEVICES * 3 * nc, sizeof(*ptrs));
+    struct buf out;
+    buf_init(&out, 1 << 20);
+    int r = a && devs && ptrs ? 0 : -ENOMEM;
+    for (size_t i = 0; r == 0 && i < k->claims.n; i++) {
+        struct dclaim *d = &k->dc[i];
+        a[i].uid = k->claims.v[i].uid;
+        a[i].error = d->error[0] ? d->error : NULL;
+        a[i].devices = &devs[i * DRAPREP_MAX_DEVICES];
+        for (size_t j = 0; k->prepare && !d->error[0] && j < d->c.n; j++) {
+            const char **pp = &ptrs[(i * DRAPREP_MAX_DEVICES + j) * 3];
+            pp[0] = d->c.devices[j].request;
+            pp[1] = d->cdi[j].device;
+            pp[2] = d->cdi[j].metadata;
+            devs[i * DRAPREP_MAX_DEVICES + j] = (struct draapi_device){.requests = &pp[0],
+                                                                       .n_requests = 1,
+                                                                       .pool = k->p->cfg.node_name,
+                                                                       .name = d->c.devices[j].name,
+                                                                       .cdi_ids = &pp[1],
+                                                                       .n_cdi_ids = 2};
+            a[i].n_devices = j + 1;
+        }
+    }
+    if (r == 0)
+        r = k->prepare ? draapi_encode_prepared(a, k->claims.n, &out)
+                       : draapi_encode_unprepared(a, k->claims.n, &out);
+    if (k->gc && r == 0 && grpc_call_reply(k->gc, (const uint8_t *)out.data, out.len) == 0)
+        grpc_call_finish(k->gc, GRPC_OK, NULL);
+    else if (k->gc)
+        grpc_call_finish(k->gc, GRPC_INTERNAL, "cannot encode the answer");
+    k->gc = NULL;
+    buf_free(&out);
+    free(a);
+    free(devs);
+    free(ptrs);
+}
+
+static void log_results(const struct call *k)
+{
+    struct draplugin *p = k->p;
+    for (size_t i = 0; i < k->claims.n; i++) {
+        const struct dclaim *d = &k->dc[i];
+        const struct draapi_claim *c = &k->claims.v[i];
+        if (d->error[0]) {
+            log_warning(k->prepare ? "Cannot prepare a ResourceClaim"
+                                   : "Cannot unprepare a ResourceClaim",
+                        KV_STR("claim", c->name), KV_STR("namespace", c->namespace_),
+                        KV_STR("uid", c->uid), KV_STR("message", d->error));
+            metrics_inc(k->prepare ? p->prepare_err : p->unprepare_err);
+        } else if (k->prepare || d->known) {
+            log_info(k->prepare ? "Prepared a ResourceClaim" : "Unprepared a ResourceClaim",
+                     KV_STR("claim", c->name), KV_STR("namespace", c->namespace_),
+                     KV_STR("uid", c->uid), KV_INT("devices", d->c.n));
+            metrics_inc(k->prepare ? p->prepare_ok : p->unprepare_ok);
+        }
+    }
+}
+
+static void start_next(struct draplugin *p);
+
+static void on_call_done(struct worker_job *wj, bool cancelled)
+{
+    struct call *k = (struct call *)((char *)wj - offsetof(struct call, wj));
+    struct draplugin *p = k->p;
+    if (cancelled)
+        for (size_t i = 0; i < k->claims.n; i++)
+            if (!k->dc[i].error[0])
+                (void)snprintf(k->dc[i].error, sizeof(k->dc[i].error), "the agent is stopping");
+    if (!cancelled) { /* the job's checkpoint is now the one on disk */
+        cJSON_Delete(p->ck);
+        p->ck = k->ck;
+        k->ck = NULL;
+    }
+    log_results(k);
+    answer(k);
+    metrics_set(p->claims_gauge, cJSON_GetArraySize(field(p->ck, "claims")));
+    p->running = NULL;
+    bool released = k->released;
+    call_free(k);
+    if (released && p->cfg.on_release)
+        p->cfg.on_release(p->cfg.userdata);
+    start_next(p);
+}
+
+/* The addresses other holders keep: PCIDeviceClaims of this node and the checkpoint's. */
+static int collect_claimed(struct call *k)
+{
+    struct draplugin *p = k->p;
+    size_t pos = 0, cap = 0;
+    const char *key;
+    const cJSON *obj;
+    int r = draprep_checkpoint_addresses(p->ck, &k->claimed, &k->n_claimed);
+    cap = k->n_claimed;
+    while (r == 0 && p->pci_claims && kube_informer_next(p->pci_claims, &pos, &key, &obj)) {
+        const char *a = cJSON_GetStringValue(field(field(obj, "spec"), "address"));
+        if (!a)
+            continue;
+        if (k->n_claimed == cap) {
+            char **nv = realloc(k->claimed, (cap = cap ? 2 * cap : 8) * sizeof(*nv));
+            if (!nv)
+                return -ENOMEM;
+            k->claimed = nv;
+        }
+        if (!(k->claimed[k->n_claimed] = strdup(a)))
+            return -ENOMEM;
+        k->n_claimed++;
+    }
+    return r;
+}
+
+static void start_next(struct draplugin *p)
+{
+    if (p->running || !p->queue)
+        return;
+    struct call *k = p->queue;
+    p->queue = k->next;
+    p->running = k;
+    if (!(k->ck = cJSON_Duplicate(p->ck, true)) || collect_claimed(k) < 0) {
+        for (size_t i = 0; i < k->claims.n; i++)
+            (void)snprintf(k->dc[i].error, sizeof(k->dc[i].error), "out of memory");
+        on_call_done(&k->wj, true);
+        return;
+    }
+    k->wj.run = run_call;
+    k->wj.done = on_call_done;
+    worker_submit(p->cfg.worker, &k->wj);
+}
+
+static void enqueue(struct call *k)
+{
+    struct call **t = &k->p->queue;
+    while (*t)
+        t = &(*t)->next;
+    *t = k;
+    start_next(k->p);
+}
+
+/* What the loop knows about each device: who else holds it, its first driver, its attributes. */
+static void check_devices(struct call *k, struct dclaim *d)
+{
+    struct draplugin *p = k->p;
+    d->annotation = calloc(d->c.n ? d->c.n : 1, sizeof(*d->annotation));
+    d->attrs = calloc(d->c.n ? d->c.n : 1, sizeof(cJSON *));
+    d->cdi = calloc(d->c.n ? d->c.n : 1, sizeof(*d->cdi));
+    if (!d->annotation || !d->attrs || !d->cdi) {
+        (void)snprintf(d->error, sizeof(d->error), "out of memory");
+        return;
+    }
+    const struct map *scan = p->cfg.devices ? pcidevices_want(p->cfg.devices) : NULL;
+    for (size_t i = 0; i < d->c.n && !d->error[0]; i++) {
+        const char *a = d->c.devices[i].address;
+        char name[KUBE_NAME_MAX + 1] = "", who[2 * DRAPREP_NAME_SIZE];
+        (void)kube_names_pcidevice(p->cfg.node_name, a, name, sizeof(name));
+        if (draprep_checkpoint_original(p->ck, d->c.uid, a)) {
+            /* this claim holds it already (a repeated call): a later PCIDeviceClaim is the one
+             * refused */
+        } else if (p->pci_claims && kube_informer_get(p->pci_claims, name)) {
+            (void)snprintf(d->error, sizeof(d->error),
+                           "device %s is held by PCIDeviceClaim %s: delete that claim first", a,
+                           name);
+        } else if (draprep_checkpoint_holder(p->ck, a, d->c.uid, who, sizeof(who))) {
+            (void)snprintf(d->error, sizeof(d->error), "device %s is prepared for ResourceClaim %s",
+                           a, who);
+        }
+        const cJSON *dev = p->pci_devices ? kube_informer_get(p->pci_devices, name) : NULL;
+        const char *ann = cJSON_GetStringValue(field(field(field(dev, "metadata"), "annotations"),
+                                                     KUBE_PCIDEVICE_DRIVER_ANNOTATION));
+        (void)snprintf(d->annotation[i], sizeof(d->annotation[i]), "%s", ann ? ann : "");
+        const struct pcidevice_spec *spec = scan ? map_get(scan, name) : NULL;
+        cJSON *entry = spec ? draslices_device(spec) : NULL;
+        d->attrs[i] = entry ? cJSON_DetachItemFromObjectCaseSensitive(entry, "attributes") : NULL;
+        cJSON_Delete(entry);
+    }
+}
+
+static void claims_read(struct call *k)
+{
+    for (size_t i = 0; i < k->claims.n; i++)
+        if (!k->dc[i].error[0])
+            check_devices(k, &k->dc[i]);
+    enqueue(k);
+}
+
+static void on_claim(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct dclaim *d = userdata;
+    struct call *k = d->call;
+    struct err e = {""};
+    if (err)
+        (void)snprintf(d->error, sizeof(d->error), "cannot read ResourceClaim %s/%s: %.500s",
+                       d->ref->namespace_, d->ref->name,
+                       err->message[0] ? err->message : err->reason);
+    else if (draprep_parse(obj, d->ref->uid, DRASLICES_DRIVER, k->p->cfg.node_name, &d->c, &e) < 0)
+        (void)snprintf(d->error, sizeof(d->error), "%s", e.msg);
+    if (--k->pending == 0)
+        claims_read(k);
+}
+
+static struct call *call_new(struct draplugin *p, struct grpc_call *gc, bool prepare,
+                             const uint8_t *msg, size_t len)
+{
+    struct err e = {""};
+    struct call *k = calloc(1, sizeof(*k));
+    if (!k) {
+        grpc_call_finish(gc, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return NULL;
+    }
+    k->p = p;
+    p->calls++;
+    int r = draapi_decode_claims(msg, len, prepare, &k->claims, &e);
+    if (r == 0 && !(k->dc = calloc(k->claims.n ? k->claims.n : 1, sizeof(*k->dc)))) {
+        (void)err_set(&e, -ENOMEM, "out of memory");
+        r = -ENOMEM;
+    }
+    if (r < 0 || !k->dc) {
+        log_warning("Refused a malformed DRA request", KV_STR("message", e.msg));
+        grpc_call_finish(gc, r == -ENOMEM ? GRPC_RESOURCE_EXHAUSTED : GRPC_INVALID_ARGUMENT, e.msg);
+        call_free(k);
+        return NULL;
+    }
+    k->gc = gc;
+    k->prepare = prepare;
+    for (size_t i = 0; i < k->claims.n; i++) {
+        k->dc[i].call = k;
+        k->dc[i].ref = &k->claims.v[i];
+    }
+    grpc_call_on_cancel(gc, on_call_cancel, k);
+    return k;
+}
+
+/* A claim the checkpoint says is prepared: the devices from there, no API call. */
+static bool from_checkpoint(struct call *k, struct dclaim *d)
+{
+    const cJSON *entry = draprep_checkpoint_claim(k->p->ck, d->ref->uid);
+    const char **orig = NULL;
+    int *groups = NULL;
+    if (!entry || !cJSON_IsTrue(field(entry, "prepared")))
+        return false;
+    bool ok = draprep_checkpoint_entry(entry, d->ref->uid, &d->c, &orig, &groups) == 0;
+    if (!ok)
+        draprep_claim_done(&d->c);
+    free(orig);
+    free(groups);
+    return ok;
+}
+
+static void on_prepare(struct grpc_call *gc, const uint8_t *msg, size_t len, void *ud)
+{
+    struct draplugin *p = ud;
+    struct call *k = call_new(p, gc, true, msg, len);
+    if (!k)
+        return;
+    k->pending = 1; /* (held while the GETs start) */
+    for (size_t i = 0; i < k->claims.n; i++) {
+        struct dclaim *d = &k->dc[i];
+        if (from_checkpoint(k, d))
+            continue;
+        k->pending++;
+        int r = kube_client_get(p->cfg.http, &kube_res_resourceclaims, d->ref->namespace_,
+                                d->ref->name, on_claim, d);
+        if (r < 0) {
+            k->pending--;
+            (void)snprintf(d->error, sizeof(d->error), "cannot read ResourceClaim %s/%s: %s",
+                           d->ref->namespace_, d->ref->name, strerror(-r));
+        }
+    }
+    if (--k->pending == 0)
+        claims_read(k);
+}
+
+static void on_unprepare(struct grpc_call *gc, const uint8_t *msg, size_t len, void *ud)
+{
+    struct call *k = call_new(ud, gc, false, msg, len);
+    if (k)
+        enqueue(k);
+}
+
+/* --- registration ------------------------------------------------------------------------------
+ */
+
+static void on_get_info(struct grpc_call *gc, const uint8_t *msg, size_t len, void *ud)
+{
+    struct draplugin *p = ud;
+    struct buf out;
+    (void)msg;
+    (void)len;
+    buf_init(&out, 4096);
+    if (draapi_encode_info(DRASLICES_DRIVER, p->socket, &out) == 0 &&
+        grpc_call_reply(gc, (const uint8_t *)out.data, out.len) == 0)
+        grpc_call_finish(gc, GRPC_OK, NULL);
+    else
+        grpc_call_finish(gc, GRPC_INTERNAL, "cannot encode PluginInfo");
+    buf_free(&out);
+}
+
+static void on_notify(struct grpc_call *gc, const uint8_t *msg, size_t len, void *ud)
+{
+    struct draplugin *p = ud;
+    struct err e = {""};
+    char why[512] = "";
+    bool ok = false;
+    struct buf out;
+    buf_init(&out, 64);
+    if (draapi_decode_status(msg, len, &ok, why, sizeof(why), &e) < 0) {
+        log_warning("Malformed registration status from kubelet", KV_STR("message", e.msg));
+        grpc_call_finish(gc, GRPC_INVALID_ARGUMENT, e.msg);
+        buf_free(&out);
+        return;
+    }
+    if (ok) {
+        log_info("Kubelet registered the DRA plugin", KV_STR("driver", DRASLICES_DRIVER),
+                 KV_STR("socket", p->socket));
+        metrics_inc(p->registered);
+    } else {
+        log_error("Kubelet refused the DRA plugin", KV_STR("driver", DRASLICES_DRIVER),
+                  KV_STR("message", why));
+        metrics_inc(p->register_err);
+    }
+    if (draapi_encode_status_response(&out) == 0 &&
+        grpc_call_reply(gc, (const uint8_t *)out.data, out.len) == 0)
+        grpc_call_finish(gc, GRPC_OK, NULL);
+    else
+        grpc_call_finish(gc, GRPC_INTERNAL, "cannot encode the response");
+    buf_free(&out);
+}
+
+/* --- the part ----------------------------------------------------------------------------------
+ */
+
+static void register_metrics(struct draplugin *p)
+{
+    struct metrics *m = p->cfg.metrics;
+    static const char *const results[] = {"ok", "error", NULL};
+    struct metrics_series *s[2];
+    metrics_enum(m, METRICS_COUNTER, "hostdevd_dra_prepare_total",
+                 "Claims NodePrepareResources answered, by result.", "result", results, s);
+    p->prepare_ok = s[0];
+    p->prepare_err = s[1];
+    metrics_enum(m, METRICS_COUNTER, "hostdevd_dra_unprepare_total",
+                 "Claims NodeUnprepareResources released, by result.", "result", results, s);
+    p->unprepare_ok = s[0];
+    p->unprepare_err = s[1];
+    metrics_enum(m, METRICS_COUNTER, "hostdevd_dra_registrations_total",
+                 "Registration statuses kubelet sent the DRA plugin, by result.", "result", results,
+                 s);
+    p->registered = s[0];
+    p->register_err = s[1];
+    p->claims_gauge = metrics_one(m, METRICS_GAUGE, "hostdevd_dra_prepared_claims",
+                                  "ResourceClaims the checkpoint holds on this node.");
+}
+
+struct draplugin *draplugin_new(const struct draplugin_config *cfg)
+{
+    struct draplugin *p = calloc(1, sizeof(*p));
+    char kd[PATH_MAX];
+    if (!p)
+        return NULL;
+    p->cfg = *cfg;
+    if (!realpath(cfg->kubelet_dir, kd))
+        (void)snprintf(kd, sizeof(kd), "%s", cfg->kubelet_dir);
+    fmt_path(p->plugin_dir, sizeof(p->plugin_dir), "%s/plugins/%s", kd, DRASLICES_DRIVER);
+    fmt_path(p->socket, sizeof(p->socket), "%s/dra.sock", p->plugin_dir);
+    fmt_path(p->reg_socket, sizeof(p->reg_socket), "%s/plugins_registry/%s-reg.sock", kd,
+             DRASLICES_DRIVER);
+    (void)snprintf(p->ck_path, sizeof(p->ck_path), "%s/checkpoint.json", p->plugin_dir);
+    (void)snprintf(p->cdi_dir, sizeof(p->cdi_dir), "%s", cfg->cdi_dir);
+    p->env = (struct pcibind_env){.sysfs_fd = node_sysfs_open_root(cfg->sysfs_root),
+                                  .node_name = cfg->node_name,
+                                  .dev_root = cfg->dev_root,
+                                  .proc_root = cfg->proc_root};
+    if (p->env.sysfs_fd < 0 || !cfg->worker) {
+        log_error("Cannot make the DRA plugin", KV_STR("sysfs", cfg->sysfs_root),
+                  KV_ERRNO(p->env.sysfs_fd < 0 ? p->env.sysfs_fd : -EINVAL));
+        draplugin_free(p);
+        return NULL;
+    }
+    register_metrics(p);
+    return p;
+}
+
+void draplugin_set_caches(struct draplugin *p, struct kube_informer *pci_claims,
+                          struct kube_informer *pci_devices)
+{
+    p->pci_claims = pci_claims;
+    p->pci_devices = pci_devices;
+}
+
+static int load_checkpoint(struct draplugin *p)
+{
+    FILE *f = fopen(p->ck_path, "re");
+    struct err e = {""};
+    if (!f) {
+        int r = -errno;
+        if (r != -ENOENT) {
+            log_error("Cannot read the DRA checkpoint", KV_STR("path", p->ck_path), KV_ERRNO(r));
+            return r;
+        }
+        return (p->ck = draprep_checkpoint_new()) ? 0 : -ENOMEM;
+    }
+    struct buf b;
+    char chunk[8192];
+    size_t n;
+    buf_init(&b, 64u << 20);
+    int r = 0;
+    while (r == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        r = buf_add(&b, chunk, n);
+    (void)fclose(f);
+    if (r == 0)
+        r = draprep_checkpoint_parse(buf_str(&b) ? buf_str(&b) : "", &p->ck, &e);
+    buf_free(&b);
+    if (r < 0) {
+        /* Kept for a person to read: its originals are not guessed. */
+        char bad[PATH_MAX + 64];
+        (void)snprintf(bad, sizeof(bad), "%s.bad", p->ck_path);
+        (void)rename(p->ck_path, bad);
+        log_error("The DRA checkpoint is malformed: set aside, starting empty", KV_STR("path", bad),
+                  KV_STR("message", e.msg));
+        return (p->ck = draprep_checkpoint_new()) ? 0 : -ENOMEM;
+    }
+    return 0;
+}
+
+int draplugin_start(struct draplugin *p)
+{
+    const struct grpc_method dra[] = {{DRAAPI_PREPARE, false, on_prepare, p},
+                                      {DRAAPI_UNPREPARE, false, on_unprepare, p}};
+    const struct grpc_method reg[] = {{DRAAPI_GET_INFO, false, on_get_info, p},
+                                      {DRAAPI_NOTIFY, false, on_notify, p}};
+    struct err e = {""};
+    char dir[PATH_MAX];
+    struct stat st;
+    (void)snprintf(dir, sizeof(dir), "%s", p->reg_socket);
+    *strrchr(dir, '/') = '\0';
+    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        /* No kubelet here (kubelet makes its registry when it starts, before any agent Pod). */
+        log_warning("No kubelet plugin registry: the DRA plugin is not served", KV_STR("dir", dir),
+                    KV_STR("hint", "--kubelet-dir: kubelet's root directory"));
+        p->started = true;
+        return 0;
+    }
+    int r = mkdir_p(p->plugin_dir);
+    if (r < 0) {
+        log_error("Cannot make the DRA plugin's directories", KV_STR("dir", p->plugin_dir),
+                  KV_ERRNO(r));
+        return r;
+    }
+    if ((r = load_checkpoint(p)) < 0)
+        return r;
+    metrics_set(p->claims_gauge, cJSON_GetArraySize(field(p->ck, "claims")));
+    r = grpc_server_new(p->cfg.loop, p->socket, dra, 2, &p->srv, &e);
+    if (r == 0) /* registration last: kubelet dials the DRA socket at once */
+        r = grpc_server_new(p->cfg.loop, p->reg_socket, reg, 2, &p->reg, &e);
+    if (r < 0) {
+        log_error("Cannot serve the DRA plugin", KV_STR("message", e.msg));
+        return r;
+    }
+    p->started = true;
+    log_info("Serving the DRA plugin", KV_STR("driver", DRASLICES_DRIVER),
+             KV_STR("socket", p->socket), KV_STR("registration", p->reg_socket),
+             KV_INT("preparedClaims", cJSON_GetArraySize(field(p->ck, "claims"))));
+    return 0;
+}
+
+bool draplugin_holder(const struct draplugin *p, const char *address, char *buf, size_t size)
+{
+    return p && p->ck && draprep_checkpoint_holder(p->ck, address, NULL, buf, size);
+}
+
+bool draplugin_ready(struct buf *why, void *userdata)
+{
+    const struct draplugin *p = userdata;
+    if (!p->started)
+        (void)buf_printf(why, "the DRA plugin does not serve yet");
+    return p->started;
+}
+
+void draplugin_stop(void *userdata)
+{
+    struct draplugin *p = userdata;
+    p->stopping = true;
+    /* No new registration: kubelet stops sending calls (the DRA socket stays for those in
+     * flight). */
+    p->reg = grpc_server_free(p->reg);
+}
+
+int draplugin_in_flight(void *userdata)
+{
+    const struct draplugin *p = userdata;
+    return p->calls;
+}
+
+void draplugin_free(void *userdata)
+{
+    struct draplugin *p = userdata;
+    if (!p)
+        return;
+    p->reg = grpc_server_free(p->reg);
+    p->srv = grpc_server_free(p->srv);
+    cJSON_Delete(p->ck);
+    if (p->env.sysfs_fd >= 0)
+        close(p->env.sysfs_fd);
+    free(p);
+}

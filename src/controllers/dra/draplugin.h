@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/dra/draplugin.h - the agent's kubelet DRA plugin for driver vfio-pci.hostdevd.io
+ * (docs/dra.md), on the C gRPC server (kubelet/grpc.h) with the messages of kubelet/draapi.h.
+ *
+ * Registration: a socket in <kubelet dir>/plugins_registry (vfio-pci.hostdevd.io-reg.sock)
+ * answers kubelet's GetInfo with {DRAPlugin, vfio-pci.hostdevd.io, <plugin dir>/dra.sock,
+ * [v1.DRAPlugin]}; kubelet dials the DRA socket and says whether it registered
+ * (NotifyRegistrationStatus, logged and counted). The plugin directory is
+ * <kubelet dir>/plugins/vfio-pci.hostdevd.io; it holds the checkpoint and the metadata files.
+ *
+ * NodePrepareResources: for each claim, the allocation (GET of the ResourceClaim; a claim the
+ * checkpoint says is prepared is answered from it, with no API call) names the devices of our
+ * driver in this node's pool. A device a PCIDeviceClaim holds or another prepared claim holds
+ * is an error for that claim. Then, on the worker thread and one call at a time: each device's
+ * original driver is recorded in the checkpoint (written atomically) before anything changes,
+ * the device is bound with the PCIDeviceClaim's verified steps (controllers/claims/pcibind.h: the
+ * host-critical and whole-IOMMU-group checks, vfio-pci loaded, bind, verify), then the
+ * metadata files and the CDI spec are written and the claim is marked prepared. The answer
+ * gives each device its two CDI ids (the VFIO device nodes, the metadata mount). A failure is
+ * that claim's error (kubelet retries); the devices this attempt bound are restored.
+ * Preparing a prepared claim again (kubelet repeats calls after restarts) binds nothing twice
+ * and answers the same.
+ *
+ * NodeUnprepareResources: a claim the checkpoint does not know is done. Otherwise, if a
+ * process holds the IOMMU group of one of its devices (/dev/vfio/<group> open), the claim's
+ * error says so and nothing changes (kubelet retries); else each device gets its original
+ * driver back (none to restore when it was on vfio-pci before), the CDI spec and metadata
+ * files go and the entry leaves the checkpoint.
+ *
+ * draplugin_holder() tells the PCIDeviceClaim reconciler which devices DRA holds (it refuses a
+ * claim on them); `on_release` runs after an unprepare freed devices. Logs; metrics
+ * hostdevd_dra_*.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct buf;
+struct ev_loop;
+struct kube_http;
+struct kube_informer;
+struct metrics;
+struct pcidevices;
+struct worker;
+struct draplugin;
+
+struct draplugin_config {
+    struct ev_loop *loop;
+    struct kube_http *http;
+    struct metrics *metrics;
+    struct worker *worker;
+    const char *node_name;
+    const char *kubelet_dir; /* plugins_registry/ and plugins/ below it */
+    const char *cdi_dir;     /* where CDI specs go (/var/run/cdi) */
+    const char *sysfs_root, *dev_root, *proc_root;
+    const struct pcidevices *devices; /* the last PCI scan: the metadata's attributes */
+    void (*on_release)(void *userdata);
+    void *userdata;
+};
+
+struct draplugin *draplugin_new(const struct draplugin_config *cfg);
+/* The caches it reads: this node's PCIDeviceClaims and PCIDevices (borrowed). */
+void draplugin_set_caches(struct draplugin *p, struct kube_informer *pci_claims,
+                          struct kube_informer *pci_devices);
+/* Loads the checkpoint, serves both sockets. Returns 0 or a negative errno (logged). */
+int draplugin_start(struct draplugin *p);
+/* Whether a prepared (or preparing) claim holds `address`: its "namespace/name" in buf. */
+bool draplugin_holder(const struct draplugin *p, const char *address, char *buf, size_t size);
+
+/* Process part hooks (controllers/runtime/process.h); userdata is the plugin. */
+bool draplugin_ready(struct buf *why, void *userdata);
+void draplugin_stop(void *userdata);
+int draplugin_in_flight(void *userdata);
+void draplugin_free(void *userdata);

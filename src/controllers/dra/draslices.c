@@ -1,0 +1,606 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/dra/draslices.c - the agent's DRA ResourceSlices: the wanted pool and its write plan
+ * (pure: no I/O, no logging), and the reconciler on the runner that carries it out. See
+ * draslices.h.
+ */
+#include "controllers/dra/draslices.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/map.h"
+#include "base/metrics.h"
+#include "base/names.h"
+#include "controllers/devices/devwrite.h"
+#include "controllers/devices/nodeuid.h"
+#include "controllers/devices/pcidevice.h"
+#include "controllers/runtime/runner.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+
+#define STD_PREFIX "resource.kubernetes.io/"
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+int draslices_device_name(const char *address, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "pci-%s", address);
+    if (n < 0 || (size_t)n >= size)
+        return -EINVAL;
+    for (char *c = buf; *c; c++)
+        if (*c == ':' || *c == '.')
+            *c = '-';
+    return names_is_dns_label(buf) ? 0 : -EINVAL;
+}
+
+/* `s` cut to the API's limit of a string attribute, never inside a UTF-8 sequence. */
+static void cut(char out[DRASLICES_STRING_MAX + 1], const char *s)
+{
+    size_t n = strlen(s);
+    if (n > DRASLICES_STRING_MAX) {
+        n = DRASLICES_STRING_MAX;
+        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+            n--; /* s[n], the first byte left out, continues a character: leave that out too */
+    }
+    memcpy(out, s, n);
+    out[n] = '\0';
+}
+
+static bool attr_str(cJSON *attrs, const char *name, const char *value)
+{
+    cJSON *a = cJSON_AddObjectToObject(attrs, name);
+    return cJSON_AddStringToObject(a, "string", value) != NULL;
+}
+
+static bool attr_int(cJSON *attrs, const char *name, long long value)
+{
+    cJSON *a = cJSON_AddObjectToObject(attrs, name);
+    return cJSON_AddNumberToObject(a, "int", (double)value) != NULL;
+}
+
+cJSON *draslices_device(const struct pcidevice_spec *s)
+{
+    char name[64], desc[DRASLICES_STRING_MAX + 1];
+    if (draslices_device_name(s->address, name, sizeof(name)) < 0)
+        return NULL;
+    cJSON *d = cJSON_CreateObject();
+    bool ok = cJSON_AddStringToObject(d, "name", name) != NULL;
+    cJSON *attrs = cJSON_AddObjectToObject(d, "attributes");
+    ok = ok && attrs;
+    ok = attr_str(attrs, STD_PREFIX "pciBusID", s->address) && ok;
+    if (s->pcie_root[0])
+        ok = attr_str(attrs, STD_PREFIX "pcieRoot", s->pcie_root) && ok;
+    if (s->numa_node >= 0)
+        ok = attr_int(attrs, STD_PREFIX "numaNode", s->numa_node) && ok;
+    ok = attr_str(attrs, "vendorID", s->vendor_id) && ok;
+    ok = attr_str(attrs, "deviceID", s->device_id) && ok;
+    ok = attr_str(attrs, "classID", s->class_id) && ok;
+    if (s->iommu_group[0])
+        ok = attr_int(attrs, "iommuGroup", strtoll(s->iommu_group, NULL, 10)) && ok;
+    ok = attr_str(attrs, "driver", s->driver) && ok;
+    cut(desc, s->description);
+    ok = attr_str(attrs, "description", desc) && ok;
+    if (!ok) {
+        cJSON_Delete(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* --- the plan --------------------------------------------------------------------------------- */
+
+static int compare_specs(const void *a, const void *b)
+{
+    const struct pcidevice_spec *const *x = a, *const *y = b;
+    return strcmp((*x)->address, (*y)->address);
+}
+
+/* Classes never offered to DRA, whatever their blockers say: a class-wide selector ("any
+ * device of the driver") must not be able to take the platform's bridges or SMBus controller. */
+static bool platform_class(const char *class_id)
+{
+    static const char *const never[] = {"0600", "0601", "0604", "0c05"};
+    for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+        if (strncmp(class_id, never[i], 4) == 0)
+            return true;
+    return false;
+}
+
+/* The pool's devices in address order: those of the scan no blocker stops and no claim holds,
+ * bridges and the SMBus controller left out. */
+static int wanted_devices(const struct draslices_input *in, cJSON **ret)
+{
+    size_t n = map_size(in->devices), k = 0, pos = 0;
+    const struct pcidevice_spec **v = calloc(n ? n : 1, sizeof(struct pcidevice_spec *));
+    cJSON *list = cJSON_CreateArray();
+    void *val;
+    while (v && list && map_next(in->devices, &pos, NULL, &val)) {
+        const struct pcidevice_spec *s = val;
+        if (s->n_blockers == 0 && !platform_class(s->class_id) &&
+            !(in->claimed && map_contains(in->claimed, s->address)))
+            v[k++] = s;
+    }
+    if (v)
+        qsort(v, k, sizeof(struct pcidevice_spec *), compare_specs);
+    for (size_t i = 0; v && list && i < k; i++) {
+        cJSON *d = draslices_device(v[i]);
+        if (!d || !cJSON_AddItemToArray(list, d)) {
+            cJSON_Delete(d);
+            cJSON_Delete(list);
+            list = NULL;
+        }
+    }
+    free(v);
+    if (!list)
+        return -ENOMEM;
+    *ret = list;
+    return 0;
+}
+
+static int slice_name(const char *node, size_t i, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "%s-vfio-pci-%zu", node, i);
+    if (n < 0 || (size_t)n >= size || n > 253)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+static const cJSON *cached(const struct draslices_input *in, const char *name)
+{
+    for (size_t i = 0; i < in->n_slices; i++) {
+        const char *have = kube_meta_str(in->slices[i], "name");
+        if (have && strcmp(have, name) == 0)
+            return in->slices[i];
+    }
+    return NULL;
+}
+
+static bool same_devices(const cJSON *have_spec, const cJSON *want)
+{
+    const cJSON *have = get(have_spec, "devices");
+    if (!have || cJSON_IsNull(have))
+        return cJSON_GetArraySize(want) == 0;
+    return cJSON_Compare(have, want, true);
+}
+
+static long long pool_number(const cJSON *slice, const char *field)
+{
+    const cJSON *v = get(get(get(slice, "spec"), "pool"), field);
+    return cJSON_IsNumber(v) ? (long long)v->valuedouble : -1;
+}
+
+/* The generation the pool gets: the cached one while its content is as wanted (every cached
+ * slice wanted, all of one generation, with the wanted devices and slice count), else the
+ * highest cached + 1. */
+static long long generation(const struct draslices_input *in, cJSON *const *chunks, size_t count)
+{
+    long long max = 0, first = in->n_slices ? pool_number(in->slices[0], "generation") : 0;
+    bool same = in->n_slices == count;
+    for (size_t i = 0; i < in->n_slices; i++) {
+        long long g = pool_number(in->slices[i], "generation");
+        if (g > max)
+            max = g;
+        same = same && g == first &&
+               pool_number(in->slices[i], "resourceSliceCount") == (long long)count;
+    }
+    for (size_t i = 0; same && i < count; i++) {
+        char name[300];
+        const cJSON *have =
+                slice_name(in->node, i, name, sizeof(name)) == 0 ? cached(in, name) : NULL;
+        same = have && same_devices(get(have, "spec"), chunks[i]);
+    }
+    return same ? first : max + 1;
+}
+
+static cJSON *slice_spec(const struct draslices_input *in, const cJSON *devices, long long gen,
+                         size_t count, bool patch)
+{
+    cJSON *spec = cJSON_CreateObject();
+    cJSON_AddStringToObject(spec, "driver", DRASLICES_DRIVER);
+    cJSON_AddStringToObject(spec, "nodeName", in->node);
+    cJSON *pool = cJSON_AddObjectToObject(spec, "pool");
+    cJSON_AddStringToObject(pool, "name", in->node);
+    cJSON_AddNumberToObject(pool, "generation", (double)gen);
+    cJSON_AddNumberToObject(pool, "resourceSliceCount", (double)count);
+    if (cJSON_GetArraySize(devices) > 0)
+        cJSON_AddItemToObject(spec, "devices", cJSON_Duplicate(devices, true));
+    else if (patch)
+        cJSON_AddNullToObject(spec, "devices"); /* a merge patch removes them */
+    return spec;
+}
+
+static bool spec_differs(const cJSON *have, const cJSON *want)
+{
+    const cJSON *hs = get(have, "spec");
+    static const char *const fields[] = {"driver", "nodeName", "pool"};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        const cJSON *h = get(hs, fields[i]);
+        if (!h || !cJSON_Compare(h, get(want, fields[i]), true))
+            return true;
+    }
+    const cJSON *wd = get(want, "devices");
+    return !same_devices(hs, cJSON_IsArray(wd) ? wd : NULL);
+}
+
+/* The write of slice `i` (CREATE or PATCH), or none (w->body NULL) when it is as wanted. */
+static int plan_slice(const struct draslices_input *in, size_t i, const cJSON *devices,
+                      long long gen, size_t count, struct draslices_write *w)
+{
+    *w = (struct draslices_write){0};
+    int r = slice_name(in->node, i, w->name, sizeof(w->name));
+    if (r < 0)
+        return r;
+    const cJSON *have = cached(in, w->name);
+    cJSON *spec = slice_spec(in, devices, gen, count, have != NULL);
+    if (!have) {
+        w->verb = DRASLICES_CREATE;
+        w->body = devwrite_new_object("ResourceSlice", w->name, in->node, in->node_uid);
+        cJSON_ReplaceItemInObjectCaseSensitive(w->body, "apiVersion",
+                                               cJSON_CreateString("resource.k8s.io/v1"));
+        if (!w->body || !spec) {
+            cJSON_Delete(spec);
+            cJSON_Delete(w->body);
+            w->body = NULL;
+            return -ENOMEM;
+        }
+        cJSON_ReplaceItemInObjectCaseSensitive(w->body, "spec", spec);
+        return 0;
+    }
+    cJSON *meta = devwrite_meta_diff(get(have, "metadata"), in->node, in->node_uid);
+    if ((!meta || !meta->child) && !spec_differs(have, spec)) {
+        cJSON_Delete(meta);
+        cJSON_Delete(spec);
+        return 0;
+    }
+    w->verb = DRASLICES_PATCH;
+    w->body = cJSON_CreateObject();
+    if (!w->body || !meta || !spec) {
+        cJSON_Delete(meta);
+        cJSON_Delete(spec);
+        cJSON_Delete(w->body);
+        w->body = NULL;
+        return -ENOMEM;
+    }
+    cJSON_AddStringToObject(meta, "resourceVersion", kube_meta_str(have, "resourceVersion"));
+    cJSON_AddItemToObject(w->body, "metadata", meta);
+    cJSON_AddItemToObject(w->body, "spec", spec);
+    return 0;
+}
+
+/* Deletes of the cached slices that are not wanted (index >= count, or a name not ours). */
+static int plan_deletes(const struct draslices_input *in, size_t count, struct draslices_plan *p)
+{
+    for (size_t i = 0; i < in->n_slices; i++) {
+        const char *name = kube_meta_str(in->slices[i], "name");
+        const char *uid = kube_meta_str(in->slices[i], "uid");
+        bool wanted = false;
+        for (size_t k = 0; name && !wanted && k < count; k++) {
+            char want[300];
+            wanted = slice_name(in->node, k, want, sizeof(want)) == 0 && strcmp(want, name) == 0;
+        }
+        if (!name || wanted)
+            continue;
+        struct draslices_write *w = &p->writes[p->n++];
+        *w = (struct draslices_write){.verb = DRASLICES_DELETE};
+        (void)snprintf(w->name, sizeof(w->name), "%s", name);
+        (void)snprintf(w->uid, sizeof(w->uid), "%s", uid ? uid : "");
+    }
+    return 0;
+}
+
+/* Splits `devs` (taken) into `count` arrays of at most DRASLICES_MAX_DEVICES. */
+static cJSON **split(cJSON *devs, size_t count)
+{
+    cJSON **chunks = calloc(count, sizeof(cJSON *));
+    for (size_t i = 0; chunks && i < count; i++) {
+        chunks[i] = cJSON_CreateArray();
+        for (int k = 0; chunks[i] && k < DRASLICES_MAX_DEVICES && cJSON_GetArraySize(devs) > 0; k++)
+            cJSON_AddItemToArray(chunks[i], cJSON_DetachItemFromArray(devs, 0));
+    }
+    cJSON_Delete(devs);
+    return chunks;
+}
+
+static void free_chunks(cJSON **chunks, size_t count)
+{
+    for (size_t i = 0; chunks && i < count; i++)
+        cJSON_Delete(chunks[i]);
+    free(chunks);
+}
+
+int draslices_plan(const struct draslices_input *in, struct draslices_plan *ret)
+{
+    *ret = (struct draslices_plan){0};
+    cJSON *devs = NULL;
+    int r = wanted_devices(in, &devs);
+    if (r < 0)
+        return r;
+    size_t n_devs = (size_t)cJSON_GetArraySize(devs);
+    size_t count = n_devs ? (n_devs + DRASLICES_MAX_DEVICES - 1) / DRASLICES_MAX_DEVICES : 1;
+    cJSON **chunks = split(devs, count);
+    ret->writes = chunks ? calloc(count + in->n_slices, sizeof(*ret->writes)) : NULL;
+    if (!ret->writes) {
+        free_chunks(chunks, count);
+        return -ENOMEM;
+    }
+    ret->generation = generation(in, chunks, count);
+    ret->devices = n_devs;
+    r = plan_deletes(in, count, ret);
+    for (size_t i = 0; r == 0 && i < count; i++) {
+        r = plan_slice(in, i, chunks[i], ret->generation, count, &ret->writes[ret->n]);
+        if (r == 0 && ret->writes[ret->n].body)
+            ret->n++;
+    }
+    free_chunks(chunks, count);
+    if (r < 0)
+        draslices_plan_done(ret);
+    return r;
+}
+
+void draslices_plan_done(struct draslices_plan *p)
+{
+    for (size_t i = 0; p->writes && i < p->n; i++)
+        cJSON_Delete(p->writes[i].body);
+    free(p->writes);
+    *p = (struct draslices_plan){0};
+}
+
+/* --- the reconciler ---------------------------------------------------------------------------
+ * Not pure: it carries plans out on the runner, one write at a time, each logged. */
+
+struct draslices {
+    struct draslices_config cfg;
+    struct runner *runner;
+    struct metrics_series *writes[DEVWRITE_VERBS];
+};
+
+struct job {
+    struct draslices *s;
+    struct runner_job *rj;
+    struct draslices_plan plan;
+    size_t next;
+};
+
+static void job_free(void *p)
+{
+    struct job *j = p;
+    draslices_plan_done(&j->plan);
+    free(j);
+}
+
+/* The PCI addresses this node's PCIDeviceClaims hold (a claim being deleted still does). */
+static struct map *claimed(const struct draslices *s)
+{
+    struct map *m = map_new(NULL);
+    size_t pos = 0;
+    const char *key;
+    const cJSON *claim;
+    while (m && kube_informer_next(s->cfg.claims, &pos, &key, &claim)) {
+        const cJSON *spec = get(claim, "spec");
+        const char *address = cJSON_GetStringValue(get(spec, "address"));
+        const char *node = cJSON_GetStringValue(get(spec, "nodeName"));
+        if (address && node && strcmp(node, s->cfg.node_name) == 0 &&
+            map_put(m, address, (void *)s) < 0)
+            m = map_free(m);
+    }
+    return m;
+}
+
+static const cJSON **cached_slices(const struct draslices *s, size_t *ret_n)
+{
+    struct kube_informer *inf = runner_informer(s->runner);
+    const cJSON **v = calloc(kube_informer_size(inf) + 1, sizeof(cJSON *));
+    size_t pos = 0, n = 0;
+    const char *key;
+    const cJSON *obj;
+    while (v && kube_informer_next(inf, &pos, &key, &obj))
+        v[n++] = obj;
+    *ret_n = n;
+    return v;
+}
+
+static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_plan)
+{
+    struct draslices *s = ctx;
+    (void)obj;
+    *ret_plan = NULL;
+    if (strcmp(key, s->cfg.node_name) != 0)
+        return 0; /* a slice's own key: its event queued the pool */
+    struct draslices_input in = {.node = s->cfg.node_name,
+                                 .node_uid = nodeuid_get(s->cfg.node),
+                                 .devices = pcidevices_want(s->cfg.devices),
+                                 .claimed = claimed(s)};
+    const cJSON **slices = cached_slices(s, &in.n_slices);
+    in.slices = slices;
+    struct job *j = calloc(1, sizeof(*j));
+    int r = j && slices && in.claimed ? draslices_plan(&in, &j->plan) : -ENOMEM;
+    free(slices);
+    map_free((struct map *)in.claimed);
+    if (r < 0 || j->plan.n == 0) {
+        if (j)
+            job_free(j);
+        return r;
+    }
+    j->s = s;
+    *ret_plan = j;
+    return 0;
+}
+
+static void write_next(struct job *j);
+
+static void on_write(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct job *j = userdata;
+    const struct draslices_write *w = &j->plan.writes[j->next - 1];
+    bool deleting = w->verb == DRASLICES_DELETE;
+    if (err && !(deleting && kube_err_is_not_found(err))) {
+        bool stale = kube_err_is_conflict(err);
+        if (stale)
+            log_info("ResourceSlice changed meanwhile; planning again", KV_STR("name", w->name));
+        else
+            log_error("Failed to write ResourceSlice", KV_STR("name", w->name),
+                      KV_INT("http", err->http), KV_STR("reason", err->reason),
+                      KV_STR("message", err->message));
+        runner_job_done(j->rj, stale ? RUNNER_STALE : RUNNER_RETRY, 0);
+        return;
+    }
+    runner_job_wrote(j->rj, deleting ? NULL : obj);
+    write_next(j);
+}
+
+static int write_one(struct job *j, const struct draslices_write *w)
+{
+    struct kube_http *h = j->s->cfg.http;
+    const struct kube_resource *res = &kube_res_resourceslices;
+    if (w->verb == DRASLICES_DELETE) {
+        metrics_inc(j->s->writes[DEVWRITE_DELETE]);
+        log_info("Deleting ResourceSlice", KV_STR("name", w->name));
+        return kube_client_delete(h, res, NULL, w->name, w->uid[0] ? w->uid : NULL, NULL, on_write,
+                                  j);
+    }
+    bool create = w->verb == DRASLICES_CREATE;
+    metrics_inc(j->s->writes[create ? DEVWRITE_CREATE : DEVWRITE_PATCH]);
+    log_info(create ? "Creating ResourceSlice" : "Updating ResourceSlice", KV_STR("name", w->name),
+             KV_INT("generation", j->plan.generation), KV_INT("poolDevices", j->plan.devices));
+    if (create)
+        return kube_client_create(h, res, NULL, w->body, on_write, j);
+    char *patch = cJSON_PrintUnformatted(w->body);
+    int e = patch ? kube_client_patch(h, res, NULL, w->name, KUBE_PATCH_MERGE, patch, false,
+                                      on_write, j)
+                  : -ENOMEM;
+    cJSON_free(patch);
+    return e;
+}
+
+static void write_next(struct job *j)
+{
+    if (j->next >= j->plan.n) {
+        runner_job_done(j->rj, RUNNER_DONE, 0);
+        return;
+    }
+    const struct draslices_write *w = &j->plan.writes[j->next++];
+    int e = write_one(j, w);
+    if (e < 0) {
+        log_error("Cannot start a request", KV_STR("kind", "ResourceSlice"),
+                  KV_STR("name", w->name), KV_ERRNO(e));
+        runner_job_done(j->rj, RUNNER_RETRY, 0);
+    }
+}
+
+static void act(struct runner_job *job, void *plan, void *ctx)
+{
+    struct job *j = plan;
+    (void)ctx;
+    j->rj = job;
+    write_next(j);
+}
+
+static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
+{
+    struct draslices *s = ctx;
+    (void)key;
+    (void)obj;
+    (void)ev;
+    runner_enqueue(s->runner, s->cfg.node_name);
+}
+
+/* Not before a scan (an empty one would empty the pool) and the claims are known (a claimed
+ * device would join the pool for a moment). */
+static bool can_start(void *ctx)
+{
+    const struct draslices *s = ctx;
+    return pcidevices_want(s->cfg.devices) && s->cfg.claims &&
+           kube_informer_has_synced(s->cfg.claims) && nodeuid_answered(s->cfg.node);
+}
+
+static const struct runner_ops ops = {
+        .plan = plan_key,
+        .act = act,
+        .plan_free = job_free,
+        .on_event = on_event,
+        .can_start = can_start,
+};
+
+/* --- the reconciler's life ------------------------------------------------------------------ */
+
+struct draslices *draslices_new(const struct draslices_config *cfg)
+{
+    struct draslices *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->cfg = *cfg;
+    char selector[400];
+    (void)snprintf(selector, sizeof(selector), "spec.nodeName=%s,spec.driver=%s", cfg->node_name,
+                   DRASLICES_DRIVER);
+    struct runner_config rc = {
+            .name = "resourceslice",
+            .loop = cfg->loop,
+            .http = cfg->http,
+            .informer = {.resource = &kube_res_resourceslices, .field_selector = selector},
+            .max_in_flight = 1,
+            .metrics = cfg->metrics,
+            .ops = &ops,
+            .ctx = s,
+    };
+    s->runner = runner_new(&rc);
+    if (!s->runner) {
+        draslices_free(s);
+        return NULL;
+    }
+    devwrite_register(cfg->metrics, "ResourceSlice", s->writes);
+    return s;
+}
+
+int draslices_start(struct draslices *s)
+{
+    int r = runner_start(s->runner);
+    if (r == 0)
+        draslices_sync(s);
+    return r;
+}
+
+void draslices_sync(struct draslices *s)
+{
+    if (s && s->runner)
+        runner_enqueue(s->runner, s->cfg.node_name);
+}
+
+bool draslices_ready(struct buf *why, void *userdata)
+{
+    const struct draslices *s = userdata;
+    if (!runner_has_synced(s->runner))
+        (void)buf_adds(why, "ResourceSlice informer has not synced");
+    else if (!runner_converged(s->runner))
+        (void)buf_adds(why, "the ResourceSlices are not written yet");
+    return runner_converged(s->runner);
+}
+
+void draslices_stop(void *userdata)
+{
+    struct draslices *s = userdata;
+    runner_stop(s->runner);
+}
+
+int draslices_in_flight(void *userdata)
+{
+    const struct draslices *s = userdata;
+    return runner_in_flight(s->runner);
+}
+
+void draslices_free(void *userdata)
+{
+    struct draslices *s = userdata;
+    if (!s)
+        return;
+    s->runner = runner_free(s->runner);
+    free(s);
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/dra/draslices.h - the agent's DRA ResourceSlices (resource.k8s.io/v1): what this
+ * node's pool should hold and the fewest writes that get it there (pure: no I/O, no logging,
+ * unit-tested), and the reconciler that carries them out on the runner
+ * (controllers/runtime/runner.h).
+ *
+ * Driver DRASLICES_DRIVER, one pool per node named like the node, slices `<node>-vfio-pci-<i>`
+ * (spec.nodeName = node, DRASLICES_MAX_DEVICES devices each, ownerReference to the Node). A
+ * device is a PCI function of the last scan with no passthrough blocker that no PCIDeviceClaim
+ * holds: a claimed device leaves the pool and comes back when its claim is gone. Device name
+ * `pci-<address with ':' and '.' as '-'>`; attributes (docs/dra.md):
+ *   resource.kubernetes.io/pciBusID   string  "0000:65:00.0"
+ *   resource.kubernetes.io/pcieRoot   string  "pci0000:64" (left out when unknown)
+ *   resource.kubernetes.io/numaNode   int     (left out when sysfs says -1)
+ *   vendorID, deviceID                string  4 hex digits, as the PCIDevice's vendorId/deviceId
+ *   classID                           string  4 hex digits (class and subclass, "0200"), as
+ *                                             the PCIDevice's classId
+ *   iommuGroup                        int     (left out when the device has none)
+ *   driver                            string  the kernel driver now, "" when none
+ *   description                       string  the PCIDevice's, cut to 64 bytes (the API limit)
+ *
+ * spec.pool.generation: the generation of the cached slices while the pool's content (devices,
+ * attributes, slice count) is unchanged; the highest cached generation + 1 when it changes,
+ * on every slice of the pool (consumers ignore slices of an older generation).
+ *
+ * The reconciler has one key, the pool (the node's name): a generation is a fact of the whole
+ * pool and a device may move from one slice to the next, so the slices are planned together.
+ * Its informer caches this node's slices of our driver (field selectors spec.nodeName and
+ * spec.driver); an event of any of them queues the pool. It reads the PCI scan
+ * (controllers/devices/pcidevice.h) and the PCIDeviceClaim cache, and starts once both are there.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define DRASLICES_DRIVER      "vfio-pci.hostdevd.io"
+#define DRASLICES_MAX_DEVICES 128 /* per slice: the API's limit */
+#define DRASLICES_STRING_MAX  64  /* bytes of a string attribute: the API's limit */
+
+struct cJSON;
+struct map;
+struct pcidevice_spec;
+
+/* "pci-0000-65-00-0" for "0000:65:00.0". Returns 0, or -EINVAL when it is no DNS label. */
+int draslices_device_name(const char *address, char *buf, size_t size);
+
+/* The device entry of a slice for `s` ({"name", "attributes"}). NULL on OOM or a bad address. */
+struct cJSON *draslices_device(const struct pcidevice_spec *s);
+
+struct draslices_input {
+    const char *node;                  /* the pool, and spec.nodeName */
+    const char *node_uid;              /* NULL while unknown: no ownerReference */
+    const struct map *devices;         /* name -> struct pcidevice_spec: the last scan */
+    const struct map *claimed;         /* set of PCI addresses a PCIDeviceClaim holds */
+    const struct cJSON *const *slices; /* the cached slices of the pool */
+    size_t n_slices;
+};
+
+enum draslices_verb { DRASLICES_CREATE, DRASLICES_PATCH, DRASLICES_DELETE };
+
+struct draslices_write {
+    enum draslices_verb verb;
+    char name[254];
+    char uid[64];       /* DELETE: the precondition */
+    struct cJSON *body; /* CREATE: the object; PATCH: a merge patch with the resourceVersion */
+};
+
+struct draslices_plan {
+    struct draslices_write *writes; /* deletes first, then creates and patches by index */
+    size_t n;
+    long long generation; /* of the pool after the plan */
+    size_t devices;       /* in the pool after the plan */
+};
+
+/* Plans the writes that make the cached slices the wanted ones. Returns 0 (an empty plan,
+ * n == 0, means converged) or -ENOMEM. Free with draslices_plan_done(). */
+int draslices_plan(const struct draslices_input *in, struct draslices_plan *ret);
+void draslices_plan_done(struct draslices_plan *p);
+
+/* --- the reconciler (logs; runs on the loop) ------------------------------------------------ */
+
+struct buf;
+struct ev_loop;
+struct kube_http;
+struct kube_informer;
+struct metrics;
+struct nodeuid;
+struct pcidevices;
+struct draslices;
+
+struct draslices_config {
+    struct ev_loop *loop;
+    struct kube_http *http;
+    struct metrics *metrics;
+    const char *node_name;            /* borrowed: must outlive the reconciler */
+    const struct nodeuid *node;       /* the Node's uid, for the ownerReference */
+    const struct pcidevices *devices; /* the last PCI scan */
+    struct kube_informer *claims;     /* this node's PCIDeviceClaims */
+};
+
+struct draslices *draslices_new(const struct draslices_config *cfg);
+int draslices_start(struct draslices *s);
+/* Queues the pool (a scan, a claim or the Node's uid changed). */
+void draslices_sync(struct draslices *s);
+
+/* Process part hooks (controllers/runtime/process.h); userdata is the reconciler. */
+bool draslices_ready(struct buf *why, void *userdata);
+void draslices_stop(void *userdata);
+int draslices_in_flight(void *userdata);
+void draslices_free(void *userdata);

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/kubevirt/kubevirt.c - the KubeVirt permittedHostDevices reconciler (see kubevirt.h).
+ */
+#include "controllers/kubevirt/kubevirt.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/map.h"
+#include "base/metrics.h"
+#include "base/names.h"
+#include "controllers/objects/claimstatus.h"
+#include "controllers/deviceplugin/devplugin.h"
+#include "controllers/kubevirt/permitted.h"
+#include "controllers/runtime/runner.h"
+#include "controllers/claims/usbclaim.h"
+#include "kube/client.h"
+#include "kube/events.h"
+#include "kube/informer.h"
+#include "kube/status.h"
+
+#define MAX_IN_FLIGHT 1
+
+struct kvpermit {
+    struct kvpermit_config cfg;
+    struct runner *runner;
+    struct kube_informer *pci_claims, *pci_devices, *usb_claims, *usb_devices;
+    bool gate_reported, count_reported;
+    size_t count_told; /* the count of CRs count_reported was about */
+    struct map *told;  /* uids of the claims told that the feature gate is off */
+    struct metrics_series *writes, *conflicts, *entries;
+};
+
+struct kvjob {
+    struct kvpermit *k;
+    struct runner_job *job;
+    char ns[254], name[254];
+    char *patch;
+};
+
+static const cJSON *field(const cJSON *o, const char *name)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
+}
+
+static const char *sfield(const cJSON *o, const char *name)
+{
+    return cJSON_GetStringValue(field(o, name));
+}
+
+/* --- what the claims need ------------------------------------------------------------------ */
+
+/* The gate is off and `claim` needs an entry: one Warning Event on it (until the gate is on). */
+static void tell_gate_off(struct kvpermit *k, bool usb, const char *name, const cJSON *claim,
+                          const char *cr)
+{
+    const char *uid = kube_meta_str(claim, "uid");
+    if (!k->gate_reported || !uid || map_contains(k->told, uid) || map_put(k->told, uid, NULL) < 0)
+        return;
+    struct kube_event_ref ref = {.api_version = "devices.harvesterhci.io/v1beta1",
+                                 .kind = usb ? "USBDeviceClaim" : "PCIDeviceClaim",
+                                 .name = name,
+                                 .uid = uid};
+    char note[512];
+    (void)snprintf(note, sizeof(note),
+                   "the KubeVirt CR %s does not enable the HostDevices feature gate: no VM can "
+                   "use this device until it does (hostdevd does not edit feature gates)",
+                   cr);
+    (void)kube_recorder_emit(k->cfg.events, &ref, true, "HostDevicesFeatureGateDisabled",
+                             "Reconcile", note);
+}
+
+bool kvpermit_pci_entry(const cJSON *claim, const cJSON *dev, const char *key,
+                        struct permitted_entry *ret)
+{
+    const cJSON *st = field(dev, "status");
+    struct permitted_entry e = {.usb = false};
+    if (!claimstatus_pci_bound(claim) || !sfield(st, "vendorId") || !sfield(st, "deviceId") ||
+        !devplugin_pci_resource(claim, dev, key, e.resource, sizeof(e.resource)))
+        return false;
+    (void)snprintf(e.vendor, sizeof(e.vendor), "%s", sfield(st, "vendorId"));
+    (void)snprintf(e.product, sizeof(e.product), "%s", sfield(st, "deviceId"));
+    *ret = e;
+    return names_is_extended_resource_name(e.resource); /* else the ownership list breaks */
+}
+
+bool kvpermit_usb_entry(const cJSON *claim, const cJSON *dev, struct permitted_entry *ret)
+{
+    const cJSON *st = field(dev, "status");
+    const char *rn = sfield(st, "resourceName");
+    struct permitted_entry e = {.usb = true};
+    if (!usbclaim_holds(claim) || !rn || !sfield(st, "vendorID") || !sfield(st, "productID"))
+        return false;
+    (void)snprintf(e.resource, sizeof(e.resource), "%s", rn);
+    (void)snprintf(e.vendor, sizeof(e.vendor), "%s", sfield(st, "vendorID"));
+    (void)snprintf(e.product, sizeof(e.product), "%s", sfield(st, "productID"));
+    *ret = e;
+    return names_is_extended_resource_name(e.resource);
+}
+
+static void want_pci(struct kvpermit *k, struct permitted_want *w, const char *cr)
+{
+    size_t pos = 0;
+    const char *key;
+    const cJSON *claim;
+    while (kube_informer_next(k->pci_claims, &pos, &key, &claim)) {
+        struct permitted_entry e;
+        if (!kvpermit_pci_entry(claim, kube_informer_get(k->pci_devices, key), key, &e))
+            continue;
+        (void)permitted_want_add(w, &e);
+        tell_gate_off(k, false, key, claim, cr);
+    }
+}
+
+static void want_usb(struct kvpermit *k, struct permitted_want *w, const char *cr)
+{
+    size_t pos = 0;
+    const char *key;
+    const cJSON *claim;
+    while (kube_informer_next(k->usb_claims, &pos, &key, &claim)) {
+        struct permitted_entry e;
+        if (!kvpermit_usb_entry(claim, kube_informer_get(k->usb_devices, key), &e))
+            continue;
+        (void)permitted_want_add(w, &e);
+        tell_gate_off(k, true, key, claim, cr);
+    }
+}
+
+/* --- the runner ---------------------------------------------------------------------------- */
+
+bool kvpermit_manages(const char *configured, const char *key, size_t count)
+{
+    if (configured)
+        return strcmp(key, configured) == 0;
+    return count == 1;
+}
+
+/* Without --kubevirt: says once per count other than one that nothing is written, and when there
+ * is one again. */
+static void report_count(struct kvpermit *k, const char *key, size_t n)
+{
+    if (n == 1 && k->count_reported)
+        log_info("Exactly one KubeVirt CR again: managing its permittedHostDevices",
+                 KV_STR("kubevirt", key));
+    else if (n != 1 && (!k->count_reported || k->count_told != n))
+        log_warning("Not exactly one KubeVirt CR in the cluster; permittedHostDevices left alone",
+                    KV_INT("found", n), KV_STR("hint", "name one with --kubevirt NAMESPACE/NAME"));
+    k->count_reported = n != 1;
+    k->count_told = n;
+}
+
+/* Whether `key` is the CR to manage: the configured one, else the only one. */
+static bool managed(struct kvpermit *k, const char *key)
+{
+    size_t n = kube_informer_size(runner_informer(k->runner));
+    if (!k->cfg.kubevirt)
+        report_count(k, key, n);
+    return kvpermit_manages(k->cfg.kubevirt, key, n);
+}
+
+static void report_gate(struct kvpermit *k, const char *key, const cJSON *cr)
+{
+    bool on = permitted_gate_enabled(cr);
+    if (!on && !k->gate_reported)
+        log_warning("The KubeVirt CR does not enable the HostDevices feature gate: VMs cannot use "
+                    "the permitted host devices until it does (hostdevd does not edit feature "
+                    "gates)",
+                    KV_STR("kubevirt", key));
+    if (on)
+        map_clear(k->told); /* tell again if it is turned off again */
+    k->gate_reported = !on;
+}
+
+static int plan_cr(void *ctx, const char *key, const cJSON *obj, void **ret_plan)
+{
+    struct kvpermit *k = ctx;
+    struct permitted_want w = {0};
+    struct permitted_result res;
+    *ret_plan = NULL;
+    if (!obj || !managed(k, key))
+        return 0;
+    report_gate(k, key, obj);
+    want_pci(k, &w, key);
+    want_usb(k, &w, key);
+    metrics_set(k->entries, (double)w.n);
+    int r = permitted_plan(obj, &w, &res);
+    permitted_want_done(&w);
+    if (r < 0 || !res.patch)
+        return r;
+    if (res.conflicts[0])
+        log_warning("A resource name hostdevd needs is listed by an entry it does not own; left "
+                    "to that entry",
+                    KV_STR("kubevirt", key), KV_STR("resources", res.conflicts));
+    struct kvjob *j = calloc(1, sizeof(*j));
+    if (!j) {
+        free(res.patch);
+        return -ENOMEM;
+    }
+    j->k = k;
+    j->patch = res.patch;
+    (void)snprintf(j->ns, sizeof(j->ns), "%s", sfield(field(obj, "metadata"), "namespace"));
+    (void)snprintf(j->name, sizeof(j->name), "%s", sfield(field(obj, "metadata"), "name"));
+    log_info("Updating KubeVirt permittedHostDevices", KV_STR("kubevirt", key),
+             KV_INT("added", res.added), KV_INT("removed", res.removed),
+             KV_INT("rewritten", res.rewritten));
+    *ret_plan = j;
+    return 0;
+}
+
+static void kvjob_free(void *p)
+{
+    struct kvjob *j = p;
+    free(j->patch);
+    free(j);
+}
+
+static void on_written(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct kvjob *j = userdata;
+    if (err) {
+        if (err->http == 409)
+            metrics_inc(j->k->conflicts);
+        log_warning("KubeVirt CR write failed; retrying from its current version",
+                    KV_STR("kubevirt", runner_job_key(j->job)), KV_INT("http", err->http),
+                    KV_STR("reason", err->reason), KV_STR("message", err->message));
+        runner_job_done(j->job, kube_err_is_conflict(err) ? RUNNER_STALE : RUNNER_RETRY, 0);
+        return;
+    }
+    metrics_inc(j->k->writes);
+    runner_job_wrote(j->job, obj);
+    runner_job_done(j->job, RUNNER_DONE, 0);
+}
+
+static void act(struct runner_job *job, void *plan, void *ctx)
+{
+    struct kvjob *j = plan;
+    (void)ctx;
+    j->job = job;
+    log_v(2, "Patching KubeVirt", KV_STR("kubevirt", runner_job_key(job)),
+          KV_STR("patch", j->patch));
+    if (kube_client_patch(j->k->cfg.http, &kube_res_kubevirts, j->ns, j->name, KUBE_PATCH_MERGE,
+                          j->patch, false, on_written, j) < 0)
+        runner_job_done(job, RUNNER_RETRY, 0);
+}
+
+static bool can_start(void *ctx)
+{
+    const struct kvpermit *k = ctx;
+    bool synced = k->pci_claims && kube_informer_has_synced(k->pci_claims) &&
+                  kube_informer_has_synced(k->pci_devices) &&
+                  kube_informer_has_synced(k->usb_claims) &&
+                  kube_informer_has_synced(k->usb_devices);
+    return synced && (!k->cfg.can_write || k->cfg.can_write(k->cfg.userdata));
+}
+
+static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
+{
+    struct kvpermit *k = ctx;
+    (void)key;
+    (void)obj;
+    if (ev != RUNNER_EVENT_UPDATE)
+        runner_enqueue_all(k->runner); /* a CR came or went: the count may have changed */
+}
+
+static const struct runner_ops ops = {
+        .plan = plan_cr,
+        .act = act,
+        .plan_free = kvjob_free,
+        .on_event = on_event,
+        .can_start = can_start,
+};
+
+/* --- life ---------------------------------------------------------------------------------- */
+
+struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg)
+{
+    struct kvpermit *k = calloc(1, sizeof(*k));
+    if (!k)
+        return NULL;
+    k->cfg = *cfg;
+    struct runner_config rc = {.name = "kubevirt",
+                               .loop = cfg->loop,
+                               .http = cfg->http,
+                               .informer = {.resource = &kube_res_kubevirts},
+                               .max_in_flight = MAX_IN_FLIGHT,
+                               .max_backoff = 30,
+                               .metrics = cfg->metrics,
+                               .ops = &ops,
+                               .ctx = k};
+    k->runner = runner_new(&rc);
+    k->told = map_new(NULL);
+    if (!k->runner || !k->told) {
+        kvpermit_free(k);
+        return NULL;
+    }
+    k->writes = metrics_one(cfg->metrics, METRICS_COUNTER, "hostdevd_kubevirt_writes_total",
+                            "Writes of the KubeVirt CR's permittedHostDevices.");
+    k->conflicts = metrics_one(cfg->metrics, METRICS_COUNTER, "hostdevd_kubevirt_conflicts_total",
+                               "KubeVirt CR writes refused for a stale resourceVersion (retried).");
+    k->entries = metrics_one(cfg->metrics, METRICS_GAUGE, "hostdevd_kubevirt_entries",
+                             "permittedHostDevices entries the Ready claims need.");
+    return k;
+}
+
+void kvpermit_set_caches(struct kvpermit *k, struct kube_informer *pci_claims,
+                         struct kube_informer *pci_devices, struct kube_informer *usb_claims,
+                         struct kube_informer *usb_devices)
+{
+    k->pci_claims = pci_claims;
+    k->pci_devices = pci_devices;
+    k->usb_claims = usb_claims;
+    k->usb_devices = usb_devices;
+}
+
+int kvpermit_start(struct kvpermit *k)
+{
+    return runner_start(k->runner);
+}
+
+void kvpermit_enqueue(struct kvpermit *k)
+{
+    if (k)
+        runner_enqueue_all(k->runner);
+}
+
+bool kvpermit_ready(struct buf *why, void *userdata)
+{
+    const struct kvpermit *k = userdata;
+    if (runner_has_synced(k->runner))
+        return true;
+    (void)buf_adds(why, "KubeVirt informer has not synced");
+    return false;
+}
+
+void kvpermit_stop(void *userdata)
+{
+    struct kvpermit *k = userdata;
+    runner_stop(k->runner);
+}
+
+int kvpermit_in_flight(void *userdata)
+{
+    const struct kvpermit *k = userdata;
+    return runner_in_flight(k->runner);
+}
+
+void kvpermit_free(void *userdata)
+{
+    struct kvpermit *k = userdata;
+    if (!k)
+        return;
+    k->runner = runner_free(k->runner);
+    k->told = map_free(k->told);
+    free(k);
+}

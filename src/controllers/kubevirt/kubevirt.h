@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/kubevirt/kubevirt.h - the controller's KubeVirt reconciler: keeps the KubeVirt CR's
+ * spec.configuration.permittedHostDevices exactly what the Ready claims of the cluster need
+ * (controllers/kubevirt/permitted.h decides the write), on the shared runner. The CR is found by
+ * watching kubevirts.kubevirt.io in all namespaces (exactly one is expected; zero or several are
+ * reported and nothing is written), or named by the configuration. Any change of the claims, their
+ * devices or the CR (someone dropping our entries) queues it again. Writes are merge patches with
+ * the resourceVersion: a conflict is retried after the runner's backoff from the new version.
+ * Without KubeVirt's HostDevices feature gate, a log line and one Warning Event
+ * (HostDevicesFeatureGateDisabled) on each Ready claim say that VMs cannot use the device; the
+ * gate is never edited. Keys are handed out only while `can_write` says so (the leader). Logs.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct buf;
+struct cJSON;
+struct ev_loop;
+struct kube_http;
+struct kube_informer;
+struct kube_recorder;
+struct metrics;
+struct kvpermit;
+struct permitted_entry;
+
+struct kvpermit_config {
+    struct ev_loop *loop;
+    struct kube_http *http;
+    struct metrics *metrics;
+    const char *kubevirt;         /* "namespace/name", or NULL: the only one there is */
+    struct kube_recorder *events; /* a Warning on each Ready claim while the gate is off */
+    bool (*can_write)(void *userdata);
+    void *userdata;
+};
+
+/* The permittedHostDevices entry a PCIDeviceClaim named `key` needs, from the claim and its
+ * PCIDevice `dev` (NULL when there is none): true with `*ret` filled when the claim is bound
+ * (Ready, passthroughEnabled, not deleting) and the device has vendorId, deviceId and a
+ * resourceName that is a valid extended resource name (anything else, a comma say, would break
+ * the comma-separated ownership list and make every plan write); false otherwise. Pure. */
+bool kvpermit_pci_entry(const struct cJSON *claim, const struct cJSON *dev, const char *key,
+                        struct permitted_entry *ret);
+/* The same for a USBDeviceClaim that holds its USBDevice `dev` (vendorID, productID,
+ * resourceName). Pure. */
+bool kvpermit_usb_entry(const struct cJSON *claim, const struct cJSON *dev,
+                        struct permitted_entry *ret);
+
+/* Whether the KubeVirt CR `key` ("namespace/name") is the one to manage: the one `configured`
+ * names, or with none configured (NULL), the only one of the `count` there are (two or more: none
+ * of them, whichever comes first). Pure. */
+bool kvpermit_manages(const char *configured, const char *key, size_t count);
+
+struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg);
+/* The caches the entries are computed from (cluster-wide, borrowed). */
+void kvpermit_set_caches(struct kvpermit *k, struct kube_informer *pci_claims,
+                         struct kube_informer *pci_devices, struct kube_informer *usb_claims,
+                         struct kube_informer *usb_devices);
+int kvpermit_start(struct kvpermit *k);
+/* Something it depends on changed: look at the CR again. */
+void kvpermit_enqueue(struct kvpermit *k);
+
+/* Process part hooks; userdata is the reconciler. */
+bool kvpermit_ready(struct buf *why, void *userdata);
+void kvpermit_stop(void *userdata);
+int kvpermit_in_flight(void *userdata);
+void kvpermit_free(void *userdata);

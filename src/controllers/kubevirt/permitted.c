@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/kubevirt/permitted.c - permittedHostDevices as a set with an owner (see permitted.h).
+ */
+#include "controllers/kubevirt/permitted.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "kube/client.h"
+
+static const cJSON *field(const cJSON *o, const char *name)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
+}
+
+int permitted_want_add(struct permitted_want *w, const struct permitted_entry *e)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (strcmp(w->entries[i].resource, e->resource) == 0)
+            return 0;
+    struct permitted_entry *p = realloc(w->entries, (w->n + 1) * sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    w->entries = p;
+    w->entries[w->n++] = *e;
+    return 0;
+}
+
+void permitted_want_done(struct permitted_want *w)
+{
+    free(w->entries);
+    *w = (struct permitted_want){0};
+}
+
+bool permitted_gate_enabled(const cJSON *kubevirt)
+{
+    const cJSON *gates =
+            field(field(field(field(kubevirt, "spec"), "configuration"), "developerConfiguration"),
+                  "featureGates");
+    const cJSON *g;
+    cJSON_ArrayForEach(g, gates)
+    {
+        if (cJSON_IsString(g) && strcmp(g->valuestring, "HostDevices") == 0)
+            return true;
+    }
+    return false;
+}
+
+/* --- ownership ----------------------------------------------------------------------------- */
+
+/* Whether `name` is in the comma-separated list `list`. */
+static bool listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        p = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
+static const char *owned_list(const cJSON *kubevirt)
+{
+    const char *s = cJSON_GetStringValue(
+            field(field(field(kubevirt, "metadata"), "annotations"), PERMITTED_OWNED_ANNOTATION));
+    return s ? s : "";
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* --- the lists ----------------------------------------------------------------------------- */
+
+static cJSON *entry_json(const struct permitted_entry *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (e->usb) {
+        cJSON_AddStringToObject(o, "resourceName", e->resource);
+        cJSON *sel = cJSON_AddArrayToObject(o, "selectors");
+        cJSON *s = cJSON_CreateObject();
+        cJSON_AddStringToObject(s, "vendor", e->vendor);
+        cJSON_AddStringToObject(s, "product", e->product);
+        cJSON_AddItemToArray(sel, s);
+    } else {
+        char selector[10];
+        (void)snprintf(selector, sizeof(selector), "%s:%s", e->vendor, e->product);
+        cJSON_AddStringToObject(o, "pciVendorSelector", selector);
+        cJSON_AddStringToObject(o, "resourceName", e->resource);
+    }
+    cJSON_AddBoolToObject(o, "externalResourceProvider", true);
+    return o;
+}
+
+static const struct permitted_entry *wanted(const struct permitted_want *w, const char *resource,
+                                            bool usb)
+{
+    for (size_t i = 0; resource && i < w->n; i++)
+        if (w->entries[i].usb == usb && strcmp(w->entries[i].resource, resource) == 0)
+            return &w->entries[i];
+    return NULL;
+}
+
+struct pass { /* one list being rebuilt */
+    const struct permitted_want *w;
+    const char *owned;
+    bool usb;
+    bool *emitted;  /* per want entry: placed already */
+    bool *conflict; /* per want entry: a foreign entry serves it */
+    struct permitted_result *res;
+    struct buf *conflicts;
+};
+
+/* Rebuilds one current list: foreign entries as they are, owned ones kept or dropped. */
+static void keep_current(struct pass *p, const cJSON *current, cJSON *out)
+{
+    const cJSON *item;
+    cJSON_ArrayForEach(item, current)
+    {
+        const char *rn = cJSON_GetStringValue(field(item, "resourceName"));
+        const struct permitted_entry *e = wanted(p->w, rn, p->usb);
+        size_t idx = e ? (size_t)(e - p->w->entries) : 0;
+        if (!rn || !listed(p->owned, rn)) {
+            cJSON_AddItemToArray(out, cJSON_Duplicate(item, true)); /* foreign */
+        } else if (!e || p->emitted[idx]) {
+            p->res->removed++; /* no longer needed, or a duplicate */
+        } else {
+            cJSON *mine = entry_json(e);
+            if (!cJSON_Compare(mine, item, true))
+                p->res->rewritten++;
+            cJSON_AddItemToArray(out, mine);
+            p->emitted[idx] = true;
+        }
+    }
+}
+
+/* Marks the needed names that a foreign entry of either list serves: they are left to it
+ * (conflicts). Both lists first: a name owned for one list must not make a foreign entry of the
+ * same name in the other list look owned next time (it was removed then). */
+static void find_conflicts(struct pass *p, const cJSON *phd)
+{
+    static const char *const lists[] = {"pciHostDevices", "usb"};
+    for (size_t l = 0; l < 2; l++) {
+        const cJSON *item;
+        cJSON_ArrayForEach(item, field(phd, lists[l]))
+        {
+            const char *rn = cJSON_GetStringValue(field(item, "resourceName"));
+            for (size_t i = 0; rn && !listed(p->owned, rn) && i < p->w->n; i++) {
+                if (p->emitted[i] || strcmp(p->w->entries[i].resource, rn) != 0)
+                    continue;
+                (void)buf_printf(p->conflicts, "%s%s", p->conflicts->len ? "," : "", rn);
+                p->emitted[i] = p->conflict[i] = true;
+            }
+        }
+    }
+}
+
+/* The new list of kind `usb`, or NULL when it would equal the current one. */
+static cJSON *rebuild(struct pass *p, const cJSON *current)
+{
+    cJSON *out = cJSON_CreateArray();
+    keep_current(p, current, out);
+    for (size_t i = 0; i < p->w->n; i++) {
+        if (p->w->entries[i].usb != p->usb || p->emitted[i])
+            continue;
+        cJSON_AddItemToArray(out, entry_json(&p->w->entries[i]));
+        p->emitted[i] = true;
+        p->res->added++;
+    }
+    bool same = cJSON_IsArray(current) ? cJSON_Compare(out, current, true)
+                                       : cJSON_GetArraySize(out) == 0;
+    if (same) {
+        cJSON_Delete(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* The new ownership list: the needed names no foreign entry serves, sorted. */
+static char *new_owned(const struct permitted_want *w, const bool *conflict)
+{
+    const char **names = calloc(w->n + 1, sizeof(*names));
+    struct buf b;
+    buf_init(&b, 1u << 20);
+    size_t n = 0;
+    for (size_t i = 0; names && i < w->n; i++)
+        if (!conflict[i])
+            names[n++] = w->entries[i].resource;
+    if (names)
+        qsort(names, n, sizeof(*names), cmp_names);
+    for (size_t i = 0; i < n; i++)
+        (void)buf_printf(&b, "%s%s", i ? "," : "", names[i]);
+    free(names);
+    char *s = buf_take(&b);
+    return s ? s : strdup("");
+}
+
+/* Assembles the merge patch of whatever changed; NULL when nothing did. */
+static char *patch_of(const cJSON *kubevirt, cJSON *pci, cJSON *usb, const char *owned)
+{
+    bool owner_changed = strcmp(owned, owned_list(kubevirt)) != 0;
+    if (!pci && !usb && !owner_changed)
+        return NULL;
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
+    cJSON_AddStringToObject(meta, "resourceVersion", kube_meta_str(kubevirt, "resourceVersion"));
+    if (owner_changed) {
+        cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
+        if (owned[0])
+            cJSON_AddStringToObject(ann, PERMITTED_OWNED_ANNOTATION, owned);
+        else
+            cJSON_AddNullToObject(ann, PERMITTED_OWNED_ANNOTATION);
+    }
+    if (pci || usb) {
+        cJSON *phd = cJSON_AddObjectToObject(
+                cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "spec"), "configuration"),
+                "permittedHostDevices");
+        if (pci)
+            cJSON_AddItemToObject(phd, "pciHostDevices", pci);
+        if (usb)
+            cJSON_AddItemToObject(phd, "usb", usb);
+    }
+    char *s = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch);
+    return s;
+}
+
+int permitted_plan(const cJSON *kubevirt, const struct permitted_want *w,
+                   struct permitted_result *ret)
+{
+    *ret = (struct permitted_result){0};
+    if (!kube_meta_str(kubevirt, "resourceVersion"))
+        return -EINVAL;
+    const cJSON *phd =
+            field(field(field(kubevirt, "spec"), "configuration"), "permittedHostDevices");
+    struct buf conflicts;
+    buf_init(&conflicts, sizeof(ret->conflicts) - 1);
+    bool *emitted = calloc(2 * (w->n + 1), sizeof(*emitted)); /* and conflict */
+    if (!emitted)
+        return -ENOMEM;
+    struct pass p = {.w = w,
+                     .owned = owned_list(kubevirt),
+                     .emitted = emitted,
+                     .conflict = emitted + w->n + 1,
+                     .res = ret,
+                     .conflicts = &conflicts};
+    find_conflicts(&p, phd);
+    cJSON *pci = rebuild(&p, field(phd, "pciHostDevices"));
+    p.usb = true;
+    cJSON *usb = rebuild(&p, field(phd, "usb"));
+    char *owned = new_owned(w, p.conflict);
+    (void)snprintf(ret->conflicts, sizeof(ret->conflicts), "%s", buf_str(&conflicts));
+    ret->patch = owned ? patch_of(kubevirt, pci, usb, owned) : NULL;
+    if (!ret->patch) { /* patch_of took them otherwise */
+        cJSON_Delete(pci);
+        cJSON_Delete(usb);
+    }
+    int r = owned ? 0 : -ENOMEM;
+    free(owned);
+    free(emitted);
+    buf_free(&conflicts);
+    return r;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/kubevirt/permitted.h - KubeVirt's spec.configuration.permittedHostDevices as a set
+ * with an owner (pure: no I/O, no logging, unit-tested). The controller computes the entries the
+ * Ready claims need (one per resource name) and this decides the one write that makes the KubeVirt
+ * CR say exactly that, touching nothing else:
+ *
+ *   - entries hostdevd owns are those whose resourceName is listed in the CR's annotation
+ *     PERMITTED_OWNED_ANNOTATION (a sorted, comma-separated list); every other entry is foreign:
+ *     kept as it is, where it is;
+ *   - an owned entry no claim needs is removed; one a claim needs is kept in its place (rewritten
+ *     if someone changed it); a needed entry that is missing is appended; a duplicate of an owned
+ *     entry (a second writer's) is dropped;
+ *   - a needed resource name that a foreign entry already lists is left to that entry (reported
+ *     as a conflict: hostdevd does not take over or duplicate it);
+ *   - a missing or null permittedHostDevices, pciHostDevices or usb is an empty one; mediated
+ *     devices and every other field are never touched.
+ *
+ * The write is a JSON merge patch carrying metadata.resourceVersion, so the API server applies it
+ * only to the version it was computed from (409 Conflict otherwise: recompute and retry); NULL
+ * when the CR already says exactly this (nothing to write).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct cJSON;
+
+#define PERMITTED_OWNED_ANNOTATION "hostdevd.io/owned-host-devices"
+
+/* One entry hostdevd needs. */
+struct permitted_entry {
+    char resource[320]; /* "intel.com/82574L_GIGABIT_NETWORK_CONNECTION" */
+    bool usb;           /* a usb entry (selectors vendor/product), else a pciHostDevices one */
+    char vendor[5], product[5];
+};
+
+/* The entries the Ready claims need, one per resource name. */
+struct permitted_want {
+    struct permitted_entry *entries;
+    size_t n;
+};
+
+/* Adds `e` unless its resource name is there already. Returns 0 or -ENOMEM. */
+int permitted_want_add(struct permitted_want *w, const struct permitted_entry *e);
+void permitted_want_done(struct permitted_want *w);
+
+struct permitted_result {
+    char *patch;          /* the merge patch to write, or NULL: already exact */
+    size_t added;         /* entries appended */
+    size_t removed;       /* owned entries dropped (no claim needs them, or duplicates) */
+    size_t rewritten;     /* owned entries changed back */
+    char conflicts[1024]; /* needed resource names a foreign entry lists, comma-separated */
+};
+
+/* Decides the write for the KubeVirt CR `kubevirt` (as cached). Returns 0 (ret filled; free
+ * ret->patch) or -ENOMEM / -EINVAL (no metadata.resourceVersion). */
+int permitted_plan(const struct cJSON *kubevirt, const struct permitted_want *w,
+                   struct permitted_result *ret);
+
+/* Whether the CR enables the HostDevices feature gate
+ * (spec.configuration.developerConfiguration.featureGates). */
+bool permitted_gate_enabled(const struct cJSON *kubevirt);

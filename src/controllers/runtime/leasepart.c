@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/runtime/leasepart.c - a Lease as a process part (see leasepart.h).
+ */
+#include "controllers/runtime/leasepart.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "base/buf.h"
+#include "controllers/runtime/process.h"
+#include "kube/leader.h"
+
+struct leasepart {
+    struct kube_leader *leader;
+    const char *standby;
+    bool releasing; /* the Lease is being given up (SIGTERM) */
+};
+
+static bool part_ready(struct buf *why, void *userdata)
+{
+    const struct leasepart *p = userdata;
+    if (kube_leader_is_leader(p->leader))
+        return true;
+    (void)buf_adds(why, p->standby);
+    return false;
+}
+
+static void on_released(void *userdata)
+{
+    struct leasepart *p = userdata;
+    p->releasing = false;
+}
+
+static void part_stop(void *userdata)
+{
+    struct leasepart *p = userdata;
+    p->releasing = true;
+    kube_leader_release(p->leader, on_released, p);
+}
+
+static int part_in_flight(void *userdata)
+{
+    const struct leasepart *p = userdata;
+    return p->releasing ? 1 : 0;
+}
+
+static void part_free(void *userdata)
+{
+    struct leasepart *p = userdata;
+    p->leader = kube_leader_free(p->leader);
+    free(p);
+}
+
+int leasepart_add(struct process *proc, const char *name, const struct kube_leader_config *lc,
+                  bool gate_ready, const char *standby, struct kube_leader **ret)
+{
+    struct leasepart *p = calloc(1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    p->standby = standby;
+    p->leader = kube_leader_new(process_loop(proc), process_http(proc), lc);
+    if (!p->leader) {
+        free(p);
+        return -EINVAL;
+    }
+    struct kube_leader *leader = p->leader;
+    struct process_part part = {.name = name,
+                                .ready = gate_ready ? part_ready : NULL,
+                                .stop = part_stop,
+                                .in_flight = part_in_flight,
+                                .free = part_free,
+                                .userdata = p};
+    int r = process_add_part(proc, &part); /* frees the part on failure */
+    *ret = r == 0 ? leader : NULL;
+    return r;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/runtime/leasepart.h - a coordination.k8s.io Lease held by a process (kube/leader.h)
+ * as one of its parts: the controller's leader election and the agent's heartbeat. On SIGTERM the
+ * part gives the Lease up (empty holder) and holds the exit until that write ends, so the next
+ * holder takes over at once (controller) or the controller knows the agent stopped on purpose
+ * (agent). Optionally /readyz is ready only while the Lease is held. Does not log.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+/* Where each agent keeps its heartbeat, a Lease named like its node (as kubelet's in
+ * kube-node-lease), which the controller reads. */
+#define LEASEPART_HEARTBEAT_NAMESPACE "hostdevd-node-lease"
+#define LEASEPART_HEARTBEAT_SECONDS   180 /* the agent's default lease; renewed every third */
+
+struct kube_leader;
+struct kube_leader_config;
+struct process;
+
+/* Adds the part "name" holding the Lease `lc` describes (strings copied); when `gate_ready`,
+ * /readyz says `standby` while another holds it. Returns 0 and the candidate in *ret (freed with
+ * the process; not started: kube_leader_start()), or a negative errno. */
+int leasepart_add(struct process *proc, const char *name, const struct kube_leader_config *lc,
+                  bool gate_ready, const char *standby, struct kube_leader **ret);

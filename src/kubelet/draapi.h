@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kubelet/draapi.h - the kubelet DRA plugin API v1 (kubelet/draapi.proto) and kubelet's plugin
+ * registration API (kubelet/pluginreg.proto), in plain C structs: what a DRA driver decodes (the
+ * claims kubelet asks it to prepare or unprepare, the registration status) and encodes (its
+ * PluginInfo, the per-claim answers). protobuf-c does the wire format in kubelet/dpapi.c, the one
+ * file that holds protobuf-c and the generated code (for the device-plugin API too).
+ *
+ * Decoders never trust their input: a message protobuf-c cannot unpack, more than
+ * DRAAPI_MAX_CLAIMS claims, a claim whose uid is empty or whose namespace, uid or name is longer
+ * than DRAAPI_MAX_FIELD bytes or holds a '/' or a control character, is -EINVAL with a
+ * sentence in ret_err; unknown fields are skipped (a newer kubelet may add some). No logging,
+ * no global state.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+
+#define DRAAPI_PLUGIN_TYPE "DRAPlugin"
+#define DRAAPI_SERVICE     "v1.DRAPlugin" /* the supported_versions entry kubelet picks */
+#define DRAAPI_MAX_CLAIMS  256
+#define DRAAPI_MAX_FIELD   253
+
+/* gRPC method paths. */
+#define DRAAPI_PREPARE   "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
+#define DRAAPI_UNPREPARE "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources"
+#define DRAAPI_GET_INFO  "/pluginregistration.Registration/GetInfo"
+#define DRAAPI_NOTIFY    "/pluginregistration.Registration/NotifyRegistrationStatus"
+
+/* A claim kubelet names (all three fields NUL-terminated copies). */
+struct draapi_claim {
+    char *namespace_, *uid, *name;
+};
+
+struct draapi_claims {
+    struct draapi_claim *v;
+    size_t n;
+};
+
+/* NodePrepareResourcesRequest and NodeUnprepareResourcesRequest (the same shape). */
+int draapi_decode_claims(const uint8_t *msg, size_t len, bool prepare, struct draapi_claims *ret,
+                         struct err *ret_err);
+void draapi_claims_done(struct draapi_claims *c);
+
+/* One prepared device of a claim. */
+struct draapi_device {
+    const char *const *requests; /* the claim's request names it was allocated for */
+    size_t n_requests;
+    const char *pool, *name;
+    const char *const *cdi_ids;
+    size_t n_cdi_ids;
+};
+
+/* One claim's answer: its devices, or `error` (non-NULL, non-empty) when it failed. */
+struct draapi_answer {
+    const char *uid;
+    const struct draapi_device *devices;
+    size_t n_devices;
+    const char *error;
+};
+
+/* NodePrepareResourcesResponse (devices and errors) and NodeUnprepareResourcesResponse (errors
+ * only), keyed by claim uid. */
+int draapi_encode_prepared(const struct draapi_answer *a, size_t n, struct buf *out);
+int draapi_encode_unprepared(const struct draapi_answer *a, size_t n, struct buf *out);
+
+/* PluginInfo{type DRAPlugin, name, endpoint, supported_versions [v1.DRAPlugin]}. */
+int draapi_encode_info(const char *name, const char *endpoint, struct buf *out);
+/* RegistrationStatusResponse (empty). */
+int draapi_encode_status_response(struct buf *out);
+/* RegistrationStatus: whether kubelet registered the plugin and its error text (copied into
+ * `error`, cut to `size`). */
+int draapi_decode_status(const uint8_t *msg, size_t len, bool *registered, char *error, size_t size,
+                         struct err *ret_err);
+
+/* --- the other side, for tests and tools ---------------------------------------------------- */
+
+int draapi_encode_claims(const struct draapi_claim *c, size_t n, bool prepare, struct buf *out);
+
+/* A decoded answer of one claim (strings owned). */
+struct draapi_result {
+    char *uid, *error;
+    size_t n_devices;
+    struct draapi_result_device {
+        char *pool, *name;
+        char **requests, **cdi_ids;
+        size_t n_requests, n_cdi_ids;
+    } * devices;
+};
+
+/* NodePrepareResourcesResponse / NodeUnprepareResourcesResponse. */
+int draapi_decode_answers(const uint8_t *msg, size_t len, bool prepare, struct draapi_result **ret,
+                          size_t *ret_n, struct err *ret_err);
+void draapi_results_free(struct draapi_result *r, size_t n);
+/* PluginInfo: type, name and endpoint copied (cut to `size`), and whether the versions hold
+ * DRAAPI_SERVICE. */
+int draapi_decode_info(const uint8_t *msg, size_t len, char *type, char *name, char *endpoint,
+                       size_t size, bool *v1, struct err *ret_err);
