@@ -62,6 +62,7 @@ struct agent {
     struct draslices *slices;
     struct draplugin *dra;
     struct kube_leader *heartbeat;
+    struct part_env env; /* what every part is made with */
     char plugin_dir[4096];
 };
 
@@ -145,165 +146,6 @@ static bool usb_inventory_written(void *userdata)
     return runner_converged(usbdevices_runner(a->usb_devices));
 }
 
-/* --- the parts -------------------------------------------------------------------------------- */
-
-static void nodeuid_part_stop(void *userdata)
-{
-    nodeuid_stop(userdata);
-}
-
-static void nodeuid_part_free(void *userdata)
-{
-    (void)nodeuid_free(userdata);
-}
-
-static int add_node(struct agent *a)
-{
-    struct nodeuid_config nc = {.loop = process_loop(a->proc),
-                                .http = process_http(a->proc),
-                                .node_name = a->cfg->node_name,
-                                .on_uid = on_node_uid,
-                                .userdata = a};
-    a->node = nodeuid_new(&nc);
-    if (!a->node)
-        return -ENOMEM;
-    struct process_part part = {.name = "node",
-                                .stop = nodeuid_part_stop,
-                                .free = nodeuid_part_free,
-                                .userdata = a->node};
-    return process_add_part(a->proc, &part);
-}
-
-static int add_devices(struct agent *a)
-{
-    struct pcidevices_config dc = {.loop = process_loop(a->proc),
-                                   .http = process_http(a->proc),
-                                   .metrics = process_metrics(a->proc),
-                                   .node_name = a->cfg->node_name,
-                                   .node = a->node,
-                                   .on_event = on_pci_device,
-                                   .userdata = a};
-    a->devices = pcidevices_new(&dc);
-    if (!a->devices)
-        return -ENOMEM;
-    struct process_part part = {.name = "pcidevices",
-                                .ready = pcidevices_ready,
-                                .stop = pcidevices_stop,
-                                .in_flight = pcidevices_in_flight,
-                                .free = pcidevices_free,
-                                .userdata = a->devices};
-    return process_add_part(a->proc, &part);
-}
-
-static int add_claims(struct agent *a)
-{
-    struct pciclaim_config cc = {.loop = process_loop(a->proc),
-                                 .http = process_http(a->proc),
-                                 .metrics = process_metrics(a->proc),
-                                 .worker = process_worker(a->proc),
-                                 .node_name = a->cfg->node_name,
-                                 .sysfs_root = a->cfg->sysfs_root,
-                                 .dev_root = a->cfg->dev_root,
-                                 .proc_root = a->cfg->proc_root,
-                                 .devices = runner_informer(pcidevices_runner(a->devices)),
-                                 .on_event = on_pci_claim,
-                                 .userdata = a};
-    a->claims = pciclaim_new(&cc);
-    if (!a->claims)
-        return -ENOMEM;
-    struct process_part part = {.name = "pcideviceclaims",
-                                .ready = pciclaim_ready,
-                                .stop = pciclaim_stop,
-                                .in_flight = pciclaim_in_flight,
-                                .free = pciclaim_free,
-                                .userdata = a->claims};
-    return process_add_part(a->proc, &part);
-}
-
-static int add_usb_devices(struct agent *a)
-{
-    struct usbdevices_config dc = {.loop = process_loop(a->proc),
-                                   .http = process_http(a->proc),
-                                   .metrics = process_metrics(a->proc),
-                                   .node_name = a->cfg->node_name,
-                                   .node = a->node,
-                                   .on_event = on_usb_device,
-                                   .userdata = a};
-    a->usb_devices = usbdevices_new(&dc);
-    if (!a->usb_devices)
-        return -ENOMEM;
-    struct process_part part = {.name = "usbdevices",
-                                .ready = usbdevices_ready,
-                                .stop = usbdevices_stop,
-                                .in_flight = usbdevices_in_flight,
-                                .free = usbdevices_free,
-                                .userdata = a->usb_devices};
-    return process_add_part(a->proc, &part);
-}
-
-static int add_usb_claims(struct agent *a)
-{
-    struct usbclaim_config cc = {.loop = process_loop(a->proc),
-                                 .http = process_http(a->proc),
-                                 .metrics = process_metrics(a->proc),
-                                 .node_name = a->cfg->node_name,
-                                 .dev_root = a->cfg->dev_root,
-                                 .on_event = on_usb_claim,
-                                 .userdata = a};
-    a->usb_claims = usbclaim_new(&cc);
-    if (!a->usb_claims)
-        return -ENOMEM;
-    struct process_part part = {.name = "usbdeviceclaims",
-                                .ready = usbclaim_ready,
-                                .stop = usbclaim_stop,
-                                .in_flight = usbclaim_in_flight,
-                                .free = usbclaim_free,
-                                .userdata = a->usb_claims};
-    return process_add_part(a->proc, &part);
-}
-
-static int add_plugins(struct agent *a)
-{
-    (void)snprintf(a->plugin_dir, sizeof(a->plugin_dir), "%s/device-plugins", a->cfg->kubelet_dir);
-    struct plugins_config pc = {.loop = process_loop(a->proc),
-                                .metrics = process_metrics(a->proc),
-                                .node_name = a->cfg->node_name,
-                                .dir = a->plugin_dir,
-                                .sysfs_root = a->cfg->sysfs_root,
-                                .dev_root = a->cfg->dev_root};
-    a->plugins = plugins_new(&pc);
-    if (!a->plugins)
-        return -ENOMEM;
-    struct process_part part = {.name = "deviceplugins",
-                                .ready = plugins_ready,
-                                .stop = plugins_stop,
-                                .in_flight = plugins_in_flight,
-                                .free = plugins_free,
-                                .userdata = a->plugins};
-    return process_add_part(a->proc, &part);
-}
-
-static int add_slices(struct agent *a)
-{
-    struct draslices_config sc = {.loop = process_loop(a->proc),
-                                  .http = process_http(a->proc),
-                                  .metrics = process_metrics(a->proc),
-                                  .node_name = a->cfg->node_name,
-                                  .node = a->node,
-                                  .devices = a->devices,
-                                  .claims = pciclaim_informer(a->claims)};
-    a->slices = draslices_new(&sc);
-    if (!a->slices)
-        return -ENOMEM;
-    struct process_part part = {.name = "resourceslices",
-                                .ready = draslices_ready,
-                                .stop = draslices_stop,
-                                .in_flight = draslices_in_flight,
-                                .free = draslices_free,
-                                .userdata = a->slices};
-    return process_add_part(a->proc, &part);
-}
-
 /* DRA released devices: claims refused because of them may go on. */
 static void on_dra_release(void *userdata)
 {
@@ -317,56 +159,70 @@ static bool dra_holder(const char *address, char *buf, size_t size, void *userda
     return draplugin_holder(a->dra, address, buf, size);
 }
 
-static int add_dra(struct agent *a)
+/* --- the parts, in the order they start (each declares its hooks: runtime/part.h) ---------- */
+
+static int add_node(struct agent *a)
 {
-    struct draplugin_config dc = {.loop = process_loop(a->proc),
-                                  .http = process_http(a->proc),
-                                  .metrics = process_metrics(a->proc),
-                                  .worker = process_worker(a->proc),
-                                  .node_name = a->cfg->node_name,
-                                  .kubelet_dir = a->cfg->kubelet_dir,
-                                  .cdi_dir = a->cfg->cdi_dir,
-                                  .sysfs_root = a->cfg->sysfs_root,
-                                  .dev_root = a->cfg->dev_root,
-                                  .proc_root = a->cfg->proc_root,
-                                  .devices = a->devices,
-                                  .on_release = on_dra_release,
-                                  .userdata = a};
-    a->dra = draplugin_new(&dc);
-    if (!a->dra)
-        return -ENOMEM;
-    struct process_part part = {.name = "draplugin",
-                                .ready = draplugin_ready,
-                                .stop = draplugin_stop,
-                                .in_flight = draplugin_in_flight,
-                                .free = draplugin_free,
-                                .userdata = a->dra};
-    return process_add_part(a->proc, &part);
+    struct nodeuid_config c = {.env = a->env, .on_uid = on_node_uid, .userdata = a};
+    return process_add(a->proc, &nodeuid_part, a->node = nodeuid_new(&c));
 }
 
-static int add_inventory(struct agent *a)
+static int add_devices(struct agent *a)
 {
-    struct inventory_config ic = {.loop = process_loop(a->proc),
-                                  .metrics = process_metrics(a->proc),
-                                  .node_name = a->cfg->node_name,
-                                  .sysfs_root = a->cfg->sysfs_root,
-                                  .proc_root = a->cfg->proc_root,
-                                  .pci_ids = a->cfg->pci_ids,
-                                  .usb_ids = a->cfg->usb_ids,
-                                  .resync = a->cfg->resync,
-                                  .uevent_source = a->cfg->uevent_source,
-                                  .on_scan = on_scan,
-                                  .on_usb_scan = on_usb_scan,
-                                  .userdata = a};
-    int r = inventory_new(&ic, &a->inv);
-    if (r < 0)
-        return r;
-    struct process_part part = {.name = "inventory",
-                                .stop = inventory_stop,
-                                .rescan = inventory_rescan,
-                                .free = inventory_free,
-                                .userdata = a->inv};
-    return process_add_part(a->proc, &part);
+    struct pcidevices_config c = {
+            .env = a->env, .node = a->node, .on_event = on_pci_device, .userdata = a};
+    return process_add(a->proc, &pcidevices_part, a->devices = pcidevices_new(&c));
+}
+
+static int add_claims(struct agent *a)
+{
+    struct pciclaim_config c = {.env = a->env,
+                                .worker = process_worker(a->proc),
+                                .devices = runner_informer(pcidevices_runner(a->devices)),
+                                .on_event = on_pci_claim,
+                                .userdata = a};
+    return process_add(a->proc, &pciclaim_part, a->claims = pciclaim_new(&c));
+}
+
+static int add_usb_devices(struct agent *a)
+{
+    struct usbdevices_config c = {
+            .env = a->env, .node = a->node, .on_event = on_usb_device, .userdata = a};
+    return process_add(a->proc, &usbdevices_part, a->usb_devices = usbdevices_new(&c));
+}
+
+static int add_usb_claims(struct agent *a)
+{
+    struct usbclaim_config c = {.env = a->env, .on_event = on_usb_claim, .userdata = a};
+    return process_add(a->proc, &usbclaim_part, a->usb_claims = usbclaim_new(&c));
+}
+
+static int add_plugins(struct agent *a)
+{
+    (void)snprintf(a->plugin_dir, sizeof(a->plugin_dir), "%s/device-plugins", a->cfg->kubelet_dir);
+    struct plugins_config c = {.env = a->env, .dir = a->plugin_dir};
+    return process_add(a->proc, &plugins_part, a->plugins = plugins_new(&c));
+}
+
+static int add_slices(struct agent *a)
+{
+    struct draslices_config c = {.env = a->env,
+                                 .node = a->node,
+                                 .devices = a->devices,
+                                 .claims = pciclaim_informer(a->claims)};
+    return process_add(a->proc, &draslices_part, a->slices = draslices_new(&c));
+}
+
+static int add_dra(struct agent *a)
+{
+    struct draplugin_config c = {.env = a->env,
+                                 .worker = process_worker(a->proc),
+                                 .kubelet_dir = a->cfg->kubelet_dir,
+                                 .cdi_dir = a->cfg->cdi_dir,
+                                 .devices = a->devices,
+                                 .on_release = on_dra_release,
+                                 .userdata = a};
+    return process_add(a->proc, &draplugin_part, a->dra = draplugin_new(&c));
 }
 
 static int add_heartbeat(struct agent *a)
@@ -377,11 +233,26 @@ static int add_heartbeat(struct agent *a)
                                     .lease_duration = a->cfg->heartbeat,
                                     .renew_deadline = a->cfg->heartbeat * 5 / 6,
                                     .retry_period = a->cfg->heartbeat / 3};
-    return leasepart_add(a->proc, "heartbeat", &lc, false, NULL, &a->heartbeat);
+    return leasepart_add(a->proc, &leasepart_heartbeat, &lc, NULL, &a->heartbeat);
 }
 
-/* Hands every reconciler the caches it reads, then starts them. */
-static int start_informers(struct agent *a)
+/* Last: its first scan goes to reconcilers whose informers have started. */
+static int add_inventory(struct agent *a)
+{
+    struct inventory_config c = {.env = a->env,
+                                 .pci_ids = a->cfg->pci_ids,
+                                 .usb_ids = a->cfg->usb_ids,
+                                 .resync = a->cfg->resync,
+                                 .uevent_source = a->cfg->uevent_source,
+                                 .on_scan = on_scan,
+                                 .on_usb_scan = on_usb_scan,
+                                 .userdata = a};
+    int r = inventory_new(&c, &a->inv);
+    return r < 0 ? r : process_add(a->proc, &inventory_part, a->inv);
+}
+
+/* Hands every reconciler the caches it reads (before any starts). */
+static int share_caches(struct agent *a)
 {
     struct kube_informer *pci_devs = runner_informer(pcidevices_runner(a->devices));
     struct kube_informer *usb_devs = runner_informer(usbdevices_runner(a->usb_devices));
@@ -393,21 +264,7 @@ static int start_informers(struct agent *a)
                        usbclaim_informer(a->usb_claims), usb_devs);
     draplugin_set_caches(a->dra, pciclaim_informer(a->claims), pci_devs);
     pciclaim_set_dra_holder(a->claims, dra_holder, a);
-    nodeuid_start(a->node);
-    int r = pcidevices_start(a->devices);
-    if (r == 0)
-        r = pciclaim_start(a->claims);
-    if (r == 0)
-        r = usbdevices_start(a->usb_devices);
-    if (r == 0)
-        r = usbclaim_start(a->usb_claims);
-    if (r == 0)
-        r = plugins_start(a->plugins);
-    if (r == 0)
-        r = draslices_start(a->slices);
-    if (r == 0)
-        r = draplugin_start(a->dra);
-    return r < 0 ? r : kube_leader_start(a->heartbeat);
+    return 0;
 }
 
 /* Sets up every part; a failure is logged here once (the parts log their own details). */
@@ -415,10 +272,9 @@ static int setup(struct agent *a)
 {
     static const struct {
         const char *what;
-        int (*run)(struct agent *a);
+        int (*add)(struct agent *a);
     } steps[] = {
             {"the Node lookup", add_node},
-            {"the inventory", add_inventory},
             {"the PCIDevice reconciler", add_devices},
             {"the PCIDeviceClaim reconciler", add_claims},
             {"the USBDevice reconciler", add_usb_devices},
@@ -427,13 +283,21 @@ static int setup(struct agent *a)
             {"the ResourceSlices", add_slices},
             {"the DRA kubelet plugin", add_dra},
             {"the heartbeat", add_heartbeat},
-            {"the informers", start_informers},
+            {"the inventory", add_inventory},
+            {"the caches", share_caches},
     };
     struct process_config pc = {
             .role = "agent", .kubeconfig = a->cfg->kubeconfig, .listen = a->cfg->listen};
     int r = process_new(&pc, &a->proc);
+    if (r == 0) {
+        a->env = process_env(a->proc);
+        a->env.node_name = a->cfg->node_name;
+        a->env.sysfs_root = a->cfg->sysfs_root;
+        a->env.dev_root = a->cfg->dev_root;
+        a->env.proc_root = a->cfg->proc_root;
+    }
     for (size_t i = 0; r == 0 && i < sizeof(steps) / sizeof(steps[0]); i++)
-        if ((r = steps[i].run(a)) < 0)
+        if ((r = steps[i].add(a)) < 0)
             log_error("Cannot set up the agent", KV_STR("part", steps[i].what), KV_ERRNO(r));
     return r;
 }
@@ -443,11 +307,7 @@ int agent_run(const struct agent_config *cfg)
     struct agent a = {.cfg = cfg};
     log_info("Starting hostdevd agent", KV_STR("version", HOSTDEVD_VERSION),
              KV_STR("node", cfg->node_name), KV_STR("sysfsRoot", cfg->sysfs_root));
-    int rc = 1;
-    if (setup(&a) == 0) {
-        inventory_start(a.inv);
-        rc = process_run(a.proc);
-    }
+    int rc = setup(&a) == 0 ? process_run(a.proc) : 1;
     process_free(a.proc);
     return rc;
 }

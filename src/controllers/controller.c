@@ -92,7 +92,7 @@ static int add_leader(struct controller *c)
                                     .userdata = c};
     c->leading = metrics_one(process_metrics(c->proc), METRICS_GAUGE, "hostdevd_leader",
                              "1 while this replica leads.");
-    return leasepart_add(c->proc, "leader", &lc, true, "standby: another replica leads",
+    return leasepart_add(c->proc, &leasepart_leader, &lc, "standby: another replica leads",
                          &c->leader);
 }
 
@@ -160,6 +160,15 @@ static void caches_free(void *userdata)
         c->caches[i] = kube_informer_free(c->caches[i]);
 }
 
+static int caches_start(void *userdata)
+{
+    const struct controller *c = userdata;
+    int r = 0;
+    for (int i = 0; r == 0 && i < N_CACHES; i++)
+        r = kube_informer_start(c->caches[i]);
+    return r;
+}
+
 static void caches_stop(void *userdata)
 {
     struct controller *c = userdata;
@@ -190,9 +199,9 @@ static int add_caches(struct controller *c)
         if (!c->caches[i])
             return -ENOMEM;
     }
-    struct process_part part = {
-            .name = "caches", .stop = caches_stop, .free = caches_free, .userdata = c};
-    return process_add_part(c->proc, &part);
+    static const struct part_ops caches = {
+            .name = "caches", .start = caches_start, .stop = caches_stop, .free = caches_free};
+    return process_add(c->proc, &caches, c);
 }
 
 static void events_stop(void *userdata)
@@ -217,73 +226,39 @@ static int add_events(struct controller *c)
 {
     struct kube_recorder_config rc = {.controller = "hostdevd.io/controller",
                                       .instance = c->identity};
+    static const struct part_ops events = {.name = "events",
+                                           .stop = events_stop,
+                                           .in_flight = events_in_flight,
+                                           .free = events_free};
     c->events = kube_recorder_new(process_loop(c->proc), process_http(c->proc), &rc);
-    if (!c->events)
-        return -ENOMEM;
-    struct process_part part = {.name = "events",
-                                .stop = events_stop,
-                                .in_flight = events_in_flight,
-                                .free = events_free,
-                                .userdata = c};
-    return process_add_part(c->proc, &part);
+    return process_add(c->proc, &events, c->events ? c : NULL);
 }
 
 static int add_kubevirt(struct controller *c)
 {
-    struct kvpermit_config kc = {.loop = process_loop(c->proc),
-                                 .http = process_http(c->proc),
-                                 .metrics = process_metrics(c->proc),
+    struct kvpermit_config kc = {.env = process_env(c->proc),
                                  .kubevirt = c->cfg->kubevirt,
                                  .events = c->events,
                                  .can_write = leads,
                                  .userdata = c};
-    c->kv = kvpermit_new(&kc);
-    if (!c->kv)
-        return -ENOMEM;
-    kvpermit_set_caches(c->kv, c->caches[PCI_CLAIMS], c->caches[PCI_DEVICES], c->caches[USB_CLAIMS],
-                        c->caches[USB_DEVICES]);
-    struct process_part part = {.name = "kubevirt",
-                                .ready = kvpermit_ready,
-                                .stop = kvpermit_stop,
-                                .in_flight = kvpermit_in_flight,
-                                .free = kvpermit_free,
-                                .userdata = c->kv};
-    return process_add_part(c->proc, &part);
+    int r = process_add(c->proc, &kvpermit_part, c->kv = kvpermit_new(&kc));
+    if (r == 0)
+        kvpermit_set_caches(c->kv, c->caches[PCI_CLAIMS], c->caches[PCI_DEVICES],
+                            c->caches[USB_CLAIMS], c->caches[USB_DEVICES]);
+    return r;
 }
 
 static int add_nodeclaims(struct controller *c)
 {
-    struct nodeclaims_config nc = {.loop = process_loop(c->proc),
-                                   .http = process_http(c->proc),
-                                   .metrics = process_metrics(c->proc),
+    struct nodeclaims_config nc = {.env = process_env(c->proc),
                                    .events = c->events,
                                    .lease_namespace = c->cfg->lease_namespace,
                                    .can_write = leads,
                                    .userdata = c};
-    c->nc = nodeclaims_new(&nc);
-    if (!c->nc)
-        return -ENOMEM;
-    nodeclaims_set_caches(c->nc, c->caches[PCI_CLAIMS], c->caches[USB_CLAIMS]);
-    struct process_part part = {.name = "nodeclaims",
-                                .ready = nodeclaims_ready,
-                                .stop = nodeclaims_stop,
-                                .in_flight = nodeclaims_in_flight,
-                                .free = nodeclaims_free,
-                                .userdata = c->nc};
-    return process_add_part(c->proc, &part);
-}
-
-static int start(struct controller *c)
-{
-    for (int i = 0; i < N_CACHES; i++) {
-        int r = kube_informer_start(c->caches[i]);
-        if (r < 0)
-            return r;
-    }
-    int r = kvpermit_start(c->kv);
+    int r = process_add(c->proc, &nodeclaims_part, c->nc = nodeclaims_new(&nc));
     if (r == 0)
-        r = nodeclaims_start(c->nc);
-    return r < 0 ? r : kube_leader_start(c->leader);
+        nodeclaims_set_caches(c->nc, c->caches[PCI_CLAIMS], c->caches[USB_CLAIMS]);
+    return r;
 }
 
 static int setup(struct controller *c)
@@ -297,7 +272,6 @@ static int setup(struct controller *c)
             {"the KubeVirt reconciler", add_kubevirt},
             {"the reconciler of claims no agent serves", add_nodeclaims},
             {"leader election", add_leader},
-            {"the start", start},
     };
     struct process_config pc = {
             .role = "controller", .kubeconfig = c->cfg->kubeconfig, .listen = c->cfg->listen};

@@ -18,12 +18,15 @@
 #include "base/timefmt.h"
 #include "controllers/objects/claimstatus.h"
 #include "controllers/claims/pciclaim.h"
+#include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "controllers/claims/usbclaim.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
 #include "kube/names.h"
+
+static void nodeclaims_free(void *userdata);
 
 #define MAX_IN_FLIGHT 2
 
@@ -185,7 +188,7 @@ static double *seen_at(struct nodeclaims *nc, const char *lease_key)
 {
     double *t = map_get(nc->seen, lease_key);
     if (!t && (t = malloc(sizeof(*t)))) {
-        *t = ev_now(nc->cfg.loop);
+        *t = ev_now(nc->cfg.env.loop);
         if (map_put(nc->seen, lease_key, t) < 0) {
             free(t);
             return NULL;
@@ -210,9 +213,10 @@ static enum nodeclaims_agent agent_of(struct nodeclaims *nc, const char *node, c
         return NODECLAIMS_AGENT_STOPPED;
     const double *t = seen_at(nc, lease_key);
     *ret_expires =
-            (t ? *t : ev_now(nc->cfg.loop)) +
+            (t ? *t : ev_now(nc->cfg.env.loop)) +
             (cJSON_IsNumber(duration) && duration->valuedouble > 0 ? duration->valuedouble : 180);
-    return ev_now(nc->cfg.loop) < *ret_expires ? NODECLAIMS_AGENT_RUNNING : NODECLAIMS_AGENT_SILENT;
+    return ev_now(nc->cfg.env.loop) < *ret_expires ? NODECLAIMS_AGENT_RUNNING
+                                                   : NODECLAIMS_AGENT_SILENT;
 }
 
 static int add_action(struct ncjob *j, bool usb, const char *key, const cJSON *claim,
@@ -273,7 +277,7 @@ static int plan_node(void *ctx, const char *key, const cJSON *obj, void **ret_pl
         return r;
     }
     if (j->watched) /* the heartbeat may expire: look again then */
-        j->requeue_after = expires - ev_now(nc->cfg.loop) + 0.5;
+        j->requeue_after = expires - ev_now(nc->cfg.env.loop) + 0.5;
     *ret_plan = j;
     return 0;
 }
@@ -323,7 +327,7 @@ static void next_action(struct ncjob *j)
         patch = release ? claimstatus_finalizer_patch(
                                   a->claim, a->usb ? USBCLAIM_FINALIZER : PCICLAIM_FINALIZER, false)
                         : nodeclaims_status_patch(a->claim, &a->d, now);
-        int r = patch ? kube_client_patch(j->nc->cfg.http, res, NULL, a->name,
+        int r = patch ? kube_client_patch(j->nc->cfg.env.http, res, NULL, a->name,
                                           release ? KUBE_PATCH_JSON : KUBE_PATCH_MERGE, patch,
                                           !release, on_written, j)
                       : -ENOMEM;
@@ -377,7 +381,7 @@ static void on_lease_add(const char *key, const cJSON *obj, void *userdata)
     double *t = malloc(sizeof(*t));
     (void)obj;
     if (t) {
-        *t = ev_now(nc->cfg.loop);
+        *t = ev_now(nc->cfg.env.loop);
         if (map_put(nc->seen, key, t) < 0)
             free(t);
     }
@@ -418,12 +422,12 @@ struct nodeclaims *nodeclaims_new(const struct nodeclaims_config *cfg)
     nc->cfg = *cfg;
     nc->lease_log.name = "nodeclaims/leases";
     struct runner_config rc = {.name = "nodeclaims",
-                               .loop = cfg->loop,
-                               .http = cfg->http,
+                               .loop = cfg->env.loop,
+                               .http = cfg->env.http,
                                .informer = {.resource = &kube_res_nodes, .metadata_only = true},
                                .max_in_flight = MAX_IN_FLIGHT,
                                .max_backoff = 60,
-                               .metrics = cfg->metrics,
+                               .metrics = cfg->env.metrics,
                                .ops = &ops,
                                .ctx = nc};
     struct kube_informer_config lc = {.resource = &kube_res_leases,
@@ -435,7 +439,7 @@ struct nodeclaims *nodeclaims_new(const struct nodeclaims_config *cfg)
                                                    .on_skip = on_lease_skip},
                                       .userdata = nc};
     nc->runner = runner_new(&rc);
-    nc->leases = kube_informer_new(cfg->loop, cfg->http, &lc);
+    nc->leases = kube_informer_new(cfg->env.loop, cfg->env.http, &lc);
     nc->seen = map_new(free);
     if (!nc->runner || !nc->leases || !nc->seen) {
         nodeclaims_free(nc);
@@ -451,8 +455,9 @@ void nodeclaims_set_caches(struct nodeclaims *nc, struct kube_informer *pci_clai
     nc->usb_claims = usb_claims;
 }
 
-int nodeclaims_start(struct nodeclaims *nc)
+static int nodeclaims_start(void *self)
 {
+    struct nodeclaims *nc = self;
     int r = kube_informer_start(nc->leases);
     return r < 0 ? r : runner_start(nc->runner);
 }
@@ -478,7 +483,7 @@ void nodeclaims_enqueue_all(struct nodeclaims *nc)
         nodeclaims_claim_changed(nc, true, key, claim);
 }
 
-bool nodeclaims_ready(struct buf *why, void *userdata)
+static bool nodeclaims_ready(struct buf *why, void *userdata)
 {
     const struct nodeclaims *nc = userdata;
     if (runner_has_synced(nc->runner) && kube_informer_has_synced(nc->leases))
@@ -487,20 +492,14 @@ bool nodeclaims_ready(struct buf *why, void *userdata)
     return false;
 }
 
-void nodeclaims_stop(void *userdata)
+static void nodeclaims_stop(void *userdata)
 {
     struct nodeclaims *nc = userdata;
     runner_stop(nc->runner);
     kube_informer_stop(nc->leases);
 }
 
-int nodeclaims_in_flight(void *userdata)
-{
-    const struct nodeclaims *nc = userdata;
-    return runner_in_flight(nc->runner);
-}
-
-void nodeclaims_free(void *userdata)
+static void nodeclaims_free(void *userdata)
 {
     struct nodeclaims *nc = userdata;
     if (!nc)
@@ -510,3 +509,15 @@ void nodeclaims_free(void *userdata)
     nc->seen = map_free(nc->seen);
     free(nc);
 }
+
+static struct runner *part_runner(const void *self)
+{
+    return ((const struct nodeclaims *)self)->runner;
+}
+
+const struct part_ops nodeclaims_part = {.name = "nodeclaims",
+                                         .runner = part_runner,
+                                         .start = nodeclaims_start,
+                                         .ready = nodeclaims_ready,
+                                         .stop = nodeclaims_stop,
+                                         .free = nodeclaims_free};

@@ -18,6 +18,8 @@
  */
 #pragma once
 
+#include "controllers/runtime/part.h"
+
 #include <stdbool.h>
 
 struct buf;
@@ -74,9 +76,7 @@ char *nodeclaims_status_patch(const struct cJSON *claim, const struct nodeclaims
 /* --- the reconciler -------------------------------------------------------------------------- */
 
 struct nodeclaims_config {
-    struct ev_loop *loop;
-    struct kube_http *http;
-    struct metrics *metrics;
+    struct part_env env; /* loop, API client, metrics, node and its paths (runtime/part.h) */
     struct kube_recorder *events;
     const char *lease_namespace; /* of the agents' heartbeats */
     bool (*can_write)(void *userdata);
@@ -87,15 +87,12 @@ struct nodeclaims *nodeclaims_new(const struct nodeclaims_config *cfg);
 /* The claim caches (cluster-wide, borrowed). */
 void nodeclaims_set_caches(struct nodeclaims *nc, struct kube_informer *pci_claims,
                            struct kube_informer *usb_claims);
-int nodeclaims_start(struct nodeclaims *nc);
 /* A claim changed (`usb`: a USBDeviceClaim): its node is looked at again. */
 void nodeclaims_claim_changed(struct nodeclaims *nc, bool usb, const char *key,
                               const struct cJSON *claim);
 /* Every node with claims or a Node object (e.g. when this replica starts leading). */
 void nodeclaims_enqueue_all(struct nodeclaims *nc);
 
-/* Process part hooks; userdata is the reconciler. */
-bool nodeclaims_ready(struct buf *why, void *userdata);
-void nodeclaims_stop(void *userdata);
-int nodeclaims_in_flight(void *userdata);
-void nodeclaims_free(void *userdata);
+/* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
+ * what nodeclaims_new returned. */
+extern const struct part_ops nodeclaims_part;

@@ -30,6 +30,7 @@
 #include "base/timefmt.h"
 #include "controllers/objects/claimstatus.h"
 #include "controllers/claims/pcibind.h"
+#include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "controllers/runtime/worker.h"
 #include "kube/client.h"
@@ -39,6 +40,8 @@
 #include "kube/status.h"
 #include "node/sysfs.h"
 #include "node/vfio.h"
+
+static void pciclaim_free(void *userdata);
 
 #define MAX_IN_FLIGHT 2
 
@@ -390,7 +393,7 @@ static double *first_seen(struct pciclaim *c, const cJSON *claim)
 static int plan_claim(void *ctx, const char *key, const cJSON *obj, void **ret_plan)
 {
     struct pciclaim *c = ctx;
-    enum pciclaim_step step = pciclaim_next_step(obj, key, c->cfg.node_name);
+    enum pciclaim_step step = pciclaim_next_step(obj, key, c->cfg.env.node_name);
     *ret_plan = NULL;
     if (step == PCICLAIM_NOTHING)
         return 0;
@@ -437,7 +440,7 @@ static void conclude(struct cjob *j, const struct pciclaim_outcome *o);
 static bool proceed(struct cjob *j, const cJSON *obj)
 {
     if (j->c->stopping ||
-        !pciclaim_proceeds(&j->decision, obj, key_of(j), j->c->cfg.node_name, j->proceeded))
+        !pciclaim_proceeds(&j->decision, obj, key_of(j), j->c->cfg.env.node_name, j->proceeded))
         return false;
     cJSON *copy = cJSON_Duplicate(obj, true);
     if (!copy)
@@ -492,7 +495,7 @@ static int write_claim(struct cjob *j, bool add_finalizer, kube_client_cb done)
     if (!patch)
         return 0;
     log_v(2, "Patching PCIDeviceClaim", KV_STR("claim", key_of(j)), KV_STR("patch", patch));
-    int r = kube_client_patch(j->c->cfg.http, &kube_res_pcideviceclaims, NULL, key_of(j),
+    int r = kube_client_patch(j->c->cfg.env.http, &kube_res_pcideviceclaims, NULL, key_of(j),
                               status ? KUBE_PATCH_MERGE : KUBE_PATCH_JSON, patch, status, done, j);
     free(patch);
     return r < 0 ? r : 1;
@@ -593,7 +596,7 @@ static void phase_done(struct cjob *j)
         return;
     }
     const cJSON *w =
-            pciclaim_pick_written(j->written[0], j->written[1], key_of(j), j->c->cfg.node_name);
+            pciclaim_pick_written(j->written[0], j->written[1], key_of(j), j->c->cfg.env.node_name);
     if (!proceed(j, w))
         finish(j);
 }
@@ -813,6 +816,7 @@ static const struct runner_ops ops = {
         .plan_free = cjob_free,
         .on_event = on_event,
         .can_start = can_start,
+        .kind = "PCIDeviceClaim",
 };
 
 /* --- the reconciler's life -------------------------------------------------------------------- */
@@ -824,7 +828,7 @@ static void free_double(void *p)
 
 static void register_metrics(struct pciclaim *c)
 {
-    struct metrics *m = c->cfg.metrics;
+    struct metrics *m = c->cfg.env.metrics;
     metrics_enum(m, METRICS_COUNTER, "hostdevd_claim_results_total",
                  "PCIDeviceClaim reconciles by result.", "result", results, c->results);
     c->bind_seconds =
@@ -838,14 +842,14 @@ static void register_metrics(struct pciclaim *c)
 static int make_runner(struct pciclaim *c)
 {
     char selector[300];
-    (void)snprintf(selector, sizeof(selector), "spec.nodeName=%s", c->cfg.node_name);
+    (void)snprintf(selector, sizeof(selector), "spec.nodeName=%s", c->cfg.env.node_name);
     struct runner_config rc = {
             .name = "pcideviceclaim",
-            .loop = c->cfg.loop,
-            .http = c->cfg.http,
+            .loop = c->cfg.env.loop,
+            .http = c->cfg.env.http,
             .informer = {.resource = &kube_res_pcideviceclaims, .field_selector = selector},
             .max_in_flight = MAX_IN_FLIGHT,
-            .metrics = c->cfg.metrics,
+            .metrics = c->cfg.env.metrics,
             .ops = &ops,
             .ctx = c,
     };
@@ -859,14 +863,14 @@ struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg)
     if (!c)
         return NULL;
     c->cfg = *cfg;
-    c->env = (struct pcibind_env){.sysfs_fd = node_sysfs_open_root(cfg->sysfs_root),
-                                  .node_name = cfg->node_name,
-                                  .dev_root = cfg->dev_root,
-                                  .proc_root = cfg->proc_root};
+    c->env = (struct pcibind_env){.sysfs_fd = node_sysfs_open_root(cfg->env.sysfs_root),
+                                  .node_name = cfg->env.node_name,
+                                  .dev_root = cfg->env.dev_root,
+                                  .proc_root = cfg->env.proc_root};
     char instance[300];
-    (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", cfg->node_name);
+    (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", cfg->env.node_name);
     struct kube_recorder_config rc = {.controller = "hostdevd.io/agent", .instance = instance};
-    c->events = kube_recorder_new(cfg->loop, cfg->http, &rc);
+    c->events = kube_recorder_new(cfg->env.loop, cfg->env.http, &rc);
     c->first_seen = map_new(free_double);
     c->failures = map_new(free);
     if (c->env.sysfs_fd < 0 || !cfg->worker || !c->events || !c->first_seen || !c->failures ||
@@ -878,8 +882,9 @@ struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg)
     return c;
 }
 
-int pciclaim_start(struct pciclaim *c)
+static int pciclaim_start(void *self)
 {
+    struct pciclaim *c = self;
     return runner_start(c->runner);
 }
 
@@ -899,16 +904,7 @@ void pciclaim_enqueue_all(struct pciclaim *c)
         runner_enqueue_all(c->runner);
 }
 
-bool pciclaim_ready(struct buf *why, void *userdata)
-{
-    const struct pciclaim *c = userdata;
-    if (runner_has_synced(c->runner))
-        return true;
-    (void)buf_adds(why, "PCIDeviceClaim informer has not synced");
-    return false;
-}
-
-void pciclaim_stop(void *userdata)
+static void pciclaim_stop(void *userdata)
 {
     struct pciclaim *c = userdata;
     c->stopping = true;
@@ -916,13 +912,13 @@ void pciclaim_stop(void *userdata)
     kube_recorder_flush(c->events);
 }
 
-int pciclaim_in_flight(void *userdata)
+static int pciclaim_in_flight(void *userdata)
 {
     const struct pciclaim *c = userdata;
     return runner_in_flight(c->runner) + (int)kube_recorder_in_flight(c->events);
 }
 
-void pciclaim_free(void *userdata)
+static void pciclaim_free(void *userdata)
 {
     struct pciclaim *c = userdata;
     if (!c)
@@ -936,3 +932,15 @@ void pciclaim_free(void *userdata)
         close(c->env.sysfs_fd);
     free(c);
 }
+
+static struct runner *part_runner(const void *self)
+{
+    return ((const struct pciclaim *)self)->runner;
+}
+
+const struct part_ops pciclaim_part = {.name = "pcideviceclaims",
+                                       .runner = part_runner,
+                                       .start = pciclaim_start,
+                                       .stop = pciclaim_stop,
+                                       .in_flight = pciclaim_in_flight,
+                                       .free = pciclaim_free};

@@ -36,6 +36,8 @@
  */
 #pragma once
 
+#include "controllers/runtime/part.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -180,14 +182,8 @@ struct metrics;
 struct worker;
 
 struct pciclaim_config {
-    struct ev_loop *loop;
-    struct kube_http *http;
-    struct metrics *metrics;
+    struct part_env env;   /* loop, API client, metrics, node and its paths (runtime/part.h) */
     struct worker *worker; /* the process's (controllers/runtime/process.h) */
-    const char *node_name;
-    const char *sysfs_root;        /* "/sys" */
-    const char *dev_root;          /* "/dev": /dev/vfio/<group> */
-    const char *proc_root;         /* "/proc": mounts, swaps, routes for the host-critical check */
     struct kube_informer *devices; /* this node's PCIDevices (driver-at-first-sight annotation) */
     /* Called after each event of the claim informer (the USB claims behind a controller depend
      * on it), or NULL. */
@@ -198,7 +194,6 @@ struct pciclaim_config {
 struct pciclaim;
 
 struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg);
-int pciclaim_start(struct pciclaim *c);
 /* This node's USBDevices (borrowed), for the USB-controller check; keys wait for its sync. */
 void pciclaim_set_usb_devices(struct pciclaim *c, struct kube_informer *usb_devices);
 /* Who else holds a device: a DRA ResourceClaim (its "namespace/name" in buf). A claim on such
@@ -211,9 +206,6 @@ struct kube_informer *pciclaim_informer(const struct pciclaim *c);
 /* Reconciles every claim again (after a rescan: a driver may have changed under us). */
 void pciclaim_enqueue_all(struct pciclaim *c);
 
-/* Process part hooks (controllers/runtime/process.h); userdata is the reconciler. */
-bool pciclaim_ready(struct buf *why, void *userdata);
-void pciclaim_stop(void *userdata);
-/* API writes, worker jobs and Events in flight. */
-int pciclaim_in_flight(void *userdata);
-void pciclaim_free(void *userdata);
+/* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
+ * what pciclaim_new returned. */
+extern const struct part_ops pciclaim_part;

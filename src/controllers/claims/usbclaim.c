@@ -19,12 +19,15 @@
 #include "base/metrics.h"
 #include "base/timefmt.h"
 #include "controllers/objects/claimstatus.h"
+#include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "controllers/devices/usbdevice.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
 #include "kube/names.h"
+
+static void usbclaim_free(void *userdata);
 
 /* --- pure ------------------------------------------------------------------------------------- */
 
@@ -205,7 +208,7 @@ static int plan_claim(void *ctx, const char *key, const cJSON *obj, void **ret_p
 {
     struct usbclaim *c = ctx;
     const cJSON *device = kube_informer_get(c->devices, key);
-    enum usbclaim_step step = usbclaim_next_step(obj, key, device, c->cfg.node_name);
+    enum usbclaim_step step = usbclaim_next_step(obj, key, device, c->cfg.env.node_name);
     *ret_plan = NULL;
     if (step == USBCLAIM_NOTHING)
         return 0;
@@ -247,7 +250,7 @@ static void write(struct ujob *j, char *patch, bool status)
         return;
     }
     log_v(2, "Patching USBDeviceClaim", KV_STR("claim", key_of(j)), KV_STR("patch", patch));
-    int r = kube_client_patch(j->c->cfg.http, &kube_res_usbdeviceclaims, NULL, key_of(j),
+    int r = kube_client_patch(j->c->cfg.env.http, &kube_res_usbdeviceclaims, NULL, key_of(j),
                               status ? KUBE_PATCH_MERGE : KUBE_PATCH_JSON, patch, status,
                               on_written, j);
     free(patch);
@@ -279,7 +282,7 @@ static int stat_devnode(const struct usbclaim *c, const char *path)
     struct stat st;
     if (!path)
         return -ENOENT;
-    (void)snprintf(full, sizeof(full), "%s%s", c->cfg.dev_root, path + strlen("/dev"));
+    (void)snprintf(full, sizeof(full), "%s%s", c->cfg.env.dev_root, path + strlen("/dev"));
     return stat(full, &st) == 0 ? 0 : -errno;
 }
 
@@ -308,20 +311,20 @@ static void check(struct ujob *j)
     const cJSON *device = kube_informer_get(c->devices, key_of(j));
     const char *pci = str_field(field(device, "status"), "pciAddress");
     bool named =
-            pci && kube_names_pcidevice(c->cfg.node_name, pci, pci_name, sizeof(pci_name)) == 0;
+            pci && kube_names_pcidevice(c->cfg.env.node_name, pci, pci_name, sizeof(pci_name)) == 0;
     const cJSON *pc = named && c->pci_claims ? kube_informer_get(c->pci_claims, pci_name) : NULL;
     struct usbclaim_facts f = {
-            .node = c->cfg.node_name,
+            .node = c->cfg.env.node_name,
             .device = device,
             .controller_claim = pc && !kube_meta_str(pc, "deletionTimestamp") ? pci_name : NULL,
             .controller_on_vfio = named && controller_on_vfio(c, pci_name),
             .holds = usbclaim_holds(j->claim),
-            .dev_root = c->cfg.dev_root};
+            .dev_root = c->cfg.env.dev_root};
     f.devnode = device ? stat_devnode(c, str_field(field(device, "status"), "devicePath")) : 0;
     usbclaim_check(&f, key_of(j), &j->out);
     char now[40];
     timefmt_now(now, sizeof(now));
-    char *patch = usbclaim_status_patch(j->claim, c->cfg.node_name, &j->out, now);
+    char *patch = usbclaim_status_patch(j->claim, c->cfg.env.node_name, &j->out, now);
     if (patch && !claimstatus_ready_is(j->claim, j->out.ready, j->out.reason, j->out.message))
         say(j); /* once per change of the condition */
     write(j, patch, true);
@@ -372,6 +375,7 @@ static const struct runner_ops ops = {
         .plan_free = ujob_free,
         .on_event = on_event,
         .can_start = can_start,
+        .kind = "USBDeviceClaim",
 };
 
 /* --- the reconciler's life -------------------------------------------------------------------- */
@@ -384,16 +388,16 @@ struct usbclaim *usbclaim_new(const struct usbclaim_config *cfg)
         return NULL;
     c->cfg = *cfg;
     char instance[300];
-    (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", cfg->node_name);
+    (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", cfg->env.node_name);
     struct kube_recorder_config ec = {.controller = "hostdevd.io/agent", .instance = instance};
-    c->events = kube_recorder_new(cfg->loop, cfg->http, &ec);
+    c->events = kube_recorder_new(cfg->env.loop, cfg->env.http, &ec);
     struct runner_config rc = {
             .name = "usbdeviceclaim",
-            .loop = cfg->loop,
-            .http = cfg->http,
+            .loop = cfg->env.loop,
+            .http = cfg->env.http,
             .informer = {.resource = &kube_res_usbdeviceclaims},
             .max_in_flight = MAX_IN_FLIGHT,
-            .metrics = cfg->metrics,
+            .metrics = cfg->env.metrics,
             .ops = &ops,
             .ctx = c,
     };
@@ -402,7 +406,7 @@ struct usbclaim *usbclaim_new(const struct usbclaim_config *cfg)
         usbclaim_free(c);
         return NULL;
     }
-    metrics_enum(cfg->metrics, METRICS_COUNTER, "hostdevd_usb_claim_results_total",
+    metrics_enum(cfg->env.metrics, METRICS_COUNTER, "hostdevd_usb_claim_results_total",
                  "USBDeviceClaim status changes and releases by result.", "result", results,
                  c->results);
     return c;
@@ -419,8 +423,9 @@ void usbclaim_set_caches(struct usbclaim *c, struct kube_informer *devices,
     c->ready_userdata = ready_userdata;
 }
 
-int usbclaim_start(struct usbclaim *c)
+static int usbclaim_start(void *self)
 {
+    struct usbclaim *c = self;
     return runner_start(c->runner);
 }
 
@@ -441,29 +446,20 @@ struct kube_informer *usbclaim_informer(const struct usbclaim *c)
     return runner_informer(c->runner);
 }
 
-bool usbclaim_ready(struct buf *why, void *userdata)
-{
-    const struct usbclaim *c = userdata;
-    if (runner_has_synced(c->runner))
-        return true;
-    (void)buf_adds(why, "USBDeviceClaim informer has not synced");
-    return false;
-}
-
-void usbclaim_stop(void *userdata)
+static void usbclaim_stop(void *userdata)
 {
     struct usbclaim *c = userdata;
     runner_stop(c->runner);
     kube_recorder_flush(c->events);
 }
 
-int usbclaim_in_flight(void *userdata)
+static int usbclaim_in_flight(void *userdata)
 {
     const struct usbclaim *c = userdata;
     return runner_in_flight(c->runner) + (int)kube_recorder_in_flight(c->events);
 }
 
-void usbclaim_free(void *userdata)
+static void usbclaim_free(void *userdata)
 {
     struct usbclaim *c = userdata;
     if (!c)
@@ -472,3 +468,15 @@ void usbclaim_free(void *userdata)
     c->events = kube_recorder_free(c->events);
     free(c);
 }
+
+static struct runner *part_runner(const void *self)
+{
+    return ((const struct usbclaim *)self)->runner;
+}
+
+const struct part_ops usbclaim_part = {.name = "usbdeviceclaims",
+                                       .runner = part_runner,
+                                       .start = usbclaim_start,
+                                       .stop = usbclaim_stop,
+                                       .in_flight = usbclaim_in_flight,
+                                       .free = usbclaim_free};

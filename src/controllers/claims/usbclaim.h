@@ -30,6 +30,8 @@
  */
 #pragma once
 
+#include "controllers/runtime/part.h"
+
 #include <stdbool.h>
 
 struct buf;
@@ -97,11 +99,7 @@ char *usbclaim_finalizer_patch(const struct cJSON *claim, bool add);
 struct usbclaim;
 
 struct usbclaim_config {
-    struct ev_loop *loop;
-    struct kube_http *http;
-    struct metrics *metrics;
-    const char *node_name;
-    const char *dev_root; /* "/dev": /dev/bus/usb/BBB/DDD */
+    struct part_env env; /* loop, API client, metrics, node and its paths (runtime/part.h) */
     /* Called after each event of the claim informer with its key (the USBDevice of the same
      * name depends on it), or NULL. */
     void (*on_event)(const char *key, void *userdata);
@@ -115,14 +113,11 @@ struct usbclaim *usbclaim_new(const struct usbclaim_config *cfg);
 void usbclaim_set_caches(struct usbclaim *c, struct kube_informer *devices,
                          struct kube_informer *pci_claims, struct kube_informer *pci_devices,
                          bool (*devices_ready)(void *userdata), void *ready_userdata);
-int usbclaim_start(struct usbclaim *c);
 void usbclaim_enqueue(struct usbclaim *c, const char *key);
 void usbclaim_enqueue_all(struct usbclaim *c);
 /* The runner's informer: every USBDeviceClaim of the cluster. */
 struct kube_informer *usbclaim_informer(const struct usbclaim *c);
 
-/* Process part hooks (controllers/runtime/process.h); userdata is the reconciler. */
-bool usbclaim_ready(struct buf *why, void *userdata);
-void usbclaim_stop(void *userdata);
-int usbclaim_in_flight(void *userdata);
-void usbclaim_free(void *userdata);
+/* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
+ * what usbclaim_new returned. */
+extern const struct part_ops usbclaim_part;

@@ -193,10 +193,10 @@ static int parse_args(int argc, char **argv, struct inventory_config *cfg, const
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
         case 's':
-            cfg->sysfs_root = optarg;
+            cfg->env.sysfs_root = optarg;
             break;
         case 'P':
-            cfg->proc_root = optarg;
+            cfg->env.proc_root = optarg;
             break;
         case 'p':
             cfg->pci_ids = optarg;
@@ -205,7 +205,7 @@ static int parse_args(int argc, char **argv, struct inventory_config *cfg, const
             cfg->usb_ids = optarg;
             break;
         case 'n':
-            cfg->node_name = optarg;
+            cfg->env.node_name = optarg;
             break;
         case 'o':
             *format = optarg;
@@ -244,10 +244,10 @@ static int print_list(const cJSON *list, const char *format)
 int invtool_run(int argc, char **argv)
 {
     struct scans s = {0};
-    struct inventory_config cfg = {.loop = EV_DEFAULT,
-                                   .node_name = getenv("NODE_NAME"),
-                                   .sysfs_root = "/sys",
-                                   .proc_root = "/proc",
+    struct inventory_config cfg = {.env = {.loop = EV_DEFAULT,
+                                           .node_name = getenv("NODE_NAME"),
+                                           .sysfs_root = "/sys",
+                                           .proc_root = "/proc"},
                                    .resync = 86400,
                                    .uevent_source = "none",
                                    .on_scan = on_pci,
@@ -258,9 +258,9 @@ int invtool_run(int argc, char **argv)
     int r = parse_args(argc, argv, &cfg, &format);
     if (r != 0)
         return r == 1 ? 0 : 2;
-    if (!cfg.node_name) {
+    if (!cfg.env.node_name) {
         (void)gethostname(host, sizeof(host) - 1);
-        cfg.node_name = host[0] ? host : "node";
+        cfg.env.node_name = host[0] ? host : "node";
     }
     struct inventory *inv = NULL;
     if (inventory_new(&cfg, &inv) < 0)
@@ -270,7 +270,7 @@ int invtool_run(int argc, char **argv)
     cJSON *list = s.pci ? list_of(&s) : NULL;
     int rc = list ? print_list(list, format) : 1;
     if (!list)
-        log_error("The scan failed: nothing to print", KV_STR("sysfsRoot", cfg.sysfs_root));
+        log_error("The scan failed: nothing to print", KV_STR("sysfsRoot", cfg.env.sysfs_root));
     cJSON_Delete(list);
     map_free(s.pci);
     map_free(s.usb);

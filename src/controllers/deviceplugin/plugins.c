@@ -25,12 +25,15 @@
 #include "controllers/deviceplugin/devplugin.h"
 #include "controllers/claims/usbclaim.h"
 #include "controllers/devices/usbdevice.h"
+#include "controllers/runtime/part.h"
 #include "kube/client.h"
 #include "kube/informer.h"
 #include "kube/names.h"
 #include "kubelet/dpapi.h"
 #include "kubelet/grpc.h"
 #include "node/sysfs.h"
+
+static void plugins_free(void *userdata);
 
 #define KUBELET_SOCKET   "kubelet.sock"
 #define REGISTER_TIMEOUT 5.0
@@ -181,7 +184,7 @@ static void add_usb(struct plugins *p, struct map *offers, const char *name, con
     const cJSON *ds = field(dev, "status");
     const char *resource = str_field(ds, "resourceName"), *path = str_field(ds, "devicePath");
     if (kube_names_usbdevice_node(name, node, sizeof(node)) < 0 ||
-        strcmp(node, p->cfg.node_name) != 0 || !usbclaim_holds(claim) || !resource || !path)
+        strcmp(node, p->cfg.env.node_name) != 0 || !usbclaim_holds(claim) || !resource || !path)
         return;
     struct pdev *d = offer_add(offers, resource);
     if (!d)
@@ -303,7 +306,7 @@ static void chown_usb(const struct plugin *pl, const struct devplugin_alloc *a)
     for (size_t i = 0; i < a->n_paths; i++) {
         if (strncmp(a->paths[i], "/dev/bus/usb/", 13) != 0)
             continue;
-        (void)snprintf(path, sizeof(path), "%s%s", pl->ps->cfg.dev_root, a->paths[i] + 4);
+        (void)snprintf(path, sizeof(path), "%s%s", pl->ps->cfg.env.dev_root, a->paths[i] + 4);
         if (chown(path, QEMU_UID, QEMU_UID) < 0)
             log_warning("Cannot hand a USB device node to KubeVirt's qemu user",
                         KV_STR("path", path), KV_ERRNO(-errno));
@@ -465,7 +468,7 @@ static int still_ready(const struct plugin *pl, const char *id, struct err *e)
             continue;
         if (d->d.kind == DEVPLUGIN_USB) {
             struct stat st;
-            (void)snprintf(path, sizeof(path), "%s%s", pl->ps->cfg.dev_root, d->dev_path + 4);
+            (void)snprintf(path, sizeof(path), "%s%s", pl->ps->cfg.env.dev_root, d->dev_path + 4);
             return stat(path, &st) == 0 ? 0 : err_set(e, -ENODEV, "%s is gone", d->dev_path);
         }
         (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/driver", d->address);
@@ -504,7 +507,7 @@ static void register_plugin(struct plugin *pl);
 
 static void plugin_free(struct plugin *pl)
 {
-    ev_timer_stop(pl->ps->cfg.loop, &pl->retry);
+    ev_timer_stop(pl->ps->cfg.env.loop, &pl->retry);
     pl->srv = grpc_server_free(pl->srv); /* cancels the streams: on_stream_cancel frees them */
     free(pl->devs);
     if (pl->registering)
@@ -518,9 +521,9 @@ static void retry_later(struct plugin *pl)
     pl->retry_in = pl->retry_in > 0 ? pl->retry_in * 2 : RETRY_FIRST;
     if (pl->retry_in > RETRY_MAX)
         pl->retry_in = RETRY_MAX;
-    ev_timer_stop(pl->ps->cfg.loop, &pl->retry);
+    ev_timer_stop(pl->ps->cfg.env.loop, &pl->retry);
     ev_timer_set(&pl->retry, pl->retry_in, 0.);
-    ev_timer_start(pl->ps->cfg.loop, &pl->retry);
+    ev_timer_start(pl->ps->cfg.env.loop, &pl->retry);
 }
 
 static void on_registered(enum grpc_status status, const char *message, const uint8_t *resp,
@@ -545,7 +548,7 @@ static void on_registered(enum grpc_status status, const char *message, const ui
     }
     pl->registered = true;
     pl->retry_in = 0;
-    ev_timer_stop(pl->ps->cfg.loop, &pl->retry);
+    ev_timer_stop(pl->ps->cfg.env.loop, &pl->retry);
     metrics_inc(pl->ps->registrations);
     log_info("Registered device plugin with kubelet", KV_STR("resource", pl->resource),
              KV_STR("socket", pl->socket_path));
@@ -563,7 +566,7 @@ static void register_plugin(struct plugin *pl)
     (void)snprintf(kubelet, sizeof(kubelet), "%s/" KUBELET_SOCKET, pl->ps->cfg.dir);
     int r = dpapi_encode_register(pl->socket_name, pl->resource, &o, &b);
     if (r == 0)
-        r = grpc_unary(pl->ps->cfg.loop, kubelet, DPAPI_REGISTER, (const uint8_t *)buf_str(&b),
+        r = grpc_unary(pl->ps->cfg.env.loop, kubelet, DPAPI_REGISTER, (const uint8_t *)buf_str(&b),
                        b.len, REGISTER_TIMEOUT, on_registered, pl);
     buf_free(&b);
     pl->registered = false;
@@ -571,7 +574,7 @@ static void register_plugin(struct plugin *pl)
         /* this registration replaces a retry still pending (kubelet.sock was created while an
          * attempt to reach the kubelet before waited): a second one would be refused by kubelet
          * ("device plugin already connected") and retried for ever */
-        ev_timer_stop(pl->ps->cfg.loop, &pl->retry);
+        ev_timer_stop(pl->ps->cfg.env.loop, &pl->retry);
         pl->registering = true;
         return;
     }
@@ -605,7 +608,7 @@ static void plugin_serve(struct plugin *pl)
     };
     struct err e = {""};
     pl->srv = grpc_server_free(pl->srv);
-    int r = grpc_server_new(pl->ps->cfg.loop, pl->socket_path, methods,
+    int r = grpc_server_new(pl->ps->cfg.env.loop, pl->socket_path, methods,
                             sizeof(methods) / sizeof(methods[0]), &pl->srv, &e);
     if (r < 0) {
         log_error("Cannot serve the device plugin", KV_STR("resource", pl->resource),
@@ -730,7 +733,7 @@ static void on_sync(struct ev_loop *loop, ev_timer *w, int revents)
 void plugins_sync(struct plugins *ps)
 {
     if (ps && !ps->stopping && !ev_is_active(&ps->sync_timer))
-        ev_timer_start(ps->cfg.loop, &ps->sync_timer);
+        ev_timer_start(ps->cfg.env.loop, &ps->sync_timer);
 }
 
 /* --- kubelet's directory ---------------------------------------------------------------------- */
@@ -803,7 +806,7 @@ static int watch_dir(struct plugins *ps)
         return -errno;
     ev_io_init(&ps->inotify_io, on_inotify, ps->inotify_fd, EV_READ);
     ps->inotify_io.data = ps;
-    ev_io_start(ps->cfg.loop, &ps->inotify_io);
+    ev_io_start(ps->cfg.env.loop, &ps->inotify_io);
     return 0;
 }
 
@@ -821,7 +824,7 @@ struct plugins *plugins_new(const struct plugins_config *cfg)
         return NULL;
     ps->cfg = *cfg;
     ps->inotify_fd = -1;
-    ps->sysfs_fd = node_sysfs_open_root(cfg->sysfs_root);
+    ps->sysfs_fd = node_sysfs_open_root(cfg->env.sysfs_root);
     ps->by_resource = map_new(plugin_map_free);
     if (ps->sysfs_fd < 0 || !ps->by_resource) {
         plugins_free(ps);
@@ -829,7 +832,7 @@ struct plugins *plugins_new(const struct plugins_config *cfg)
     }
     ev_timer_init(&ps->sync_timer, on_sync, 0., 0.);
     ps->sync_timer.data = ps;
-    struct metrics *m = cfg->metrics;
+    struct metrics *m = cfg->env.metrics;
     ps->registrations = metrics_one(m, METRICS_COUNTER, "hostdevd_plugin_registrations_total",
                                     "Device plugin registrations kubelet accepted.");
     ps->register_errors = metrics_one(m, METRICS_COUNTER, "hostdevd_plugin_register_errors_total",
@@ -852,8 +855,9 @@ void plugins_set_caches(struct plugins *ps, struct kube_informer *pci_claims,
     ps->usb_devices = usb_devices;
 }
 
-int plugins_start(struct plugins *ps)
+static int plugins_start(void *self)
 {
+    struct plugins *ps = self;
     int r = watch_dir(ps);
     if (r < 0)
         log_warning("Cannot watch kubelet's device-plugin directory; kubelet restarts are noticed "
@@ -863,35 +867,22 @@ int plugins_start(struct plugins *ps)
     return 0;
 }
 
-bool plugins_ready(struct buf *why, void *userdata)
-{
-    (void)why;
-    (void)userdata;
-    return true; /* kubelet's presence is not the agent's readiness */
-}
-
-void plugins_stop(void *userdata)
+static void plugins_stop(void *userdata)
 {
     struct plugins *ps = userdata;
     ps->stopping = true;
-    ev_timer_stop(ps->cfg.loop, &ps->sync_timer);
+    ev_timer_stop(ps->cfg.env.loop, &ps->sync_timer);
 }
 
-int plugins_in_flight(void *userdata)
-{
-    (void)userdata;
-    return 0;
-}
-
-void plugins_free(void *userdata)
+static void plugins_free(void *userdata)
 {
     struct plugins *ps = userdata;
     if (!ps)
         return;
     ps->stopping = true;
-    ev_timer_stop(ps->cfg.loop, &ps->sync_timer);
+    ev_timer_stop(ps->cfg.env.loop, &ps->sync_timer);
     if (ps->inotify_fd >= 0) {
-        ev_io_stop(ps->cfg.loop, &ps->inotify_io);
+        ev_io_stop(ps->cfg.env.loop, &ps->inotify_io);
         close(ps->inotify_fd);
     }
     map_free(ps->by_resource);
@@ -899,3 +890,8 @@ void plugins_free(void *userdata)
         close(ps->sysfs_fd);
     free(ps);
 }
+
+const struct part_ops plugins_part = {.name = "deviceplugins",
+                                      .start = plugins_start,
+                                      .stop = plugins_stop,
+                                      .free = plugins_free};

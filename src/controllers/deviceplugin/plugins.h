@@ -27,6 +27,8 @@
  */
 #pragma once
 
+#include "controllers/runtime/part.h"
+
 #include <stdbool.h>
 
 struct buf;
@@ -36,12 +38,8 @@ struct metrics;
 struct plugins;
 
 struct plugins_config {
-    struct ev_loop *loop;
-    struct metrics *metrics;
-    const char *node_name;
-    const char *dir;        /* kubelet's device-plugin directory (kubelet.sock lives there) */
-    const char *sysfs_root; /* vfio cdevs, the PreStart re-check */
-    const char *dev_root;   /* "/dev": USB device nodes to chown */
+    struct part_env env; /* loop, API client, metrics, node and its paths (runtime/part.h) */
+    const char *dir;     /* kubelet's device-plugin directory (kubelet.sock lives there) */
 };
 
 struct plugins *plugins_new(const struct plugins_config *cfg);
@@ -49,13 +47,9 @@ struct plugins *plugins_new(const struct plugins_config *cfg);
 void plugins_set_caches(struct plugins *p, struct kube_informer *pci_claims,
                         struct kube_informer *pci_devices, struct kube_informer *usb_claims,
                         struct kube_informer *usb_devices);
-/* Watches the directory and computes the first offer. Returns 0 or a negative errno. */
-int plugins_start(struct plugins *p);
 /* Recomputes the offer soon (calls within one loop iteration are coalesced). */
 void plugins_sync(struct plugins *p);
 
-/* Process part hooks (controllers/runtime/process.h); userdata is the plugins. */
-bool plugins_ready(struct buf *why, void *userdata);
-void plugins_stop(void *userdata);
-int plugins_in_flight(void *userdata);
-void plugins_free(void *userdata);
+/* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
+ * what plugins_new returned. */
+extern const struct part_ops plugins_part;

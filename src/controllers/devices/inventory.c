@@ -18,6 +18,7 @@
 #include "base/names.h"
 #include "controllers/devices/pcidevice.h"
 #include "controllers/devices/usbdevice.h"
+#include "controllers/runtime/part.h"
 #include "kube/names.h"
 #include "node/blockers.h"
 #include "node/hostuse.h"
@@ -188,7 +189,7 @@ static void build_want(struct inventory *inv, const struct node_pci_scan_result 
             continue;
         }
         struct pcidevice_spec *s = malloc(sizeof(*s));
-        int r = s ? spec_from_dev(inv->cfg.node_name, d, s) : -ENOMEM;
+        int r = s ? spec_from_dev(inv->cfg.env.node_name, d, s) : -ENOMEM;
         if (r == 0) {
             add_blockers(inv, d, use, s);
             r = map_put(want, s->name, s);
@@ -220,11 +221,11 @@ static void scan_pci(struct inventory *inv, const char *why)
     struct err err = {{0}};
     struct tally t = {0};
     int r = node_pci_scan(inv->pci, &res, &err);
-    int u = r == 0 ? node_hostuse_collect(inv->cfg.proc_root, &use) : 0;
-    inv->sysfs_fd = r == 0 ? node_sysfs_open_root(inv->cfg.sysfs_root) : -1;
+    int u = r == 0 ? node_hostuse_collect(inv->cfg.env.proc_root, &use) : 0;
+    inv->sysfs_fd = r == 0 ? node_sysfs_open_root(inv->cfg.env.sysfs_root) : -1;
     if (u < 0) /* the host-use blockers are left out of this scan, not the devices */
         log_warning("Cannot read what the host uses; host-use blockers left out",
-                    KV_STR("procRoot", inv->cfg.proc_root), KV_ERRNO(u));
+                    KV_STR("procRoot", inv->cfg.env.proc_root), KV_ERRNO(u));
     struct map *want = r == 0 ? pcidevices_new_want() : NULL;
     inv->unreadable = map_new(NULL);
     if (want)
@@ -262,7 +263,7 @@ static void build_usb_want(struct inventory *inv, const struct node_usb_scan_res
     for (size_t i = 0; i < res->n_devs; i++) {
         const struct node_usb_dev *d = &res->devs[i];
         struct usbdevice_spec *s = malloc(sizeof(*s));
-        int r = s ? usbdevice_spec_from(inv->cfg.node_name, d, inv->usbids, s) : -ENOMEM;
+        int r = s ? usbdevice_spec_from(inv->cfg.env.node_name, d, inv->usbids, s) : -ENOMEM;
         bool unnamed = r == 1;
         if (r >= 0)
             r = map_put(want, s->name, s);
@@ -287,7 +288,7 @@ static void scan_usb(struct inventory *inv, const char *why)
     double t0 = ev_time();
     struct node_usb_scan_result res = {0};
     struct err err = {{0}};
-    int fd = node_sysfs_open_root(inv->cfg.sysfs_root);
+    int fd = node_sysfs_open_root(inv->cfg.env.sysfs_root);
     int r = fd < 0 ? fd : node_usb_scan(fd, &res, &err);
     if (fd >= 0)
         close(fd);
@@ -335,7 +336,7 @@ static void on_resync(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void uevent_hint(struct inventory *inv, int what)
 {
-    struct ev_loop *loop = inv->cfg.loop;
+    struct ev_loop *loop = inv->cfg.env.loop;
     inv->pending |= what;
     double now = ev_now(loop);
     if (inv->uevent_first == 0)
@@ -399,7 +400,7 @@ static void start_uevents(struct inventory *inv)
     }
     ev_io_init(&inv->uevent_io, on_uevent, node_udev_fd(inv->udev), EV_READ);
     inv->uevent_io.data = inv;
-    ev_io_start(inv->cfg.loop, &inv->uevent_io);
+    ev_io_start(inv->cfg.env.loop, &inv->uevent_io);
 }
 
 /* --- metrics and life ----------------------------------------------------------------------- */
@@ -407,7 +408,7 @@ static void start_uevents(struct inventory *inv)
 static void register_metrics(struct inventory *inv)
 {
     static const char *const states[] = {"vfio-pci", "host-driver", "unbound", NULL};
-    struct metrics *reg = inv->cfg.metrics;
+    struct metrics *reg = inv->cfg.env.metrics;
     struct inventory_metrics *m = &inv->m;
     m->devices = metrics_one(reg, METRICS_GAUGE, "hostdevd_pci_devices",
                              "PCI functions published as PCIDevices.");
@@ -442,9 +443,9 @@ int inventory_new(const struct inventory_config *cfg, struct inventory **ret)
     if (!inv)
         return -ENOMEM;
     inv->cfg = *cfg;
-    int r = node_pci_new(cfg->sysfs_root, cfg->pci_ids, &inv->pci);
+    int r = node_pci_new(cfg->env.sysfs_root, cfg->pci_ids, &inv->pci);
     if (r < 0) {
-        log_error("Cannot initialise PCI access", KV_STR("sysfsRoot", cfg->sysfs_root),
+        log_error("Cannot initialise PCI access", KV_STR("sysfsRoot", cfg->env.sysfs_root),
                   KV_STR("pciIds", cfg->pci_ids ? cfg->pci_ids : "(default)"), KV_ERRNO(r));
         free(inv);
         return r;
@@ -468,25 +469,27 @@ int inventory_new(const struct inventory_config *cfg, struct inventory **ret)
     return 0;
 }
 
-void inventory_start(struct inventory *inv)
+static int inventory_start(void *self)
 {
-    ev_timer_start(inv->cfg.loop, &inv->resync);
+    struct inventory *inv = self;
+    ev_timer_start(inv->cfg.env.loop, &inv->resync);
     start_uevents(inv);
     inventory_scan(inv, "start");
+    return 0;
 }
 
-void inventory_rescan(void *userdata)
+static void inventory_rescan(void *userdata)
 {
     inventory_scan(userdata, "SIGHUP");
 }
 
-void inventory_stop(void *userdata)
+static void inventory_stop(void *userdata)
 {
     struct inventory *inv = userdata;
-    ev_timer_stop(inv->cfg.loop, &inv->resync);
-    ev_timer_stop(inv->cfg.loop, &inv->uevent_timer);
+    ev_timer_stop(inv->cfg.env.loop, &inv->resync);
+    ev_timer_stop(inv->cfg.env.loop, &inv->uevent_timer);
     if (inv->udev)
-        ev_io_stop(inv->cfg.loop, &inv->uevent_io);
+        ev_io_stop(inv->cfg.env.loop, &inv->uevent_io);
 }
 
 void inventory_free(void *userdata)
@@ -503,3 +506,9 @@ void inventory_free(void *userdata)
     map_free(inv->reported);
     free(inv);
 }
+
+const struct part_ops inventory_part = {.name = "inventory",
+                                        .start = inventory_start,
+                                        .stop = inventory_stop,
+                                        .rescan = inventory_rescan,
+                                        .free = inventory_free};

@@ -11,6 +11,8 @@
  */
 #pragma once
 
+#include "controllers/runtime/part.h"
+
 #include <stdbool.h>
 
 struct ev_loop;
@@ -19,11 +21,7 @@ struct metrics;
 struct inventory;
 
 struct inventory_config {
-    struct ev_loop *loop;
-    struct metrics *metrics;
-    const char *node_name;     /* borrowed, as the strings below */
-    const char *sysfs_root;    /* "/sys" */
-    const char *proc_root;     /* "/proc" */
+    struct part_env env;       /* loop, API client, metrics, node and its paths (runtime/part.h) */
     const char *pci_ids;       /* NULL: libpci's */
     const char *usb_ids;       /* NULL: /usr/share/misc/usb.ids */
     double resync;             /* seconds between full rescans */
@@ -40,12 +38,12 @@ struct inventory_config {
 
 /* Opens PCI access. Returns 0 and the inventory, or a negative errno after logging why. */
 int inventory_new(const struct inventory_config *cfg, struct inventory **ret);
-/* Scans now and starts the resync timer and the uevent monitor. */
-void inventory_start(struct inventory *inv);
 /* Scans now; `why` is logged ("start", "resync", "SIGHUP", "uevent"). */
 void inventory_scan(struct inventory *inv, const char *why);
 
-/* Process part hooks (controllers/runtime/process.h); userdata is the inventory. */
-void inventory_rescan(void *userdata);
-void inventory_stop(void *userdata);
+/* Frees the inventory (also its part hook). Takes NULL. */
 void inventory_free(void *userdata);
+
+/* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
+ * what inventory_new returned. */
+extern const struct part_ops inventory_part;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "controllers/runtime/part.h"
 #include "kube/client.h"
 #include "kube/status.h"
 
@@ -32,7 +33,7 @@ static void retry_later(struct nodeuid *n)
     if (n->retry_in > NODE_RETRY_MAX)
         n->retry_in = NODE_RETRY_MAX;
     ev_timer_set(&n->retry, n->retry_in, 0.);
-    ev_timer_start(n->cfg.loop, &n->retry);
+    ev_timer_start(n->cfg.env.loop, &n->retry);
 }
 
 static void on_node(const struct kube_err *err, const cJSON *obj, void *userdata)
@@ -42,7 +43,7 @@ static void on_node(const struct kube_err *err, const cJSON *obj, void *userdata
     if (err || !uid) {
         log_warning("Cannot read this node's Node object; device objects get no ownerReference "
                     "yet",
-                    KV_STR("node", n->cfg.node_name), KV_INT("http", err ? err->http : 0),
+                    KV_STR("node", n->cfg.env.node_name), KV_INT("http", err ? err->http : 0),
                     KV_STR("reason", err ? err->reason : ""));
         retry_later(n);
         if (!n->answered) {
@@ -61,7 +62,8 @@ static void on_node(const struct kube_err *err, const cJSON *obj, void *userdata
 
 static void get_node(struct nodeuid *n)
 {
-    if (kube_client_get(n->cfg.http, &kube_res_nodes, NULL, n->cfg.node_name, on_node, n) < 0)
+    if (kube_client_get(n->cfg.env.http, &kube_res_nodes, NULL, n->cfg.env.node_name, on_node, n) <
+        0)
         retry_later(n);
 }
 
@@ -83,9 +85,10 @@ struct nodeuid *nodeuid_new(const struct nodeuid_config *cfg)
     return n;
 }
 
-void nodeuid_start(struct nodeuid *n)
+static int nodeuid_start(void *self)
 {
-    get_node(n);
+    get_node(self);
+    return 0;
 }
 
 const char *nodeuid_get(const struct nodeuid *n)
@@ -98,17 +101,19 @@ bool nodeuid_answered(const struct nodeuid *n)
     return !n || n->answered;
 }
 
-void nodeuid_stop(struct nodeuid *n)
+static void nodeuid_stop(void *self)
 {
-    ev_timer_stop(n->cfg.loop, &n->retry);
+    struct nodeuid *n = self;
+    ev_timer_stop(n->cfg.env.loop, &n->retry);
 }
 
-struct nodeuid *nodeuid_free(struct nodeuid *n)
+static void nodeuid_free(void *self)
 {
-    if (!n)
-        return NULL;
+    struct nodeuid *n = self;
     nodeuid_stop(n);
     free(n->uid);
     free(n);
-    return NULL;
 }
+
+const struct part_ops nodeuid_part = {
+        .name = "node", .start = nodeuid_start, .stop = nodeuid_stop, .free = nodeuid_free};

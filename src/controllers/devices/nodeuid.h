@@ -7,6 +7,8 @@
  */
 #pragma once
 
+#include "controllers/runtime/part.h"
+
 #include <stdbool.h>
 
 struct ev_loop;
@@ -14,9 +16,7 @@ struct kube_http;
 struct nodeuid;
 
 struct nodeuid_config {
-    struct ev_loop *loop;
-    struct kube_http *http;
-    const char *node_name; /* borrowed */
+    struct part_env env; /* loop, API client, metrics, node and its paths (runtime/part.h) */
     /* Called once the uid is known (the device reconcilers look at every object again), and
      * once after the first answer when that answer gave no uid (nodeuid_answered() has turned
      * true: the reconcilers that waited for it go ahead without an ownerReference). */
@@ -25,13 +25,12 @@ struct nodeuid_config {
 };
 
 struct nodeuid *nodeuid_new(const struct nodeuid_config *cfg);
-void nodeuid_start(struct nodeuid *n);
 /* The uid, or NULL while it is not known. */
 const char *nodeuid_get(const struct nodeuid *n);
 /* Whether the first GET of the Node has answered, with the uid or an error (true for NULL).
  * The device reconcilers create nothing before it, so their first objects carry the
  * ownerReference whenever the Node exists; a Node that cannot be read never holds them longer. */
 bool nodeuid_answered(const struct nodeuid *n);
-void nodeuid_stop(struct nodeuid *n);
-/* Accepts NULL; returns NULL. */
-struct nodeuid *nodeuid_free(struct nodeuid *n);
+
+/* The part (controllers/runtime/part.h): the first GET at start, retries stopped on SIGTERM. */
+extern const struct part_ops nodeuid_part;

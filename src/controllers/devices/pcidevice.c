@@ -19,10 +19,13 @@
 #include "base/metrics.h"
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
+#include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "kube/client.h"
 #include "kube/names.h"
 #include "kube/status.h"
+
+static void pcidevices_free(void *userdata);
 
 /* The status fields this agent writes; any other field is someone else's. */
 static const char *const managed[] = {
@@ -190,7 +193,7 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
     const char *node_uid = nodeuid_get(d->cfg.node);
     struct pcidevice_plan plan;
     *ret_plan = NULL;
-    if (obj && devwrite_foreign(obj, d->cfg.node_name))
+    if (obj && devwrite_foreign(obj, d->cfg.env.node_name))
         return 0;
     int r = pcidevice_plan(want, obj, node_uid, &plan);
     if (r < 0 || pcidevice_plan_empty(&plan)) {
@@ -206,7 +209,7 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
         pcidevice_plan_done(&plan);
         return -ENOMEM;
     }
-    *w = (struct devwrite){.http = d->cfg.http,
+    *w = (struct devwrite){.http = d->cfg.env.http,
                            .res = &kube_res_pcidevices,
                            .kind = "PCIDevice",
                            .writes = d->writes,
@@ -236,7 +239,7 @@ static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_e
 {
     const struct pcidevices *d = ctx;
     if (ev == RUNNER_EVENT_ADD)
-        devwrite_note_foreign("PCIDevice", key, obj, d->cfg.node_name);
+        devwrite_note_foreign("PCIDevice", key, obj, d->cfg.env.node_name);
     if (d->cfg.on_event)
         d->cfg.on_event(key, d->cfg.userdata);
 }
@@ -254,6 +257,9 @@ static const struct runner_ops ops = {
         .on_event = on_event,
         .can_start = can_start,
         .on_converged = on_converged,
+        .kind = "PCIDevice",
+        .waiting = "no PCI scan has succeeded",
+        .unconverged = "the first inventory is not written yet",
 };
 
 /* --- the reconciler's life ------------------------------------------------------------------ */
@@ -265,14 +271,14 @@ struct pcidevices *pcidevices_new(const struct pcidevices_config *cfg)
         return NULL;
     d->cfg = *cfg;
     char selector[300];
-    (void)snprintf(selector, sizeof(selector), "nodename=%s", cfg->node_name);
+    (void)snprintf(selector, sizeof(selector), "nodename=%s", cfg->env.node_name);
     struct runner_config rc = {
             .name = "pcidevice",
-            .loop = cfg->loop,
-            .http = cfg->http,
+            .loop = cfg->env.loop,
+            .http = cfg->env.http,
             .informer = {.resource = &kube_res_pcidevices, .label_selector = selector},
             .max_in_flight = MAX_IN_FLIGHT,
-            .metrics = cfg->metrics,
+            .metrics = cfg->env.metrics,
             .ops = &ops,
             .ctx = d,
     };
@@ -281,12 +287,13 @@ struct pcidevices *pcidevices_new(const struct pcidevices_config *cfg)
         pcidevices_free(d);
         return NULL;
     }
-    devwrite_register(cfg->metrics, "PCIDevice", d->writes);
+    devwrite_register(cfg->env.metrics, "PCIDevice", d->writes);
     return d;
 }
 
-int pcidevices_start(struct pcidevices *d)
+static int pcidevices_start(void *self)
 {
+    struct pcidevices *d = self;
     return runner_start(d->runner);
 }
 
@@ -337,7 +344,7 @@ void pcidevices_keep_unreadable(const struct pcidevices *d, struct map *want,
     while (d->want && unreadable && map_next(unreadable, &pos, &entry, NULL)) {
         char name[KUBE_NAME_MAX + 1];
         const struct pcidevice_spec *old;
-        if (kube_names_pcidevice(d->cfg.node_name, entry, name, sizeof(name)) < 0 ||
+        if (kube_names_pcidevice(d->cfg.env.node_name, entry, name, sizeof(name)) < 0 ||
             map_contains(want, name) || !(old = map_get(d->want, name)))
             continue;
         struct pcidevice_spec *copy = spec_dup(old);
@@ -356,31 +363,7 @@ struct runner *pcidevices_runner(const struct pcidevices *d)
     return d->runner;
 }
 
-bool pcidevices_ready(struct buf *why, void *userdata)
-{
-    const struct pcidevices *d = userdata;
-    if (!runner_has_synced(d->runner))
-        (void)buf_adds(why, "PCIDevice informer has not synced");
-    else if (!d->want)
-        (void)buf_adds(why, "no PCI scan has succeeded");
-    else if (!runner_converged(d->runner))
-        (void)buf_adds(why, "the first inventory is not written yet");
-    return runner_converged(d->runner);
-}
-
-void pcidevices_stop(void *userdata)
-{
-    struct pcidevices *d = userdata;
-    runner_stop(d->runner);
-}
-
-int pcidevices_in_flight(void *userdata)
-{
-    const struct pcidevices *d = userdata;
-    return runner_in_flight(d->runner);
-}
-
-void pcidevices_free(void *userdata)
+static void pcidevices_free(void *userdata)
 {
     struct pcidevices *d = userdata;
     if (!d)
@@ -389,3 +372,13 @@ void pcidevices_free(void *userdata)
     map_free(d->want);
     free(d);
 }
+
+static struct runner *part_runner(const void *self)
+{
+    return ((const struct pcidevices *)self)->runner;
+}
+
+const struct part_ops pcidevices_part = {.name = "pcidevices",
+                                         .runner = part_runner,
+                                         .start = pcidevices_start,
+                                         .free = pcidevices_free};

@@ -20,6 +20,8 @@
  */
 #pragma once
 
+#include "controllers/runtime/part.h"
+
 #include <stdbool.h>
 
 #include "node/blockers.h"
@@ -94,10 +96,7 @@ struct runner;
 struct nodeuid;
 
 struct pcidevices_config {
-    struct ev_loop *loop;
-    struct kube_http *http;
-    struct metrics *metrics;
-    const char *node_name;      /* borrowed: must outlive the reconciler */
+    struct part_env env;        /* loop, API client, metrics, node and its paths (runtime/part.h) */
     const struct nodeuid *node; /* this node's Node uid (borrowed) */
     /* Called after each event of the PCIDevice informer with its key, or NULL. */
     void (*on_event)(const char *key, void *userdata);
@@ -105,8 +104,6 @@ struct pcidevices_config {
 };
 
 struct pcidevices *pcidevices_new(const struct pcidevices_config *cfg);
-/* Reads the Node and starts the runner. Returns 0 or a negative errno. */
-int pcidevices_start(struct pcidevices *d);
 /* An empty map for pcidevices_set_want(): name -> struct pcidevice_spec (malloc'd). */
 struct map *pcidevices_new_want(void);
 /* Takes the desired objects of a new scan and reconciles every key. */
@@ -123,8 +120,6 @@ const struct map *pcidevices_want(const struct pcidevices *d);
 /* The runner (its informer caches this node's PCIDevices). */
 struct runner *pcidevices_runner(const struct pcidevices *d);
 
-/* Process part hooks (controllers/runtime/process.h); userdata is the reconciler. */
-bool pcidevices_ready(struct buf *why, void *userdata);
-void pcidevices_stop(void *userdata);
-int pcidevices_in_flight(void *userdata);
-void pcidevices_free(void *userdata);
+/* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
+ * what pcidevices_new returned. */
+extern const struct part_ops pcidevices_part;

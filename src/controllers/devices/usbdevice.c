@@ -18,6 +18,7 @@
 #include "base/names.h"
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
+#include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "controllers/claims/usbclaim.h"
 #include "kube/client.h"
@@ -25,6 +26,8 @@
 #include "kube/names.h"
 #include "node/usb.h"
 #include "node/usbname.h"
+
+static void usbdevices_free(void *userdata);
 
 /* The status fields this agent writes; any other field is someone else's. */
 static const char *const managed[] = {
@@ -224,7 +227,7 @@ static bool on_vfio(const struct usbdevices *d, const char *address)
 {
     char name[KUBE_NAME_MAX + 1];
     if (!address || !d->pci_devices ||
-        kube_names_pcidevice(d->cfg.node_name, address, name, sizeof(name)) < 0)
+        kube_names_pcidevice(d->cfg.env.node_name, address, name, sizeof(name)) < 0)
         return false;
     const cJSON *dev = kube_informer_get(d->pci_devices, name);
     const char *driver = cJSON_GetStringValue(get(get(dev, "status"), "kernelDriverInUse"));
@@ -240,7 +243,7 @@ static struct devwrite *writes_of(struct usbdevices *d, const struct usbdevice_s
         free(w);
         return NULL;
     }
-    *w = (struct devwrite){.http = d->cfg.http,
+    *w = (struct devwrite){.http = d->cfg.env.http,
                            .res = &kube_res_usbdevices,
                            .kind = "USBDevice",
                            .writes = d->writes,
@@ -258,7 +261,7 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
 {
     struct usbdevices *d = ctx;
     *ret_plan = NULL;
-    if (obj && devwrite_foreign(obj, d->cfg.node_name))
+    if (obj && devwrite_foreign(obj, d->cfg.env.node_name))
         return 0;
     const struct usbdevice_spec *want = map_get(d->want, key);
     const cJSON *claim = kube_informer_get(d->claims, key);
@@ -268,7 +271,7 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
                     on_vfio(d, cJSON_GetStringValue(get(get(obj, "status"), "pciAddress")))};
     struct usbdevice_plan plan;
     *ret_plan = NULL;
-    int r = usbdevice_plan(want, obj, claim, &gone, d->cfg.node_name, nodeuid_get(d->cfg.node),
+    int r = usbdevice_plan(want, obj, claim, &gone, d->cfg.env.node_name, nodeuid_get(d->cfg.node),
                            &plan);
     if (r == 0 && !usbdevice_plan_empty(&plan)) {
         if (plan.orphan) {
@@ -301,7 +304,7 @@ static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_e
 {
     const struct usbdevices *d = ctx;
     if (ev == RUNNER_EVENT_ADD)
-        devwrite_note_foreign("USBDevice", key, obj, d->cfg.node_name);
+        devwrite_note_foreign("USBDevice", key, obj, d->cfg.env.node_name);
     if (d->cfg.on_event)
         d->cfg.on_event(key, d->cfg.userdata);
 }
@@ -319,6 +322,9 @@ static const struct runner_ops ops = {
         .on_event = on_event,
         .can_start = can_start,
         .on_converged = on_converged,
+        .kind = "USBDevice",
+        .waiting = "no USB scan has succeeded",
+        .unconverged = "the first USB inventory is not written yet",
 };
 
 /* --- the reconciler's life -------------------------------------------------------------------- */
@@ -330,14 +336,14 @@ struct usbdevices *usbdevices_new(const struct usbdevices_config *cfg)
         return NULL;
     d->cfg = *cfg;
     char selector[300];
-    (void)snprintf(selector, sizeof(selector), "nodename=%s", cfg->node_name);
+    (void)snprintf(selector, sizeof(selector), "nodename=%s", cfg->env.node_name);
     struct runner_config rc = {
             .name = "usbdevice",
-            .loop = cfg->loop,
-            .http = cfg->http,
+            .loop = cfg->env.loop,
+            .http = cfg->env.http,
             .informer = {.resource = &kube_res_usbdevices, .label_selector = selector},
             .max_in_flight = MAX_IN_FLIGHT,
-            .metrics = cfg->metrics,
+            .metrics = cfg->env.metrics,
             .ops = &ops,
             .ctx = d,
     };
@@ -346,8 +352,8 @@ struct usbdevices *usbdevices_new(const struct usbdevices_config *cfg)
         usbdevices_free(d);
         return NULL;
     }
-    devwrite_register(cfg->metrics, "USBDevice", d->writes);
-    d->orphans = metrics_one(cfg->metrics, METRICS_COUNTER, "hostdevd_usb_orphans_total",
+    devwrite_register(cfg->env.metrics, "USBDevice", d->writes);
+    d->orphans = metrics_one(cfg->env.metrics, METRICS_COUNTER, "hostdevd_usb_orphans_total",
                              "Claimed USB devices found gone (marked orphaned).");
     return d;
 }
@@ -359,8 +365,9 @@ void usbdevices_set_caches(struct usbdevices *d, struct kube_informer *claims,
     d->pci_devices = pci_devices;
 }
 
-int usbdevices_start(struct usbdevices *d)
+static int usbdevices_start(void *self)
 {
+    struct usbdevices *d = self;
     return runner_start(d->runner);
 }
 
@@ -415,31 +422,7 @@ struct runner *usbdevices_runner(const struct usbdevices *d)
     return d->runner;
 }
 
-bool usbdevices_ready(struct buf *why, void *userdata)
-{
-    const struct usbdevices *d = userdata;
-    if (!runner_has_synced(d->runner))
-        (void)buf_adds(why, "USBDevice informer has not synced");
-    else if (!d->want)
-        (void)buf_adds(why, "no USB scan has succeeded");
-    else if (!runner_converged(d->runner))
-        (void)buf_adds(why, "the first USB inventory is not written yet");
-    return runner_converged(d->runner);
-}
-
-void usbdevices_stop(void *userdata)
-{
-    struct usbdevices *d = userdata;
-    runner_stop(d->runner);
-}
-
-int usbdevices_in_flight(void *userdata)
-{
-    const struct usbdevices *d = userdata;
-    return runner_in_flight(d->runner);
-}
-
-void usbdevices_free(void *userdata)
+static void usbdevices_free(void *userdata)
 {
     struct usbdevices *d = userdata;
     if (!d)
@@ -448,3 +431,13 @@ void usbdevices_free(void *userdata)
     map_free(d->want);
     free(d);
 }
+
+static struct runner *part_runner(const void *self)
+{
+    return ((const struct usbdevices *)self)->runner;
+}
+
+const struct part_ops usbdevices_part = {.name = "usbdevices",
+                                         .runner = part_runner,
+                                         .start = usbdevices_start,
+                                         .free = usbdevices_free};

@@ -22,6 +22,8 @@
  */
 #pragma once
 
+#include "controllers/runtime/part.h"
+
 #include <stdbool.h>
 
 struct cJSON;
@@ -104,10 +106,7 @@ struct usbdevices;
 struct nodeuid;
 
 struct usbdevices_config {
-    struct ev_loop *loop;
-    struct kube_http *http;
-    struct metrics *metrics;
-    const char *node_name;      /* borrowed: must outlive the reconciler */
+    struct part_env env;        /* loop, API client, metrics, node and its paths (runtime/part.h) */
     const struct nodeuid *node; /* this node's Node uid (borrowed) */
     /* Called after each event of the USBDevice informer with its key (the claim of the same
      * name depends on it), or NULL. */
@@ -121,8 +120,6 @@ struct usbdevices *usbdevices_new(const struct usbdevices_config *cfg);
  * scan has succeeded. */
 void usbdevices_set_caches(struct usbdevices *d, struct kube_informer *claims,
                            struct kube_informer *pci_devices);
-/* Reads the Node and starts the runner. Returns 0 or a negative errno. */
-int usbdevices_start(struct usbdevices *d);
 /* An empty map for usbdevices_set_want(): name -> struct usbdevice_spec (malloc'd). */
 struct map *usbdevices_new_want(void);
 /* Takes the desired objects of a new scan and reconciles every key. */
@@ -134,8 +131,6 @@ void usbdevices_enqueue(struct usbdevices *d, const char *key);
 void usbdevices_enqueue_all(struct usbdevices *d);
 struct runner *usbdevices_runner(const struct usbdevices *d);
 
-/* Process part hooks (controllers/runtime/process.h); userdata is the reconciler. */
-bool usbdevices_ready(struct buf *why, void *userdata);
-void usbdevices_stop(void *userdata);
-int usbdevices_in_flight(void *userdata);
-void usbdevices_free(void *userdata);
+/* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
+ * what usbdevices_new returned. */
+extern const struct part_ops usbdevices_part;

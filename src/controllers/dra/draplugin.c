@@ -26,6 +26,7 @@
 #include "controllers/dra/draslices.h"
 #include "controllers/claims/pcibind.h"
 #include "controllers/devices/pcidevice.h"
+#include "controllers/runtime/part.h"
 #include "controllers/runtime/worker.h"
 #include "kube/client.h"
 #include "kube/informer.h"
@@ -34,6 +35,8 @@
 #include "kubelet/grpc.h"
 #include "node/sysfs.h"
 #include "node/vfio.h"
+
+static void draplugin_free(void *userdata);
 
 #define ERROR_SIZE 1024
 
@@ -243,7 +246,7 @@ static int write_files(struct call *k, struct dclaim *d, const int *groups)
     int r = 0;
     for (size_t i = 0; r == 0 && i < c->n; i++) {
         draprep_base_request(c->devices[i].request, base, sizeof(base));
-        cJSON *m = draprep_metadata(c, base, DRASLICES_DRIVER, k->p->cfg.node_name,
+        cJSON *m = draprep_metadata(c, base, DRASLICES_DRIVER, k->p->cfg.env.node_name,
                                     (const cJSON *const *)d->attrs);
         (void)snprintf(path, sizeof(path), "%s/%s", dir, base);
         r = m ? mkdir_p(path) : -ENOMEM;
@@ -253,7 +256,7 @@ static int write_files(struct call *k, struct dclaim *d, const int *groups)
         cJSON_Delete(m);
         draprep_cdi_ids(c, i, d->cdi[i].device, d->cdi[i].metadata, sizeof(d->cdi[i].device));
     }
-    cJSON *spec = r == 0 ? draprep_cdi_spec(c, groups, k->p->cfg.dev_root, dir) : NULL;
+    cJSON *spec = r == 0 ? draprep_cdi_spec(c, groups, k->p->cfg.env.dev_root, dir) : NULL;
     cdi_path(k->p, c->uid, path, sizeof(path));
     if (r == 0)
         r = spec ? mkdir_p(k->p->cdi_dir) : -ENOMEM;
@@ -332,7 +335,7 @@ static void unprepare_claim(struct call *k, struct dclaim *d)
     }
     for (size_t i = 0; i < d->c.n; i++) {
         if (strcmp(orig[i], NODE_VFIO_DRIVER) != 0 && groups[i] >= 0 &&
-            node_vfio_group_busy(k->p->cfg.dev_root, groups[i]) > 0) {
+            node_vfio_group_busy(k->p->cfg.env.dev_root, groups[i]) > 0) {
             (void)snprintf(d->error, sizeof(d->error),
                            "device %s: a process still holds its IOMMU group %d "
                            "(/dev/vfio/%d is open); it gets its driver %s back once released",
@@ -419,12 +422,13 @@ static void answer(struct call *k)
             pp[0] = d->c.devices[j].request;
             pp[1] = d->cdi[j].device;
             pp[2] = d->cdi[j].metadata;
-            devs[i * DRAPREP_MAX_DEVICES + j] = (struct draapi_device){.requests = &pp[0],
-                                                                       .n_requests = 1,
-                                                                       .pool = k->p->cfg.node_name,
-                                                                       .name = d->c.devices[j].name,
-                                                                       .cdi_ids = &pp[1],
-                                                                       .n_cdi_ids = 2};
+            devs[i * DRAPREP_MAX_DEVICES + j] =
+                    (struct draapi_device){.requests = &pp[0],
+                                           .n_requests = 1,
+                                           .pool = k->p->cfg.env.node_name,
+                                           .name = d->c.devices[j].name,
+                                           .cdi_ids = &pp[1],
+                                           .n_cdi_ids = 2};
             a[i].n_devices = j + 1;
         }
     }
@@ -557,7 +561,7 @@ static void check_devices(struct call *k, struct dclaim *d)
     for (size_t i = 0; i < d->c.n && !d->error[0]; i++) {
         const char *a = d->c.devices[i].address;
         char name[KUBE_NAME_MAX + 1] = "", who[2 * DRAPREP_NAME_SIZE];
-        (void)kube_names_pcidevice(p->cfg.node_name, a, name, sizeof(name));
+        (void)kube_names_pcidevice(p->cfg.env.node_name, a, name, sizeof(name));
         if (draprep_checkpoint_original(p->ck, d->c.uid, a)) {
             /* this claim holds it already (a repeated call): a later PCIDeviceClaim is the one
              * refused */
@@ -597,7 +601,8 @@ static void on_claim(const struct kube_err *err, const cJSON *obj, void *userdat
         (void)snprintf(d->error, sizeof(d->error), "cannot read ResourceClaim %s/%s: %.500s",
                        d->ref->namespace_, d->ref->name,
                        err->message[0] ? err->message : err->reason);
-    else if (draprep_parse(obj, d->ref->uid, DRASLICES_DRIVER, k->p->cfg.node_name, &d->c, &e) < 0)
+    else if (draprep_parse(obj, d->ref->uid, DRASLICES_DRIVER, k->p->cfg.env.node_name, &d->c, &e) <
+             0)
         (void)snprintf(d->error, sizeof(d->error), "%s", e.msg);
     if (--k->pending == 0)
         claims_read(k);
@@ -663,7 +668,7 @@ static void on_prepare(struct grpc_call *gc, const uint8_t *msg, size_t len, voi
         if (from_checkpoint(k, d))
             continue;
         k->pending++;
-        int r = kube_client_get(p->cfg.http, &kube_res_resourceclaims, d->ref->namespace_,
+        int r = kube_client_get(p->cfg.env.http, &kube_res_resourceclaims, d->ref->namespace_,
                                 d->ref->name, on_claim, d);
         if (r < 0) {
             k->pending--;
@@ -736,7 +741,7 @@ static void on_notify(struct grpc_call *gc, const uint8_t *msg, size_t len, void
 
 static void register_metrics(struct draplugin *p)
 {
-    struct metrics *m = p->cfg.metrics;
+    struct metrics *m = p->cfg.env.metrics;
     static const char *const results[] = {"ok", "error", NULL};
     struct metrics_series *s[2];
     metrics_enum(m, METRICS_COUNTER, "hostdevd_dra_prepare_total",
@@ -771,12 +776,12 @@ struct draplugin *draplugin_new(const struct draplugin_config *cfg)
              DRASLICES_DRIVER);
     (void)snprintf(p->ck_path, sizeof(p->ck_path), "%s/checkpoint.json", p->plugin_dir);
     (void)snprintf(p->cdi_dir, sizeof(p->cdi_dir), "%s", cfg->cdi_dir);
-    p->env = (struct pcibind_env){.sysfs_fd = node_sysfs_open_root(cfg->sysfs_root),
-                                  .node_name = cfg->node_name,
-                                  .dev_root = cfg->dev_root,
-                                  .proc_root = cfg->proc_root};
+    p->env = (struct pcibind_env){.sysfs_fd = node_sysfs_open_root(cfg->env.sysfs_root),
+                                  .node_name = cfg->env.node_name,
+                                  .dev_root = cfg->env.dev_root,
+                                  .proc_root = cfg->env.proc_root};
     if (p->env.sysfs_fd < 0 || !cfg->worker) {
-        log_error("Cannot make the DRA plugin", KV_STR("sysfs", cfg->sysfs_root),
+        log_error("Cannot make the DRA plugin", KV_STR("sysfs", cfg->env.sysfs_root),
                   KV_ERRNO(p->env.sysfs_fd < 0 ? p->env.sysfs_fd : -EINVAL));
         draplugin_free(p);
         return NULL;
@@ -827,8 +832,9 @@ static int load_checkpoint(struct draplugin *p)
     return 0;
 }
 
-int draplugin_start(struct draplugin *p)
+static int draplugin_start(void *self)
 {
+    struct draplugin *p = self;
     const struct grpc_method dra[] = {{DRAAPI_PREPARE, false, on_prepare, p},
                                       {DRAAPI_UNPREPARE, false, on_unprepare, p}};
     const struct grpc_method reg[] = {{DRAAPI_GET_INFO, false, on_get_info, p},
@@ -854,9 +860,9 @@ int draplugin_start(struct draplugin *p)
     if ((r = load_checkpoint(p)) < 0)
         return r;
     metrics_set(p->claims_gauge, cJSON_GetArraySize(field(p->ck, "claims")));
-    r = grpc_server_new(p->cfg.loop, p->socket, dra, 2, &p->srv, &e);
+    r = grpc_server_new(p->cfg.env.loop, p->socket, dra, 2, &p->srv, &e);
     if (r == 0) /* registration last: kubelet dials the DRA socket at once */
-        r = grpc_server_new(p->cfg.loop, p->reg_socket, reg, 2, &p->reg, &e);
+        r = grpc_server_new(p->cfg.env.loop, p->reg_socket, reg, 2, &p->reg, &e);
     if (r < 0) {
         log_error("Cannot serve the DRA plugin", KV_STR("message", e.msg));
         return r;
@@ -873,7 +879,7 @@ bool draplugin_holder(const struct draplugin *p, const char *address, char *buf,
     return p && p->ck && draprep_checkpoint_holder(p->ck, address, NULL, buf, size);
 }
 
-bool draplugin_ready(struct buf *why, void *userdata)
+static bool draplugin_ready(struct buf *why, void *userdata)
 {
     const struct draplugin *p = userdata;
     if (!p->started)
@@ -881,7 +887,7 @@ bool draplugin_ready(struct buf *why, void *userdata)
     return p->started;
 }
 
-void draplugin_stop(void *userdata)
+static void draplugin_stop(void *userdata)
 {
     struct draplugin *p = userdata;
     p->stopping = true;
@@ -890,13 +896,13 @@ void draplugin_stop(void *userdata)
     p->reg = grpc_server_free(p->reg);
 }
 
-int draplugin_in_flight(void *userdata)
+static int draplugin_in_flight(void *userdata)
 {
     const struct draplugin *p = userdata;
     return p->calls;
 }
 
-void draplugin_free(void *userdata)
+static void draplugin_free(void *userdata)
 {
     struct draplugin *p = userdata;
     if (!p)
@@ -908,3 +914,10 @@ void draplugin_free(void *userdata)
         close(p->env.sysfs_fd);
     free(p);
 }
+
+const struct part_ops draplugin_part = {.name = "draplugin",
+                                        .start = draplugin_start,
+                                        .ready = draplugin_ready,
+                                        .stop = draplugin_stop,
+                                        .in_flight = draplugin_in_flight,
+                                        .free = draplugin_free};

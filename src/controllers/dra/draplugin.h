@@ -34,6 +34,8 @@
  */
 #pragma once
 
+#include "controllers/runtime/part.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -47,14 +49,10 @@ struct worker;
 struct draplugin;
 
 struct draplugin_config {
-    struct ev_loop *loop;
-    struct kube_http *http;
-    struct metrics *metrics;
+    struct part_env env; /* loop, API client, metrics, node and its paths (runtime/part.h) */
     struct worker *worker;
-    const char *node_name;
-    const char *kubelet_dir; /* plugins_registry/ and plugins/ below it */
-    const char *cdi_dir;     /* where CDI specs go (/var/run/cdi) */
-    const char *sysfs_root, *dev_root, *proc_root;
+    const char *kubelet_dir;          /* plugins_registry/ and plugins/ below it */
+    const char *cdi_dir;              /* where CDI specs go (/var/run/cdi) */
     const struct pcidevices *devices; /* the last PCI scan: the metadata's attributes */
     void (*on_release)(void *userdata);
     void *userdata;
@@ -64,13 +62,9 @@ struct draplugin *draplugin_new(const struct draplugin_config *cfg);
 /* The caches it reads: this node's PCIDeviceClaims and PCIDevices (borrowed). */
 void draplugin_set_caches(struct draplugin *p, struct kube_informer *pci_claims,
                           struct kube_informer *pci_devices);
-/* Loads the checkpoint, serves both sockets. Returns 0 or a negative errno (logged). */
-int draplugin_start(struct draplugin *p);
 /* Whether a prepared (or preparing) claim holds `address`: its "namespace/name" in buf. */
 bool draplugin_holder(const struct draplugin *p, const char *address, char *buf, size_t size);
 
-/* Process part hooks (controllers/runtime/process.h); userdata is the plugin. */
-bool draplugin_ready(struct buf *why, void *userdata);
-void draplugin_stop(void *userdata);
-int draplugin_in_flight(void *userdata);
-void draplugin_free(void *userdata);
+/* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
+ * what draplugin_new returned. */
+extern const struct part_ops draplugin_part;

@@ -20,9 +20,12 @@
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
 #include "controllers/devices/pcidevice.h"
+#include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "kube/client.h"
 #include "kube/informer.h"
+
+static void draslices_free(void *userdata);
 
 #define STD_PREFIX "resource.kubernetes.io/"
 
@@ -388,7 +391,7 @@ static struct map *claimed(const struct draslices *s)
         const cJSON *spec = get(claim, "spec");
         const char *address = cJSON_GetStringValue(get(spec, "address"));
         const char *node = cJSON_GetStringValue(get(spec, "nodeName"));
-        if (address && node && strcmp(node, s->cfg.node_name) == 0 &&
+        if (address && node && strcmp(node, s->cfg.env.node_name) == 0 &&
             map_put(m, address, (void *)s) < 0)
             m = map_free(m);
     }
@@ -413,9 +416,9 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
     struct draslices *s = ctx;
     (void)obj;
     *ret_plan = NULL;
-    if (strcmp(key, s->cfg.node_name) != 0)
+    if (strcmp(key, s->cfg.env.node_name) != 0)
         return 0; /* a slice's own key: its event queued the pool */
-    struct draslices_input in = {.node = s->cfg.node_name,
+    struct draslices_input in = {.node = s->cfg.env.node_name,
                                  .node_uid = nodeuid_get(s->cfg.node),
                                  .devices = pcidevices_want(s->cfg.devices),
                                  .claimed = claimed(s)};
@@ -459,7 +462,7 @@ static void on_write(const struct kube_err *err, const cJSON *obj, void *userdat
 
 static int write_one(struct job *j, const struct draslices_write *w)
 {
-    struct kube_http *h = j->s->cfg.http;
+    struct kube_http *h = j->s->cfg.env.http;
     const struct kube_resource *res = &kube_res_resourceslices;
     if (w->verb == DRASLICES_DELETE) {
         metrics_inc(j->s->writes[DEVWRITE_DELETE]);
@@ -510,7 +513,7 @@ static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_e
     (void)key;
     (void)obj;
     (void)ev;
-    runner_enqueue(s->runner, s->cfg.node_name);
+    runner_enqueue(s->runner, s->cfg.env.node_name);
 }
 
 /* Not before a scan (an empty one would empty the pool) and the claims are known (a claimed
@@ -528,6 +531,8 @@ static const struct runner_ops ops = {
         .plan_free = job_free,
         .on_event = on_event,
         .can_start = can_start,
+        .kind = "ResourceSlice",
+        .unconverged = "the ResourceSlices are not written yet",
 };
 
 /* --- the reconciler's life ------------------------------------------------------------------ */
@@ -539,15 +544,15 @@ struct draslices *draslices_new(const struct draslices_config *cfg)
         return NULL;
     s->cfg = *cfg;
     char selector[400];
-    (void)snprintf(selector, sizeof(selector), "spec.nodeName=%s,spec.driver=%s", cfg->node_name,
-                   DRASLICES_DRIVER);
+    (void)snprintf(selector, sizeof(selector), "spec.nodeName=%s,spec.driver=%s",
+                   cfg->env.node_name, DRASLICES_DRIVER);
     struct runner_config rc = {
             .name = "resourceslice",
-            .loop = cfg->loop,
-            .http = cfg->http,
+            .loop = cfg->env.loop,
+            .http = cfg->env.http,
             .informer = {.resource = &kube_res_resourceslices, .field_selector = selector},
             .max_in_flight = 1,
-            .metrics = cfg->metrics,
+            .metrics = cfg->env.metrics,
             .ops = &ops,
             .ctx = s,
     };
@@ -556,12 +561,13 @@ struct draslices *draslices_new(const struct draslices_config *cfg)
         draslices_free(s);
         return NULL;
     }
-    devwrite_register(cfg->metrics, "ResourceSlice", s->writes);
+    devwrite_register(cfg->env.metrics, "ResourceSlice", s->writes);
     return s;
 }
 
-int draslices_start(struct draslices *s)
+static int draslices_start(void *self)
 {
+    struct draslices *s = self;
     int r = runner_start(s->runner);
     if (r == 0)
         draslices_sync(s);
@@ -571,32 +577,10 @@ int draslices_start(struct draslices *s)
 void draslices_sync(struct draslices *s)
 {
     if (s && s->runner)
-        runner_enqueue(s->runner, s->cfg.node_name);
+        runner_enqueue(s->runner, s->cfg.env.node_name);
 }
 
-bool draslices_ready(struct buf *why, void *userdata)
-{
-    const struct draslices *s = userdata;
-    if (!runner_has_synced(s->runner))
-        (void)buf_adds(why, "ResourceSlice informer has not synced");
-    else if (!runner_converged(s->runner))
-        (void)buf_adds(why, "the ResourceSlices are not written yet");
-    return runner_converged(s->runner);
-}
-
-void draslices_stop(void *userdata)
-{
-    struct draslices *s = userdata;
-    runner_stop(s->runner);
-}
-
-int draslices_in_flight(void *userdata)
-{
-    const struct draslices *s = userdata;
-    return runner_in_flight(s->runner);
-}
-
-void draslices_free(void *userdata)
+static void draslices_free(void *userdata)
 {
     struct draslices *s = userdata;
     if (!s)
@@ -604,3 +588,13 @@ void draslices_free(void *userdata)
     s->runner = runner_free(s->runner);
     free(s);
 }
+
+static struct runner *part_runner(const void *self)
+{
+    return ((const struct draslices *)self)->runner;
+}
+
+const struct part_ops draslices_part = {.name = "resourceslices",
+                                        .runner = part_runner,
+                                        .start = draslices_start,
+                                        .free = draslices_free};

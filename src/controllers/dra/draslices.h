@@ -32,6 +32,8 @@
  */
 #pragma once
 
+#include "controllers/runtime/part.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -91,22 +93,16 @@ struct pcidevices;
 struct draslices;
 
 struct draslices_config {
-    struct ev_loop *loop;
-    struct kube_http *http;
-    struct metrics *metrics;
-    const char *node_name;            /* borrowed: must outlive the reconciler */
-    const struct nodeuid *node;       /* the Node's uid, for the ownerReference */
+    struct part_env env;        /* loop, API client, metrics, node and its paths (runtime/part.h) */
+    const struct nodeuid *node; /* the Node's uid, for the ownerReference */
     const struct pcidevices *devices; /* the last PCI scan */
     struct kube_informer *claims;     /* this node's PCIDeviceClaims */
 };
 
 struct draslices *draslices_new(const struct draslices_config *cfg);
-int draslices_start(struct draslices *s);
 /* Queues the pool (a scan, a claim or the Node's uid changed). */
 void draslices_sync(struct draslices *s);
 
-/* Process part hooks (controllers/runtime/process.h); userdata is the reconciler. */
-bool draslices_ready(struct buf *why, void *userdata);
-void draslices_stop(void *userdata);
-int draslices_in_flight(void *userdata);
-void draslices_free(void *userdata);
+/* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
+ * what draslices_new returned. */
+extern const struct part_ops draslices_part;

@@ -18,12 +18,15 @@
 #include "controllers/objects/claimstatus.h"
 #include "controllers/deviceplugin/devplugin.h"
 #include "controllers/kubevirt/permitted.h"
+#include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "controllers/claims/usbclaim.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
 #include "kube/status.h"
+
+static void kvpermit_free(void *userdata);
 
 #define MAX_IN_FLIGHT 1
 
@@ -244,7 +247,7 @@ static void act(struct runner_job *job, void *plan, void *ctx)
     j->job = job;
     log_v(2, "Patching KubeVirt", KV_STR("kubevirt", runner_job_key(job)),
           KV_STR("patch", j->patch));
-    if (kube_client_patch(j->k->cfg.http, &kube_res_kubevirts, j->ns, j->name, KUBE_PATCH_MERGE,
+    if (kube_client_patch(j->k->cfg.env.http, &kube_res_kubevirts, j->ns, j->name, KUBE_PATCH_MERGE,
                           j->patch, false, on_written, j) < 0)
         runner_job_done(job, RUNNER_RETRY, 0);
 }
@@ -274,6 +277,7 @@ static const struct runner_ops ops = {
         .plan_free = kvjob_free,
         .on_event = on_event,
         .can_start = can_start,
+        .kind = "KubeVirt",
 };
 
 /* --- life ---------------------------------------------------------------------------------- */
@@ -285,12 +289,12 @@ struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg)
         return NULL;
     k->cfg = *cfg;
     struct runner_config rc = {.name = "kubevirt",
-                               .loop = cfg->loop,
-                               .http = cfg->http,
+                               .loop = cfg->env.loop,
+                               .http = cfg->env.http,
                                .informer = {.resource = &kube_res_kubevirts},
                                .max_in_flight = MAX_IN_FLIGHT,
                                .max_backoff = 30,
-                               .metrics = cfg->metrics,
+                               .metrics = cfg->env.metrics,
                                .ops = &ops,
                                .ctx = k};
     k->runner = runner_new(&rc);
@@ -299,11 +303,12 @@ struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg)
         kvpermit_free(k);
         return NULL;
     }
-    k->writes = metrics_one(cfg->metrics, METRICS_COUNTER, "hostdevd_kubevirt_writes_total",
+    k->writes = metrics_one(cfg->env.metrics, METRICS_COUNTER, "hostdevd_kubevirt_writes_total",
                             "Writes of the KubeVirt CR's permittedHostDevices.");
-    k->conflicts = metrics_one(cfg->metrics, METRICS_COUNTER, "hostdevd_kubevirt_conflicts_total",
-                               "KubeVirt CR writes refused for a stale resourceVersion (retried).");
-    k->entries = metrics_one(cfg->metrics, METRICS_GAUGE, "hostdevd_kubevirt_entries",
+    k->conflicts =
+            metrics_one(cfg->env.metrics, METRICS_COUNTER, "hostdevd_kubevirt_conflicts_total",
+                        "KubeVirt CR writes refused for a stale resourceVersion (retried).");
+    k->entries = metrics_one(cfg->env.metrics, METRICS_GAUGE, "hostdevd_kubevirt_entries",
                              "permittedHostDevices entries the Ready claims need.");
     return k;
 }
@@ -318,8 +323,9 @@ void kvpermit_set_caches(struct kvpermit *k, struct kube_informer *pci_claims,
     k->usb_devices = usb_devices;
 }
 
-int kvpermit_start(struct kvpermit *k)
+static int kvpermit_start(void *self)
 {
+    struct kvpermit *k = self;
     return runner_start(k->runner);
 }
 
@@ -329,28 +335,7 @@ void kvpermit_enqueue(struct kvpermit *k)
         runner_enqueue_all(k->runner);
 }
 
-bool kvpermit_ready(struct buf *why, void *userdata)
-{
-    const struct kvpermit *k = userdata;
-    if (runner_has_synced(k->runner))
-        return true;
-    (void)buf_adds(why, "KubeVirt informer has not synced");
-    return false;
-}
-
-void kvpermit_stop(void *userdata)
-{
-    struct kvpermit *k = userdata;
-    runner_stop(k->runner);
-}
-
-int kvpermit_in_flight(void *userdata)
-{
-    const struct kvpermit *k = userdata;
-    return runner_in_flight(k->runner);
-}
-
-void kvpermit_free(void *userdata)
+static void kvpermit_free(void *userdata)
 {
     struct kvpermit *k = userdata;
     if (!k)
@@ -359,3 +344,11 @@ void kvpermit_free(void *userdata)
     k->told = map_free(k->told);
     free(k);
 }
+
+static struct runner *part_runner(const void *self)
+{
+    return ((const struct kvpermit *)self)->runner;
+}
+
+const struct part_ops kvpermit_part = {
+        .name = "kubevirt", .runner = part_runner, .start = kvpermit_start, .free = kvpermit_free};

@@ -13,6 +13,8 @@
  */
 #pragma once
 
+#include "controllers/runtime/part.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -27,10 +29,8 @@ struct kvpermit;
 struct permitted_entry;
 
 struct kvpermit_config {
-    struct ev_loop *loop;
-    struct kube_http *http;
-    struct metrics *metrics;
-    const char *kubevirt;         /* "namespace/name", or NULL: the only one there is */
+    struct part_env env;  /* loop, API client, metrics, node and its paths (runtime/part.h) */
+    const char *kubevirt; /* "namespace/name", or NULL: the only one there is */
     struct kube_recorder *events; /* a Warning on each Ready claim while the gate is off */
     bool (*can_write)(void *userdata);
     void *userdata;
@@ -58,12 +58,9 @@ struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg);
 void kvpermit_set_caches(struct kvpermit *k, struct kube_informer *pci_claims,
                          struct kube_informer *pci_devices, struct kube_informer *usb_claims,
                          struct kube_informer *usb_devices);
-int kvpermit_start(struct kvpermit *k);
 /* Something it depends on changed: look at the CR again. */
 void kvpermit_enqueue(struct kvpermit *k);
 
-/* Process part hooks; userdata is the reconciler. */
-bool kvpermit_ready(struct buf *why, void *userdata);
-void kvpermit_stop(void *userdata);
-int kvpermit_in_flight(void *userdata);
-void kvpermit_free(void *userdata);
+/* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
+ * what kvpermit_new returned. */
+extern const struct part_ops kvpermit_part;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "base/buf.h"
+#include "controllers/runtime/part.h"
 #include "controllers/runtime/process.h"
 #include "kube/leader.h"
 
@@ -24,6 +25,12 @@ static bool part_ready(struct buf *why, void *userdata)
         return true;
     (void)buf_adds(why, p->standby);
     return false;
+}
+
+static int part_start(void *userdata)
+{
+    const struct leasepart *p = userdata;
+    return kube_leader_start(p->leader);
 }
 
 static void on_released(void *userdata)
@@ -52,8 +59,21 @@ static void part_free(void *userdata)
     free(p);
 }
 
-int leasepart_add(struct process *proc, const char *name, const struct kube_leader_config *lc,
-                  bool gate_ready, const char *standby, struct kube_leader **ret)
+const struct part_ops leasepart_leader = {.name = "leader",
+                                          .start = part_start,
+                                          .ready = part_ready,
+                                          .stop = part_stop,
+                                          .in_flight = part_in_flight,
+                                          .free = part_free};
+const struct part_ops leasepart_heartbeat = {.name = "heartbeat",
+                                             .start = part_start,
+                                             .stop = part_stop,
+                                             .in_flight = part_in_flight,
+                                             .free = part_free};
+
+int leasepart_add(struct process *proc, const struct part_ops *ops,
+                  const struct kube_leader_config *lc, const char *standby,
+                  struct kube_leader **ret)
 {
     struct leasepart *p = calloc(1, sizeof(*p));
     if (!p)
@@ -65,13 +85,7 @@ int leasepart_add(struct process *proc, const char *name, const struct kube_lead
         return -EINVAL;
     }
     struct kube_leader *leader = p->leader;
-    struct process_part part = {.name = name,
-                                .ready = gate_ready ? part_ready : NULL,
-                                .stop = part_stop,
-                                .in_flight = part_in_flight,
-                                .free = part_free,
-                                .userdata = p};
-    int r = process_add_part(proc, &part); /* frees the part on failure */
+    int r = process_add(proc, ops, p); /* frees the part on failure */
     *ret = r == 0 ? leader : NULL;
     return r;
 }

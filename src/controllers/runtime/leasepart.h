@@ -8,8 +8,6 @@
  */
 #pragma once
 
-#include <stdbool.h>
-
 /* Where each agent keeps its heartbeat, a Lease named like its node (as kubelet's in
  * kube-node-lease), which the controller reads. */
 #define LEASEPART_HEARTBEAT_NAMESPACE "hostdevd-node-lease"
@@ -19,8 +17,16 @@ struct kube_leader;
 struct kube_leader_config;
 struct process;
 
-/* Adds the part "name" holding the Lease `lc` describes (strings copied); when `gate_ready`,
- * /readyz says `standby` while another holds it. Returns 0 and the candidate in *ret (freed with
- * the process; not started: kube_leader_start()), or a negative errno. */
-int leasepart_add(struct process *proc, const char *name, const struct kube_leader_config *lc,
-                  bool gate_ready, const char *standby, struct kube_leader **ret);
+struct part_ops;
+
+/* The two kinds of Lease part: "leader", ready only while it holds the Lease (/readyz says the
+ * `standby` text otherwise), and "heartbeat", whose Lease says nothing of readiness. */
+extern const struct part_ops leasepart_leader;
+extern const struct part_ops leasepart_heartbeat;
+
+/* Adds a part of kind `ops` holding the Lease `lc` describes (strings copied). Returns 0 and
+ * the candidate in *ret (freed with the process; started with the process's parts), or a
+ * negative errno. */
+int leasepart_add(struct process *proc, const struct part_ops *ops,
+                  const struct kube_leader_config *lc, const char *standby,
+                  struct kube_leader **ret);

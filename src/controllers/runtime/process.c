@@ -15,12 +15,20 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "controllers/runtime/endpoint.h"
+#include "controllers/runtime/part.h"
+#include "controllers/runtime/runner.h"
 #include "controllers/runtime/worker.h"
 #include "kube/config.h"
 #include "kube/http.h"
 
 #define DRAIN_TIMEOUT 10.0
 #define MAX_PARTS     16
+
+/* A part: its declared hooks and itself. */
+struct process_part {
+    const struct part_ops *ops;
+    void *self;
+};
 
 struct process {
     struct process_config cfg;
@@ -57,14 +65,41 @@ static int load_config(struct process *p)
 
 /* --- readiness and metrics ------------------------------------------------------------------ */
 
+/* --- a part's hooks: its own, else its runner's --------------------------------------------- */
+
+static struct runner *runner_of(const struct process_part *part)
+{
+    return part->ops->runner ? part->ops->runner(part->self) : NULL;
+}
+
+static bool part_ready(const struct process_part *part, struct buf *why)
+{
+    if (part->ops->ready)
+        return part->ops->ready(why, part->self);
+    return !runner_of(part) || runner_ready(runner_of(part), why);
+}
+
+static void part_stop(const struct process_part *part)
+{
+    if (part->ops->stop)
+        part->ops->stop(part->self);
+    else if (runner_of(part))
+        runner_stop(runner_of(part));
+}
+
+static int part_in_flight(const struct process_part *part)
+{
+    if (part->ops->in_flight)
+        return part->ops->in_flight(part->self);
+    return runner_of(part) ? runner_in_flight(runner_of(part)) : 0;
+}
+
 static bool is_ready(struct buf *why, void *userdata)
 {
     struct process *p = userdata;
-    for (size_t i = 0; i < p->n_parts; i++) {
-        const struct process_part *part = &p->parts[i];
-        if (part->ready && !part->ready(why, part->userdata))
+    for (size_t i = 0; i < p->n_parts; i++)
+        if (!part_ready(&p->parts[i], why))
             return false;
-    }
     return true;
 }
 
@@ -126,8 +161,7 @@ static int in_flight(const struct process *p)
 {
     int n = 0;
     for (size_t i = 0; i < p->n_parts; i++)
-        if (p->parts[i].in_flight)
-            n += p->parts[i].in_flight(p->parts[i].userdata);
+        n += part_in_flight(&p->parts[i]);
     return n;
 }
 
@@ -155,8 +189,7 @@ static void on_stop(struct ev_loop *loop, ev_signal *w, int revents)
     log_info("Stopping", KV_INT("signal", w->signum), KV_INT("inFlight", in_flight(p)));
     p->stopping = true;
     for (size_t i = 0; i < p->n_parts; i++)
-        if (p->parts[i].stop)
-            p->parts[i].stop(p->parts[i].userdata);
+        part_stop(&p->parts[i]);
     ev_prepare_start(loop, &p->drain);
     ev_timer_start(loop, &p->deadline);
 }
@@ -167,8 +200,8 @@ static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
     (void)loop;
     (void)revents;
     for (size_t i = 0; i < p->n_parts && !p->stopping; i++)
-        if (p->parts[i].rescan)
-            p->parts[i].rescan(p->parts[i].userdata);
+        if (p->parts[i].ops->rescan)
+            p->parts[i].ops->rescan(p->parts[i].self);
 }
 
 static void setup_signals(struct process *p)
@@ -242,19 +275,41 @@ bool process_stopping(const struct process *p)
     return p->stopping;
 }
 
-int process_add_part(struct process *p, const struct process_part *part)
+struct part_env process_env(const struct process *p)
 {
+    return (struct part_env){.loop = p->loop, .http = p->http, .metrics = p->metrics};
+}
+
+int process_add(struct process *p, const struct part_ops *ops, void *self)
+{
+    if (!self)
+        return -ENOMEM;
     if (p->n_parts == MAX_PARTS) {
-        if (part->free)
-            part->free(part->userdata);
+        if (ops->free)
+            ops->free(self);
         return -ENOMEM;
     }
-    p->parts[p->n_parts++] = *part;
+    p->parts[p->n_parts++] = (struct process_part){.ops = ops, .self = self};
+    return 0;
+}
+
+static int start_parts(const struct process *p)
+{
+    for (size_t i = 0; i < p->n_parts; i++) {
+        const struct process_part *part = &p->parts[i];
+        int r = part->ops->start ? part->ops->start(part->self) : 0;
+        if (r < 0) {
+            log_error("Cannot start", KV_STR("part", part->ops->name), KV_ERRNO(r));
+            return r;
+        }
+    }
     return 0;
 }
 
 int process_run(struct process *p)
 {
+    if (start_parts(p) < 0)
+        return 1;
     log_info("Running", KV_STR("role", p->cfg.role), KV_INT("parts", p->n_parts));
     ev_run(p->loop, 0);
     return 0;
@@ -267,8 +322,8 @@ struct process *process_free(struct process *p)
     p->worker = worker_free(p->worker); /* finishes the job in progress; cancels the rest */
     while (p->n_parts > 0) {
         const struct process_part *part = &p->parts[--p->n_parts];
-        if (part->free)
-            part->free(part->userdata);
+        if (part->ops->free)
+            part->ops->free(part->self);
     }
     ev_signal_stop(p->loop, &p->sigterm);
     ev_signal_stop(p->loop, &p->sigint);

@@ -11,11 +11,14 @@
  *   - one worker thread for blocking node work, shared by every reconciler, with every
  *     signal blocked in it;
  *   - teardown in the reverse order of setup.
- * A role makes a process, adds its parts, and runs it. Logs setup failures and signals.
+ * A role makes a process, adds its parts (each declared once: runtime/part.h), and runs it. Logs
+ * setup failures and signals.
  */
 #pragma once
 
 #include <stdbool.h>
+
+#include "controllers/runtime/part.h"
 
 struct buf;
 struct ev_loop;
@@ -31,18 +34,6 @@ struct process_config {
     double drain_timeout;   /* seconds to wait for work in flight after SIGTERM; <= 0: 10 */
 };
 
-/* One part of a process (a reconciler, a scanner). Every hook may be NULL. */
-struct process_part {
-    const char *name;
-    /* Ready: true, or false and a short reason in `why`. */
-    bool (*ready)(struct buf *why, void *userdata);
-    void (*stop)(void *userdata);     /* SIGTERM: take no new work */
-    int (*in_flight)(void *userdata); /* work still to finish before the process exits */
-    void (*rescan)(void *userdata);   /* SIGHUP */
-    void (*free)(void *userdata);     /* teardown, in reverse order of adding */
-    void *userdata;
-};
-
 /* Loads the configuration, makes the loop's HTTP client, the metrics registry and the
  * endpoint. Returns 0 and the process, or a negative errno after logging why. */
 int process_new(const struct process_config *cfg, struct process **ret);
@@ -55,10 +46,16 @@ struct worker *process_worker(struct process *p);
 /* Whether SIGTERM or SIGINT came. */
 bool process_stopping(const struct process *p);
 
-/* Adds a part (copied). Returns 0, or -ENOMEM after freeing the part. */
-int process_add_part(struct process *p, const struct process_part *part);
+/* What the process hands every part it makes (runtime/part.h): the loop, the client, the
+ * metrics; the role adds its node. */
+struct part_env process_env(const struct process *p);
 
-/* Runs the loop until stopped and drained. Returns the process exit code. */
+/* Adds a part: `self`, as its module's _new made it (NULL: that failed, -ENOMEM), and its
+ * declared hooks. Returns 0, or -ENOMEM after freeing the part. */
+int process_add(struct process *p, const struct part_ops *ops, void *self);
+
+/* Starts the parts in the order they were added, then runs the loop until stopped and
+ * drained. Returns the process exit code (1 when a part cannot start: logged). */
 int process_run(struct process *p);
 
 /* Frees the parts (newest first), the worker, the endpoint, the client. Takes NULL. */

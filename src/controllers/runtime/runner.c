@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
@@ -498,6 +499,20 @@ struct kube_informer *runner_informer(const struct runner *r)
 bool runner_has_synced(const struct runner *r)
 {
     return kube_informer_has_synced(r->inf);
+}
+
+bool runner_ready(const struct runner *r, struct buf *why)
+{
+    const struct runner_ops *ops = r->ops;
+    if (!kube_informer_has_synced(r->inf))
+        (void)buf_printf(why, "%s informer has not synced", ops->kind ? ops->kind : r->name);
+    else if (!ops->unconverged || r->converged)
+        return true;
+    else if (ops->waiting && ops->can_start && !ops->can_start(r->ctx))
+        (void)buf_adds(why, ops->waiting);
+    else
+        (void)buf_adds(why, ops->unconverged);
+    return false;
 }
 
 bool runner_converged(const struct runner *r)

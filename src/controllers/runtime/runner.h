@@ -39,6 +39,7 @@
 
 #include "kube/informer.h"
 
+struct buf;
 struct cJSON;
 struct ev_loop;
 struct kube_http;
@@ -67,6 +68,13 @@ struct runner_ops {
     bool (*can_start)(void *ctx);
     /* Optional: called once, the first time the queue is empty and nothing is in flight. */
     void (*on_converged)(void *ctx);
+    /* Readiness (runner_ready, the process's /readyz): the informer of `kind` ("PCIDevice")
+     * has synced; and, when `unconverged` says what is missing until then ("the first
+     * inventory is not written yet"), the first round is written, `waiting` being said while
+     * can_start holds the keys back. */
+    const char *kind;
+    const char *waiting;
+    const char *unconverged;
 };
 
 struct runner_config {
@@ -89,6 +97,8 @@ struct runner *runner_new(const struct runner_config *cfg);
 int runner_start(struct runner *r);
 /* Stops handing out keys (SIGTERM); work in flight goes on. */
 void runner_stop(struct runner *r);
+/* Whether the runner is ready as its ops declare; false with the reason in `why`. */
+bool runner_ready(const struct runner *r, struct buf *why);
 /* Frees the runner; a job still in flight must have ended (the process drains first). */
 struct runner *runner_free(struct runner *r);
 
