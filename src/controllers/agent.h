@@ -25,9 +25,5 @@ struct agent_config {
     double heartbeat;            /* its duration, seconds (renewed every third); default 180 */
 };
 
-/* Parses argv (after the "agent" word) and the environment into `ret`. Returns 0, 1 when
- * --help was printed, or -EINVAL after printing what is wrong. */
-int agent_parse_args(int argc, char **argv, struct agent_config *ret);
-
 /* Runs the agent until SIGTERM or SIGINT. Returns the process exit code. */
 int agent_run(const struct agent_config *cfg);

@@ -18,7 +18,5 @@ struct controller_config {
     const char *lease_namespace; /* of the agents' heartbeats, default hostdevd-node-lease */
 };
 
-/* Parses argv (after "controller"). Returns 0, 1 (--help printed) or -EINVAL (logged). */
-int controller_parse_args(int argc, char **argv, struct controller_config *ret);
 /* Runs until SIGTERM or SIGINT. Returns the process exit code. */
 int controller_run(const struct controller_config *cfg);

@@ -15,7 +15,9 @@
 
 #include "base/log.h"
 #include "controllers/agent.h"
+#include "controllers/agentargs.h"
 #include "controllers/controller.h"
+#include "controllers/controllerargs.h"
 #include "controllers/cli/invtool.h"
 #include "controllers/cli/usbtool.h"
 #include "controllers/cli/vfiotool.h"
@@ -99,14 +101,14 @@ int main(int argc, char **argv)
         return usbtool_run(argc - 1, argv + 1);
     if (strcmp(cmd, "controller") == 0) {
         struct controller_config cfg;
-        int r = controller_parse_args(argc - 1, argv + 1, &cfg);
+        int r = controllerargs_parse(argc - 1, argv + 1, &cfg);
         if (r != 0)
             return r > 0 ? 0 : 2;
         return controller_run(&cfg);
     }
     if (strcmp(cmd, "agent") == 0) {
         struct agent_config cfg;
-        int r = agent_parse_args(argc - 1, argv + 1, &cfg);
+        int r = agentargs_parse(argc - 1, argv + 1, &cfg);
         if (r != 0)
             return r > 0 ? 0 : 2;
         return agent_run(&cfg);

@@ -170,8 +170,6 @@ void pcidevice_plan_done(struct pcidevice_plan *p)
  * Not pure: it carries plans out on the runner (controllers/devices/devwrite.c: API writes, one at
  * a time, each logged). */
 
-#define MAX_IN_FLIGHT 4
-
 struct pcidevices {
     struct pcidevices_config cfg;
     struct runner *runner;
@@ -270,24 +268,12 @@ struct pcidevices *pcidevices_new(const struct pcidevices_config *cfg)
     if (!d)
         return NULL;
     d->cfg = *cfg;
-    char selector[300];
-    (void)snprintf(selector, sizeof(selector), "nodename=%s", cfg->env.node_name);
-    struct runner_config rc = {
-            .name = "pcidevice",
-            .loop = cfg->env.loop,
-            .http = cfg->env.http,
-            .informer = {.resource = &kube_res_pcidevices, .label_selector = selector},
-            .max_in_flight = MAX_IN_FLIGHT,
-            .metrics = cfg->env.metrics,
-            .ops = &ops,
-            .ctx = d,
-    };
-    d->runner = runner_new(&rc);
+    d->runner = devwrite_runner_new(&cfg->env, "pcidevice", "PCIDevice", &kube_res_pcidevices, &ops,
+                                    d, d->writes);
     if (!d->runner) {
         pcidevices_free(d);
         return NULL;
     }
-    devwrite_register(cfg->env.metrics, "PCIDevice", d->writes);
     return d;
 }
 

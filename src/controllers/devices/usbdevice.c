@@ -205,8 +205,6 @@ void usbdevice_plan_done(struct usbdevice_plan *p)
 /* --- the reconciler ----------------------------------------------------------------------------
  * Not pure: it carries plans out on the runner (controllers/devices/devwrite.c). */
 
-#define MAX_IN_FLIGHT 4
-
 struct usbdevices {
     struct usbdevices_config cfg;
     struct runner *runner;
@@ -335,24 +333,12 @@ struct usbdevices *usbdevices_new(const struct usbdevices_config *cfg)
     if (!d)
         return NULL;
     d->cfg = *cfg;
-    char selector[300];
-    (void)snprintf(selector, sizeof(selector), "nodename=%s", cfg->env.node_name);
-    struct runner_config rc = {
-            .name = "usbdevice",
-            .loop = cfg->env.loop,
-            .http = cfg->env.http,
-            .informer = {.resource = &kube_res_usbdevices, .label_selector = selector},
-            .max_in_flight = MAX_IN_FLIGHT,
-            .metrics = cfg->env.metrics,
-            .ops = &ops,
-            .ctx = d,
-    };
-    d->runner = runner_new(&rc);
+    d->runner = devwrite_runner_new(&cfg->env, "usbdevice", "USBDevice", &kube_res_usbdevices, &ops,
+                                    d, d->writes);
     if (!d->runner) {
         usbdevices_free(d);
         return NULL;
     }
-    devwrite_register(cfg->env.metrics, "USBDevice", d->writes);
     d->orphans = metrics_one(cfg->env.metrics, METRICS_COUNTER, "hostdevd_usb_orphans_total",
                              "Claimed USB devices found gone (marked orphaned).");
     return d;
