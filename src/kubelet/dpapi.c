@@ -231,51 +231,64 @@ static int start_request(size_t n, bool preferred, struct dpapi_request *ret, st
     return 0;
 }
 
-int dpapi_decode_allocate(const uint8_t *msg, size_t len, struct dpapi_request *ret,
+/* Unpacks a request of descriptor `d` and copies it into `ret` with `copy`; on any error `ret` is
+ * left empty. */
+static int decode_request(const ProtobufCMessageDescriptor *d,
+                          int (*copy)(const ProtobufCMessage *m, struct dpapi_request *ret,
+                                      struct err *ret_err),
+                          const uint8_t *msg, size_t len, struct dpapi_request *ret,
                           struct err *ret_err)
 {
-    V1beta1__AllocateRequest *m = v1beta1__allocate_request__unpack(NULL, len, msg);
+    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, msg);
     if (!m) {
         *ret = (struct dpapi_request){0};
-        return unpack_failed("AllocateRequest", ret_err);
+        return unpack_failed(d->short_name, ret_err);
     }
+    int r = copy(m, ret, ret_err);
+    protobuf_c_message_free_unpacked(m, NULL);
+    if (r < 0)
+        dpapi_request_done(ret);
+    return r;
+}
+
+static int copy_allocate(const ProtobufCMessage *pm, struct dpapi_request *ret, struct err *ret_err)
+{
+    const V1beta1__AllocateRequest *m = (const V1beta1__AllocateRequest *)pm;
     int r = start_request(m->n_container_requests, false, ret, ret_err);
     for (size_t i = 0; r == 0 && i < m->n_container_requests; i++)
         r = copy_ids(m->container_requests[i]->devices_ids, m->container_requests[i]->n_devices_ids,
                      &ret->containers[i], ret_err);
-    v1beta1__allocate_request__free_unpacked(m, NULL);
-    if (r < 0)
-        dpapi_request_done(ret);
+    return r;
+}
+
+int dpapi_decode_allocate(const uint8_t *msg, size_t len, struct dpapi_request *ret,
+                          struct err *ret_err)
+{
+    return decode_request(&v1beta1__allocate_request__descriptor, copy_allocate, msg, len, ret,
+                          ret_err);
+}
+
+static int copy_pre_start(const ProtobufCMessage *pm, struct dpapi_request *ret,
+                          struct err *ret_err)
+{
+    const V1beta1__PreStartContainerRequest *m = (const V1beta1__PreStartContainerRequest *)pm;
+    int r = start_request(1, false, ret, ret_err);
+    if (r == 0)
+        r = copy_ids(m->devices_ids, m->n_devices_ids, &ret->containers[0], ret_err);
     return r;
 }
 
 int dpapi_decode_pre_start(const uint8_t *msg, size_t len, struct dpapi_request *ret,
                            struct err *ret_err)
 {
-    V1beta1__PreStartContainerRequest *m =
-            v1beta1__pre_start_container_request__unpack(NULL, len, msg);
-    if (!m) {
-        *ret = (struct dpapi_request){0};
-        return unpack_failed("PreStartContainerRequest", ret_err);
-    }
-    int r = start_request(1, false, ret, ret_err);
-    if (r == 0)
-        r = copy_ids(m->devices_ids, m->n_devices_ids, &ret->containers[0], ret_err);
-    v1beta1__pre_start_container_request__free_unpacked(m, NULL);
-    if (r < 0)
-        dpapi_request_done(ret);
-    return r;
+    return decode_request(&v1beta1__pre_start_container_request__descriptor, copy_pre_start, msg,
+                          len, ret, ret_err);
 }
 
-int dpapi_decode_preferred(const uint8_t *msg, size_t len, struct dpapi_request *ret,
-                           struct err *ret_err)
+static int copy_preferred(const ProtobufCMessage *pm, struct dpapi_request *ret,
+                          struct err *ret_err)
 {
-    V1beta1__PreferredAllocationRequest *m =
-            v1beta1__preferred_allocation_request__unpack(NULL, len, msg);
-    if (!m) {
-        *ret = (struct dpapi_request){0};
-        return unpack_failed("PreferredAllocationRequest", ret_err);
-    }
+    const V1beta1__PreferredAllocationRequest *m = (const V1beta1__PreferredAllocationRequest *)pm;
     int r = start_request(m->n_container_requests, true, ret, ret_err);
     for (size_t i = 0; r == 0 && i < m->n_container_requests; i++) {
         const V1beta1__ContainerPreferredAllocationRequest *c = m->container_requests[i];
@@ -289,10 +302,14 @@ int dpapi_decode_preferred(const uint8_t *msg, size_t len, struct dpapi_request 
                         (int)c->allocation_size);
         ret->sizes[i] = c->allocation_size;
     }
-    v1beta1__preferred_allocation_request__free_unpacked(m, NULL);
-    if (r < 0)
-        dpapi_request_done(ret);
     return r;
+}
+
+int dpapi_decode_preferred(const uint8_t *msg, size_t len, struct dpapi_request *ret,
+                           struct err *ret_err)
+{
+    return decode_request(&v1beta1__preferred_allocation_request__descriptor, copy_preferred, msg,
+                          len, ret, ret_err);
 }
 
 void dpapi_devices_free(struct dpapi_device *d, size_t n)

@@ -6,6 +6,7 @@
 #include "kubelet/draapi.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,37 +58,64 @@ static int fill_devices(const struct draapi_answer *a, PrepareOne *one, Device *
     return 0;
 }
 
-int draapi_encode_prepared(const struct draapi_answer *a, size_t n, struct buf *out)
+/* Both responses map a claim's uid to its answer (`one`: n messages of `size` bytes) with the same
+ * layout: entries {key, value} and the message {n_claims, claims} (checked here), so one function
+ * packs either, given its descriptors. */
+_Static_assert(sizeof(PrepareEntry) == sizeof(UnprepareEntry) &&
+                       offsetof(PrepareEntry, key) == offsetof(UnprepareEntry, key) &&
+                       offsetof(PrepareEntry, value) == offsetof(UnprepareEntry, value),
+               "the claims map entries differ");
+_Static_assert(sizeof(PrepareResponse) == sizeof(UnprepareResponse) &&
+                       offsetof(PrepareResponse, n_claims) ==
+                               offsetof(UnprepareResponse, n_claims) &&
+                       offsetof(PrepareResponse, claims) == offsetof(UnprepareResponse, claims),
+               "the claims responses differ");
+
+static int pack_claims(const ProtobufCMessageDescriptor *d, const ProtobufCMessageDescriptor *entry,
+                       const struct draapi_answer *a, void *one, size_t size, size_t n,
+                       struct buf *out)
 {
     PrepareEntry *e = array(n, sizeof(*e));
     PrepareEntry **ep = ptr_array(n);
+    int r = e && ep ? 0 : -ENOMEM;
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        protobuf_c_message_init(entry, &e[i]);
+        e[i].key = (char *)a[i].uid;
+        e[i].value = (PrepareOne *)((char *)one + i * size);
+        ep[i] = &e[i];
+    }
+    PrepareResponse m;
+    protobuf_c_message_init(d, &m);
+    m.n_claims = n;
+    m.claims = ep;
+    if (r == 0)
+        r = pack(&m.base, out);
+    free(e);
+    free(ep);
+    return r;
+}
+
+int draapi_encode_prepared(const struct draapi_answer *a, size_t n, struct buf *out)
+{
     PrepareOne *one = array(n, sizeof(*one));
     Device **devs = ptr_array(n);
     Device ***devp = ptr_array(n);
-    int r = e && ep && one && devs && devp ? 0 : -ENOMEM;
+    int r = one && devs && devp ? 0 : -ENOMEM;
     for (size_t i = 0; r == 0 && i < n; i++) {
         protobuf_c_message_init(DESC(node_prepare_resource_response), &one[i]);
         if (a[i].error && a[i].error[0])
             one[i].error = (char *)a[i].error;
         else
             r = fill_devices(&a[i], &one[i], &devs[i], &devp[i]);
-        protobuf_c_message_init(DESC(node_prepare_resources_response__claims_entry), &e[i]);
-        e[i].key = (char *)a[i].uid;
-        e[i].value = &one[i];
-        ep[i] = &e[i];
     }
-    PrepareResponse m;
-    protobuf_c_message_init(DESC(node_prepare_resources_response), &m);
-    m.n_claims = n;
-    m.claims = ep;
     if (r == 0)
-        r = pack(&m.base, out);
+        r = pack_claims(DESC(node_prepare_resources_response),
+                        DESC(node_prepare_resources_response__claims_entry), a, one, sizeof(*one),
+                        n, out);
     for (size_t i = 0; devs && devp && i < n; i++) {
         free(devs[i]);
         free(devp[i]);
     }
-    free(e);
-    free(ep);
     free(one);
     free(devs);
     free(devp);
@@ -96,27 +124,17 @@ int draapi_encode_prepared(const struct draapi_answer *a, size_t n, struct buf *
 
 int draapi_encode_unprepared(const struct draapi_answer *a, size_t n, struct buf *out)
 {
-    UnprepareEntry *e = array(n, sizeof(*e));
-    UnprepareEntry **ep = ptr_array(n);
     UnprepareOne *one = array(n, sizeof(*one));
-    int r = e && ep && one ? 0 : -ENOMEM;
+    int r = one ? 0 : -ENOMEM;
     for (size_t i = 0; r == 0 && i < n; i++) {
         protobuf_c_message_init(DESC(node_unprepare_resource_response), &one[i]);
         if (a[i].error)
             one[i].error = (char *)a[i].error;
-        protobuf_c_message_init(DESC(node_unprepare_resources_response__claims_entry), &e[i]);
-        e[i].key = (char *)a[i].uid;
-        e[i].value = &one[i];
-        ep[i] = &e[i];
     }
-    UnprepareResponse m;
-    protobuf_c_message_init(DESC(node_unprepare_resources_response), &m);
-    m.n_claims = n;
-    m.claims = ep;
     if (r == 0)
-        r = pack(&m.base, out);
-    free(e);
-    free(ep);
+        r = pack_claims(DESC(node_unprepare_resources_response),
+                        DESC(node_unprepare_resources_response__claims_entry), a, one, sizeof(*one),
+                        n, out);
     free(one);
     return r;
 }
