@@ -8,10 +8,6 @@
  */
 #pragma once
 
-#ifndef PROTOBUF_C_H
-#error "kubelet/pbmsg.h goes after a generated .pb-c.h (protobuf-c)"
-#endif
-
 #include <errno.h>
 #include <stdlib.h>
 
