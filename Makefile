@@ -96,7 +96,7 @@ build/asan/unit-tests: $(UNIT_OBJS) $(ASAN_LIB_OBJS)
 build/asan/kubetool: build/asan/test/integration/kubetool.o $(ASAN_LIB_OBJS)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-# Drives src/node/grpc against grpc-go (test/grpcpeer) in test/integration/test_grpc.sh; the
+# Drives src/kubelet/grpc against grpc-go (test/grpcpeer) in test/integration/test_grpc.sh; the
 # release build gives the round-trip figure.
 build/asan/grpctool: build/asan/test/integration/grpctool.o $(ASAN_LIB_OBJS)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)

@@ -290,17 +290,28 @@ static int read_cluster_fields(const cJSON *c, const char *what, struct kube_kub
     return r;
 }
 
+/* The cluster or user entry `name` the context names, and how errors call it (`kind "name"`). */
+static int find_named(const cJSON *root, const char *list, const char *kind, const char *name,
+                      const struct kube_kubeconfig *k, const cJSON **ret, char **ret_what,
+                      struct err *ret_err)
+{
+    int r = find_entry(root, list, kind, name, ret, ret_err);
+    if (r == -ENOENT)
+        return errf(ret_err, -EINVAL, "%s \"%s\" (of context \"%s\") not found", kind, name,
+                    k->context);
+    if (r < 0 || asprintf(ret_what, "%s \"%s\"", kind, name) < 0)
+        return r < 0 ? r : -ENOMEM;
+    return 0;
+}
+
 static int read_cluster(const cJSON *root, const char *name, struct kube_kubeconfig *k,
                         struct err *ret_err)
 {
     const cJSON *c = NULL;
-    int r = find_entry(root, "clusters", "cluster", name, &c, ret_err);
-    if (r == -ENOENT)
-        return errf(ret_err, -EINVAL, "cluster \"%s\" (of context \"%s\") not found", name,
-                    k->context);
     _cleanup_free_ char *what = NULL;
-    if (r < 0 || asprintf(&what, "cluster \"%s\"", name) < 0)
-        return r < 0 ? r : -ENOMEM;
+    int r = find_named(root, "clusters", "cluster", name, k, &c, &what, ret_err);
+    if (r < 0)
+        return r;
     r = read_cluster_fields(c, what, k, ret_err);
     if (r < 0)
         return r;
@@ -361,13 +372,10 @@ static int read_user(const cJSON *root, const char *name, struct kube_kubeconfig
                      struct err *ret_err)
 {
     const cJSON *u = NULL;
-    int r = find_entry(root, "users", "user", name, &u, ret_err);
-    if (r == -ENOENT)
-        return errf(ret_err, -EINVAL, "user \"%s\" (of context \"%s\") not found", name,
-                    k->context);
     _cleanup_free_ char *what = NULL;
-    if (r < 0 || asprintf(&what, "user \"%s\"", name) < 0)
-        return r < 0 ? r : -ENOMEM;
+    int r = find_named(root, "users", "user", name, k, &u, &what, ret_err);
+    if (r < 0)
+        return r;
     r = unsupported_auth(u, what, ret_err);
     r = r < 0 ? r : read_user_fields(u, what, k, ret_err);
     return r < 0 ? r : check_user(k, what, ret_err);

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * kubelet/dpapi.c - kubelet's plugin API messages through protobuf-c: the device-plugin API
- * (dpapi.h), the DRA plugin API and plugin registration (draapi.h). The only file that includes
- * protobuf-c and its generated code.
+ * kubelet/dpapi.c - kubelet's device-plugin API v1beta1 messages (dpapi.h) through protobuf-c and
+ * the generated kubelet/deviceplugin.pb-c.h.
  */
 #include "kubelet/dpapi.h"
 
@@ -11,40 +10,10 @@
 #include <string.h>
 
 #include "kubelet/deviceplugin.pb-c.h"
-#include "kubelet/draapi.h"
-#include "kubelet/draapi.pb-c.h"
-#include "kubelet/pluginreg.pb-c.h"
+#include "kubelet/pbmsg.h"
 
 /* --- encoding ----------------------------------------------------------------------------------
  */
-
-/* protobuf-c's output buffer, appending to a struct buf. */
-struct sink {
-    ProtobufCBuffer base;
-    struct buf *out;
-    int err;
-};
-
-static void sink_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
-{
-    struct sink *s = (struct sink *)b;
-    if (s->err == 0 && len > 0)
-        s->err = buf_add(s->out, data, len);
-}
-
-/* An array of `n` pointers (at least one element, so calloc never returns NULL for 0). */
-static void *ptr_array(size_t n)
-{
-    return calloc(n ? n : 1, sizeof(void *));
-}
-
-static int pack(const ProtobufCMessage *m, struct buf *out)
-{
-    struct sink s = {.base = {.append = sink_append}, .out = out};
-    buf_reset(out);
-    (void)protobuf_c_message_pack_to_buffer(m, &s.base);
-    return s.err;
-}
 
 static void fill_options(const struct dpapi_options *o, V1beta1__DevicePluginOptions *m)
 {
@@ -262,56 +231,64 @@ static int start_request(size_t n, bool preferred, struct dpapi_request *ret, st
     return 0;
 }
 
-static int unpack_failed(const char *what, struct err *ret_err)
+/* Unpacks a request of descriptor `d` and copies it into `ret` with `copy`; on any error `ret` is
+ * left empty. */
+static int decode_request(const ProtobufCMessageDescriptor *d,
+                          int (*copy)(const ProtobufCMessage *m, struct dpapi_request *ret,
+                                      struct err *ret_err),
+                          const uint8_t *msg, size_t len, struct dpapi_request *ret,
+                          struct err *ret_err)
 {
-    return err_set(ret_err, -EINVAL, "malformed %s: not a valid protobuf message", what);
+    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, msg);
+    if (!m) {
+        *ret = (struct dpapi_request){0};
+        return unpack_failed(d->short_name, ret_err);
+    }
+    int r = copy(m, ret, ret_err);
+    protobuf_c_message_free_unpacked(m, NULL);
+    if (r < 0)
+        dpapi_request_done(ret);
+    return r;
+}
+
+static int copy_allocate(const ProtobufCMessage *pm, struct dpapi_request *ret, struct err *ret_err)
+{
+    const V1beta1__AllocateRequest *m = (const V1beta1__AllocateRequest *)pm;
+    int r = start_request(m->n_container_requests, false, ret, ret_err);
+    for (size_t i = 0; r == 0 && i < m->n_container_requests; i++)
+        r = copy_ids(m->container_requests[i]->devices_ids, m->container_requests[i]->n_devices_ids,
+                     &ret->containers[i], ret_err);
+    return r;
 }
 
 int dpapi_decode_allocate(const uint8_t *msg, size_t len, struct dpapi_request *ret,
                           struct err *ret_err)
 {
-    V1beta1__AllocateRequest *m = v1beta1__allocate_request__unpack(NULL, len, msg);
-    if (!m) {
-        *ret = (struct dpapi_request){0};
-        return unpack_failed("AllocateRequest", ret_err);
-    }
-    int r = start_request(m->n_container_requests, false, ret, ret_err);
-    for (size_t i = 0; r == 0 && i < m->n_container_requests; i++)
-        r = copy_ids(m->container_requests[i]->devices_ids, m->container_requests[i]->n_devices_ids,
-                     &ret->containers[i], ret_err);
-    v1beta1__allocate_request__free_unpacked(m, NULL);
-    if (r < 0)
-        dpapi_request_done(ret);
+    return decode_request(&v1beta1__allocate_request__descriptor, copy_allocate, msg, len, ret,
+                          ret_err);
+}
+
+static int copy_pre_start(const ProtobufCMessage *pm, struct dpapi_request *ret,
+                          struct err *ret_err)
+{
+    const V1beta1__PreStartContainerRequest *m = (const V1beta1__PreStartContainerRequest *)pm;
+    int r = start_request(1, false, ret, ret_err);
+    if (r == 0)
+        r = copy_ids(m->devices_ids, m->n_devices_ids, &ret->containers[0], ret_err);
     return r;
 }
 
 int dpapi_decode_pre_start(const uint8_t *msg, size_t len, struct dpapi_request *ret,
                            struct err *ret_err)
 {
-    V1beta1__PreStartContainerRequest *m =
-            v1beta1__pre_start_container_request__unpack(NULL, len, msg);
-    if (!m) {
-        *ret = (struct dpapi_request){0};
-        return unpack_failed("PreStartContainerRequest", ret_err);
-    }
-    int r = start_request(1, false, ret, ret_err);
-    if (r == 0)
-        r = copy_ids(m->devices_ids, m->n_devices_ids, &ret->containers[0], ret_err);
-    v1beta1__pre_start_container_request__free_unpacked(m, NULL);
-    if (r < 0)
-        dpapi_request_done(ret);
-    return r;
+    return decode_request(&v1beta1__pre_start_container_request__descriptor, copy_pre_start, msg,
+                          len, ret, ret_err);
 }
 
-int dpapi_decode_preferred(const uint8_t *msg, size_t len, struct dpapi_request *ret,
-                           struct err *ret_err)
+static int copy_preferred(const ProtobufCMessage *pm, struct dpapi_request *ret,
+                          struct err *ret_err)
 {
-    V1beta1__PreferredAllocationRequest *m =
-            v1beta1__preferred_allocation_request__unpack(NULL, len, msg);
-    if (!m) {
-        *ret = (struct dpapi_request){0};
-        return unpack_failed("PreferredAllocationRequest", ret_err);
-    }
+    const V1beta1__PreferredAllocationRequest *m = (const V1beta1__PreferredAllocationRequest *)pm;
     int r = start_request(m->n_container_requests, true, ret, ret_err);
     for (size_t i = 0; r == 0 && i < m->n_container_requests; i++) {
         const V1beta1__ContainerPreferredAllocationRequest *c = m->container_requests[i];
@@ -325,10 +302,14 @@ int dpapi_decode_preferred(const uint8_t *msg, size_t len, struct dpapi_request 
                         (int)c->allocation_size);
         ret->sizes[i] = c->allocation_size;
     }
-    v1beta1__preferred_allocation_request__free_unpacked(m, NULL);
-    if (r < 0)
-        dpapi_request_done(ret);
     return r;
+}
+
+int dpapi_decode_preferred(const uint8_t *msg, size_t len, struct dpapi_request *ret,
+                           struct err *ret_err)
+{
+    return decode_request(&v1beta1__preferred_allocation_request__descriptor, copy_preferred, msg,
+                          len, ret, ret_err);
 }
 
 void dpapi_devices_free(struct dpapi_device *d, size_t n)
@@ -369,366 +350,4 @@ int dpapi_decode_list(const uint8_t *msg, size_t len, struct dpapi_device **ret,
     }
     v1beta1__list_and_watch_response__free_unpacked(m, NULL);
     return r;
-}
-
-/* An array of `n` elements of `size` (at least one, so calloc never returns NULL for 0). */
-static void *array(size_t n, size_t size)
-{
-    return calloc(n ? n : 1, size);
-}
-
-/* --- DRA plugin and plugin registration (kubelet/draapi.h) ------------------------------------ */
-
-/* The generated names are long: the package is k8s.io.kubelet.pkg.apis.dra.v1. */
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim Claim;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Device Device;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest PrepareRequest;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesRequest UnprepareRequest;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse PrepareResponse;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse__ClaimsEntry
-        PrepareEntry;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourceResponse PrepareOne;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse UnprepareResponse;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse__ClaimsEntry
-        UnprepareEntry;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse UnprepareOne;
-#define DESC(name) (&k8s__io__kubelet__pkg__apis__dra__v1__##name##__descriptor)
-
-int draapi_encode_info(const char *name, const char *endpoint, struct buf *out)
-{
-    char *versions[] = {(char *)DRAAPI_SERVICE};
-    const Pluginregistration__PluginInfo m = {
-            .base = PROTOBUF_C_MESSAGE_INIT(&pluginregistration__plugin_info__descriptor),
-            .type = (char *)DRAAPI_PLUGIN_TYPE,
-            .name = (char *)name,
-            .endpoint = (char *)endpoint,
-            .n_supported_versions = 1,
-            .supported_versions = versions,
-    };
-    return pack(&m.base, out);
-}
-
-int draapi_encode_status_response(struct buf *out)
-{
-    Pluginregistration__RegistrationStatusResponse m =
-            PLUGINREGISTRATION__REGISTRATION_STATUS_RESPONSE__INIT;
-    return pack(&m.base, out);
-}
-
-/* The devices of one answer, pointing into `a` (freed by the caller). */
-static int fill_devices(const struct draapi_answer *a, PrepareOne *one, Device **devs,
-                        Device ***devp)
-{
-    *devs = array(a->n_devices, sizeof(**devs));
-    *devp = ptr_array(a->n_devices);
-    if (!*devs || !*devp)
-        return -ENOMEM;
-    for (size_t i = 0; i < a->n_devices; i++) {
-        Device *d = &(*devs)[i];
-        protobuf_c_message_init(DESC(device), d);
-        d->n_request_names = a->devices[i].n_requests;
-        d->request_names = (char **)a->devices[i].requests;
-        d->pool_name = (char *)a->devices[i].pool;
-        d->device_name = (char *)a->devices[i].name;
-        d->n_cdi_device_ids = a->devices[i].n_cdi_ids;
-        d->cdi_device_ids = (char **)a->devices[i].cdi_ids;
-        (*devp)[i] = d;
-    }
-    one->n_devices = a->n_devices;
-    one->devices = *devp;
-    return 0;
-}
-
-int draapi_encode_prepared(const struct draapi_answer *a, size_t n, struct buf *out)
-{
-    PrepareEntry *e = array(n, sizeof(*e));
-    PrepareEntry **ep = ptr_array(n);
-    PrepareOne *one = array(n, sizeof(*one));
-    Device **devs = ptr_array(n);
-    Device ***devp = ptr_array(n);
-    int r = e && ep && one && devs && devp ? 0 : -ENOMEM;
-    for (size_t i = 0; r == 0 && i < n; i++) {
-        protobuf_c_message_init(DESC(node_prepare_resource_response), &one[i]);
-        if (a[i].error && a[i].error[0])
-            one[i].error = (char *)a[i].error;
-        else
-            r = fill_devices(&a[i], &one[i], &devs[i], &devp[i]);
-        protobuf_c_message_init(DESC(node_prepare_resources_response__claims_entry), &e[i]);
-        e[i].key = (char *)a[i].uid;
-        e[i].value = &one[i];
-        ep[i] = &e[i];
-    }
-    PrepareResponse m;
-    protobuf_c_message_init(DESC(node_prepare_resources_response), &m);
-    m.n_claims = n;
-    m.claims = ep;
-    if (r == 0)
-        r = pack(&m.base, out);
-    for (size_t i = 0; devs && devp && i < n; i++) {
-        free(devs[i]);
-        free(devp[i]);
-    }
-    free(e);
-    free(ep);
-    free(one);
-    free(devs);
-    free(devp);
-    return r;
-}
-
-int draapi_encode_unprepared(const struct draapi_answer *a, size_t n, struct buf *out)
-{
-    UnprepareEntry *e = array(n, sizeof(*e));
-    UnprepareEntry **ep = ptr_array(n);
-    UnprepareOne *one = array(n, sizeof(*one));
-    int r = e && ep && one ? 0 : -ENOMEM;
-    for (size_t i = 0; r == 0 && i < n; i++) {
-        protobuf_c_message_init(DESC(node_unprepare_resource_response), &one[i]);
-        if (a[i].error)
-            one[i].error = (char *)a[i].error;
-        protobuf_c_message_init(DESC(node_unprepare_resources_response__claims_entry), &e[i]);
-        e[i].key = (char *)a[i].uid;
-        e[i].value = &one[i];
-        ep[i] = &e[i];
-    }
-    UnprepareResponse m;
-    protobuf_c_message_init(DESC(node_unprepare_resources_response), &m);
-    m.n_claims = n;
-    m.claims = ep;
-    if (r == 0)
-        r = pack(&m.base, out);
-    free(e);
-    free(ep);
-    free(one);
-    return r;
-}
-
-int draapi_encode_claims(const struct draapi_claim *c, size_t n, bool prepare, struct buf *out)
-{
-    Claim *cl = array(n, sizeof(*cl));
-    Claim **cp = ptr_array(n);
-    int r = cl && cp ? 0 : -ENOMEM;
-    for (size_t i = 0; r == 0 && i < n; i++) {
-        protobuf_c_message_init(DESC(claim), &cl[i]);
-        cl[i].namespace_ = c[i].namespace_;
-        cl[i].uid = c[i].uid;
-        cl[i].name = c[i].name;
-        cp[i] = &cl[i];
-    }
-    if (r == 0 && prepare) {
-        PrepareRequest m;
-        protobuf_c_message_init(DESC(node_prepare_resources_request), &m);
-        m.n_claims = n;
-        m.claims = cp;
-        r = pack(&m.base, out);
-    } else if (r == 0) {
-        UnprepareRequest m;
-        protobuf_c_message_init(DESC(node_unprepare_resources_request), &m);
-        m.n_claims = n;
-        m.claims = cp;
-        r = pack(&m.base, out);
-    }
-    free(cl);
-    free(cp);
-    return r;
-}
-
-/* (decoding) */
-
-void draapi_claims_done(struct draapi_claims *c)
-{
-    for (size_t i = 0; c->v && i < c->n; i++) {
-        free(c->v[i].namespace_);
-        free(c->v[i].uid);
-        free(c->v[i].name);
-    }
-    free(c->v);
-    *c = (struct draapi_claims){0};
-}
-
-/* A copy of one field of a claim, checked. */
-static int copy_field(const char *what, const char *s, bool required, char **ret,
-                      struct err *ret_err)
-{
-    size_t len = strnlen(s, DRAAPI_MAX_FIELD + 1);
-    if (len > DRAAPI_MAX_FIELD)
-        return err_set(ret_err, -EINVAL, "a claim's %s is longer than %d bytes", what,
-                       DRAAPI_MAX_FIELD);
-    if (required && len == 0)
-        return err_set(ret_err, -EINVAL, "a claim has an empty %s", what);
-    for (size_t i = 0; i < len; i++)
-        if (s[i] == '/' || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-            return err_set(ret_err, -EINVAL, "a claim's %s holds a '/' or a control character",
-                           what);
-    return (*ret = strdup(s)) ? 0 : err_set(ret_err, -ENOMEM, "out of memory");
-}
-
-int draapi_decode_claims(const uint8_t *msg, size_t len, bool prepare, struct draapi_claims *ret,
-                         struct err *ret_err)
-{
-    const char *what = prepare ? "NodePrepareResourcesRequest" : "NodeUnprepareResourcesRequest";
-    const ProtobufCMessageDescriptor *d =
-            prepare ? DESC(node_prepare_resources_request) : DESC(node_unprepare_resources_request);
-    *ret = (struct draapi_claims){0};
-    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, msg);
-    if (!m)
-        return unpack_failed(what, ret_err);
-    size_t n = prepare ? ((PrepareRequest *)m)->n_claims : ((UnprepareRequest *)m)->n_claims;
-    Claim **claims = prepare ? ((PrepareRequest *)m)->claims : ((UnprepareRequest *)m)->claims;
-    int r = 0;
-    if (n > DRAAPI_MAX_CLAIMS)
-        r = err_set(ret_err, -EINVAL, "%zu claims in one %s (at most %d)", n, what,
-                    DRAAPI_MAX_CLAIMS);
-    else if (!(ret->v = array(n, sizeof(*ret->v))))
-        r = err_set(ret_err, -ENOMEM, "out of memory");
-    for (size_t i = 0; r == 0 && i < n; i++) {
-        ret->n = i + 1;
-        r = copy_field("namespace", claims[i]->namespace_, true, &ret->v[i].namespace_, ret_err);
-        if (r == 0)
-            r = copy_field("uid", claims[i]->uid, true, &ret->v[i].uid, ret_err);
-        if (r == 0)
-            r = copy_field("name", claims[i]->name, true, &ret->v[i].name, ret_err);
-    }
-    protobuf_c_message_free_unpacked(m, NULL);
-    if (r < 0)
-        draapi_claims_done(ret);
-    return r;
-}
-
-static void copy_cut(char *dst, size_t size, const char *src)
-{
-    if (size == 0)
-        return;
-    size_t n = strnlen(src, size - 1);
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
-int draapi_decode_status(const uint8_t *msg, size_t len, bool *registered, char *error, size_t size,
-                         struct err *ret_err)
-{
-    Pluginregistration__RegistrationStatus *m =
-            pluginregistration__registration_status__unpack(NULL, len, msg);
-    if (!m)
-        return unpack_failed("RegistrationStatus", ret_err);
-    *registered = m->plugin_registered;
-    copy_cut(error, size, m->error);
-    pluginregistration__registration_status__free_unpacked(m, NULL);
-    return 0;
-}
-
-int draapi_decode_info(const uint8_t *msg, size_t len, char *type, char *name, char *endpoint,
-                       size_t size, bool *v1, struct err *ret_err)
-{
-    Pluginregistration__PluginInfo *m = pluginregistration__plugin_info__unpack(NULL, len, msg);
-    if (!m)
-        return unpack_failed("PluginInfo", ret_err);
-    copy_cut(type, size, m->type);
-    copy_cut(name, size, m->name);
-    copy_cut(endpoint, size, m->endpoint);
-    *v1 = false;
-    for (size_t i = 0; i < m->n_supported_versions; i++)
-        *v1 = *v1 || strcmp(m->supported_versions[i], DRAAPI_SERVICE) == 0;
-    pluginregistration__plugin_info__free_unpacked(m, NULL);
-    return 0;
-}
-
-void draapi_results_free(struct draapi_result *r, size_t n)
-{
-    for (size_t i = 0; r && i < n; i++) {
-        for (size_t j = 0; j < r[i].n_devices; j++) {
-            struct draapi_result_device *d = &r[i].devices[j];
-            for (size_t k = 0; k < d->n_requests; k++)
-                free(d->requests[k]);
-            for (size_t k = 0; k < d->n_cdi_ids; k++)
-                free(d->cdi_ids[k]);
-            free(d->requests);
-            free(d->cdi_ids);
-            free(d->pool);
-            free(d->name);
-        }
-        free(r[i].devices);
-        free(r[i].uid);
-        free(r[i].error);
-    }
-    free(r);
-}
-
-static char **copy_strings(char **s, size_t n, size_t *ret_n)
-{
-    char **v = array(n, sizeof(*v));
-    for (size_t i = 0; v && i < n; i++) {
-        if (!(v[i] = strdup(s[i]))) {
-            for (size_t j = 0; j < i; j++)
-                free(v[j]);
-            free(v);
-            return NULL;
-        }
-    }
-    *ret_n = v ? n : 0;
-    return v;
-}
-
-static int copy_device(const Device *d, struct draapi_result_device *ret)
-{
-    ret->pool = strdup(d->pool_name);
-    ret->name = strdup(d->device_name);
-    ret->requests = copy_strings(d->request_names, d->n_request_names, &ret->n_requests);
-    ret->cdi_ids = copy_strings(d->cdi_device_ids, d->n_cdi_device_ids, &ret->n_cdi_ids);
-    return ret->pool && ret->name && ret->requests && ret->cdi_ids ? 0 : -ENOMEM;
-}
-
-static int copy_prepared(const PrepareEntry *e, struct draapi_result *ret)
-{
-    const PrepareOne *one = e->value;
-    if (!(ret->uid = strdup(e->key)))
-        return -ENOMEM;
-    if (!one)
-        return 0;
-    if (one->error[0] && !(ret->error = strdup(one->error)))
-        return -ENOMEM;
-    if (!(ret->devices = array(one->n_devices, sizeof(*ret->devices))))
-        return -ENOMEM;
-    for (size_t i = 0; i < one->n_devices; i++) {
-        ret->n_devices = i + 1;
-        if (copy_device(one->devices[i], &ret->devices[i]) < 0)
-            return -ENOMEM;
-    }
-    return 0;
-}
-
-int draapi_decode_answers(const uint8_t *msg, size_t len, bool prepare, struct draapi_result **ret,
-                          size_t *ret_n, struct err *ret_err)
-{
-    const ProtobufCMessageDescriptor *d = prepare ? DESC(node_prepare_resources_response)
-                                                  : DESC(node_unprepare_resources_response);
-    *ret = NULL;
-    *ret_n = 0;
-    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, msg);
-    if (!m)
-        return unpack_failed(prepare ? "NodePrepareResourcesResponse"
-                                     : "NodeUnprepareResourcesResponse",
-                             ret_err);
-    size_t n = prepare ? ((PrepareResponse *)m)->n_claims : ((UnprepareResponse *)m)->n_claims;
-    struct draapi_result *r = array(n, sizeof(*r));
-    int rc = r ? 0 : -ENOMEM;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        if (prepare) {
-            rc = copy_prepared(((PrepareResponse *)m)->claims[i], &r[i]);
-        } else {
-            const UnprepareEntry *e = ((UnprepareResponse *)m)->claims[i];
-            rc = (r[i].uid = strdup(e->key)) ? 0 : -ENOMEM;
-            if (rc == 0 && e->value && e->value->error[0] &&
-                !(r[i].error = strdup(e->value->error)))
-                rc = -ENOMEM;
-        }
-    }
-    protobuf_c_message_free_unpacked(m, NULL);
-    if (rc < 0) {
-        draapi_results_free(r, n);
-        return err_set(ret_err, rc, "out of memory");
-    }
-    *ret = r;
-    *ret_n = n;
-    return 0;
 }

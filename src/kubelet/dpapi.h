@@ -3,7 +3,7 @@
  * kubelet/dpapi.h - the kubelet device-plugin API v1beta1 messages (kubelet/deviceplugin.proto), in
  * plain C structs: what a plugin encodes (registration, options, device lists, allocations,
  * preferred allocations) and decodes (the requests kubelet sends). protobuf-c does the wire
- * format; this is the only file that uses the generated code.
+ * format in kubelet/dpapi.c.
  *
  * Decoders never trust their input: a message that protobuf-c cannot unpack, or that holds more
  * than DPAPI_MAX_IDS device IDs in a container or DPAPI_MAX_CONTAINERS containers, or an ID

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * kubelet/draapi.h - the kubelet DRA plugin API v1 (kubelet/draapi.proto) and kubelet's plugin
- * registration API (kubelet/pluginreg.proto), in plain C structs: what a DRA driver decodes (the
- * claims kubelet asks it to prepare or unprepare, the registration status) and encodes (its
- * PluginInfo, the per-claim answers). protobuf-c does the wire format in kubelet/dpapi.c, the one
- * file that holds protobuf-c and the generated code (for the device-plugin API too).
+ * kubelet/draapi.h - the kubelet DRA plugin API v1 (kubelet/draapi.proto), in plain C structs:
+ * what a DRA driver decodes (the claims kubelet asks it to prepare or unprepare) and encodes (the
+ * per-claim answers); and, over kubelet/regapi.h (plugin registration), a DRA driver's PluginInfo
+ * and registration status. protobuf-c does the wire format in kubelet/draapi.c.
  *
  * Decoders never trust their input: a message protobuf-c cannot unpack, more than
  * DRAAPI_MAX_CLAIMS claims, a claim whose uid is empty or whose namespace, uid or name is longer
@@ -20,6 +19,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "kubelet/regapi.h"
 
 #define DRAAPI_PLUGIN_TYPE "DRAPlugin"
 #define DRAAPI_SERVICE     "v1.DRAPlugin" /* the supported_versions entry kubelet picks */
@@ -29,8 +29,8 @@
 /* gRPC method paths. */
 #define DRAAPI_PREPARE   "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
 #define DRAAPI_UNPREPARE "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources"
-#define DRAAPI_GET_INFO  "/pluginregistration.Registration/GetInfo"
-#define DRAAPI_NOTIFY    "/pluginregistration.Registration/NotifyRegistrationStatus"
+#define DRAAPI_GET_INFO  REGAPI_GET_INFO
+#define DRAAPI_NOTIFY    REGAPI_NOTIFY
 
 /* A claim kubelet names (all three fields NUL-terminated copies). */
 struct draapi_claim {
@@ -69,14 +69,27 @@ struct draapi_answer {
 int draapi_encode_prepared(const struct draapi_answer *a, size_t n, struct buf *out);
 int draapi_encode_unprepared(const struct draapi_answer *a, size_t n, struct buf *out);
 
+/* Registration (kubelet/regapi.h), a DRA driver's messages. */
+
 /* PluginInfo{type DRAPlugin, name, endpoint, supported_versions [v1.DRAPlugin]}. */
-int draapi_encode_info(const char *name, const char *endpoint, struct buf *out);
+static inline int draapi_encode_info(const char *name, const char *endpoint, struct buf *out)
+{
+    return regapi_encode_info(DRAAPI_PLUGIN_TYPE, name, endpoint, DRAAPI_SERVICE, out);
+}
+
 /* RegistrationStatusResponse (empty). */
-int draapi_encode_status_response(struct buf *out);
+static inline int draapi_encode_status_response(struct buf *out)
+{
+    return regapi_encode_status_response(out);
+}
+
 /* RegistrationStatus: whether kubelet registered the plugin and its error text (copied into
  * `error`, cut to `size`). */
-int draapi_decode_status(const uint8_t *msg, size_t len, bool *registered, char *error, size_t size,
-                         struct err *ret_err);
+static inline int draapi_decode_status(const uint8_t *msg, size_t len, bool *registered,
+                                       char *error, size_t size, struct err *ret_err)
+{
+    return regapi_decode_status(msg, len, registered, error, size, ret_err);
+}
 
 /* --- the other side, for tests and tools ---------------------------------------------------- */
 
@@ -99,5 +112,8 @@ int draapi_decode_answers(const uint8_t *msg, size_t len, bool prepare, struct d
 void draapi_results_free(struct draapi_result *r, size_t n);
 /* PluginInfo: type, name and endpoint copied (cut to `size`), and whether the versions hold
  * DRAAPI_SERVICE. */
-int draapi_decode_info(const uint8_t *msg, size_t len, char *type, char *name, char *endpoint,
-                       size_t size, bool *v1, struct err *ret_err);
+static inline int draapi_decode_info(const uint8_t *msg, size_t len, char *type, char *name,
+                                     char *endpoint, size_t size, bool *v1, struct err *ret_err)
+{
+    return regapi_decode_info(msg, len, type, name, endpoint, size, DRAAPI_SERVICE, v1, ret_err);
+}

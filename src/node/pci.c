@@ -253,32 +253,18 @@ void node_pci_scan_result_done(struct node_pci_scan_result *r)
     memset(r, 0, sizeof(*r));
 }
 
-/* Copies `src` (NULL = "") into `dst`, cutting it at a UTF-8 character boundary if needed. */
-static void copy_name(char *dst, size_t size, const char *src)
-{
-    size_t n = src ? strlen(src) : 0;
-    if (n >= size) {
-        n = size - 1;
-        while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
-            n--;
-    }
-    if (n > 0)
-        memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 /* Names from pci.ids, into `n`. */
 static void lookup_names(struct pci_access *a, const struct node_pci_dev *d, struct names *n)
 {
     char buf[512];
     const char *s;
     s = pci_lookup_name(a, buf, sizeof(buf), PCI_LOOKUP_VENDOR | LOOKUP_FLAGS, d->vendor_id);
-    copy_name(n->vendor, sizeof(n->vendor), s);
+    node_sysfs_copy_name(n->vendor, sizeof(n->vendor), s);
     s = pci_lookup_name(a, buf, sizeof(buf), PCI_LOOKUP_DEVICE | LOOKUP_FLAGS, d->vendor_id,
                         d->device_id);
-    copy_name(n->device, sizeof(n->device), s);
+    node_sysfs_copy_name(n->device, sizeof(n->device), s);
     s = pci_lookup_name(a, buf, sizeof(buf), PCI_LOOKUP_CLASS | LOOKUP_FLAGS, d->class_id);
-    copy_name(n->class, sizeof(n->class), s);
+    node_sysfs_copy_name(n->class, sizeof(n->class), s);
     /* A class name found without its subclass comes as "Bridge [0680]". */
     char suffix[16];
     int len = snprintf(suffix, sizeof(suffix), " [%04x]", d->class_id);
@@ -344,19 +330,7 @@ static const char *trouble(int r)
 /* Records that entry `name` of bus/pci/devices is left out, because of `why`. */
 static int skip(struct scan *s, const char *name, const char *why)
 {
-    struct node_pci_scan_result *res = &s->res;
-    if (res->n_skipped == s->skipped_alloc) {
-        size_t n = s->skipped_alloc ? s->skipped_alloc * 2 : 8;
-        struct node_pci_skipped *p = reallocarray(res->skipped, n, sizeof(*p));
-        if (!p)
-            return -ENOMEM;
-        res->skipped = p;
-        s->skipped_alloc = n;
-    }
-    struct node_pci_skipped *k = &res->skipped[res->n_skipped++];
-    copy_name(k->entry, sizeof(k->entry), name);
-    copy_name(k->why, sizeof(k->why), why);
-    return 0;
+    return node_sysfs_skip_add(&s->res.skipped, &s->res.n_skipped, &s->skipped_alloc, name, why);
 }
 
 /* Lowercase hex digits at *p, `min` to `max` of them, then `end` (skipped). */

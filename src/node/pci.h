@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "node/sysfs.h"
 
 /* Room for the longest address, "ffffffff:ff:1f.7" (an 8-digit domain), and its NUL. */
 #define NODE_PCI_ADDRESS_SIZE 17
@@ -58,17 +59,11 @@ struct node_pci_dev {
     char problem[256];
 };
 
-/* An entry of bus/pci/devices left out of a scan, because not even its identity could be read. */
-struct node_pci_skipped {
-    char entry[64]; /* the entry's name as found, cut to fit: usually an address */
-    char why[256];  /* "not a directory", libpci's message, ... */
-};
-
 /* What a scan found. Owned by the caller; freed with node_pci_scan_result_done(). */
 struct node_pci_scan_result {
     struct node_pci_dev *devs; /* sorted by (domain, bus, device, function); NULL when none */
     size_t n_devs;
-    struct node_pci_skipped *skipped; /* in the order of their names; NULL when none */
+    struct node_sysfs_skip *skipped; /* in the order of their names; NULL when none */
     size_t n_skipped;
 };
 

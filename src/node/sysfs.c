@@ -500,3 +500,33 @@ const char *node_sysfs_trouble(int r, const char *absent)
         return strerror(-r);
     }
 }
+
+void node_sysfs_copy_name(char *dst, size_t size, const char *src)
+{
+    size_t n = src ? strlen(src) : 0;
+    if (n >= size) {
+        n = size - 1;
+        while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
+            n--;
+    }
+    if (n > 0)
+        memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+int node_sysfs_skip_add(struct node_sysfs_skip **v, size_t *n, size_t *alloc, const char *entry,
+                        const char *why)
+{
+    if (*n == *alloc) {
+        size_t a = *alloc ? *alloc * 2 : 8;
+        struct node_sysfs_skip *p = reallocarray(*v, a, sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        *v = p;
+        *alloc = a;
+    }
+    struct node_sysfs_skip *k = &(*v)[(*n)++];
+    node_sysfs_copy_name(k->entry, sizeof(k->entry), entry);
+    node_sysfs_copy_name(k->why, sizeof(k->why), why);
+    return 0;
+}

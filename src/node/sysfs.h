@@ -122,3 +122,18 @@ int node_sysfs_write(int root_fd, const char *path, const char *value);
  * long", "malformed", "out of range", else strerror; -ENOENT reads as `absent` (the caller knows
  * whether that is a missing attribute or a dangling link). */
 const char *node_sysfs_trouble(int r, const char *absent);
+
+/* Copies `src` (NULL = "") into `dst`, cutting it at a UTF-8 character boundary if needed. */
+void node_sysfs_copy_name(char *dst, size_t size, const char *src);
+
+/* An entry of a sysfs directory (bus/pci/devices, bus/usb/devices) a scan left out, because not
+ * even its identity could be read. */
+struct node_sysfs_skip {
+    char entry[64]; /* the entry's name as found, cut to fit: a PCI address, a USB port path */
+    char why[256];  /* "not a directory", libpci's message, ... */
+};
+
+/* Appends {entry, why} (each cut with node_sysfs_copy_name) to the array `*v` of `*n` entries,
+ * `*alloc` of them allocated (it grows). Returns 0 or -ENOMEM. */
+int node_sysfs_skip_add(struct node_sysfs_skip **v, size_t *n, size_t *alloc, const char *entry,
+                        const char *why);

@@ -64,19 +64,7 @@ static void add_problem(struct node_usb_dev *out, const char *name, int r)
 /* Records that entry `name` of bus/usb/devices is left out, because of `why`. */
 static int skip(struct scan *s, const char *name, const char *why)
 {
-    struct node_usb_scan_result *res = &s->res;
-    if (res->n_skipped == s->skipped_alloc) {
-        size_t n = s->skipped_alloc ? s->skipped_alloc * 2 : 8;
-        struct node_usb_skip *p = reallocarray(res->skipped, n, sizeof(*p));
-        if (!p)
-            return -ENOMEM;
-        res->skipped = p;
-        s->skipped_alloc = n;
-    }
-    struct node_usb_skip *k = &res->skipped[res->n_skipped++];
-    (void)snprintf(k->entry, sizeof(k->entry), "%s", name);
-    (void)snprintf(k->why, sizeof(k->why), "%s", why);
-    return 0;
+    return node_sysfs_skip_add(&s->res.skipped, &s->res.n_skipped, &s->skipped_alloc, name, why);
 }
 
 static size_t run_of(const char *s, int (*is)(int))

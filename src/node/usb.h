@@ -27,6 +27,7 @@
 #include <stddef.h>
 
 #include "base/err.h"
+#include "node/sysfs.h"
 
 #define NODE_USB_PORT_PATH_SIZE 32  /* "3-1.4.2", at most 7 tiers */
 #define NODE_USB_STRING_SIZE    384 /* a string descriptor: 126 UTF-16 units, as UTF-8 */
@@ -46,15 +47,10 @@ struct node_usb_dev {
     char problem[256]; /* "" or what could not be read */
 };
 
-struct node_usb_skip {
-    char entry[64]; /* the bus/usb/devices entry */
-    char why[256];
-};
-
 struct node_usb_scan_result {
     struct node_usb_dev *devs; /* sorted by port_path */
     size_t n_devs;
-    struct node_usb_skip *skipped;
+    struct node_sysfs_skip *skipped;
     size_t n_skipped;
 };
 

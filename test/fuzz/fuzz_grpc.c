@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test/fuzz/fuzz_grpc.c - node/grpc's server side on arbitrary client bytes.
+ * test/fuzz/fuzz_grpc.c - kubelet/grpc's server side on arbitrary client bytes.
  *
  * One server (on a socket in a temporary directory, created on the first input) serves an
  * echo, an error, a server stream of three and a stream that never ends. Each input is written

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test/integration/grpctool.c - node/grpc against grpc-go (test/grpcpeer) in test_grpc.sh.
+ * test/integration/grpctool.c - kubelet/grpc against grpc-go (test/grpcpeer) in test_grpc.sh.
  * Built with the sanitizers as build/asan/grpctool and without as build/release/grpctool.
  *
  *   grpctool serve SOCK

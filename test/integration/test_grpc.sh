@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test/integration/test_grpc.sh - src/node/grpc against real gRPC (grpc-go, test/grpcpeer): a
+# test/integration/test_grpc.sh - src/kubelet/grpc against real gRPC (grpc-go, test/grpcpeer): a
 # grpc-go client calls our server (unary, a server stream of N in order, an error status and
 # message, an unknown method, a cancelled stream), and our client calls a grpc-go server (OK,
 # an error, an unknown method). Prints the median unary round trip both ways (release build,

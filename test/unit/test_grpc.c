@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test/unit/test_grpc.c - node/grpc in one process: a server on a socket in a temporary
+ * test/unit/test_grpc.c - kubelet/grpc in one process: a server on a socket in a temporary
  * directory and the unary client from grpc.h on the same libev loop, plus raw sockets speaking
  * hand-made HTTP/2 frames (HPACK literals without indexing) for what the client cannot do: a
  * server stream, a cancel, garbage, truncated frames, a message over the cap.

@@ -42,8 +42,8 @@ static const struct node_usb_dev *find(const struct node_usb_scan_result *res, c
 }
 
 /* The skipped entry `name` in `res`, or NULL. */
-static const struct node_usb_skip *find_skip(const struct node_usb_scan_result *res,
-                                             const char *name)
+static const struct node_sysfs_skip *find_skip(const struct node_usb_scan_result *res,
+                                               const char *name)
 {
     for (size_t i = 0; i < res->n_skipped; i++)
         if (strcmp(res->skipped[i].entry, name) == 0)
@@ -173,7 +173,7 @@ static void test_skipped(void)
             {"hub-a", "not a USB port path"},
     };
     for (size_t i = 0; i < sizeof(why) / sizeof(why[0]); i++) {
-        const struct node_usb_skip *k = find_skip(&res, why[i][0]);
+        const struct node_sysfs_skip *k = find_skip(&res, why[i][0]);
         CU_ASSERT_PTR_NOT_NULL(k);
         if (!k)
             continue;
