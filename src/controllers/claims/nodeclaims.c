@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "base/timefmt.h"
@@ -26,16 +27,6 @@
 #include "kube/names.h"
 
 #define MAX_IN_FLIGHT 2
-
-static const cJSON *field(const cJSON *o, const char *name)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
-}
-
-static const char *sfield(const cJSON *o, const char *name)
-{
-    return cJSON_GetStringValue(field(o, name));
-}
 
 /* --- pure ------------------------------------------------------------------------------------ */
 
@@ -82,8 +73,8 @@ static void agent_trouble(const struct nodeclaims_node *n, char *buf, size_t siz
 
 static bool is_ready(const cJSON *claim)
 {
-    return cJSON_IsString(field(claimstatus_ready(claim), "status")) &&
-           strcmp(sfield(claimstatus_ready(claim), "status"), "True") == 0;
+    return cJSON_IsString(json_field(claimstatus_ready(claim), "status")) &&
+           strcmp(json_str(claimstatus_ready(claim), "status"), "True") == 0;
 }
 
 void nodeclaims_decide(const cJSON *claim, const char *finalizer, const struct nodeclaims_node *n,
@@ -177,7 +168,7 @@ static bool claim_node(bool usb, const char *key, const cJSON *claim, char *buf,
 {
     if (usb)
         return kube_names_usbdevice_node(key, buf, size) == 0;
-    const char *n = sfield(field(claim, "spec"), "nodeName");
+    const char *n = json_str(json_field(claim, "spec"), "nodeName");
     return n && (size_t)snprintf(buf, size, "%s", n) < size;
 }
 
@@ -200,13 +191,13 @@ static enum nodeclaims_agent agent_of(struct nodeclaims *nc, const char *node, c
 {
     (void)snprintf(lease_key, size, "%s/%s", nc->cfg.lease_namespace, node);
     const cJSON *lease = kube_informer_get(nc->leases, lease_key);
-    const cJSON *spec = field(lease, "spec");
-    const cJSON *duration = field(spec, "leaseDurationSeconds");
-    *ret_renewed = sfield(spec, "renewTime");
+    const cJSON *spec = json_field(lease, "spec");
+    const cJSON *duration = json_field(spec, "leaseDurationSeconds");
+    *ret_renewed = json_str(spec, "renewTime");
     *ret_expires = 0;
     if (!lease)
         return NODECLAIMS_AGENT_NEVER;
-    if (!sfield(spec, "holderIdentity") || !sfield(spec, "holderIdentity")[0])
+    if (!json_str(spec, "holderIdentity") || !json_str(spec, "holderIdentity")[0])
         return NODECLAIMS_AGENT_STOPPED;
     const double *t = seen_at(nc, lease_key);
     *ret_expires =

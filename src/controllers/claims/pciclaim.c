@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
@@ -44,25 +45,9 @@
 
 /* --- pure planning ---------------------------------------------------------------------------- */
 
-static const cJSON *field(const cJSON *o, const char *name)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
-}
-
-static const char *str_field(const cJSON *o, const char *name)
-{
-    const cJSON *v = field(o, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static bool same(const char *a, const char *b)
-{
-    return a && b && strcmp(a, b) == 0;
-}
-
 bool pciclaim_driver_recorded(const cJSON *claim, const char **ret_driver)
 {
-    const char *d = str_field(field(claim, "status"), "kernelDriverToUnbind");
+    const char *d = json_str(json_field(claim, "status"), "kernelDriverToUnbind");
     if (d && ret_driver)
         *ret_driver = d;
     return d != NULL;
@@ -70,12 +55,12 @@ bool pciclaim_driver_recorded(const cJSON *claim, const char **ret_driver)
 
 static bool status_matches(const cJSON *claim, const struct pciclaim_status *w)
 {
-    const cJSON *st = field(claim, "status");
+    const cJSON *st = json_field(claim, "status");
     const char *driver = NULL;
     if (w->driver && (!pciclaim_driver_recorded(claim, &driver) || strcmp(driver, w->driver)))
         return false;
-    if (!cJSON_IsBool(field(st, "passthroughEnabled")) ||
-        cJSON_IsTrue(field(st, "passthroughEnabled")) != w->passthrough)
+    if (!cJSON_IsBool(json_field(st, "passthroughEnabled")) ||
+        cJSON_IsTrue(json_field(st, "passthroughEnabled")) != w->passthrough)
         return false;
     return claimstatus_ready_is(claim, w->ready, w->reason, w->message);
 }
@@ -105,8 +90,8 @@ char *pciclaim_finalizer_patch(const cJSON *claim, bool add)
 enum pciclaim_step pciclaim_next_step(const cJSON *claim, const char *key, const char *node)
 {
     char want[KUBE_NAME_MAX + 1];
-    const cJSON *spec = field(claim, "spec");
-    const char *n = str_field(spec, "nodeName"), *a = str_field(spec, "address");
+    const cJSON *spec = json_field(claim, "spec");
+    const char *n = json_str(spec, "nodeName"), *a = json_str(spec, "address");
     bool deleting = kube_meta_str(claim, "deletionTimestamp") != NULL;
     if (!claim || !n || strcmp(n, node) != 0)
         return PCICLAIM_NOTHING; /* another node's (the field selector keeps them away) */
@@ -253,7 +238,7 @@ void pciclaim_decide(const cJSON *claim, const struct pciclaim_outcome *o,
                      struct pciclaim_decision *ret)
 {
     struct pciclaim_decision *d = ret;
-    const char *address = str_field(field(claim, "spec"), "address");
+    const char *address = json_str(json_field(claim, "spec"), "address");
     *d = (struct pciclaim_decision){0};
     d->status = (struct pciclaim_status){.reason = o->reason, .message = o->message};
     switch (o->kind) {
@@ -671,7 +656,7 @@ static void collect_claimed(struct cjob *j)
     const cJSON *obj;
     j->bind.claimed = calloc(n ? n : 1, sizeof(*j->bind.claimed));
     while (j->bind.claimed && kube_informer_next(inf, &pos, &key, &obj)) {
-        const char *a = str_field(field(obj, "spec"), "address");
+        const char *a = json_str(json_field(obj, "spec"), "address");
         char *copy = a && !kube_meta_str(obj, "deletionTimestamp") ? strdup(a) : NULL;
         if (copy && j->bind.n_claimed < n)
             j->bind.claimed[j->bind.n_claimed++] = copy;
@@ -689,9 +674,9 @@ static void collect_usb(struct cjob *j)
     const cJSON *obj;
     buf_init(&b, 2048);
     while (j->c->usb_devices && kube_informer_next(j->c->usb_devices, &pos, &key, &obj)) {
-        const cJSON *st = field(obj, "status");
-        if (cJSON_IsTrue(field(st, "enabled")) &&
-            same(str_field(st, "pciAddress"), j->bind.address))
+        const cJSON *st = json_field(obj, "status");
+        if (cJSON_IsTrue(json_field(st, "enabled")) &&
+            json_same(json_str(st, "pciAddress"), j->bind.address))
             (void)buf_printf(&b, "%s%s", b.len ? ", " : "", key);
     }
     j->bind.usb_enabled = buf_take(&b);
@@ -702,13 +687,13 @@ static void start_node_work(struct cjob *j, bool check_only)
 {
     struct pcibind_job *b = &j->bind;
     b->check_only = check_only;
-    const char *a = str_field(field(j->claim, "spec"), "address"), *orig = NULL;
+    const char *a = json_str(json_field(j->claim, "spec"), "address"), *orig = NULL;
     (void)snprintf(b->address, sizeof(b->address), "%s", a ? a : "");
     b->recorded = pciclaim_driver_recorded(j->claim, &orig);
     (void)snprintf(b->original, sizeof(b->original), "%s", orig ? orig : "");
     const cJSON *dev = j->c->cfg.devices ? kube_informer_get(j->c->cfg.devices, key_of(j)) : NULL;
-    const char *ann = str_field(field(field(dev, "metadata"), "annotations"),
-                                KUBE_PCIDEVICE_DRIVER_ANNOTATION);
+    const char *ann = json_str(json_field(json_field(dev, "metadata"), "annotations"),
+                               KUBE_PCIDEVICE_DRIVER_ANNOTATION);
     (void)snprintf(b->annotation, sizeof(b->annotation), "%s", ann ? ann : "");
     collect_claimed(j);
     collect_usb(j);
@@ -722,14 +707,15 @@ static void start_node_work(struct cjob *j, bool check_only)
  * lets the device go (the agent queues every claim then). */
 static bool dra_holds(struct cjob *j, char *who, size_t size)
 {
-    const char *a = str_field(field(j->claim, "spec"), "address");
-    return j->c->dra_holder && a && !field(field(j->claim, "metadata"), "deletionTimestamp") &&
+    const char *a = json_str(json_field(j->claim, "spec"), "address");
+    return j->c->dra_holder && a &&
+           !json_field(json_field(j->claim, "metadata"), "deletionTimestamp") &&
            j->c->dra_holder(a, who, size, j->c->dra_ud);
 }
 
 static bool dra_refuses(struct cjob *j)
 {
-    const char *a = str_field(field(j->claim, "spec"), "address");
+    const char *a = json_str(json_field(j->claim, "spec"), "address");
     char who[600];
     if (!dra_holds(j, who, sizeof(who)))
         return false;
@@ -762,7 +748,7 @@ static void act(struct runner_job *job, void *plan, void *ctx)
     (void)ctx;
     j->job = job;
     if (j->step == PCICLAIM_INVALID) {
-        const char *a = str_field(field(j->claim, "spec"), "address");
+        const char *a = json_str(json_field(j->claim, "spec"), "address");
         struct pciclaim_outcome o = {.kind = PCICLAIM_REFUSED, .reason = "InvalidClaim"};
         (void)snprintf(o.message, sizeof(o.message),
                        "spec.address \"%s\" is not a PCI address of the form 0000:3b:00.1, or the "

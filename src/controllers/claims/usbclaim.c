@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/timefmt.h"
@@ -28,22 +29,6 @@
 
 /* --- pure ------------------------------------------------------------------------------------- */
 
-static const cJSON *field(const cJSON *o, const char *name)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
-}
-
-static const char *str_field(const cJSON *o, const char *name)
-{
-    const cJSON *v = field(o, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static bool same(const char *a, const char *b)
-{
-    return a && b && strcmp(a, b) == 0;
-}
-
 #define REASON_ENABLED   "Enabled"
 #define REASON_UNPLUGGED "DeviceUnplugged"
 
@@ -53,8 +38,9 @@ bool usbclaim_holds(const cJSON *claim)
         claimstatus_finalizer_index(claim, USBCLAIM_FINALIZER) < 0)
         return false;
     const cJSON *c = claimstatus_ready(claim);
-    return same(str_field(c, "status"), "True") || (same(str_field(c, "status"), "False") &&
-                                                    same(str_field(c, "reason"), REASON_UNPLUGGED));
+    return json_same(json_str(c, "status"), "True") ||
+           (json_same(json_str(c, "status"), "False") &&
+            json_same(json_str(c, "reason"), REASON_UNPLUGGED));
 }
 
 enum usbclaim_step usbclaim_next_step(const cJSON *claim, const char *key, const cJSON *device,
@@ -65,7 +51,7 @@ enum usbclaim_step usbclaim_next_step(const cJSON *claim, const char *key, const
         strcmp(owner, node) != 0)
         return USBCLAIM_NOTHING; /* another node's (or a name no node has) */
     bool finalizer = claimstatus_finalizer_index(claim, USBCLAIM_FINALIZER) >= 0;
-    bool described = device && str_field(field(device, "status"), "devicePath");
+    bool described = device && json_str(json_field(device, "status"), "devicePath");
     if (!kube_meta_str(claim, "deletionTimestamp") && device && !described)
         return USBCLAIM_NOTHING; /* just created: its status write brings the claim back */
     if (!kube_meta_str(claim, "deletionTimestamp"))
@@ -112,8 +98,8 @@ static bool check_controller(const struct usbclaim_facts *f, const char *pci,
 
 void usbclaim_check(const struct usbclaim_facts *f, const char *name, struct usbclaim_outcome *ret)
 {
-    const cJSON *st = field(f->device, "status");
-    const char *pci = str_field(st, "pciAddress"), *path = str_field(st, "devicePath");
+    const cJSON *st = json_field(f->device, "status");
+    const char *pci = json_str(st, "pciAddress"), *path = json_str(st, "devicePath");
     *ret = (struct usbclaim_outcome){0};
     (void)snprintf(ret->pci_address, sizeof(ret->pci_address), "%s", pci ? pci : "");
     if (!f->device)
@@ -123,8 +109,8 @@ void usbclaim_check(const struct usbclaim_facts *f, const char *name, struct usb
             name, f->node, f->node);
     else if (usbdevice_is_orphaned(f->device)) /* its message, unless it has none */
         set(ret, REASON_UNPLUGGED, "%s",
-            str_field(st, "message") && str_field(st, "message")[0] ? str_field(st, "message")
-                                                                    : "the device was unplugged");
+            json_str(st, "message") && json_str(st, "message")[0] ? json_str(st, "message")
+                                                                  : "the device was unplugged");
     else if (!check_controller(f, pci ? pci : "", ret))
         return;
     else if (f->devnode < 0 && !f->holds) /* held: an unplug the next scan will show */
@@ -144,10 +130,10 @@ void usbclaim_check(const struct usbclaim_facts *f, const char *name, struct usb
 char *usbclaim_status_patch(const cJSON *claim, const char *node, const struct usbclaim_outcome *o,
                             const char *now)
 {
-    const cJSON *st = field(claim, "status");
-    const char *pci = str_field(st, "pciAddress");
-    bool pci_ok = o->pci_address[0] ? same(pci, o->pci_address) : pci == NULL;
-    if (same(str_field(st, "nodeName"), node) && pci_ok &&
+    const cJSON *st = json_field(claim, "status");
+    const char *pci = json_str(st, "pciAddress");
+    bool pci_ok = o->pci_address[0] ? json_same(pci, o->pci_address) : pci == NULL;
+    if (json_same(json_str(st, "nodeName"), node) && pci_ok &&
         claimstatus_ready_is(claim, o->ready, o->reason, o->message))
         return NULL;
     cJSON *patch = cJSON_CreateObject();
@@ -270,7 +256,7 @@ static void emit(struct ujob *j, bool warning, const char *reason, const char *n
 static bool controller_on_vfio(const struct usbclaim *c, const char *name)
 {
     const cJSON *dev = c->pci_devices ? kube_informer_get(c->pci_devices, name) : NULL;
-    return same(str_field(field(dev, "status"), "kernelDriverInUse"), "vfio-pci");
+    return json_same(json_str(json_field(dev, "status"), "kernelDriverInUse"), "vfio-pci");
 }
 
 static int stat_devnode(const struct usbclaim *c, const char *path)
@@ -306,7 +292,7 @@ static void check(struct ujob *j)
     struct usbclaim *c = j->c;
     char pci_name[KUBE_NAME_MAX + 1] = "";
     const cJSON *device = kube_informer_get(c->devices, key_of(j));
-    const char *pci = str_field(field(device, "status"), "pciAddress");
+    const char *pci = json_str(json_field(device, "status"), "pciAddress");
     bool named =
             pci && kube_names_pcidevice(c->cfg.node_name, pci, pci_name, sizeof(pci_name)) == 0;
     const cJSON *pc = named && c->pci_claims ? kube_informer_get(c->pci_claims, pci_name) : NULL;
@@ -317,7 +303,7 @@ static void check(struct ujob *j)
             .controller_on_vfio = named && controller_on_vfio(c, pci_name),
             .holds = usbclaim_holds(j->claim),
             .dev_root = c->cfg.dev_root};
-    f.devnode = device ? stat_devnode(c, str_field(field(device, "status"), "devicePath")) : 0;
+    f.devnode = device ? stat_devnode(c, json_str(json_field(device, "status"), "devicePath")) : 0;
     usbclaim_check(&f, key_of(j), &j->out);
     char now[40];
     timefmt_now(now, sizeof(now));

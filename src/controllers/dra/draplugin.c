@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
@@ -82,11 +83,6 @@ struct draplugin {
     struct metrics_series *prepare_ok, *prepare_err, *unprepare_ok, *unprepare_err, *registered,
             *register_err, *claims_gauge;
 };
-
-static const cJSON *field(const cJSON *o, const char *name)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
-}
 
 /* A path into `buf`; one that does not fit is cut (then nothing of that name is found or made
  * where it should be: the caller's later open or bind fails and says which path). */
@@ -480,7 +476,7 @@ static void on_call_done(struct worker_job *wj, bool cancelled)
     }
     log_results(k);
     answer(k);
-    metrics_set(p->claims_gauge, cJSON_GetArraySize(field(p->ck, "claims")));
+    metrics_set(p->claims_gauge, cJSON_GetArraySize(json_field(p->ck, "claims")));
     p->running = NULL;
     bool released = k->released;
     call_free(k);
@@ -499,7 +495,7 @@ static int collect_claimed(struct call *k)
     int r = draprep_checkpoint_addresses(p->ck, &k->claimed, &k->n_claimed);
     cap = k->n_claimed;
     while (r == 0 && p->pci_claims && kube_informer_next(p->pci_claims, &pos, &key, &obj)) {
-        const char *a = cJSON_GetStringValue(field(field(obj, "spec"), "address"));
+        const char *a = cJSON_GetStringValue(json_field(json_field(obj, "spec"), "address"));
         if (!a)
             continue;
         if (k->n_claimed == cap) {
@@ -570,8 +566,9 @@ static void check_devices(struct call *k, struct dclaim *d)
                            a, who);
         }
         const cJSON *dev = p->pci_devices ? kube_informer_get(p->pci_devices, name) : NULL;
-        const char *ann = cJSON_GetStringValue(field(field(field(dev, "metadata"), "annotations"),
-                                                     KUBE_PCIDEVICE_DRIVER_ANNOTATION));
+        const char *ann = cJSON_GetStringValue(
+                json_field(json_field(json_field(dev, "metadata"), "annotations"),
+                           KUBE_PCIDEVICE_DRIVER_ANNOTATION));
         (void)snprintf(d->annotation[i], sizeof(d->annotation[i]), "%s", ann ? ann : "");
         const struct pcidevice_spec *spec = scan ? map_get(scan, name) : NULL;
         cJSON *entry = spec ? draslices_device(spec) : NULL;
@@ -641,7 +638,7 @@ static bool from_checkpoint(struct call *k, struct dclaim *d)
     const cJSON *entry = draprep_checkpoint_claim(k->p->ck, d->ref->uid);
     const char **orig = NULL;
     int *groups = NULL;
-    if (!entry || !cJSON_IsTrue(field(entry, "prepared")))
+    if (!entry || !cJSON_IsTrue(json_field(entry, "prepared")))
         return false;
     bool ok = draprep_checkpoint_entry(entry, d->ref->uid, &d->c, &orig, &groups) == 0;
     if (!ok)
@@ -853,7 +850,7 @@ int draplugin_start(struct draplugin *p)
     }
     if ((r = load_checkpoint(p)) < 0)
         return r;
-    metrics_set(p->claims_gauge, cJSON_GetArraySize(field(p->ck, "claims")));
+    metrics_set(p->claims_gauge, cJSON_GetArraySize(json_field(p->ck, "claims")));
     r = grpc_server_new(p->cfg.loop, p->socket, dra, 2, &p->srv, &e);
     if (r == 0) /* registration last: kubelet dials the DRA socket at once */
         r = grpc_server_new(p->cfg.loop, p->reg_socket, reg, 2, &p->reg, &e);
@@ -864,7 +861,7 @@ int draplugin_start(struct draplugin *p)
     p->started = true;
     log_info("Serving the DRA plugin", KV_STR("driver", DRASLICES_DRIVER),
              KV_STR("socket", p->socket), KV_STR("registration", p->reg_socket),
-             KV_INT("preparedClaims", cJSON_GetArraySize(field(p->ck, "claims"))));
+             KV_INT("preparedClaims", cJSON_GetArraySize(json_field(p->ck, "claims"))));
     return 0;
 }
 
