@@ -44,12 +44,12 @@ static uint8_t fact(const struct fuzz_parts *p, size_t i)
 }
 
 static void pci_facts(const struct fuzz_parts *p, const cJSON *claim, const char *node,
-                      struct pciclaim_facts *f)
+                      struct bindplan_facts *f)
 {
     static const char *const drivers[] = {"", "e1000e", "vfio-pci", "xhci_hcd"};
     const char *addr = str_at(claim, "spec", "address");
     uint8_t b = fact(p, 0);
-    *f = (struct pciclaim_facts){
+    *f = (struct bindplan_facts){
             .node = node,
             .address = addr ? addr : "0000:00:04.0",
             .read_error = b & 1 ? -EIO : 0,
@@ -69,13 +69,13 @@ static void pci_facts(const struct fuzz_parts *p, const cJSON *claim, const char
 }
 
 /* What the worker could report instead of the checks' outcome (bound, failed, busy, ...). */
-static void worker_outcome(const struct fuzz_parts *p, struct pciclaim_outcome *o)
+static void worker_outcome(const struct fuzz_parts *p, struct bindplan_outcome *o)
 {
     static const char *const reasons[] = {"BindFailed", "RestoreFailed", "ModuleNotLoaded"};
     uint8_t b = fact(p, 4);
     if (!(b & 0x80))
         return;
-    o->kind = (enum pciclaim_outcome_kind)(b % (PCICLAIM_RELEASED + 1));
+    o->kind = (enum bindplan_outcome_kind)(b % (BINDPLAN_RELEASED + 1));
     o->group = fact(p, 1);
     o->reason = reasons[fact(p, 5) % 3];
     size_t n = p->n[3] > 6 ? p->n[3] - 6 : 0;
@@ -121,12 +121,12 @@ static void pci_claim(const struct fuzz_parts *p, const cJSON *claim)
     (void)pciclaim_checks_early(claim);
     (void)claimstatus_pci_bound(claim);
 
-    struct pciclaim_facts f;
-    struct pciclaim_outcome o;
+    struct bindplan_facts f;
+    struct bindplan_outcome o;
     struct pciclaim_decision d;
     pci_facts(p, claim, node, &f);
-    pciclaim_check_bind(&f, &o);
-    if (o.kind == PCICLAIM_REFUSED && (!o.reason || !o.message[0]))
+    bindplan_check_bind(&f, &o);
+    if (o.kind == BINDPLAN_REFUSED && (!o.reason || !o.message[0]))
         abort();
     worker_outcome(p, &o);
     pciclaim_decide(claim, &o, &d);

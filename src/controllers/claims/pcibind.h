@@ -2,7 +2,7 @@
 /*
  * controllers/claims/pcibind.h - a claim's node work, on the process's worker thread: reads the
  * device and its IOMMU group in sysfs, gathers the facts the pure bind checks need
- * (pciclaim_check_bind), loads vfio-pci (libkmod, once), binds or restores (node/vfio) and
+ * (bindplan_check_bind), loads vfio-pci (libkmod, once), binds or restores (node/vfio) and
  * reports the outcome. Touches no loop state: a job reads its own inputs and writes its own
  * outcome. Does not log, except before a fault point aborts the process.
  *
@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "controllers/claims/pciclaim.h"
+#include "controllers/claims/bindplan.h"
 #include "controllers/runtime/worker.h"
 #include "node/pci.h"
 
@@ -41,7 +41,7 @@ struct pcibind_job {
     char *usb_enabled; /* USB devices enabled behind this device (a USB controller), "" none */
     bool check_only;   /* observe and check, never bind (a new claim's first phase) */
     /* output */
-    struct pciclaim_outcome out;
+    struct bindplan_outcome out;
 };
 
 /* Runs the job on the worker thread: `wj.run` of a pcibind_job. */

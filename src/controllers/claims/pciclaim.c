@@ -17,7 +17,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <ev.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,99 +101,6 @@ enum pciclaim_step pciclaim_next_step(const cJSON *claim, const char *key, const
     return PCICLAIM_NODE_WORK;
 }
 
-static void set_outcome(struct pciclaim_outcome *o, enum pciclaim_outcome_kind kind,
-                        const char *reason, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
-
-static void set_outcome(struct pciclaim_outcome *o, enum pciclaim_outcome_kind kind,
-                        const char *reason, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang-analyzer 14 false positive
-    (void)vsnprintf(o->message, sizeof(o->message), fmt, ap);
-    va_end(ap);
-    o->kind = kind;
-    o->reason = reason;
-}
-
-/* The IOMMU group check: PCICLAIM_GO when no member stands in the way. */
-static void check_group(const struct pciclaim_facts *f, struct pciclaim_outcome *o)
-{
-    int n = f->group_blockers;
-    if (n < 0)
-        set_outcome(o, PCICLAIM_REFUSED, "SysfsError",
-                    "cannot read the members of IOMMU group %d in sysfs: %s", f->iommu_group,
-                    strerror(-n));
-    else if (n > 0 && f->blockers_essential)
-        set_outcome(o, PCICLAIM_REFUSED, "IOMMUGroupUnsafe",
-                    "IOMMU group %d also holds %s, which the host cannot give up (an ISA/LPC "
-                    "bridge, an SMBus controller or a host-critical device): device %s cannot "
-                    "be passed through safely in this slot. Move the card to a slot with an "
-                    "IOMMU group of its own",
-                    f->iommu_group, f->blockers, f->address);
-    else if (n > 0)
-        set_outcome(o, PCICLAIM_REFUSED, "IOMMUGroupIncomplete",
-                    "IOMMU group %d also holds %s; the whole group goes to one VM, so claim %s "
-                    "too (or bind %s to vfio-pci)",
-                    f->iommu_group, f->blockers, n == 1 ? "that device" : "those devices",
-                    n == 1 ? "it" : "them");
-    else
-        o->kind = PCICLAIM_GO;
-}
-
-/* The original driver to record: the current one, unless the device is on vfio-pci already:
- * then the driver at first sight when that names one, else vfio-pci itself (the admin put it
- * there: vfio-pci.ids=, a driver_override; its release leaves it there). As the DRA path
- * records it (draprep_original), and as harvester records the driver it finds. */
-static const char *original_driver(const struct pciclaim_facts *f)
-{
-    if (strcmp(f->driver, NODE_VFIO_DRIVER) == 0 && f->annotation && f->annotation[0])
-        return f->annotation;
-    return f->driver;
-}
-
-void pciclaim_check_bind(const struct pciclaim_facts *f, struct pciclaim_outcome *ret)
-{
-    *ret = (struct pciclaim_outcome){.group = f->iommu_group};
-    if (f->read_error < 0)
-        set_outcome(ret, PCICLAIM_REFUSED, "SysfsError", "cannot read device %s in sysfs: %s",
-                    f->address, strerror(-f->read_error));
-    else if (!f->present)
-        set_outcome(ret, PCICLAIM_REFUSED, "DeviceNotFound", "there is no PCI device %s on node %s",
-                    f->address, f->node);
-    else if (f->iommu_group < 0)
-        set_outcome(ret, PCICLAIM_REFUSED, "NoIOMMUGroup",
-                    "device %s has no IOMMU group, so it cannot be passed through safely: turn "
-                    "on the IOMMU (VT-d or AMD-Vi in the firmware, intel_iommu=on or "
-                    "amd_iommu=on on the kernel command line) and reboot the node",
-                    f->address);
-    else if (f->platform)
-        set_outcome(ret, PCICLAIM_REFUSED, "PlatformDevice",
-                    "device %s is %s, which the host cannot give up: it is never passed through",
-                    f->address, f->platform);
-    else if (f->host_critical > 0)
-        set_outcome(ret, PCICLAIM_REFUSED, "HostCritical",
-                    "device %s is host-critical: %s; passing it through would cut the node "
-                    "off. Move that use to another device first",
-                    f->address, f->host_why);
-    else if (f->host_critical < 0)
-        set_outcome(ret, PCICLAIM_REFUSED, "HostCritical",
-                    "cannot tell whether device %s is host-critical (%s); refusing to be safe",
-                    f->address, strerror(-f->host_critical));
-    else if (f->usb_enabled && f->usb_enabled[0] && strcmp(f->driver, NODE_VFIO_DRIVER) != 0)
-        set_outcome(ret, PCICLAIM_REFUSED, "USBDevicesEnabled",
-                    "USB host controller %s has USB devices enabled for passthrough behind it "
-                    "(%s), which would go with it: delete their USBDeviceClaims first",
-                    f->address, f->usb_enabled);
-    else
-        check_group(f, ret);
-    if (ret->kind == PCICLAIM_GO && !f->recorded) {
-        ret->kind = PCICLAIM_RECORD;
-        (void)snprintf(ret->driver, sizeof(ret->driver), "%s", original_driver(f));
-    }
-}
-
 static void decide_status(const cJSON *claim, struct pciclaim_decision *d, bool warning,
                           const char *log, const char *result)
 {
@@ -207,7 +113,7 @@ static void decide_status(const cJSON *claim, struct pciclaim_decision *d, bool 
     }
 }
 
-static void decide_bound(const cJSON *claim, const struct pciclaim_outcome *o,
+static void decide_bound(const cJSON *claim, const struct bindplan_outcome *o,
                          struct pciclaim_decision *d)
 {
     (void)snprintf(d->message, sizeof(d->message), "bound to vfio-pci; VMs get /dev/vfio/%d",
@@ -219,14 +125,14 @@ static void decide_bound(const cJSON *claim, const struct pciclaim_outcome *o,
         d->result = "bound";
 }
 
-static void decide_deleted(const struct pciclaim_outcome *o, const char *address,
+static void decide_deleted(const struct bindplan_outcome *o, const char *address,
                            struct pciclaim_decision *d)
 {
     d->remove_finalizer = true;
-    d->event_reason = o->kind == PCICLAIM_RESTORED ? "Restored" : "Released";
-    d->log = o->kind == PCICLAIM_RESTORED ? "Restored device" : "Released claim";
-    d->result = o->kind == PCICLAIM_RESTORED ? "restored" : "released";
-    if (o->kind == PCICLAIM_RESTORED)
+    d->event_reason = o->kind == BINDPLAN_RESTORED ? "Restored" : "Released";
+    d->log = o->kind == BINDPLAN_RESTORED ? "Restored device" : "Released claim";
+    d->result = o->kind == BINDPLAN_RESTORED ? "restored" : "released";
+    if (o->kind == BINDPLAN_RESTORED)
         (void)snprintf(d->message, sizeof(d->message), "device %s restored to driver \"%s\"",
                        address, o->driver);
     else
@@ -234,7 +140,7 @@ static void decide_deleted(const struct pciclaim_outcome *o, const char *address
                        "nothing was changed on device %s: this claim never bound it", address);
 }
 
-void pciclaim_decide(const cJSON *claim, const struct pciclaim_outcome *o,
+void pciclaim_decide(const cJSON *claim, const struct bindplan_outcome *o,
                      struct pciclaim_decision *ret)
 {
     struct pciclaim_decision *d = ret;
@@ -242,10 +148,10 @@ void pciclaim_decide(const cJSON *claim, const struct pciclaim_outcome *o,
     *d = (struct pciclaim_decision){0};
     d->status = (struct pciclaim_status){.reason = o->reason, .message = o->message};
     switch (o->kind) {
-    case PCICLAIM_REFUSED:
+    case BINDPLAN_REFUSED:
         decide_status(claim, d, true, "Refused PCIDeviceClaim", "refused");
         break;
-    case PCICLAIM_RECORD:
+    case BINDPLAN_RECORD:
         (void)snprintf(d->message, sizeof(d->message),
                        "recorded the original driver \"%s\"; binding to vfio-pci", o->driver);
         d->status = (struct pciclaim_status){
@@ -254,10 +160,10 @@ void pciclaim_decide(const cJSON *claim, const struct pciclaim_outcome *o,
         d->fault = "record-driver";
         d->proceed = d->write_status;
         break;
-    case PCICLAIM_BOUND:
+    case BINDPLAN_BOUND:
         decide_bound(claim, o, d);
         break;
-    case PCICLAIM_FAILED: /* said every time: each attempt is news */
+    case BINDPLAN_FAILED: /* said every time: each attempt is news */
         d->write_status = !status_matches(claim, &d->status);
         d->event_reason = o->reason;
         d->warning = true;
@@ -265,7 +171,7 @@ void pciclaim_decide(const cJSON *claim, const struct pciclaim_outcome *o,
         d->result = "failed";
         d->retry = true;
         break;
-    case PCICLAIM_BUSY:
+    case BINDPLAN_BUSY:
         (void)snprintf(d->message, sizeof(d->message),
                        "a VM holds /dev/vfio/%d; the original driver is restored when it lets go "
                        "(stop the VM or detach the device)",
@@ -275,11 +181,11 @@ void pciclaim_decide(const cJSON *claim, const struct pciclaim_outcome *o,
         decide_status(claim, d, true, NULL, "busy");
         d->requeue_after = PCICLAIM_BUSY_RETRY;
         break;
-    case PCICLAIM_RESTORED:
-    case PCICLAIM_RELEASED:
+    case BINDPLAN_RESTORED:
+    case BINDPLAN_RELEASED:
         decide_deleted(o, address ? address : "", d);
         break;
-    case PCICLAIM_GO:
+    case BINDPLAN_GO:
         break;
     }
 }
@@ -414,7 +320,7 @@ static void finish(struct cjob *j)
 }
 
 static void node_work(struct cjob *j);
-static void conclude(struct cjob *j, const struct pciclaim_outcome *o);
+static void conclude(struct cjob *j, const struct bindplan_outcome *o);
 
 /* Goes on from the object a write returned when the decision says so (the finalizer is on it,
  * the original driver recorded): the next step starts at once, from an object newer than the
@@ -535,7 +441,7 @@ static void say(struct cjob *j)
     else if (d->log && d->warning)
         log_warning(d->log, KV_STR("claim", key_of(j)), KV_STR("device", j->bind.address),
                     KV_STR("reason", d->status.reason), KV_STR("message", note));
-    else if (d->log && j->bind.out.kind == PCICLAIM_BOUND) /* with the bind's own time */
+    else if (d->log && j->bind.out.kind == BINDPLAN_BOUND) /* with the bind's own time */
         log_info(d->log, KV_STR("claim", key_of(j)), KV_STR("device", j->bind.address),
                  KV_INT("bindMicroseconds", j->bind.out.bind_us), KV_STR("message", note));
     else if (d->log)
@@ -547,7 +453,7 @@ static void say(struct cjob *j)
 }
 
 /* Acts on the outcome: log, Event, count, at most one write. */
-static void conclude(struct cjob *j, const struct pciclaim_outcome *o)
+static void conclude(struct cjob *j, const struct bindplan_outcome *o)
 {
     pciclaim_decide(j->claim, o, &j->decision);
     say(j);
@@ -719,7 +625,7 @@ static bool dra_refuses(struct cjob *j)
     char who[600];
     if (!dra_holds(j, who, sizeof(who)))
         return false;
-    struct pciclaim_outcome o = {.kind = PCICLAIM_REFUSED, .reason = "AllocatedByDRA"};
+    struct bindplan_outcome o = {.kind = BINDPLAN_REFUSED, .reason = "AllocatedByDRA"};
     (void)snprintf(o.message, sizeof(o.message),
                    "device %s is prepared for ResourceClaim %.600s (DRA driver "
                    "vfio-pci.hostdevd.io): this claim waits until that claim's Pod is gone",
@@ -749,7 +655,7 @@ static void act(struct runner_job *job, void *plan, void *ctx)
     j->job = job;
     if (j->step == PCICLAIM_INVALID) {
         const char *a = json_str(json_field(j->claim, "spec"), "address");
-        struct pciclaim_outcome o = {.kind = PCICLAIM_REFUSED, .reason = "InvalidClaim"};
+        struct bindplan_outcome o = {.kind = BINDPLAN_REFUSED, .reason = "InvalidClaim"};
         (void)snprintf(o.message, sizeof(o.message),
                        "spec.address \"%s\" is not a PCI address of the form 0000:3b:00.1, or the "
                        "claim is not named after it (<node>-<address without ':' and '.'>)",

@@ -196,7 +196,7 @@ static int save(struct call *k, char *error)
 
 /* One device through pcibind (bind, or restore to `original`). */
 static void node_step(struct call *k, const char *address, bool restore, const char *original,
-                      const char *annotation, struct pciclaim_outcome *out)
+                      const char *annotation, struct bindplan_outcome *out)
 {
     struct pcibind_job b = {.env = &k->p->env,
                             .deleting = restore,
@@ -217,16 +217,16 @@ static int restore_devices(struct call *k, const struct draprep_claim *c, const 
 {
     int failed = 0;
     for (size_t i = 0; i < c->n; i++) {
-        struct pciclaim_outcome o;
+        struct bindplan_outcome o;
         if (strcmp(orig[i], NODE_VFIO_DRIVER) == 0)
             continue;
         node_step(k, c->devices[i].address, true, orig[i], NULL, &o);
-        if (o.kind == PCICLAIM_RESTORED)
+        if (o.kind == BINDPLAN_RESTORED)
             k->released = true;
-        else if (o.kind != PCICLAIM_RELEASED && failed++ == 0)
+        else if (o.kind != BINDPLAN_RELEASED && failed++ == 0)
             (void)snprintf(error, ERROR_SIZE, "device %s: %s: %.900s", c->devices[i].address,
-                           o.kind == PCICLAIM_BUSY ? "DeviceInUse" : o.reason,
-                           o.kind == PCICLAIM_BUSY ? "a process holds its IOMMU group" : o.message);
+                           o.kind == BINDPLAN_BUSY ? "DeviceInUse" : o.reason,
+                           o.kind == BINDPLAN_BUSY ? "a process holds its IOMMU group" : o.message);
     }
     return failed ? -EBUSY : 0;
 }
@@ -294,9 +294,9 @@ static void prepare_claim(struct call *k, struct dclaim *d)
         return;
     }
     for (size_t i = 0; i < c->n; i++) {
-        struct pciclaim_outcome o;
+        struct bindplan_outcome o;
         node_step(k, c->devices[i].address, false, orig[i], d->annotation[i], &o);
-        if (o.kind == PCICLAIM_BOUND) {
+        if (o.kind == BINDPLAN_BOUND) {
             groups[i] = o.group;
             continue;
         }
