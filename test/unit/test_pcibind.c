@@ -15,6 +15,7 @@
 
 #include "controllers/claims/pcibind.h"
 #include "controllers/claims/pciclaim.h"
+#include "controllers/objects/pciobj.h"
 #include "node/vfio.h"
 #include "sysfs_tree.h"
 
@@ -99,7 +100,7 @@ static void decide(const char *address, const struct bindplan_outcome *o,
     char text[1024];
     (void)snprintf(text, sizeof(text),
                    "{\"metadata\":{\"name\":\"n-x\",\"uid\":\"u1\",\"generation\":1,"
-                   "\"finalizers\":[\"" PCICLAIM_FINALIZER "\"],"
+                   "\"finalizers\":[\"" PCIOBJ_FINALIZER "\"],"
                    "\"deletionTimestamp\":\"2026-11-25T10:00:00Z\"},"
                    "\"spec\":{\"address\":\"%s\",\"nodeName\":\"n\"},"
                    "\"status\":{\"kernelDriverToUnbind\":\"e1000e\",\"passthroughEnabled\":true}}",

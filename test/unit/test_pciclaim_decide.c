@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "controllers/claims/pciclaim.h"
+#include "controllers/objects/pciobj.h"
 
 static cJSON *claim(const char *node, const char *address, bool finalizer, bool deleting,
                     const char *status)
@@ -20,7 +21,7 @@ static cJSON *claim(const char *node, const char *address, bool finalizer, bool 
                    "{\"metadata\":{\"name\":\"n-000002000\",\"generation\":1,\"uid\":\"u1\","
                    "\"resourceVersion\":\"41\"%s%s},\"spec\":{\"address\":\"%s\","
                    "\"nodeName\":\"%s\"}%s%s}",
-                   finalizer ? ",\"finalizers\":[\"" PCICLAIM_FINALIZER "\"]" : "",
+                   finalizer ? ",\"finalizers\":[\"" PCIOBJ_FINALIZER "\"]" : "",
                    deleting ? ",\"deletionTimestamp\":\"2026-11-23T10:00:00Z\"" : "", address, node,
                    status ? ",\"status\":" : "", status ? status : "");
     cJSON *o = cJSON_Parse(text);

@@ -9,6 +9,7 @@
 
 #include "controllers/claims/bindplan.h"
 #include "controllers/claims/usbclaim.h"
+#include "controllers/objects/usbobj.h"
 
 #define NAME "titan-0627-0001-1-1"
 
@@ -132,7 +133,7 @@ static void test_status_patch(void)
     cJSON_AddItemToObject(claim, "status", cJSON_Duplicate(st, true));
     char *again = usbclaim_status_patch(claim, "titan", &o, "2026-11-23T03:00:00Z");
     CU_ASSERT_PTR_NULL(again);
-    CU_ASSERT_TRUE(usbclaim_holds(claim));
+    CU_ASSERT_TRUE(usbobj_claim_holds(claim));
     cJSON_free(p);
     cJSON_Delete(patch);
     cJSON_Delete(claim);

@@ -18,9 +18,9 @@
 #include "base/map.h"
 #include "base/timefmt.h"
 #include "controllers/objects/claimstatus.h"
-#include "controllers/claims/pciclaim.h"
+#include "controllers/objects/pciobj.h"
+#include "controllers/objects/usbobj.h"
 #include "controllers/runtime/runner.h"
-#include "controllers/claims/usbclaim.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
@@ -234,7 +234,7 @@ static int plan_claims(struct ncjob *j, bool usb, const struct nodeclaims_node *
         if (!claim_node(usb, key, claim, node, sizeof(node)) || strcmp(node, n->name) != 0)
             continue;
         struct nodeclaims_decision d;
-        nodeclaims_decide(claim, usb ? USBCLAIM_FINALIZER : PCICLAIM_FINALIZER, n, &d);
+        nodeclaims_decide(claim, usb ? USBOBJ_FINALIZER : PCIOBJ_FINALIZER, n, &d);
         int r = d.action == NODECLAIMS_NOTHING ? 0 : add_action(j, usb, key, claim, &d);
         if (r < 0)
             return r;
@@ -312,7 +312,7 @@ static void next_action(struct ncjob *j)
         bool release = a->d.action == NODECLAIMS_RELEASE;
         timefmt_now(now, sizeof(now));
         patch = release ? claimstatus_finalizer_patch(
-                                  a->claim, a->usb ? USBCLAIM_FINALIZER : PCICLAIM_FINALIZER, false)
+                                  a->claim, a->usb ? USBOBJ_FINALIZER : PCIOBJ_FINALIZER, false)
                         : nodeclaims_status_patch(a->claim, &a->d, now);
         int r = patch ? kube_client_patch(j->nc->cfg.http, res, NULL, a->name,
                                           release ? KUBE_PATCH_JSON : KUBE_PATCH_MERGE, patch,

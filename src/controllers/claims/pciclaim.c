@@ -30,6 +30,8 @@
 #include "base/timefmt.h"
 #include "controllers/objects/claimstatus.h"
 #include "controllers/claims/pcibind.h"
+#include "controllers/objects/pciobj.h"
+#include "controllers/objects/usbobj.h"
 #include "controllers/runtime/runner.h"
 #include "controllers/runtime/worker.h"
 #include "kube/client.h"
@@ -44,19 +46,11 @@
 
 /* --- pure planning ---------------------------------------------------------------------------- */
 
-bool pciclaim_driver_recorded(const cJSON *claim, const char **ret_driver)
-{
-    const char *d = json_str(json_field(claim, "status"), "kernelDriverToUnbind");
-    if (d && ret_driver)
-        *ret_driver = d;
-    return d != NULL;
-}
-
 static bool status_matches(const cJSON *claim, const struct pciclaim_status *w)
 {
     const cJSON *st = json_field(claim, "status");
     const char *driver = NULL;
-    if (w->driver && (!pciclaim_driver_recorded(claim, &driver) || strcmp(driver, w->driver)))
+    if (w->driver && (!pciobj_driver_recorded(claim, &driver) || strcmp(driver, w->driver)))
         return false;
     if (!cJSON_IsBool(json_field(st, "passthroughEnabled")) ||
         cJSON_IsTrue(json_field(st, "passthroughEnabled")) != w->passthrough)
@@ -83,7 +77,7 @@ char *pciclaim_status_patch(const cJSON *claim, const struct pciclaim_status *wa
 
 char *pciclaim_finalizer_patch(const cJSON *claim, bool add)
 {
-    return claimstatus_finalizer_patch(claim, PCICLAIM_FINALIZER, add);
+    return claimstatus_finalizer_patch(claim, PCIOBJ_FINALIZER, add);
 }
 
 enum pciclaim_step pciclaim_next_step(const cJSON *claim, const char *key, const char *node)
@@ -96,7 +90,7 @@ enum pciclaim_step pciclaim_next_step(const cJSON *claim, const char *key, const
         return PCICLAIM_NOTHING; /* another node's (the field selector keeps them away) */
     if (!a || kube_names_pcidevice(n, a, want, sizeof(want)) < 0 || strcmp(want, key) != 0)
         return deleting ? PCICLAIM_NOTHING : PCICLAIM_INVALID;
-    if (claimstatus_finalizer_index(claim, PCICLAIM_FINALIZER) < 0)
+    if (claimstatus_finalizer_index(claim, PCIOBJ_FINALIZER) < 0)
         return deleting ? PCICLAIM_NOTHING : PCICLAIM_ADD_FINALIZER;
     return PCICLAIM_NODE_WORK;
 }
@@ -199,7 +193,7 @@ bool pciclaim_proceeds(const struct pciclaim_decision *d, const cJSON *written, 
 
 bool pciclaim_checks_early(const cJSON *claim)
 {
-    return !pciclaim_driver_recorded(claim, NULL) && !kube_meta_str(claim, "deletionTimestamp");
+    return !pciobj_driver_recorded(claim, NULL) && !kube_meta_str(claim, "deletionTimestamp");
 }
 
 const cJSON *pciclaim_pick_written(const cJSON *a, const cJSON *b, const char *key,
@@ -210,7 +204,7 @@ const cJSON *pciclaim_pick_written(const cJSON *a, const cJSON *b, const char *k
     for (size_t i = 0; i < 2; i++) {
         if (!both[i] || pciclaim_next_step(both[i], key, node) != PCICLAIM_NODE_WORK)
             continue;
-        if (pciclaim_driver_recorded(both[i], NULL))
+        if (pciobj_driver_recorded(both[i], NULL))
             return both[i];
         work = work ? work : both[i];
     }
@@ -580,9 +574,7 @@ static void collect_usb(struct cjob *j)
     const cJSON *obj;
     buf_init(&b, 2048);
     while (j->c->usb_devices && kube_informer_next(j->c->usb_devices, &pos, &key, &obj)) {
-        const cJSON *st = json_field(obj, "status");
-        if (cJSON_IsTrue(json_field(st, "enabled")) &&
-            json_same(json_str(st, "pciAddress"), j->bind.address))
+        if (usbobj_enabled_behind(obj, j->bind.address))
             (void)buf_printf(&b, "%s%s", b.len ? ", " : "", key);
     }
     j->bind.usb_enabled = buf_take(&b);
@@ -595,11 +587,10 @@ static void start_node_work(struct cjob *j, bool check_only)
     b->check_only = check_only;
     const char *a = json_str(json_field(j->claim, "spec"), "address"), *orig = NULL;
     (void)snprintf(b->address, sizeof(b->address), "%s", a ? a : "");
-    b->recorded = pciclaim_driver_recorded(j->claim, &orig);
+    b->recorded = pciobj_driver_recorded(j->claim, &orig);
     (void)snprintf(b->original, sizeof(b->original), "%s", orig ? orig : "");
     const cJSON *dev = j->c->cfg.devices ? kube_informer_get(j->c->cfg.devices, key_of(j)) : NULL;
-    const char *ann = json_str(json_field(json_field(dev, "metadata"), "annotations"),
-                               KUBE_PCIDEVICE_DRIVER_ANNOTATION);
+    const char *ann = pciobj_first_driver(dev);
     (void)snprintf(b->annotation, sizeof(b->annotation), "%s", ann ? ann : "");
     collect_claimed(j);
     collect_usb(j);

@@ -47,8 +47,6 @@ struct ev_loop;
 struct kube_http;
 struct kube_informer;
 
-#define PCICLAIM_FINALIZER "devices.harvesterhci.io/restore-driver"
-
 /* What a claim's status should say. */
 struct pciclaim_status {
     const char *driver;  /* kernelDriverToUnbind to record, or NULL to leave it as it is */
@@ -67,9 +65,6 @@ char *pciclaim_status_patch(const struct cJSON *claim, const struct pciclaim_sta
 /* A JSON patch adding (add) or removing (!add) our finalizer, with a test so that a concurrent
  * change of the list fails instead of clobbering it; NULL when there is nothing to do. */
 char *pciclaim_finalizer_patch(const struct cJSON *claim, bool add);
-
-/* Whether status.kernelDriverToUnbind is present (even ""): the original driver is recorded. */
-bool pciclaim_driver_recorded(const struct cJSON *claim, const char **ret_driver);
 
 /* --- pure decisions (unit-tested; no I/O, no logging) ---------------------------------------- */
 

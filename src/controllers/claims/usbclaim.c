@@ -20,8 +20,8 @@
 #include "base/metrics.h"
 #include "base/timefmt.h"
 #include "controllers/objects/claimstatus.h"
+#include "controllers/objects/usbobj.h"
 #include "controllers/runtime/runner.h"
-#include "controllers/devices/usbdevice.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
@@ -29,19 +29,7 @@
 
 /* --- pure ------------------------------------------------------------------------------------- */
 
-#define REASON_ENABLED   "Enabled"
-#define REASON_UNPLUGGED "DeviceUnplugged"
-
-bool usbclaim_holds(const cJSON *claim)
-{
-    if (!claim || kube_meta_str(claim, "deletionTimestamp") ||
-        claimstatus_finalizer_index(claim, USBCLAIM_FINALIZER) < 0)
-        return false;
-    const cJSON *c = claimstatus_ready(claim);
-    return json_same(json_str(c, "status"), "True") ||
-           (json_same(json_str(c, "status"), "False") &&
-            json_same(json_str(c, "reason"), REASON_UNPLUGGED));
-}
+#define REASON_ENABLED "Enabled"
 
 enum usbclaim_step usbclaim_next_step(const cJSON *claim, const char *key, const cJSON *device,
                                       const char *node)
@@ -50,13 +38,13 @@ enum usbclaim_step usbclaim_next_step(const cJSON *claim, const char *key, const
     if (!claim || kube_names_usbdevice_node(key, owner, sizeof(owner)) < 0 ||
         strcmp(owner, node) != 0)
         return USBCLAIM_NOTHING; /* another node's (or a name no node has) */
-    bool finalizer = claimstatus_finalizer_index(claim, USBCLAIM_FINALIZER) >= 0;
+    bool finalizer = claimstatus_finalizer_index(claim, USBOBJ_FINALIZER) >= 0;
     bool described = device && json_str(json_field(device, "status"), "devicePath");
     if (!kube_meta_str(claim, "deletionTimestamp") && device && !described)
         return USBCLAIM_NOTHING; /* just created: its status write brings the claim back */
     if (!kube_meta_str(claim, "deletionTimestamp"))
         return finalizer ? USBCLAIM_CHECK : USBCLAIM_ADD_FINALIZER;
-    if (!finalizer || usbdevice_is_enabled(device))
+    if (!finalizer || usbobj_device_enabled(device))
         return USBCLAIM_NOTHING; /* not ours, or the device reconciler disables it first */
     return USBCLAIM_RELEASE;
 }
@@ -107,8 +95,8 @@ void usbclaim_check(const struct usbclaim_facts *f, const char *name, struct usb
             "there is no USBDevice %s on node %s: plug the device into the port its name says, "
             "or pick one from `kubectl get usbdevices -l nodename=%s`",
             name, f->node, f->node);
-    else if (usbdevice_is_orphaned(f->device)) /* its message, unless it has none */
-        set(ret, REASON_UNPLUGGED, "%s",
+    else if (usbobj_device_orphaned(f->device)) /* its message, unless it has none */
+        set(ret, USBOBJ_REASON_UNPLUGGED, "%s",
             json_str(st, "message") && json_str(st, "message")[0] ? json_str(st, "message")
                                                                   : "the device was unplugged");
     else if (!check_controller(f, pci ? pci : "", ret))
@@ -153,7 +141,7 @@ char *usbclaim_status_patch(const cJSON *claim, const char *node, const struct u
 
 char *usbclaim_finalizer_patch(const cJSON *claim, bool add)
 {
-    return claimstatus_finalizer_patch(claim, USBCLAIM_FINALIZER, add);
+    return claimstatus_finalizer_patch(claim, USBOBJ_FINALIZER, add);
 }
 
 /* --- the reconciler --------------------------------------------------------------------------- */
@@ -272,9 +260,9 @@ static int stat_devnode(const struct usbclaim *c, const char *path)
 static void say(struct ujob *j)
 {
     const struct usbclaim_outcome *o = &j->out;
-    int result = o->ready                                   ? R_ENABLED
-                 : strcmp(o->reason, REASON_UNPLUGGED) == 0 ? R_UNPLUGGED
-                                                            : R_REFUSED;
+    int result = o->ready                                          ? R_ENABLED
+                 : strcmp(o->reason, USBOBJ_REASON_UNPLUGGED) == 0 ? R_UNPLUGGED
+                                                                   : R_REFUSED;
     metrics_inc(j->c->results[result]);
     if (o->ready)
         log_info("Enabled USB device for passthrough", KV_STR("claim", key_of(j)),
@@ -301,7 +289,7 @@ static void check(struct ujob *j)
             .device = device,
             .controller_claim = pc && !kube_meta_str(pc, "deletionTimestamp") ? pci_name : NULL,
             .controller_on_vfio = named && controller_on_vfio(c, pci_name),
-            .holds = usbclaim_holds(j->claim),
+            .holds = usbobj_claim_holds(j->claim),
             .dev_root = c->cfg.dev_root};
     f.devnode = device ? stat_devnode(c, json_str(json_field(device, "status"), "devicePath")) : 0;
     usbclaim_check(&f, key_of(j), &j->out);

@@ -22,10 +22,9 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
-#include "controllers/objects/claimstatus.h"
 #include "controllers/deviceplugin/devplugin.h"
-#include "controllers/claims/usbclaim.h"
-#include "controllers/devices/usbdevice.h"
+#include "controllers/objects/pciobj.h"
+#include "controllers/objects/usbobj.h"
 #include "kube/client.h"
 #include "kube/informer.h"
 #include "kube/names.h"
@@ -143,8 +142,8 @@ static void add_pci(struct plugins *p, struct map *offers, const char *name, con
     const cJSON *dev = kube_informer_get(p->pci_devices, name);
     const char *address = json_str(json_field(claim, "spec"), "address");
     char resource[320];
-    if (!claimstatus_pci_bound(claim) || !address || !dev ||
-        !devplugin_pci_resource(claim, dev, name, resource, sizeof(resource)))
+    if (!pciobj_bound(claim) || !address || !dev ||
+        !pciobj_resource(claim, dev, name, resource, sizeof(resource)))
         return;
     const cJSON *ds = json_field(dev, "status");
     struct pdev *d = offer_add(offers, resource);
@@ -167,7 +166,7 @@ static void add_usb(struct plugins *p, struct map *offers, const char *name, con
     const cJSON *ds = json_field(dev, "status");
     const char *resource = json_str(ds, "resourceName"), *path = json_str(ds, "devicePath");
     if (kube_names_usbdevice_node(name, node, sizeof(node)) < 0 ||
-        strcmp(node, p->cfg.node_name) != 0 || !usbclaim_holds(claim) || !resource || !path)
+        strcmp(node, p->cfg.node_name) != 0 || !usbobj_claim_holds(claim) || !resource || !path)
         return;
     struct pdev *d = offer_add(offers, resource);
     if (!d)
@@ -177,7 +176,7 @@ static void add_usb(struct plugins *p, struct map *offers, const char *name, con
     d->d.kind = DEVPLUGIN_USB;
     d->d.busnum = int_field(ds, "busNum", 0);
     d->d.devnum = int_field(ds, "devNum", 0);
-    d->healthy = !usbdevice_is_orphaned(dev);
+    d->healthy = !usbobj_device_orphaned(dev);
 }
 
 static struct map *compute_offers(struct plugins *p)

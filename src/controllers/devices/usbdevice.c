@@ -19,8 +19,8 @@
 #include "base/names.h"
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
+#include "controllers/objects/usbobj.h"
 #include "controllers/runtime/runner.h"
-#include "controllers/claims/usbclaim.h"
 #include "kube/client.h"
 #include "kube/informer.h"
 #include "kube/names.h"
@@ -34,8 +34,6 @@ static const char *const managed[] = {
         "speed",       "enabled",    "status",    "message",
 };
 #define N_MANAGED (sizeof(managed) / sizeof(managed[0]))
-
-#define ORPHANED "orphaned"
 
 /* --- pure ------------------------------------------------------------------------------------- */
 
@@ -100,17 +98,6 @@ cJSON *usbdevice_new_object(const struct usbdevice_spec *s, const char *node_uid
     return devwrite_new_object("USBDevice", s->name, s->node, node_uid);
 }
 
-bool usbdevice_is_orphaned(const cJSON *dev)
-{
-    const char *st = cJSON_GetStringValue(json_field(json_field(dev, "status"), "status"));
-    return st && strcmp(st, ORPHANED) == 0;
-}
-
-bool usbdevice_is_enabled(const cJSON *dev)
-{
-    return cJSON_IsTrue(json_field(json_field(dev, "status"), "enabled"));
-}
-
 /* The status of a device gone from the scan that a claim holds: what it was, marked. */
 static cJSON *orphan_status(const cJSON *have, const char *name, const char *node,
                             const struct usbdevice_gone *gone)
@@ -118,7 +105,7 @@ static cJSON *orphan_status(const cJSON *have, const char *name, const char *nod
     const cJSON *st = json_field(have, "status");
     const char *port = cJSON_GetStringValue(json_field(st, "portPath"));
     const char *pci = cJSON_GetStringValue(json_field(st, "pciAddress"));
-    char msg[USBCLAIM_MESSAGE_SIZE];
+    char msg[USBOBJ_MESSAGE_SIZE];
     if (gone && gone->controller_passed_through)
         (void)snprintf(msg, sizeof(msg),
                        "the device vanished from port %s of node %s because its USB host "
@@ -135,7 +122,7 @@ static cJSON *orphan_status(const cJSON *have, const char *name, const char *nod
                        port ? port : "?", node, name);
     cJSON *want = cJSON_CreateObject();
     cJSON_AddBoolToObject(want, "enabled", true);
-    cJSON_AddStringToObject(want, "status", ORPHANED);
+    cJSON_AddStringToObject(want, "status", USBOBJ_ORPHANED);
     cJSON_AddStringToObject(want, "message", msg);
     return want;
 }
@@ -144,7 +131,7 @@ static int plan_gone(const cJSON *have, const cJSON *claim, const struct usbdevi
                      const char *node, struct usbdevice_plan *ret)
 {
     const char *name = kube_meta_str(have, "name");
-    if (!usbclaim_holds(claim)) {
+    if (!usbobj_claim_holds(claim)) {
         ret->delete = true;
         return 0;
     }
@@ -172,7 +159,7 @@ int usbdevice_plan(const struct usbdevice_spec *want, const cJSON *have, const c
     cJSON *status = usbdevice_status(want);
     if (!status)
         return -ENOMEM;
-    cJSON_AddBoolToObject(status, "enabled", usbclaim_holds(claim));
+    cJSON_AddBoolToObject(status, "enabled", usbobj_claim_holds(claim));
     ret->create = have == NULL;
     if (have)
         ret->meta_patch = devwrite_wrap(

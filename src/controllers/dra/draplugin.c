@@ -27,6 +27,7 @@
 #include "controllers/dra/draslices.h"
 #include "controllers/claims/pcibind.h"
 #include "controllers/devices/pcidevice.h"
+#include "controllers/objects/pciobj.h"
 #include "controllers/runtime/worker.h"
 #include "kube/client.h"
 #include "kube/informer.h"
@@ -566,9 +567,7 @@ static void check_devices(struct call *k, struct dclaim *d)
                            a, who);
         }
         const cJSON *dev = p->pci_devices ? kube_informer_get(p->pci_devices, name) : NULL;
-        const char *ann = cJSON_GetStringValue(
-                json_field(json_field(json_field(dev, "metadata"), "annotations"),
-                           KUBE_PCIDEVICE_DRIVER_ANNOTATION));
+        const char *ann = pciobj_first_driver(dev);
         (void)snprintf(d->annotation[i], sizeof(d->annotation[i]), "%s", ann ? ann : "");
         const struct pcidevice_spec *spec = scan ? map_get(scan, name) : NULL;
         cJSON *entry = spec ? draslices_device(spec) : NULL;

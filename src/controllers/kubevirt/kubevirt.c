@@ -16,11 +16,10 @@
 #include "base/map.h"
 #include "base/metrics.h"
 #include "base/names.h"
-#include "controllers/objects/claimstatus.h"
-#include "controllers/deviceplugin/devplugin.h"
 #include "controllers/kubevirt/permitted.h"
+#include "controllers/objects/pciobj.h"
+#include "controllers/objects/usbobj.h"
 #include "controllers/runtime/runner.h"
-#include "controllers/claims/usbclaim.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
@@ -72,8 +71,8 @@ bool kvpermit_pci_entry(const cJSON *claim, const cJSON *dev, const char *key,
 {
     const cJSON *st = json_field(dev, "status");
     struct permitted_entry e = {.usb = false};
-    if (!claimstatus_pci_bound(claim) || !json_str(st, "vendorId") || !json_str(st, "deviceId") ||
-        !devplugin_pci_resource(claim, dev, key, e.resource, sizeof(e.resource)))
+    if (!pciobj_bound(claim) || !json_str(st, "vendorId") || !json_str(st, "deviceId") ||
+        !pciobj_resource(claim, dev, key, e.resource, sizeof(e.resource)))
         return false;
     (void)snprintf(e.vendor, sizeof(e.vendor), "%s", json_str(st, "vendorId"));
     (void)snprintf(e.product, sizeof(e.product), "%s", json_str(st, "deviceId"));
@@ -86,7 +85,8 @@ bool kvpermit_usb_entry(const cJSON *claim, const cJSON *dev, struct permitted_e
     const cJSON *st = json_field(dev, "status");
     const char *rn = json_str(st, "resourceName");
     struct permitted_entry e = {.usb = true};
-    if (!usbclaim_holds(claim) || !rn || !json_str(st, "vendorID") || !json_str(st, "productID"))
+    if (!usbobj_claim_holds(claim) || !rn || !json_str(st, "vendorID") ||
+        !json_str(st, "productID"))
         return false;
     (void)snprintf(e.resource, sizeof(e.resource), "%s", rn);
     (void)snprintf(e.vendor, sizeof(e.vendor), "%s", json_str(st, "vendorID"));

@@ -112,11 +112,3 @@ char *claimstatus_finalizer_patch(const cJSON *claim, const char *finalizer, boo
     free(quoted);
     return buf_take(&b);
 }
-
-bool claimstatus_pci_bound(const cJSON *claim)
-{
-    const cJSON *c = claimstatus_ready(claim);
-    return !kube_meta_str(claim, "deletionTimestamp") &&
-           cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")) &&
-           json_same(json_str(c, "status"), "True");
-}
