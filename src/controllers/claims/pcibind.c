@@ -204,3 +204,37 @@ void pcibind_run(struct worker_job *wj)
     else
         run_bind(j);
 }
+
+/* A job of the caller's request, run at once on this thread. */
+static void run_device(struct pcibind_env *env, const struct pcibind_request *req, bool restore,
+                       struct bindplan_outcome *ret)
+{
+    struct pcibind_job j = {.env = env,
+                            .deleting = restore,
+                            .recorded = true,
+                            .claimed = req->claimed,
+                            .n_claimed = req->n_claimed};
+    (void)snprintf(j.address, sizeof(j.address), "%s", req->address);
+    (void)snprintf(j.original, sizeof(j.original), "%s", req->original);
+    (void)snprintf(j.annotation, sizeof(j.annotation), "%s",
+                   req->annotation ? req->annotation : "");
+    pcibind_run(&j.wj);
+    *ret = j.out;
+}
+
+void pcibind_bind_device(struct pcibind_env *env, const struct pcibind_request *req,
+                         struct bindplan_outcome *ret)
+{
+    run_device(env, req, false, ret);
+}
+
+void pcibind_restore_device(struct pcibind_env *env, const struct pcibind_request *req,
+                            struct bindplan_outcome *ret)
+{
+    run_device(env, req, true, ret);
+}
+
+int pcibind_observe(const struct pcibind_env *env, const char *address, struct node_vfio_dev *ret)
+{
+    return node_vfio_observe(env->sysfs_fd, address, ret);
+}

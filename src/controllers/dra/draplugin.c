@@ -195,21 +195,16 @@ static int save(struct call *k, char *error)
     return r;
 }
 
-/* One device through pcibind (bind, or restore to `original`). */
-static void node_step(struct call *k, const char *address, bool restore, const char *original,
-                      const char *annotation, struct bindplan_outcome *out)
+/* What pcibind needs of one device of the call: it, its original driver and, for a bind, its
+ * driver at first sight and what else is claimed. */
+static struct pcibind_request request(const struct call *k, const char *address,
+                                      const char *original, const char *annotation)
 {
-    struct pcibind_job b = {.env = &k->p->env,
-                            .deleting = restore,
-                            .recorded = true,
-                            .claimed = k->claimed,
-                            .n_claimed = k->n_claimed,
-                            .usb_enabled = NULL};
-    (void)snprintf(b.address, sizeof(b.address), "%s", address);
-    (void)snprintf(b.original, sizeof(b.original), "%s", original);
-    (void)snprintf(b.annotation, sizeof(b.annotation), "%s", annotation ? annotation : "");
-    pcibind_run(&b.wj);
-    *out = b.out;
+    return (struct pcibind_request){.address = address,
+                                    .original = original,
+                                    .annotation = annotation,
+                                    .claimed = k->claimed,
+                                    .n_claimed = k->n_claimed};
 }
 
 /* Gives devices [0, n) of `c` their original drivers back (those not on vfio-pci before). */
@@ -221,7 +216,8 @@ static int restore_devices(struct call *k, const struct draprep_claim *c, const 
         struct bindplan_outcome o;
         if (strcmp(orig[i], NODE_VFIO_DRIVER) == 0)
             continue;
-        node_step(k, c->devices[i].address, true, orig[i], NULL, &o);
+        struct pcibind_request req = request(k, c->devices[i].address, orig[i], NULL);
+        pcibind_restore_device(&k->p->env, &req, &o);
         if (o.kind == BINDPLAN_RESTORED)
             k->released = true;
         else if (o.kind != BINDPLAN_RELEASED && failed++ == 0)
@@ -279,7 +275,7 @@ static void prepare_claim(struct call *k, struct dclaim *d)
             (void)snprintf(seen[i], sizeof(seen[i]), "%s", known);
             continue;
         }
-        int r = node_vfio_observe(k->p->env.sysfs_fd, c->devices[i].address, &dev);
+        int r = pcibind_observe(&k->p->env, c->devices[i].address, &dev);
         if (r < 0 || !dev.present) {
             (void)snprintf(d->error, sizeof(d->error), "device %s: %s", c->devices[i].address,
                            r < 0 ? strerror(-r) : "there is no such PCI device on this node");
@@ -296,7 +292,8 @@ static void prepare_claim(struct call *k, struct dclaim *d)
     }
     for (size_t i = 0; i < c->n; i++) {
         struct bindplan_outcome o;
-        node_step(k, c->devices[i].address, false, orig[i], d->annotation[i], &o);
+        struct pcibind_request req = request(k, c->devices[i].address, orig[i], d->annotation[i]);
+        pcibind_bind_device(&k->p->env, &req, &o);
         if (o.kind == BINDPLAN_BOUND) {
             groups[i] = o.group;
             continue;
