@@ -341,6 +341,27 @@ static void test_claim_of_a_vfio_original(void)
 
 /* HOSTDEVD_FAULT aborts only at the goal:step it names exactly (the qemu node's crash tests
  * use it); anything else leaves the job alone. */
+/* The way in of a caller on the worker thread (the DRA plugin): one device, recorded already. */
+static void test_device_requests(void)
+{
+    struct pcibind_env env = {
+            .sysfs_fd = root, .node_name = "n", .dev_root = tree.dir, .proc_root = proc};
+    struct pcibind_request req = {.address = "0000:08:00.0", .original = "vfio-pci"};
+    struct bindplan_outcome o;
+    pcibind_bind_device(&env, &req, &o);
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_BOUND);
+    CU_ASSERT_EQUAL(o.group, 0);
+    struct node_vfio_dev d;
+    CU_ASSERT_EQUAL(pcibind_observe(&env, "0000:08:00.0", &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "vfio-pci");
+    req = (struct pcibind_request){.address = "0000:06:00.0", .original = "e1000e"};
+    pcibind_bind_device(&env, &req, &o); /* no IOMMU group */
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_REFUSED);
+    req = (struct pcibind_request){.address = "0000:03:00.0", .original = "e1000e"};
+    pcibind_restore_device(&env, &req, &o); /* the driver does not come back */
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_FAILED);
+}
+
 static void test_fault_names(void)
 {
     static const char *const others[] = {"xind:set-override", "bind;set-override",
@@ -362,6 +383,7 @@ static CU_TestInfo tests[] = {
         {"bind: a kernel that ignores the writes", test_bind_fails_on_a_deaf_kernel},
         {"bind: on vfio-pci already", test_bind_done},
         {"claim and release of a device the admin put on vfio-pci", test_claim_of_a_vfio_original},
+        {"one device, for a caller on the worker thread", test_device_requests},
         {"fault points name goal and step exactly", test_fault_names},
         CU_TEST_INFO_NULL,
 };
