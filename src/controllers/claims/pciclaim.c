@@ -138,7 +138,7 @@ void pciclaim_decide(const cJSON *claim, const struct bindplan_outcome *o,
                      struct pciclaim_decision *ret)
 {
     struct pciclaim_decision *d = ret;
-    const char *address = json_str(json_field(claim, "spec"), "address");
+    const char *address = pciobj_address(claim);
     *d = (struct pciclaim_decision){0};
     d->status = (struct pciclaim_status){.reason = o->reason, .message = o->message};
     switch (o->kind) {
@@ -556,7 +556,7 @@ static void collect_claimed(struct cjob *j)
     const cJSON *obj;
     j->bind.claimed = calloc(n ? n : 1, sizeof(*j->bind.claimed));
     while (j->bind.claimed && kube_informer_next(inf, &pos, &key, &obj)) {
-        const char *a = json_str(json_field(obj, "spec"), "address");
+        const char *a = pciobj_address(obj);
         char *copy = a && !kube_meta_str(obj, "deletionTimestamp") ? strdup(a) : NULL;
         if (copy && j->bind.n_claimed < n)
             j->bind.claimed[j->bind.n_claimed++] = copy;
@@ -585,7 +585,7 @@ static void start_node_work(struct cjob *j, bool check_only)
 {
     struct pcibind_job *b = &j->bind;
     b->check_only = check_only;
-    const char *a = json_str(json_field(j->claim, "spec"), "address"), *orig = NULL;
+    const char *a = pciobj_address(j->claim), *orig = NULL;
     (void)snprintf(b->address, sizeof(b->address), "%s", a ? a : "");
     b->recorded = pciobj_driver_recorded(j->claim, &orig);
     (void)snprintf(b->original, sizeof(b->original), "%s", orig ? orig : "");
@@ -604,7 +604,7 @@ static void start_node_work(struct cjob *j, bool check_only)
  * lets the device go (the agent queues every claim then). */
 static bool dra_holds(struct cjob *j, char *who, size_t size)
 {
-    const char *a = json_str(json_field(j->claim, "spec"), "address");
+    const char *a = pciobj_address(j->claim);
     return j->c->dra_holder && a &&
            !json_field(json_field(j->claim, "metadata"), "deletionTimestamp") &&
            j->c->dra_holder(a, who, size, j->c->dra_ud);
@@ -612,7 +612,7 @@ static bool dra_holds(struct cjob *j, char *who, size_t size)
 
 static bool dra_refuses(struct cjob *j)
 {
-    const char *a = json_str(json_field(j->claim, "spec"), "address");
+    const char *a = pciobj_address(j->claim);
     char who[600];
     if (!dra_holds(j, who, sizeof(who)))
         return false;
@@ -645,7 +645,7 @@ static void act(struct runner_job *job, void *plan, void *ctx)
     (void)ctx;
     j->job = job;
     if (j->step == PCICLAIM_INVALID) {
-        const char *a = json_str(json_field(j->claim, "spec"), "address");
+        const char *a = pciobj_address(j->claim);
         struct bindplan_outcome o = {.kind = BINDPLAN_REFUSED, .reason = "InvalidClaim"};
         (void)snprintf(o.message, sizeof(o.message),
                        "spec.address \"%s\" is not a PCI address of the form 0000:3b:00.1, or the "

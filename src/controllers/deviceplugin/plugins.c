@@ -140,7 +140,7 @@ static void read_cdev(const struct plugins *p, const char *address, char *buf, s
 static void add_pci(struct plugins *p, struct map *offers, const char *name, const cJSON *claim)
 {
     const cJSON *dev = kube_informer_get(p->pci_devices, name);
-    const char *address = json_str(json_field(claim, "spec"), "address");
+    const char *address = pciobj_address(claim);
     char resource[320];
     if (!pciobj_bound(claim) || !address || !dev ||
         !pciobj_resource(claim, dev, name, resource, sizeof(resource)))

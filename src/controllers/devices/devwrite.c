@@ -106,9 +106,9 @@ static bool has_owner(const cJSON *refs, const char *node, const char *node_uid)
     const cJSON *ref;
     cJSON_ArrayForEach(ref, refs)
     {
-        const char *kind = cJSON_GetStringValue(json_field(ref, "kind"));
-        const char *name = cJSON_GetStringValue(json_field(ref, "name"));
-        const char *uid = cJSON_GetStringValue(json_field(ref, "uid"));
+        const char *kind = json_str(ref, "kind");
+        const char *name = json_str(ref, "name");
+        const char *uid = json_str(ref, "uid");
         if (kind && name && uid && strcmp(kind, "Node") == 0 && strcmp(name, node) == 0 &&
             strcmp(uid, node_uid) == 0)
             return true;
@@ -122,7 +122,7 @@ static cJSON *owners_with_node(const cJSON *refs, const char *node, const char *
     const cJSON *ref;
     cJSON_ArrayForEach(ref, refs)
     {
-        const char *kind = cJSON_GetStringValue(json_field(ref, "kind"));
+        const char *kind = json_str(ref, "kind");
         if (!kind || strcmp(kind, "Node") != 0)
             cJSON_AddItemToArray(list, cJSON_Duplicate(ref, true));
     }
@@ -144,14 +144,13 @@ void devwrite_note_foreign(const char *kind, const char *key, const cJSON *obj, 
     log_warning("Object of another node in this node's watch; left alone", KV_STR("kind", kind),
                 KV_STR("name", key),
                 KV_STR("nodename",
-                       cJSON_GetStringValue(json_field(
-                               json_field(json_field(obj, "metadata"), "labels"), "nodename"))));
+                       json_str(json_field(json_field(obj, "metadata"), "labels"), "nodename")));
 }
 
 cJSON *devwrite_meta_diff(const cJSON *meta, const char *node, const char *node_uid)
 {
     cJSON *patch = cJSON_CreateObject();
-    const char *label = cJSON_GetStringValue(json_field(json_field(meta, "labels"), "nodename"));
+    const char *label = json_str(json_field(meta, "labels"), "nodename");
     if (!label || strcmp(label, node) != 0) {
         cJSON *labels = cJSON_AddObjectToObject(patch, "labels");
         cJSON_AddStringToObject(labels, "nodename", node);

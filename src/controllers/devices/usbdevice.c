@@ -103,8 +103,8 @@ static cJSON *orphan_status(const cJSON *have, const char *name, const char *nod
                             const struct usbdevice_gone *gone)
 {
     const cJSON *st = json_field(have, "status");
-    const char *port = cJSON_GetStringValue(json_field(st, "portPath"));
-    const char *pci = cJSON_GetStringValue(json_field(st, "pciAddress"));
+    const char *port = json_str(st, "portPath");
+    const char *pci = json_str(st, "pciAddress");
     char msg[USBOBJ_MESSAGE_SIZE];
     if (gone && gone->controller_passed_through)
         (void)snprintf(msg, sizeof(msg),
@@ -210,8 +210,7 @@ static bool on_vfio(const struct usbdevices *d, const char *address)
         kube_names_pcidevice(d->cfg.node_name, address, name, sizeof(name)) < 0)
         return false;
     const cJSON *dev = kube_informer_get(d->pci_devices, name);
-    const char *driver =
-            cJSON_GetStringValue(json_field(json_field(dev, "status"), "kernelDriverInUse"));
+    const char *driver = json_str(json_field(dev, "status"), "kernelDriverInUse");
     return driver && strcmp(driver, "vfio-pci") == 0;
 }
 

@@ -493,7 +493,7 @@ static int collect_claimed(struct call *k)
     int r = draprep_checkpoint_addresses(p->ck, &k->claimed, &k->n_claimed);
     cap = k->n_claimed;
     while (r == 0 && p->pci_claims && kube_informer_next(p->pci_claims, &pos, &key, &obj)) {
-        const char *a = cJSON_GetStringValue(json_field(json_field(obj, "spec"), "address"));
+        const char *a = pciobj_address(obj);
         if (!a)
             continue;
         if (k->n_claimed == cap) {

@@ -382,8 +382,8 @@ static struct map *claimed(const struct draslices *s)
     const cJSON *claim;
     while (m && kube_informer_next(s->cfg.claims, &pos, &key, &claim)) {
         const cJSON *spec = json_field(claim, "spec");
-        const char *address = cJSON_GetStringValue(json_field(spec, "address"));
-        const char *node = cJSON_GetStringValue(json_field(spec, "nodeName"));
+        const char *address = json_str(spec, "address");
+        const char *node = json_str(spec, "nodeName");
         if (address && node && strcmp(node, s->cfg.node_name) == 0 &&
             map_put(m, address, (void *)s) < 0)
             m = map_free(m);

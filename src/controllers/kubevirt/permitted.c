@@ -124,7 +124,7 @@ static void keep_current(struct pass *p, const cJSON *current, cJSON *out)
     const cJSON *item;
     cJSON_ArrayForEach(item, current)
     {
-        const char *rn = cJSON_GetStringValue(json_field(item, "resourceName"));
+        const char *rn = json_str(item, "resourceName");
         const struct permitted_entry *e = wanted(p->w, rn, p->usb);
         size_t idx = e ? (size_t)(e - p->w->entries) : 0;
         if (!rn || !listed(p->owned, rn)) {
@@ -151,7 +151,7 @@ static void find_conflicts(struct pass *p, const cJSON *phd)
         const cJSON *item;
         cJSON_ArrayForEach(item, json_field(phd, lists[l]))
         {
-            const char *rn = cJSON_GetStringValue(json_field(item, "resourceName"));
+            const char *rn = json_str(item, "resourceName");
             for (size_t i = 0; rn && !listed(p->owned, rn) && i < p->w->n; i++) {
                 if (p->emitted[i] || strcmp(p->w->entries[i].resource, rn) != 0)
                     continue;

@@ -14,6 +14,11 @@
 #include "kube/client.h"
 #include "kube/names.h"
 
+const char *pciobj_address(const cJSON *claim)
+{
+    return json_str(json_field(claim, "spec"), "address");
+}
+
 bool pciobj_driver_recorded(const cJSON *claim, const char **ret_driver)
 {
     const char *d = json_str(json_field(claim, "status"), "kernelDriverToUnbind");

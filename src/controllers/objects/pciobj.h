@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * controllers/objects/pciobj.h - facts about our PCI custom resources (PCIDeviceClaim,
- * PCIDevice) that more than one reconciler reads, each in one place: the claim's finalizer,
- * the original driver a claim recorded, whether a claim is bound, the PCIDevice's driver at
- * first sight, and the resource a bound claim offers its device under. Pure: no I/O, no
- * logging; unit-tested.
+ * PCIDevice) that more than one reconciler reads, each in one place: the claim's finalizer and
+ * address, the original driver a claim recorded, whether a claim is bound, the PCIDevice's driver
+ * at first sight, and the resource a bound claim offers its device under. Pure: no I/O, no logging;
+ * unit-tested.
  */
 #pragma once
 
@@ -15,6 +15,9 @@ struct cJSON;
 
 /* The PCIDeviceClaim's finalizer: its agent restores the original driver before it goes. */
 #define PCIOBJ_FINALIZER "devices.harvesterhci.io/restore-driver"
+
+/* The PCI address a PCIDeviceClaim claims (spec.address), or NULL. */
+const char *pciobj_address(const struct cJSON *claim);
 
 /* Whether status.kernelDriverToUnbind is present (even ""): the original driver is recorded
  * (then in `*ret_driver`, borrowed from `claim`, when `ret_driver` is not NULL). */
