@@ -18,13 +18,13 @@ static void set_outcome(struct bindplan_outcome *o, enum bindplan_outcome_kind k
 static void set_outcome(struct bindplan_outcome *o, enum bindplan_outcome_kind kind,
                         const char *reason, const char *fmt, ...)
 {
+    o->kind = kind;
+    o->reason = reason;
     va_list ap;
     va_start(ap, fmt);
     // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang-analyzer 14 false positive
     (void)vsnprintf(o->message, sizeof(o->message), fmt, ap);
     va_end(ap);
-    o->kind = kind;
-    o->reason = reason;
 }
 
 /* The IOMMU group check: BINDPLAN_GO when no member stands in the way. */
