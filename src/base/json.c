@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * base/json.c - strict JSON parsing: one value, whitespace around it, nothing else. See
- * json.h. Pure: no I/O, no logging.
+ * base/json.c - strict JSON parsing: one value, whitespace around it, nothing else; and the
+ * NULL-safe accessors of parsed objects. See json.h. Pure: no I/O, no logging.
  */
 #include "base/json.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <string.h>
 
 static bool is_json_space(char c)
 {
@@ -41,4 +42,19 @@ int json_parse_strict(const char *s, size_t len, struct cJSON **ret, struct err 
     }
     *ret = root;
     return 0;
+}
+
+const cJSON *json_field(const cJSON *o, const char *name)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
+}
+
+const char *json_str(const cJSON *o, const char *name)
+{
+    return cJSON_GetStringValue(json_field(o, name));
+}
+
+bool json_same(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
 }

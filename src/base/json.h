@@ -8,10 +8,15 @@
  * cJSON at CJSON_NESTING_LIMIT (1000 unless the library was built otherwise); deeper input is
  * invalid JSON. There is no size cap here: every caller caps its buffer first (the watch
  * framer's line cap, KUBE_HTTP_BODY_MAX, the kubeconfig file cap). Keys are kept as they come
- * (duplicates too; cJSON lookups return the first). Pure: no I/O, no logging.
+ * (duplicates too; cJSON lookups return the first).
+ *
+ * Also the accessors every reader of a parsed object uses (json_field, json_str, json_same):
+ * case-sensitive, and NULL-safe so that a path of lookups needs no check between steps.
+ * Pure: no I/O, no logging.
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/err.h"
@@ -26,3 +31,13 @@ struct cJSON;
  * tell a failed allocation from bad input, so that is -EBADMSG too.
  */
 int json_parse_strict(const char *s, size_t len, struct cJSON **ret, struct err *ret_err);
+
+/* The member `name` of `o` (case-sensitive), or NULL when `o` is NULL or not an object or has
+ * no such member. */
+const struct cJSON *json_field(const struct cJSON *o, const char *name);
+
+/* The string value of member `name` of `o`, or NULL when there is none or it is not a string. */
+const char *json_str(const struct cJSON *o, const char *name);
+
+/* Whether `a` and `b` are both set and equal (NULL equals nothing, not even NULL). */
+bool json_same(const char *a, const char *b);

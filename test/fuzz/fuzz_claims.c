@@ -22,7 +22,8 @@
 #include "controllers/claims/nodeclaims.h"
 #include "controllers/claims/pciclaim.h"
 #include "controllers/claims/usbclaim.h"
-#include "controllers/devices/usbdevice.h"
+#include "controllers/objects/pciobj.h"
+#include "controllers/objects/usbobj.h"
 #include "fuzzjson.h"
 #include "kube/client.h"
 #include "kube/names.h"
@@ -44,12 +45,12 @@ static uint8_t fact(const struct fuzz_parts *p, size_t i)
 }
 
 static void pci_facts(const struct fuzz_parts *p, const cJSON *claim, const char *node,
-                      struct pciclaim_facts *f)
+                      struct bindplan_facts *f)
 {
     static const char *const drivers[] = {"", "e1000e", "vfio-pci", "xhci_hcd"};
     const char *addr = str_at(claim, "spec", "address");
     uint8_t b = fact(p, 0);
-    *f = (struct pciclaim_facts){
+    *f = (struct bindplan_facts){
             .node = node,
             .address = addr ? addr : "0000:00:04.0",
             .read_error = b & 1 ? -EIO : 0,
@@ -63,19 +64,19 @@ static void pci_facts(const struct fuzz_parts *p, const cJSON *claim, const char
             .blockers = "0000:00:1f.0 (lpc_ich)",
             .blockers_essential = b & 8,
             .usb_enabled = b & 16 ? "titan-0627-0001-1-1" : "",
-            .recorded = pciclaim_driver_recorded(claim, NULL),
+            .recorded = pciobj_driver_recorded(claim, NULL),
             .annotation = drivers[(fact(p, 2) >> 4) & 3],
     };
 }
 
 /* What the worker could report instead of the checks' outcome (bound, failed, busy, ...). */
-static void worker_outcome(const struct fuzz_parts *p, struct pciclaim_outcome *o)
+static void worker_outcome(const struct fuzz_parts *p, struct bindplan_outcome *o)
 {
     static const char *const reasons[] = {"BindFailed", "RestoreFailed", "ModuleNotLoaded"};
     uint8_t b = fact(p, 4);
     if (!(b & 0x80))
         return;
-    o->kind = (enum pciclaim_outcome_kind)(b % (PCICLAIM_RELEASED + 1));
+    o->kind = (enum bindplan_outcome_kind)(b % (BINDPLAN_RELEASED + 1));
     o->group = fact(p, 1);
     o->reason = reasons[fact(p, 5) % 3];
     size_t n = p->n[3] > 6 ? p->n[3] - 6 : 0;
@@ -114,19 +115,19 @@ static void pci_claim(const struct fuzz_parts *p, const cJSON *claim)
     char want[KUBE_NAME_MAX + 1];
     if (step == PCICLAIM_NODE_WORK &&
         (kube_names_pcidevice(node, str_at(claim, "spec", "address"), want, sizeof(want)) < 0 ||
-         strcmp(want, key) != 0 || claimstatus_finalizer_index(claim, PCICLAIM_FINALIZER) < 0))
+         strcmp(want, key) != 0 || claimstatus_finalizer_index(claim, PCIOBJ_FINALIZER) < 0))
         abort();
     fuzz_check_json_patch(pciclaim_finalizer_patch(claim, true));
     fuzz_check_json_patch(pciclaim_finalizer_patch(claim, false));
     (void)pciclaim_checks_early(claim);
-    (void)claimstatus_pci_bound(claim);
+    (void)pciobj_bound(claim);
 
-    struct pciclaim_facts f;
-    struct pciclaim_outcome o;
+    struct bindplan_facts f;
+    struct bindplan_outcome o;
     struct pciclaim_decision d;
     pci_facts(p, claim, node, &f);
-    pciclaim_check_bind(&f, &o);
-    if (o.kind == PCICLAIM_REFUSED && (!o.reason || !o.message[0]))
+    bindplan_check_bind(&f, &o);
+    if (o.kind == BINDPLAN_REFUSED && (!o.reason || !o.message[0]))
         abort();
     worker_outcome(p, &o);
     pciclaim_decide(claim, &o, &d);
@@ -145,7 +146,7 @@ static void node_claim(const struct fuzz_parts *p, const cJSON *claim)
             .renewed = b & 16 ? "2026-11-25T21:59:00.000000Z" : NULL,
     };
     struct nodeclaims_decision d;
-    nodeclaims_decide(claim, PCICLAIM_FINALIZER, &n, &d);
+    nodeclaims_decide(claim, PCIOBJ_FINALIZER, &n, &d);
     if (d.action != NODECLAIMS_CONDITION)
         return;
     char *patch = nodeclaims_status_patch(claim, &d, NOW);
@@ -156,7 +157,7 @@ static void node_claim(const struct fuzz_parts *p, const cJSON *claim)
     }
     cJSON *written = fuzz_apply(claim, patch);
     struct nodeclaims_decision again;
-    nodeclaims_decide(written, PCICLAIM_FINALIZER, &n, &again);
+    nodeclaims_decide(written, PCIOBJ_FINALIZER, &n, &again);
     if (again.action == NODECLAIMS_CONDITION)
         abort(); /* the condition written does not say what was decided */
     cJSON_Delete(written);
@@ -171,15 +172,15 @@ static void usb_claim(const struct fuzz_parts *p, const cJSON *claim, const cJSO
     if (kube_names_usbdevice_node(key, node, sizeof(node)) < 0)
         (void)snprintf(node, sizeof(node), "titan");
     (void)usbclaim_next_step(claim, key, dev, node);
-    (void)usbdevice_is_orphaned(dev);
-    (void)usbdevice_is_enabled(dev);
+    (void)usbobj_device_orphaned(dev);
+    (void)usbobj_device_enabled(dev);
     fuzz_check_json_patch(usbclaim_finalizer_patch(claim, true));
     fuzz_check_json_patch(usbclaim_finalizer_patch(claim, false));
     uint8_t b = fact(p, 6);
     struct usbclaim_facts f = {
             .node = node,
             .device = dev,
-            .holds = usbclaim_holds(claim),
+            .holds = usbobj_claim_holds(claim),
             .controller_claim = b & 1 ? "titan-000000140" : NULL,
             .controller_on_vfio = b & 2,
             .devnode = b & 4 ? -ENOENT : 0,

@@ -21,6 +21,7 @@
 #include "controllers/devices/pcidevice.h"
 #include "controllers/kubevirt/permitted.h"
 #include "controllers/devices/usbdevice.h"
+#include "controllers/objects/usbobj.h"
 #include "fuzzjson.h"
 #include "kube/client.h"
 #include "node/blockers.h"
@@ -140,7 +141,7 @@ static void usb_converges(const struct usbdevice_spec *want, const cJSON *have, 
         again.meta_patch || again.status_patch || again.create != plan.create ||
         again.delete != plan.delete)
         abort(); /* the writes do not make the device say what was wanted */
-    if (!want && plan.orphan && !usbdevice_is_orphaned(written))
+    if (!want && plan.orphan && !usbobj_device_orphaned(written))
         abort();
     usbdevice_plan_done(&again);
     usbdevice_plan_done(&plan);

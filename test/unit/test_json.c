@@ -72,10 +72,30 @@ static void test_depth(void)
     CU_ASSERT_PTR_NULL(root);
 }
 
+/* The accessors: NULL-safe, case-sensitive, strings only where a string is asked for. */
+static void test_accessors(void)
+{
+    cJSON *root = NULL;
+    const char *s = "{\"a\":{\"b\":\"x\",\"n\":1},\"A\":2}";
+    CU_ASSERT_EQUAL(json_parse_strict(s, strlen(s), &root, NULL), 0);
+    CU_ASSERT_STRING_EQUAL(json_str(json_field(root, "a"), "b"), "x");
+    CU_ASSERT_PTR_NULL(json_str(json_field(root, "a"), "n"));
+    CU_ASSERT_PTR_NULL(json_field(root, "B"));
+    CU_ASSERT_PTR_NULL(json_field(json_field(root, "nope"), "b"));
+    CU_ASSERT_PTR_NULL(json_field(json_field(json_field(root, "a"), "b"), "c"));
+    CU_ASSERT(cJSON_IsNumber(json_field(root, "A")));
+    CU_ASSERT(json_same("x", "x"));
+    CU_ASSERT(!json_same("x", "y"));
+    CU_ASSERT(!json_same(NULL, NULL));
+    CU_ASSERT(!json_same("x", NULL));
+    cJSON_Delete(root);
+}
+
 static CU_TestInfo tests[] = {
         {"accepts one value", test_accepts},
         {"refuses the rest, saying where", test_refuses},
         {"nesting limit", test_depth},
+        {"accessors", test_accessors},
         CU_TEST_INFO_NULL,
 };
 

@@ -15,6 +15,7 @@
 
 #include "controllers/claims/pcibind.h"
 #include "controllers/claims/pciclaim.h"
+#include "controllers/objects/pciobj.h"
 #include "node/vfio.h"
 #include "sysfs_tree.h"
 
@@ -81,7 +82,7 @@ static int suite_clean(void)
 }
 
 /* The restore of `address` with `original` recorded (NULL: nothing recorded). */
-static struct pciclaim_outcome restore(const char *address, const char *original)
+static struct bindplan_outcome restore(const char *address, const char *original)
 {
     struct pcibind_env env = {.sysfs_fd = root, .node_name = "n", .dev_root = tree.dir};
     struct pcibind_job j = {.env = &env, .deleting = true, .recorded = original != NULL};
@@ -93,13 +94,13 @@ static struct pciclaim_outcome restore(const char *address, const char *original
 }
 
 /* The decision on `o` for a deleted claim of `address` that recorded e1000e and is bound. */
-static void decide(const char *address, const struct pciclaim_outcome *o,
+static void decide(const char *address, const struct bindplan_outcome *o,
                    struct pciclaim_decision *d)
 {
     char text[1024];
     (void)snprintf(text, sizeof(text),
                    "{\"metadata\":{\"name\":\"n-x\",\"uid\":\"u1\",\"generation\":1,"
-                   "\"finalizers\":[\"" PCICLAIM_FINALIZER "\"],"
+                   "\"finalizers\":[\"" PCIOBJ_FINALIZER "\"],"
                    "\"deletionTimestamp\":\"2026-11-25T10:00:00Z\"},"
                    "\"spec\":{\"address\":\"%s\",\"nodeName\":\"n\"},"
                    "\"status\":{\"kernelDriverToUnbind\":\"e1000e\",\"passthroughEnabled\":true}}",
@@ -118,8 +119,8 @@ static void decide(const char *address, const struct pciclaim_outcome *o,
 
 static void expect_failed(const char *address, const char *state)
 {
-    struct pciclaim_outcome o = restore(address, "e1000e");
-    CU_ASSERT_EQUAL(o.kind, PCICLAIM_FAILED);
+    struct bindplan_outcome o = restore(address, "e1000e");
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_FAILED);
     CU_ASSERT_STRING_EQUAL(o.reason ? o.reason : "", "RestoreFailed");
     CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "did not take effect"));
     CU_ASSERT_PTR_NOT_NULL(strstr(o.message, state));
@@ -151,26 +152,26 @@ static void test_restore_driver_does_not_come_back(void)
 /* On the original driver already, a restore is done; never recorded, released. */
 static void test_restore_done_and_released(void)
 {
-    struct pciclaim_outcome o = restore("0000:04:00.0", "e1000e");
-    CU_ASSERT_EQUAL(o.kind, PCICLAIM_RESTORED);
+    struct bindplan_outcome o = restore("0000:04:00.0", "e1000e");
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_RESTORED);
     CU_ASSERT_STRING_EQUAL(o.driver, "e1000e");
     CU_ASSERT_EQUAL(o.group, 9);
     struct pciclaim_decision d;
     decide("0000:04:00.0", &o, &d);
     CU_ASSERT(d.remove_finalizer);
     o = restore("0000:03:00.0", NULL);
-    CU_ASSERT_EQUAL(o.kind, PCICLAIM_RELEASED);
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_RELEASED);
     /* nothing wanted: unbound is restored */
     o = restore("0000:03:00.0", "");
-    CU_ASSERT_EQUAL(o.kind, PCICLAIM_RESTORED);
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_RESTORED);
     o = restore("0000:09:00.0", "e1000e"); /* gone: nothing to give back */
-    CU_ASSERT_EQUAL(o.kind, PCICLAIM_RESTORED);
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_RESTORED);
     /* sysfs that cannot be read: said, and nothing tried */
     CU_ASSERT_EQUAL(
             sysfs_tree_link(&tree, "devices/pci0000:0b/0000:0b:00.0/iommu_group", "iommu_group"),
             0);
     o = restore("0000:0b:00.0", "e1000e");
-    CU_ASSERT_EQUAL(o.kind, PCICLAIM_FAILED);
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_FAILED);
     CU_ASSERT_STRING_EQUAL(o.reason ? o.reason : "", "RestoreFailed");
     CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "cannot read device 0000:0b:00.0 in sysfs"));
     CU_ASSERT_EQUAL(o.group, -1);
@@ -180,7 +181,7 @@ static void test_restore_done_and_released(void)
  * checks only or not, with `claimed` (NULL: none) the node's other claims. */
 static const char *node_name = "n";
 
-static struct pciclaim_outcome bind(const char *address, bool recorded, bool check_only,
+static struct bindplan_outcome bind(const char *address, bool recorded, bool check_only,
                                     const char *claimed, const char *usb, const char *proc_root)
 {
     struct pcibind_env env = {
@@ -202,7 +203,7 @@ static struct pciclaim_outcome bind(const char *address, bool recorded, bool che
     return j.out;
 }
 
-static void expect(const struct pciclaim_outcome *o, enum pciclaim_outcome_kind kind,
+static void expect(const struct bindplan_outcome *o, enum bindplan_outcome_kind kind,
                    const char *reason, const char *in_message)
 {
     CU_ASSERT_EQUAL(o->kind, kind);
@@ -217,22 +218,22 @@ static void expect(const struct pciclaim_outcome *o, enum pciclaim_outcome_kind 
 /* What the checks find in sysfs, in the order a claim meets them. */
 static void test_bind_checks(void)
 {
-    struct pciclaim_outcome o = bind("0000:09:00.0", false, true, NULL, NULL, proc);
-    expect(&o, PCICLAIM_REFUSED, "DeviceNotFound", "there is no PCI device 0000:09:00.0 on node n");
+    struct bindplan_outcome o = bind("0000:09:00.0", false, true, NULL, NULL, proc);
+    expect(&o, BINDPLAN_REFUSED, "DeviceNotFound", "there is no PCI device 0000:09:00.0 on node n");
     o = bind("0000:06:00.0", false, true, NULL, NULL, proc);
-    expect(&o, PCICLAIM_REFUSED, "NoIOMMUGroup", "device 0000:06:00.0 has no IOMMU group");
+    expect(&o, BINDPLAN_REFUSED, "NoIOMMUGroup", "device 0000:06:00.0 has no IOMMU group");
     o = bind("0000:00:1f.0", false, true, NULL, NULL, proc);
-    expect(&o, PCICLAIM_REFUSED, "PlatformDevice", "is an ISA/LPC bridge");
+    expect(&o, BINDPLAN_REFUSED, "PlatformDevice", "is an ISA/LPC bridge");
     o = bind("0000:05:00.0", false, true, NULL, NULL, proc);
-    expect(&o, PCICLAIM_REFUSED, "IOMMUGroupIncomplete",
+    expect(&o, BINDPLAN_REFUSED, "IOMMUGroupIncomplete",
            "IOMMU group 10 also holds 0000:05:00.1 (no driver; claim n-000005001); the whole "
            "group goes to one VM, so claim that device too");
     o = bind("0000:05:00.0", false, true, "0000:05:00.7", NULL, proc); /* another claim */
-    expect(&o, PCICLAIM_REFUSED, "IOMMUGroupIncomplete", "0000:05:00.1 (no driver;");
+    expect(&o, BINDPLAN_REFUSED, "IOMMUGroupIncomplete", "0000:05:00.1 (no driver;");
     o = bind("0000:00:1f.6", false, true, NULL, NULL, proc);
-    expect(&o, PCICLAIM_REFUSED, "IOMMUGroupUnsafe", "IOMMU group 12 also holds 0000:00:1f.0");
+    expect(&o, BINDPLAN_REFUSED, "IOMMUGroupUnsafe", "IOMMU group 12 also holds 0000:00:1f.0");
     o = bind("0000:0a:00.0", false, true, NULL, NULL, proc); /* a one-letter driver */
-    expect(&o, PCICLAIM_REFUSED, "IOMMUGroupIncomplete", "0000:0a:00.1 (x; claim n-00000a001)");
+    expect(&o, BINDPLAN_REFUSED, "IOMMUGroupIncomplete", "0000:0a:00.1 (x; claim n-00000a001)");
     /* the longest node name a device name has room for (243 bytes): the claim is named */
     char node[244], want[300];
     memset(node, 'a', sizeof(node) - 1);
@@ -242,31 +243,31 @@ static void test_bind_checks(void)
     o = bind("0000:0a:00.0", false, true, NULL, NULL, proc);
     node_name = "n";
     (void)snprintf(want, sizeof(want), "(x; claim %s-00000a001)", node);
-    expect(&o, PCICLAIM_REFUSED, "IOMMUGroupIncomplete", want);
+    expect(&o, BINDPLAN_REFUSED, "IOMMUGroupIncomplete", want);
     o = bind("0000:05:00.0", false, true, "0000:05:00.1", NULL, proc);
-    expect(&o, PCICLAIM_RECORD, NULL, NULL);
+    expect(&o, BINDPLAN_RECORD, NULL, NULL);
     CU_ASSERT_STRING_EQUAL(o.driver, "e1000e");
     CU_ASSERT_EQUAL(o.group, 10);
     o = bind("0000:07:00.0", false, true, NULL, "n-1-1", proc);
-    expect(&o, PCICLAIM_REFUSED, "USBDevicesEnabled", "(n-1-1)");
+    expect(&o, BINDPLAN_REFUSED, "USBDevicesEnabled", "(n-1-1)");
     /* what the host uses cannot be read: refused, to be safe */
     o = bind("0000:07:00.0", false, true, NULL, NULL, "/nonexistent/hostdevd-proc");
-    expect(&o, PCICLAIM_REFUSED, "HostCritical", "cannot tell whether device 0000:07:00.0");
+    expect(&o, BINDPLAN_REFUSED, "HostCritical", "cannot tell whether device 0000:07:00.0");
     o = bind("../x", false, true, NULL, NULL, proc);
-    expect(&o, PCICLAIM_REFUSED, "SysfsError", "cannot read device ../x in sysfs");
+    expect(&o, BINDPLAN_REFUSED, "SysfsError", "cannot read device ../x in sysfs");
 }
 
 /* Recorded: a check-only job changes nothing; a bind on a kernel that ignores the writes
  * fails with what sysfs shows, after writing the override. */
 static void test_bind_fails_on_a_deaf_kernel(void)
 {
-    struct pciclaim_outcome o = bind("0000:07:00.0", true, true, NULL, NULL, proc);
-    expect(&o, PCICLAIM_GO, NULL, NULL);
+    struct bindplan_outcome o = bind("0000:07:00.0", true, true, NULL, NULL, proc);
+    expect(&o, BINDPLAN_GO, NULL, NULL);
     struct node_vfio_dev d;
     CU_ASSERT_EQUAL(node_vfio_observe(root, "0000:07:00.0", &d), 0);
     CU_ASSERT_STRING_EQUAL(d.override, "");
     o = bind("0000:07:00.0", true, false, NULL, NULL, proc);
-    expect(&o, PCICLAIM_FAILED, "BindFailed",
+    expect(&o, BINDPLAN_FAILED, "BindFailed",
            "bind of 0000:07:00.0 did not take effect: driver=e1000e driver_override=vfio-pci");
     CU_ASSERT_EQUAL(node_vfio_observe(root, "0000:07:00.0", &d), 0);
     CU_ASSERT_STRING_EQUAL(d.override, "vfio-pci");
@@ -275,15 +276,15 @@ static void test_bind_fails_on_a_deaf_kernel(void)
     CU_ASSERT_EQUAL(sysfs_tree_fail_write("bus/pci/devices/0000:07:00.0/driver_override", EIO), 0);
     (void)sysfs_tree_put(&tree, "bus/pci/devices/0000:07:00.0/driver_override", "(null)\n", 7);
     o = bind("0000:07:00.0", true, false, NULL, NULL, proc);
-    expect(&o, PCICLAIM_FAILED, "BindFailed", "step set-override failed");
+    expect(&o, BINDPLAN_FAILED, "BindFailed", "step set-override failed");
     CU_ASSERT_EQUAL(sysfs_tree_fail_write(NULL, 0), 0);
 }
 
 /* On vfio-pci with the override already (a restarted agent): bound at once, in group 0. */
 static void test_bind_done(void)
 {
-    struct pciclaim_outcome o = bind("0000:08:00.0", true, false, NULL, NULL, proc);
-    expect(&o, PCICLAIM_BOUND, "Bound", NULL);
+    struct bindplan_outcome o = bind("0000:08:00.0", true, false, NULL, NULL, proc);
+    expect(&o, BINDPLAN_BOUND, "Bound", NULL);
     CU_ASSERT_EQUAL(o.group, 0);
     CU_ASSERT(o.bind_us > 0 && o.bind_us < 10 * 1000 * 1000); /* it read sysfs: microseconds */
 }
@@ -291,7 +292,7 @@ static void test_bind_done(void)
 /* A whole claim of a device found on vfio-pci (first seen there): what the checks record,
  * the bind, and the restore of the deleted claim, with the original driver the way
  * pciclaim.c passes it (the annotation, then the recorded driver). */
-static struct pciclaim_outcome claim_job(const char *address, bool deleting, bool recorded,
+static struct bindplan_outcome claim_job(const char *address, bool deleting, bool recorded,
                                          const char *original)
 {
     struct pcibind_env env = {
@@ -322,24 +323,45 @@ static void test_claim_of_a_vfio_original(void)
     static const char *const addresses[] = {"0000:0c:00.0", "0000:0d:00.0"};
     for (size_t i = 0; i < 2; i++) {
         const char *a = addresses[i];
-        struct pciclaim_outcome o = claim_job(a, false, false, "");
-        expect(&o, PCICLAIM_RECORD, NULL, NULL);
+        struct bindplan_outcome o = claim_job(a, false, false, "");
+        expect(&o, BINDPLAN_RECORD, NULL, NULL);
         CU_ASSERT_STRING_EQUAL(o.driver, "vfio-pci");
         o = claim_job(a, false, true, "vfio-pci");
-        expect(&o, PCICLAIM_BOUND, "Bound", NULL);
+        expect(&o, BINDPLAN_BOUND, "Bound", NULL);
         expect_state(a, "vfio-pci", "vfio-pci"); /* the override of the bind, or the admin's */
         o = claim_job(a, true, true, "vfio-pci");
-        expect(&o, PCICLAIM_RESTORED, "Restored", NULL);
+        expect(&o, BINDPLAN_RESTORED, "Restored", NULL);
         CU_ASSERT_STRING_EQUAL(o.driver, "vfio-pci");
         expect_state(a, "vfio-pci", "vfio-pci");
         o = claim_job(a, true, true, "vfio-pci"); /* again (a crash before the finalizer went) */
-        expect(&o, PCICLAIM_RESTORED, "Restored", NULL);
+        expect(&o, BINDPLAN_RESTORED, "Restored", NULL);
         expect_state(a, "vfio-pci", "vfio-pci");
     }
 }
 
 /* HOSTDEVD_FAULT aborts only at the goal:step it names exactly (the qemu node's crash tests
  * use it); anything else leaves the job alone. */
+/* The way in of a caller on the worker thread (the DRA plugin): one device, recorded already. */
+static void test_device_requests(void)
+{
+    struct pcibind_env env = {
+            .sysfs_fd = root, .node_name = "n", .dev_root = tree.dir, .proc_root = proc};
+    struct pcibind_request req = {.address = "0000:08:00.0", .original = "vfio-pci"};
+    struct bindplan_outcome o;
+    pcibind_bind_device(&env, &req, &o);
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_BOUND);
+    CU_ASSERT_EQUAL(o.group, 0);
+    struct node_vfio_dev d;
+    CU_ASSERT_EQUAL(pcibind_observe(&env, "0000:08:00.0", &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.driver, "vfio-pci");
+    req = (struct pcibind_request){.address = "0000:06:00.0", .original = "e1000e"};
+    pcibind_bind_device(&env, &req, &o); /* no IOMMU group */
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_REFUSED);
+    req = (struct pcibind_request){.address = "0000:03:00.0", .original = "e1000e"};
+    pcibind_restore_device(&env, &req, &o); /* the driver does not come back */
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_FAILED);
+}
+
 static void test_fault_names(void)
 {
     static const char *const others[] = {"xind:set-override", "bind;set-override",
@@ -347,8 +369,8 @@ static void test_fault_names(void)
     for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
         CU_ASSERT_EQUAL(setenv("HOSTDEVD_FAULT", others[i], 1), 0);
         (void)sysfs_tree_put(&tree, "bus/pci/devices/0000:07:00.0/driver_override", "(null)\n", 7);
-        struct pciclaim_outcome o = bind("0000:07:00.0", true, false, NULL, NULL, proc);
-        expect(&o, PCICLAIM_FAILED, "BindFailed", "did not take effect");
+        struct bindplan_outcome o = bind("0000:07:00.0", true, false, NULL, NULL, proc);
+        expect(&o, BINDPLAN_FAILED, "BindFailed", "did not take effect");
     }
     CU_ASSERT_EQUAL(unsetenv("HOSTDEVD_FAULT"), 0);
 }
@@ -361,6 +383,7 @@ static CU_TestInfo tests[] = {
         {"bind: a kernel that ignores the writes", test_bind_fails_on_a_deaf_kernel},
         {"bind: on vfio-pci already", test_bind_done},
         {"claim and release of a device the admin put on vfio-pci", test_claim_of_a_vfio_original},
+        {"one device, for a caller on the worker thread", test_device_requests},
         {"fault points name goal and step exactly", test_fault_names},
         CU_TEST_INFO_NULL,
 };

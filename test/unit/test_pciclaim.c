@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "controllers/claims/pciclaim.h"
+#include "controllers/objects/pciobj.h"
 
 static cJSON *claim(const char *status, const char *finalizers)
 {
@@ -47,9 +48,9 @@ static void test_status_patch(void)
     free(sts);
     CU_ASSERT_PTR_NULL(pciclaim_status_patch(c2, &want, "2026-11-21T11:00:00Z"));
     const char *d = NULL;
-    CU_ASSERT(pciclaim_driver_recorded(c2, &d));
+    CU_ASSERT(pciobj_driver_recorded(c2, &d));
     CU_ASSERT_STRING_EQUAL(d, "e1000e");
-    CU_ASSERT(!pciclaim_driver_recorded(c, NULL));
+    CU_ASSERT(!pciobj_driver_recorded(c, NULL));
     /* a new message with the same status keeps lastTransitionTime */
     struct pciclaim_status w2 = {.reason = "Binding", .message = "other"};
     char *p2 = pciclaim_status_patch(c2, &w2, "2026-11-21T11:00:00Z");
@@ -66,7 +67,7 @@ static void test_status_patch(void)
     char *p4 = pciclaim_status_patch(c, &w4, "2026-11-21T12:00:00Z");
     CU_ASSERT_PTR_NOT_NULL(strstr(p4, "\"kernelDriverToUnbind\":\"\""));
     cJSON *c4 = claim("{\"kernelDriverToUnbind\":\"\"}", NULL);
-    CU_ASSERT(pciclaim_driver_recorded(c4, &d));
+    CU_ASSERT(pciobj_driver_recorded(c4, &d));
     CU_ASSERT_STRING_EQUAL(d, "");
     free(p);
     free(p2);
@@ -88,14 +89,14 @@ static void test_finalizer_patch(void)
     CU_ASSERT_PTR_NOT_NULL(
             strstr(p, "{\"op\":\"test\",\"path\":\"/metadata/finalizers\",\"value\":null}"));
     CU_ASSERT_PTR_NULL(strstr(p, "resourceVersion"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(p, "[\"" PCICLAIM_FINALIZER "\"]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p, "[\"" PCIOBJ_FINALIZER "\"]"));
     CU_ASSERT_PTR_NULL(pciclaim_finalizer_patch(none, false));
     free(p);
     cJSON *other = claim(NULL, "[\"example.com/x\"]");
     p = pciclaim_finalizer_patch(other, true);
     CU_ASSERT_PTR_NOT_NULL(strstr(p, "/metadata/finalizers/-"));
     free(p);
-    cJSON *ours = claim(NULL, "[\"example.com/x\",\"" PCICLAIM_FINALIZER "\"]");
+    cJSON *ours = claim(NULL, "[\"example.com/x\",\"" PCIOBJ_FINALIZER "\"]");
     CU_ASSERT_PTR_NULL(pciclaim_finalizer_patch(ours, true));
     p = pciclaim_finalizer_patch(ours, false);
     CU_ASSERT_PTR_NOT_NULL(strstr(p, "{\"op\":\"test\",\"path\":\"/metadata/finalizers/1\""));

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "controllers/claims/pciclaim.h"
+#include "controllers/objects/pciobj.h"
 
 static cJSON *claim(const char *node, const char *address, bool finalizer, bool deleting,
                     const char *status)
@@ -20,7 +21,7 @@ static cJSON *claim(const char *node, const char *address, bool finalizer, bool 
                    "{\"metadata\":{\"name\":\"n-000002000\",\"generation\":1,\"uid\":\"u1\","
                    "\"resourceVersion\":\"41\"%s%s},\"spec\":{\"address\":\"%s\","
                    "\"nodeName\":\"%s\"}%s%s}",
-                   finalizer ? ",\"finalizers\":[\"" PCICLAIM_FINALIZER "\"]" : "",
+                   finalizer ? ",\"finalizers\":[\"" PCIOBJ_FINALIZER "\"]" : "",
                    deleting ? ",\"deletionTimestamp\":\"2026-11-23T10:00:00Z\"" : "", address, node,
                    status ? ",\"status\":" : "", status ? status : "");
     cJSON *o = cJSON_Parse(text);
@@ -64,9 +65,9 @@ static void test_next_step(void)
     cJSON_Delete(c);
 }
 
-static struct pciclaim_facts good(void)
+static struct bindplan_facts good(void)
 {
-    return (struct pciclaim_facts){.node = "n",
+    return (struct bindplan_facts){.node = "n",
                                    .address = "0000:02:00.0",
                                    .present = true,
                                    .iommu_group = 7,
@@ -76,11 +77,11 @@ static struct pciclaim_facts good(void)
                                    .annotation = "e1000e"};
 }
 
-static void check(const struct pciclaim_facts *f, enum pciclaim_outcome_kind kind,
+static void check(const struct bindplan_facts *f, enum bindplan_outcome_kind kind,
                   const char *reason, const char *in_message)
 {
-    struct pciclaim_outcome o;
-    pciclaim_check_bind(f, &o);
+    struct bindplan_outcome o;
+    bindplan_check_bind(f, &o);
     CU_ASSERT_EQUAL(o.kind, kind);
     if (reason) {
         CU_ASSERT_PTR_NOT_NULL(o.reason);
@@ -95,64 +96,64 @@ static void check(const struct pciclaim_facts *f, enum pciclaim_outcome_kind kin
 
 static void test_check_reasons(void)
 {
-    struct pciclaim_facts f = good();
+    struct bindplan_facts f = good();
     f.read_error = -EIO;
-    check(&f, PCICLAIM_REFUSED, "SysfsError", "cannot read device 0000:02:00.0");
+    check(&f, BINDPLAN_REFUSED, "SysfsError", "cannot read device 0000:02:00.0");
     f.read_error = -EPERM; /* any error, the smallest too */
-    check(&f, PCICLAIM_REFUSED, "SysfsError", "cannot read device 0000:02:00.0");
+    check(&f, BINDPLAN_REFUSED, "SysfsError", "cannot read device 0000:02:00.0");
     f = good();
     f.present = false;
-    check(&f, PCICLAIM_REFUSED, "DeviceNotFound", "no PCI device 0000:02:00.0 on node n");
+    check(&f, BINDPLAN_REFUSED, "DeviceNotFound", "no PCI device 0000:02:00.0 on node n");
     f = good();
     f.iommu_group = -1;
-    check(&f, PCICLAIM_REFUSED, "NoIOMMUGroup", "intel_iommu=on");
+    check(&f, BINDPLAN_REFUSED, "NoIOMMUGroup", "intel_iommu=on");
     f.iommu_group = 0; /* group 0 is a group */
-    check(&f, PCICLAIM_RECORD, NULL, NULL);
+    check(&f, BINDPLAN_RECORD, NULL, NULL);
     f = good();
     f.platform = "a host bridge (the PCI root complex)";
-    check(&f, PCICLAIM_REFUSED, "PlatformDevice", "is a host bridge");
+    check(&f, BINDPLAN_REFUSED, "PlatformDevice", "is a host bridge");
     f = good();
     f.host_critical = 1;
     f.host_why = "it holds the network interface eth0, which has address 10.0.2.15";
-    check(&f, PCICLAIM_REFUSED, "HostCritical", "eth0");
+    check(&f, BINDPLAN_REFUSED, "HostCritical", "eth0");
     f.host_critical = -EACCES;
-    check(&f, PCICLAIM_REFUSED, "HostCritical", "cannot tell");
-    check(&f, PCICLAIM_REFUSED, "HostCritical", "(Permission denied)");
+    check(&f, BINDPLAN_REFUSED, "HostCritical", "cannot tell");
+    check(&f, BINDPLAN_REFUSED, "HostCritical", "(Permission denied)");
     f = good();
     f.group_blockers = 1;
     f.blockers = "0000:02:00.1 (snd_hda_intel; claim n-000002001)";
-    check(&f, PCICLAIM_REFUSED, "IOMMUGroupIncomplete", "claim that device too (or bind it to");
+    check(&f, BINDPLAN_REFUSED, "IOMMUGroupIncomplete", "claim that device too (or bind it to");
     f.group_blockers = 2; /* the plural, in both places */
     f.blockers = "0000:02:00.1 (snd_hda_intel), 0000:02:00.2 (xhci_hcd)";
-    check(&f, PCICLAIM_REFUSED, "IOMMUGroupIncomplete",
+    check(&f, BINDPLAN_REFUSED, "IOMMUGroupIncomplete",
           "claim those devices too (or bind them to vfio-pci)");
     f.group_blockers = 1;
     f.blockers_essential = true; /* never tell the user to claim the LPC bridge */
-    check(&f, PCICLAIM_REFUSED, "IOMMUGroupUnsafe", "cannot be passed through safely");
-    struct pciclaim_outcome o;
-    pciclaim_check_bind(&f, &o);
+    check(&f, BINDPLAN_REFUSED, "IOMMUGroupUnsafe", "cannot be passed through safely");
+    struct bindplan_outcome o;
+    bindplan_check_bind(&f, &o);
     CU_ASSERT_PTR_NULL(strstr(o.message, "claim that"));
     f = good();
     f.group_blockers = -ENOENT;
-    check(&f, PCICLAIM_REFUSED, "SysfsError", "IOMMU group 7");
+    check(&f, BINDPLAN_REFUSED, "SysfsError", "IOMMU group 7");
 }
 
 static void test_check_record_then_go(void)
 {
-    struct pciclaim_facts f = good();
-    struct pciclaim_outcome o;
-    pciclaim_check_bind(&f, &o); /* first the original driver is recorded */
-    CU_ASSERT_EQUAL(o.kind, PCICLAIM_RECORD);
+    struct bindplan_facts f = good();
+    struct bindplan_outcome o;
+    bindplan_check_bind(&f, &o); /* first the original driver is recorded */
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_RECORD);
     CU_ASSERT_STRING_EQUAL(o.driver, "e1000e");
     f.recorded = true;
-    check(&f, PCICLAIM_GO, NULL, NULL);
+    check(&f, BINDPLAN_GO, NULL, NULL);
     /* already on vfio-pci (a crash, or vfio-pci.ids=): the driver at first sight is the one
      * to restore, and a host-critical check does not apply */
     f = good();
     f.driver = "vfio-pci";
     f.host_critical = 0;
-    pciclaim_check_bind(&f, &o);
-    CU_ASSERT_EQUAL(o.kind, PCICLAIM_RECORD);
+    bindplan_check_bind(&f, &o);
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_RECORD);
     CU_ASSERT_STRING_EQUAL(o.driver, "e1000e");
 }
 
@@ -162,13 +163,13 @@ static void test_check_record_then_go(void)
 static void test_check_record_vfio_original(void)
 {
     static const char *const firsts[] = {"vfio-pci", ""}; /* "": the PCIDevice not seen yet */
-    struct pciclaim_facts f = good();
-    struct pciclaim_outcome o;
+    struct bindplan_facts f = good();
+    struct bindplan_outcome o;
     f.driver = "vfio-pci";
     for (size_t i = 0; i < sizeof(firsts) / sizeof(firsts[0]); i++) {
         f.annotation = firsts[i];
-        pciclaim_check_bind(&f, &o);
-        CU_ASSERT_EQUAL(o.kind, PCICLAIM_RECORD);
+        bindplan_check_bind(&f, &o);
+        CU_ASSERT_EQUAL(o.kind, BINDPLAN_RECORD);
         CU_ASSERT_STRING_EQUAL(o.driver, "vfio-pci");
     }
     /* recorded so, the status says it, for harvester's clients too */
@@ -186,7 +187,7 @@ static void test_check_record_vfio_original(void)
 static void test_decide_refused(void)
 {
     cJSON *c = claim("n", "0000:02:00.0", true, false, NULL);
-    struct pciclaim_outcome o = {.kind = PCICLAIM_REFUSED, .reason = "NoIOMMUGroup"};
+    struct bindplan_outcome o = {.kind = BINDPLAN_REFUSED, .reason = "NoIOMMUGroup"};
     (void)snprintf(o.message, sizeof(o.message), "no group");
     struct pciclaim_decision d;
     pciclaim_decide(c, &o, &d);
@@ -212,7 +213,7 @@ static void test_decide_refused(void)
 static void test_decide_bind_path(void)
 {
     cJSON *c = claim("n", "0000:02:00.0", true, false, NULL);
-    struct pciclaim_outcome o = {.kind = PCICLAIM_RECORD};
+    struct bindplan_outcome o = {.kind = BINDPLAN_RECORD};
     (void)snprintf(o.driver, sizeof(o.driver), "e1000e");
     struct pciclaim_decision d;
     pciclaim_decide(c, &o, &d);
@@ -221,7 +222,7 @@ static void test_decide_bind_path(void)
     CU_ASSERT_STRING_EQUAL(d.status.reason, "Binding");
     CU_ASSERT_STRING_EQUAL(d.fault, "record-driver");
     CU_ASSERT(d.proceed); /* the bind follows from the written claim, in the same reconcile */
-    o = (struct pciclaim_outcome){.kind = PCICLAIM_BOUND, .group = 7};
+    o = (struct bindplan_outcome){.kind = BINDPLAN_BOUND, .group = 7};
     pciclaim_decide(c, &o, &d);
     CU_ASSERT(d.write_status && d.status.ready && d.status.passthrough);
     CU_ASSERT(!d.proceed); /* the last write: the watch event brings the claim back */
@@ -230,7 +231,7 @@ static void test_decide_bind_path(void)
     CU_ASSERT_STRING_EQUAL(d.event_reason, "Bound");
     CU_ASSERT_STRING_EQUAL(d.result, "bound");
     CU_ASSERT(!d.warning);
-    o = (struct pciclaim_outcome){.kind = PCICLAIM_FAILED, .reason = "BindFailed"};
+    o = (struct bindplan_outcome){.kind = BINDPLAN_FAILED, .reason = "BindFailed"};
     (void)snprintf(o.message, sizeof(o.message), "probe did not bind");
     pciclaim_decide(c, &o, &d);
     CU_ASSERT(d.retry && d.warning);
@@ -246,7 +247,7 @@ static void test_decide_bind_path(void)
 static void test_decide_restore_paths(void)
 {
     cJSON *c = claim("n", "0000:02:00.0", true, true, "{\"kernelDriverToUnbind\":\"e1000e\"}");
-    struct pciclaim_outcome o = {.kind = PCICLAIM_BUSY, .group = 7};
+    struct bindplan_outcome o = {.kind = BINDPLAN_BUSY, .group = 7};
     struct pciclaim_decision d;
     pciclaim_decide(c, &o, &d);
     CU_ASSERT(d.write_status);
@@ -254,7 +255,7 @@ static void test_decide_restore_paths(void)
     CU_ASSERT(d.status.passthrough); /* still bound */
     CU_ASSERT_DOUBLE_EQUAL(d.requeue_after, PCICLAIM_BUSY_RETRY, 1e-9);
     CU_ASSERT(!d.remove_finalizer);
-    o = (struct pciclaim_outcome){.kind = PCICLAIM_RESTORED};
+    o = (struct bindplan_outcome){.kind = BINDPLAN_RESTORED};
     (void)snprintf(o.driver, sizeof(o.driver), "e1000e");
     pciclaim_decide(c, &o, &d);
     CU_ASSERT(d.remove_finalizer && !d.write_status);
@@ -263,7 +264,7 @@ static void test_decide_restore_paths(void)
     CU_ASSERT_STRING_EQUAL(d.result, "restored");
     CU_ASSERT_PTR_NOT_NULL(strstr(d.message, "restored to driver \"e1000e\""));
     /* a claim that never bound (refused): nothing was changed, and it says so */
-    o = (struct pciclaim_outcome){.kind = PCICLAIM_RELEASED};
+    o = (struct bindplan_outcome){.kind = BINDPLAN_RELEASED};
     pciclaim_decide(c, &o, &d);
     CU_ASSERT(d.remove_finalizer);
     CU_ASSERT_STRING_EQUAL(d.event_reason, "Released");
@@ -271,7 +272,7 @@ static void test_decide_restore_paths(void)
     CU_ASSERT_STRING_EQUAL(d.result, "released");
     CU_ASSERT_PTR_NULL(strstr(d.message, "restored to driver"));
     CU_ASSERT_PTR_NOT_NULL(strstr(d.message, "nothing was changed"));
-    o = (struct pciclaim_outcome){.kind = PCICLAIM_FAILED, .reason = "RestoreFailed"};
+    o = (struct bindplan_outcome){.kind = BINDPLAN_FAILED, .reason = "RestoreFailed"};
     pciclaim_decide(c, &o, &d);
     CU_ASSERT(d.retry && !d.remove_finalizer);
     cJSON_Delete(c);
@@ -300,7 +301,7 @@ static void test_proceeds(void)
     d.proceed = false;
     CU_ASSERT(!pciclaim_proceeds(&d, written, "n-000002000", "n", 0));
     /* the record's decision proceeds only when there is something to write */
-    struct pciclaim_outcome o = {.kind = PCICLAIM_RECORD};
+    struct bindplan_outcome o = {.kind = BINDPLAN_RECORD};
     (void)snprintf(o.driver, sizeof(o.driver), "e1000e");
     pciclaim_decide(bare, &o, &d);
     CU_ASSERT(d.write_status && d.proceed);

@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controllers/claims/pciclaim.h"
+#include "controllers/claims/bindplan.h"
 #include "controllers/claims/usbclaim.h"
+#include "controllers/objects/usbobj.h"
 
 #define NAME "titan-0627-0001-1-1"
 
@@ -132,7 +133,7 @@ static void test_status_patch(void)
     cJSON_AddItemToObject(claim, "status", cJSON_Duplicate(st, true));
     char *again = usbclaim_status_patch(claim, "titan", &o, "2026-11-23T03:00:00Z");
     CU_ASSERT_PTR_NULL(again);
-    CU_ASSERT_TRUE(usbclaim_holds(claim));
+    CU_ASSERT_TRUE(usbobj_claim_holds(claim));
     cJSON_free(p);
     cJSON_Delete(patch);
     cJSON_Delete(claim);
@@ -160,7 +161,7 @@ static void test_finalizer_patch(void)
 /* The PCI side of the conflict: a controller with enabled USB devices behind it. */
 static void test_pci_claim_on_usb_controller(void)
 {
-    struct pciclaim_facts f = {.node = "titan",
+    struct bindplan_facts f = {.node = "titan",
                                .address = "0000:00:06.0",
                                .present = true,
                                .iommu_group = 5,
@@ -169,15 +170,15 @@ static void test_pci_claim_on_usb_controller(void)
                                .blockers = "",
                                .usb_enabled = "titan-0627-0001-1-1, titan-0627-0001-1-2",
                                .annotation = "xhci_hcd"};
-    struct pciclaim_outcome o;
-    pciclaim_check_bind(&f, &o);
-    CU_ASSERT_EQUAL(o.kind, PCICLAIM_REFUSED);
+    struct bindplan_outcome o;
+    bindplan_check_bind(&f, &o);
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_REFUSED);
     CU_ASSERT_STRING_EQUAL(o.reason, "USBDevicesEnabled");
     CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "titan-0627-0001-1-1, titan-0627-0001-1-2"));
     CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "delete their USBDeviceClaims first"));
     f.usb_enabled = "";
-    pciclaim_check_bind(&f, &o);
-    CU_ASSERT_EQUAL(o.kind, PCICLAIM_RECORD);
+    bindplan_check_bind(&f, &o);
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_RECORD);
 }
 
 static CU_TestInfo tests[] = {

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "controllers/claims/usbclaim.h"
 #include "controllers/devices/usbdevice.h"
+#include "controllers/objects/usbobj.h"
 #include "kube/names.h"
 #include "node/usb.h"
 
@@ -60,7 +60,7 @@ static cJSON *claim(const char *name, const char *ready, const char *reason, boo
                    "\"spec\":{\"userName\":\"alice\"},\"status\":{\"conditions\":[{\"type\":"
                    "\"Ready\",\"status\":\"%s\",\"reason\":\"%s\",\"message\":\"m\","
                    "\"observedGeneration\":1,\"lastTransitionTime\":\"2026-11-23T00:00:00Z\"}]}}",
-                   name, USBCLAIM_FINALIZER,
+                   name, USBOBJ_FINALIZER,
                    deleting ? ",\"deletionTimestamp\":\"2026-11-23T01:00:00Z\"" : "", ready,
                    reason);
     return cJSON_Parse(text);
@@ -144,9 +144,9 @@ static void test_enabled_follows_claim(void)
     cJSON *refused = claim(s.name, "False", "ControllerPassedThrough", false);
     cJSON *deleting = claim(s.name, "True", "Enabled", true);
     struct usbdevice_plan p;
-    CU_ASSERT_TRUE(usbclaim_holds(ready));
-    CU_ASSERT_FALSE(usbclaim_holds(refused));
-    CU_ASSERT_FALSE(usbclaim_holds(deleting));
+    CU_ASSERT_TRUE(usbobj_claim_holds(ready));
+    CU_ASSERT_FALSE(usbobj_claim_holds(refused));
+    CU_ASSERT_FALSE(usbobj_claim_holds(deleting));
     CU_ASSERT_EQUAL(usbdevice_plan(&s, have, ready, NULL, "titan", "node-uid", &p), 0);
     CU_ASSERT_STRING_EQUAL(or_null(p.status_patch), "{\"status\":{\"enabled\":true}}");
     usbdevice_plan_done(&p);
@@ -208,7 +208,7 @@ static void test_orphan_and_recovery(void)
     cJSON_Delete(keep);
     usbdevice_plan_done(&p);
     cJSON *waiting = claim(s.name, "False", "DeviceUnplugged", false);
-    CU_ASSERT_TRUE(usbclaim_holds(waiting));
+    CU_ASSERT_TRUE(usbobj_claim_holds(waiting));
     CU_ASSERT_EQUAL(usbdevice_plan(NULL, have, waiting, NULL, "titan", "node-uid", &p), 0);
     CU_ASSERT_TRUE(usbdevice_plan_empty(&p)); /* stable: nothing more to write */
     /* back in the same port with new numbers: the same object, unmarked, still enabled */

@@ -13,14 +13,15 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "base/timefmt.h"
 #include "controllers/objects/claimstatus.h"
-#include "controllers/claims/pciclaim.h"
+#include "controllers/objects/pciobj.h"
+#include "controllers/objects/usbobj.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
-#include "controllers/claims/usbclaim.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
@@ -29,16 +30,6 @@
 static void nodeclaims_free(void *userdata);
 
 #define MAX_IN_FLIGHT 2
-
-static const cJSON *field(const cJSON *o, const char *name)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
-}
-
-static const char *sfield(const cJSON *o, const char *name)
-{
-    return cJSON_GetStringValue(field(o, name));
-}
 
 /* --- pure ------------------------------------------------------------------------------------ */
 
@@ -85,8 +76,8 @@ static void agent_trouble(const struct nodeclaims_node *n, char *buf, size_t siz
 
 static bool is_ready(const cJSON *claim)
 {
-    return cJSON_IsString(field(claimstatus_ready(claim), "status")) &&
-           strcmp(sfield(claimstatus_ready(claim), "status"), "True") == 0;
+    return cJSON_IsString(json_field(claimstatus_ready(claim), "status")) &&
+           strcmp(json_str(claimstatus_ready(claim), "status"), "True") == 0;
 }
 
 void nodeclaims_decide(const cJSON *claim, const char *finalizer, const struct nodeclaims_node *n,
@@ -180,7 +171,7 @@ static bool claim_node(bool usb, const char *key, const cJSON *claim, char *buf,
 {
     if (usb)
         return kube_names_usbdevice_node(key, buf, size) == 0;
-    const char *n = sfield(field(claim, "spec"), "nodeName");
+    const char *n = json_str(json_field(claim, "spec"), "nodeName");
     return n && (size_t)snprintf(buf, size, "%s", n) < size;
 }
 
@@ -203,13 +194,13 @@ static enum nodeclaims_agent agent_of(struct nodeclaims *nc, const char *node, c
 {
     (void)snprintf(lease_key, size, "%s/%s", nc->cfg.lease_namespace, node);
     const cJSON *lease = kube_informer_get(nc->leases, lease_key);
-    const cJSON *spec = field(lease, "spec");
-    const cJSON *duration = field(spec, "leaseDurationSeconds");
-    *ret_renewed = sfield(spec, "renewTime");
+    const cJSON *spec = json_field(lease, "spec");
+    const cJSON *duration = json_field(spec, "leaseDurationSeconds");
+    *ret_renewed = json_str(spec, "renewTime");
     *ret_expires = 0;
     if (!lease)
         return NODECLAIMS_AGENT_NEVER;
-    if (!sfield(spec, "holderIdentity") || !sfield(spec, "holderIdentity")[0])
+    if (!json_str(spec, "holderIdentity") || !json_str(spec, "holderIdentity")[0])
         return NODECLAIMS_AGENT_STOPPED;
     const double *t = seen_at(nc, lease_key);
     *ret_expires =
@@ -247,7 +238,7 @@ static int plan_claims(struct ncjob *j, bool usb, const struct nodeclaims_node *
         if (!claim_node(usb, key, claim, node, sizeof(node)) || strcmp(node, n->name) != 0)
             continue;
         struct nodeclaims_decision d;
-        nodeclaims_decide(claim, usb ? USBCLAIM_FINALIZER : PCICLAIM_FINALIZER, n, &d);
+        nodeclaims_decide(claim, usb ? USBOBJ_FINALIZER : PCIOBJ_FINALIZER, n, &d);
         int r = d.action == NODECLAIMS_NOTHING ? 0 : add_action(j, usb, key, claim, &d);
         if (r < 0)
             return r;
@@ -325,7 +316,7 @@ static void next_action(struct ncjob *j)
         bool release = a->d.action == NODECLAIMS_RELEASE;
         timefmt_now(now, sizeof(now));
         patch = release ? claimstatus_finalizer_patch(
-                                  a->claim, a->usb ? USBCLAIM_FINALIZER : PCICLAIM_FINALIZER, false)
+                                  a->claim, a->usb ? USBOBJ_FINALIZER : PCIOBJ_FINALIZER, false)
                         : nodeclaims_status_patch(a->claim, &a->d, now);
         int r = patch ? kube_client_patch(j->nc->cfg.env.http, res, NULL, a->name,
                                           release ? KUBE_PATCH_JSON : KUBE_PATCH_MERGE, patch,

@@ -88,7 +88,7 @@ static void check(struct pcibind_job *j, struct node_vfio_dev *d)
     struct err why = {{0}};
     struct buf blockers;
     struct node_hostuse use = {0};
-    struct pciclaim_facts f = {.node = j->env->node_name,
+    struct bindplan_facts f = {.node = j->env->node_name,
                                .address = j->address,
                                .recorded = j->recorded,
                                .annotation = j->annotation,
@@ -110,7 +110,7 @@ static void check(struct pcibind_job *j, struct node_vfio_dev *d)
                                               &f.blockers_essential);
         f.blockers = buf_str(&blockers) ? buf_str(&blockers) : "";
     }
-    pciclaim_check_bind(&f, &j->out);
+    bindplan_check_bind(&f, &j->out);
     node_hostuse_done(&use);
     buf_free(&blockers);
 }
@@ -138,7 +138,7 @@ static int load_modules(struct pcibind_job *j)
                       strerror(-r));
     node_sysfs_names_free(names);
     if (r < 0) {
-        j->out.kind = PCICLAIM_FAILED;
+        j->out.kind = BINDPLAN_FAILED;
         j->out.reason = "VFIOUnavailable";
         (void)snprintf(j->out.message, sizeof(j->out.message), "%s", err.msg);
         return r;
@@ -151,7 +151,7 @@ static void run_bind(struct pcibind_job *j)
 {
     struct node_vfio_dev d;
     check(j, &d);
-    if (j->out.kind != PCICLAIM_GO || j->check_only || load_modules(j) < 0)
+    if (j->out.kind != BINDPLAN_GO || j->check_only || load_modules(j) < 0)
         return;
     struct err err = {{0}};
     struct timespec t0, t1;
@@ -161,7 +161,7 @@ static void run_bind(struct pcibind_job *j)
     (void)clock_gettime(CLOCK_MONOTONIC, &t1);
     j->out.bind_us = (int)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
     (void)snprintf(j->out.message, sizeof(j->out.message), "%s", err.msg);
-    j->out.kind = r < 0 ? PCICLAIM_FAILED : PCICLAIM_BOUND;
+    j->out.kind = r < 0 ? BINDPLAN_FAILED : BINDPLAN_BOUND;
     j->out.reason = r < 0 ? "BindFailed" : "Bound";
 }
 
@@ -169,13 +169,13 @@ static void run_restore(struct pcibind_job *j)
 {
     struct node_vfio_dev d;
     int fd = j->env->sysfs_fd;
-    j->out = (struct pciclaim_outcome){.kind = PCICLAIM_RELEASED};
+    j->out = (struct bindplan_outcome){.kind = BINDPLAN_RELEASED};
     if (!j->recorded) /* never touched: nothing to restore */
         return;
     int r = node_vfio_observe(fd, j->address, &d);
     j->out.group = r == 0 ? d.iommu_group : -1;
     if (r < 0) {
-        j->out.kind = PCICLAIM_FAILED;
+        j->out.kind = BINDPLAN_FAILED;
         j->out.reason = "RestoreFailed";
         (void)snprintf(j->out.message, sizeof(j->out.message), "cannot read device %s in sysfs: %s",
                        j->address, strerror(-r));
@@ -183,14 +183,14 @@ static void run_restore(struct pcibind_job *j)
     }
     if (d.present && strcmp(d.driver, NODE_VFIO_DRIVER) == 0 && d.iommu_group >= 0 &&
         node_vfio_group_busy(j->env->dev_root, d.iommu_group) > 0) {
-        j->out.kind = PCICLAIM_BUSY;
+        j->out.kind = BINDPLAN_BUSY;
         return;
     }
     struct err err = {{0}};
     r = node_vfio_converge(fd, j->address, NODE_VFIO_RESTORE, j->original, on_vfio_step, NULL, &d,
                            &err);
     (void)snprintf(j->out.message, sizeof(j->out.message), "%s", err.msg);
-    j->out.kind = r < 0 ? PCICLAIM_FAILED : PCICLAIM_RESTORED;
+    j->out.kind = r < 0 ? BINDPLAN_FAILED : BINDPLAN_RESTORED;
     j->out.reason = r < 0 ? "RestoreFailed" : "Restored";
     if (r == 0)
         (void)snprintf(j->out.driver, sizeof(j->out.driver), "%s", d.driver);
@@ -203,4 +203,38 @@ void pcibind_run(struct worker_job *wj)
         run_restore(j);
     else
         run_bind(j);
+}
+
+/* A job of the caller's request, run at once on this thread. */
+static void run_device(struct pcibind_env *env, const struct pcibind_request *req, bool restore,
+                       struct bindplan_outcome *ret)
+{
+    struct pcibind_job j = {.env = env,
+                            .deleting = restore,
+                            .recorded = true,
+                            .claimed = req->claimed,
+                            .n_claimed = req->n_claimed};
+    (void)snprintf(j.address, sizeof(j.address), "%s", req->address);
+    (void)snprintf(j.original, sizeof(j.original), "%s", req->original);
+    (void)snprintf(j.annotation, sizeof(j.annotation), "%s",
+                   req->annotation ? req->annotation : "");
+    pcibind_run(&j.wj);
+    *ret = j.out;
+}
+
+void pcibind_bind_device(struct pcibind_env *env, const struct pcibind_request *req,
+                         struct bindplan_outcome *ret)
+{
+    run_device(env, req, false, ret);
+}
+
+void pcibind_restore_device(struct pcibind_env *env, const struct pcibind_request *req,
+                            struct bindplan_outcome *ret)
+{
+    run_device(env, req, true, ret);
+}
+
+int pcibind_observe(const struct pcibind_env *env, const char *address, struct node_vfio_dev *ret)
+{
+    return node_vfio_observe(env->sysfs_fd, address, ret);
 }

@@ -2,9 +2,14 @@
 /*
  * controllers/claims/pcibind.h - a claim's node work, on the process's worker thread: reads the
  * device and its IOMMU group in sysfs, gathers the facts the pure bind checks need
- * (pciclaim_check_bind), loads vfio-pci (libkmod, once), binds or restores (node/vfio) and
+ * (bindplan_check_bind), loads vfio-pci (libkmod, once), binds or restores (node/vfio) and
  * reports the outcome. Touches no loop state: a job reads its own inputs and writes its own
  * outcome. Does not log, except before a fault point aborts the process.
+ *
+ * Two ways in: the PCIDeviceClaim reconciler submits a pcibind_job to the worker (its inputs
+ * filled on the loop); a caller already on the worker thread (the DRA plugin's node work) asks
+ * for one device at a time with pcibind_bind_device() and pcibind_restore_device(), on the
+ * pcibind_env it was handed, and reads the bindplan_outcome.
  *
  * HOSTDEVD_FAULT=<goal>:<step> aborts the process right after that step (crash tests; see
  * pciclaim.h for the list).
@@ -14,9 +19,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "controllers/claims/pciclaim.h"
+#include "controllers/claims/bindplan.h"
 #include "controllers/runtime/worker.h"
 #include "node/pci.h"
+
+struct node_vfio_dev;
 
 /* What every job of one agent shares. */
 struct pcibind_env {
@@ -41,8 +48,29 @@ struct pcibind_job {
     char *usb_enabled; /* USB devices enabled behind this device (a USB controller), "" none */
     bool check_only;   /* observe and check, never bind (a new claim's first phase) */
     /* output */
-    struct pciclaim_outcome out;
+    struct bindplan_outcome out;
 };
+
+/* One device's node work for a caller on the worker thread, the original driver recorded already
+ * (by the caller: the DRA checkpoint). Borrowed. */
+struct pcibind_request {
+    const char *address;
+    const char *original;   /* the original driver: what a restore gives back */
+    const char *annotation; /* bind: the PCIDevice's driver at first sight, or NULL */
+    char **claimed;         /* bind: addresses other claims hold: group members that count */
+    size_t n_claimed;
+};
+
+/* Binds the device of `req` now: the bind checks, vfio-pci loaded, bind, verify. The outcome is
+ * BINDPLAN_BOUND (with its group), BINDPLAN_REFUSED or BINDPLAN_FAILED (reason, message). */
+void pcibind_bind_device(struct pcibind_env *env, const struct pcibind_request *req,
+                         struct bindplan_outcome *ret);
+/* Gives the device of `req` its original driver back now. The outcome is BINDPLAN_RESTORED,
+ * BINDPLAN_BUSY (a process holds its IOMMU group) or BINDPLAN_FAILED (reason, message). */
+void pcibind_restore_device(struct pcibind_env *env, const struct pcibind_request *req,
+                            struct bindplan_outcome *ret);
+/* Reads the device at `address` in sysfs (node_vfio_observe() on the env's sysfs). */
+int pcibind_observe(const struct pcibind_env *env, const char *address, struct node_vfio_dev *ret);
 
 /* Runs the job on the worker thread: `wj.run` of a pcibind_job. */
 void pcibind_run(struct worker_job *wj);

@@ -17,19 +17,21 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <ev.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
 #include "base/timefmt.h"
 #include "controllers/objects/claimstatus.h"
 #include "controllers/claims/pcibind.h"
+#include "controllers/objects/pciobj.h"
+#include "controllers/objects/usbobj.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "controllers/runtime/worker.h"
@@ -47,38 +49,14 @@ static void pciclaim_free(void *userdata);
 
 /* --- pure planning ---------------------------------------------------------------------------- */
 
-static const cJSON *field(const cJSON *o, const char *name)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
-}
-
-static const char *str_field(const cJSON *o, const char *name)
-{
-    const cJSON *v = field(o, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static bool same(const char *a, const char *b)
-{
-    return a && b && strcmp(a, b) == 0;
-}
-
-bool pciclaim_driver_recorded(const cJSON *claim, const char **ret_driver)
-{
-    const char *d = str_field(field(claim, "status"), "kernelDriverToUnbind");
-    if (d && ret_driver)
-        *ret_driver = d;
-    return d != NULL;
-}
-
 static bool status_matches(const cJSON *claim, const struct pciclaim_status *w)
 {
-    const cJSON *st = field(claim, "status");
+    const cJSON *st = json_field(claim, "status");
     const char *driver = NULL;
-    if (w->driver && (!pciclaim_driver_recorded(claim, &driver) || strcmp(driver, w->driver)))
+    if (w->driver && (!pciobj_driver_recorded(claim, &driver) || strcmp(driver, w->driver)))
         return false;
-    if (!cJSON_IsBool(field(st, "passthroughEnabled")) ||
-        cJSON_IsTrue(field(st, "passthroughEnabled")) != w->passthrough)
+    if (!cJSON_IsBool(json_field(st, "passthroughEnabled")) ||
+        cJSON_IsTrue(json_field(st, "passthroughEnabled")) != w->passthrough)
         return false;
     return claimstatus_ready_is(claim, w->ready, w->reason, w->message);
 }
@@ -102,115 +80,22 @@ char *pciclaim_status_patch(const cJSON *claim, const struct pciclaim_status *wa
 
 char *pciclaim_finalizer_patch(const cJSON *claim, bool add)
 {
-    return claimstatus_finalizer_patch(claim, PCICLAIM_FINALIZER, add);
+    return claimstatus_finalizer_patch(claim, PCIOBJ_FINALIZER, add);
 }
 
 enum pciclaim_step pciclaim_next_step(const cJSON *claim, const char *key, const char *node)
 {
     char want[KUBE_NAME_MAX + 1];
-    const cJSON *spec = field(claim, "spec");
-    const char *n = str_field(spec, "nodeName"), *a = str_field(spec, "address");
+    const cJSON *spec = json_field(claim, "spec");
+    const char *n = json_str(spec, "nodeName"), *a = json_str(spec, "address");
     bool deleting = kube_meta_str(claim, "deletionTimestamp") != NULL;
     if (!claim || !n || strcmp(n, node) != 0)
         return PCICLAIM_NOTHING; /* another node's (the field selector keeps them away) */
     if (!a || kube_names_pcidevice(n, a, want, sizeof(want)) < 0 || strcmp(want, key) != 0)
         return deleting ? PCICLAIM_NOTHING : PCICLAIM_INVALID;
-    if (claimstatus_finalizer_index(claim, PCICLAIM_FINALIZER) < 0)
+    if (claimstatus_finalizer_index(claim, PCIOBJ_FINALIZER) < 0)
         return deleting ? PCICLAIM_NOTHING : PCICLAIM_ADD_FINALIZER;
     return PCICLAIM_NODE_WORK;
-}
-
-static void set_outcome(struct pciclaim_outcome *o, enum pciclaim_outcome_kind kind,
-                        const char *reason, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
-
-static void set_outcome(struct pciclaim_outcome *o, enum pciclaim_outcome_kind kind,
-                        const char *reason, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang-analyzer 14 false positive
-    (void)vsnprintf(o->message, sizeof(o->message), fmt, ap);
-    va_end(ap);
-    o->kind = kind;
-    o->reason = reason;
-}
-
-/* The IOMMU group check: PCICLAIM_GO when no member stands in the way. */
-static void check_group(const struct pciclaim_facts *f, struct pciclaim_outcome *o)
-{
-    int n = f->group_blockers;
-    if (n < 0)
-        set_outcome(o, PCICLAIM_REFUSED, "SysfsError",
-                    "cannot read the members of IOMMU group %d in sysfs: %s", f->iommu_group,
-                    strerror(-n));
-    else if (n > 0 && f->blockers_essential)
-        set_outcome(o, PCICLAIM_REFUSED, "IOMMUGroupUnsafe",
-                    "IOMMU group %d also holds %s, which the host cannot give up (an ISA/LPC "
-                    "bridge, an SMBus controller or a host-critical device): device %s cannot "
-                    "be passed through safely in this slot. Move the card to a slot with an "
-                    "IOMMU group of its own",
-                    f->iommu_group, f->blockers, f->address);
-    else if (n > 0)
-        set_outcome(o, PCICLAIM_REFUSED, "IOMMUGroupIncomplete",
-                    "IOMMU group %d also holds %s; the whole group goes to one VM, so claim %s "
-                    "too (or bind %s to vfio-pci)",
-                    f->iommu_group, f->blockers, n == 1 ? "that device" : "those devices",
-                    n == 1 ? "it" : "them");
-    else
-        o->kind = PCICLAIM_GO;
-}
-
-/* The original driver to record: the current one, unless the device is on vfio-pci already:
- * then the driver at first sight when that names one, else vfio-pci itself (the admin put it
- * there: vfio-pci.ids=, a driver_override; its release leaves it there). As the DRA path
- * records it (draprep_original), and as harvester records the driver it finds. */
-static const char *original_driver(const struct pciclaim_facts *f)
-{
-    if (strcmp(f->driver, NODE_VFIO_DRIVER) == 0 && f->annotation && f->annotation[0])
-        return f->annotation;
-    return f->driver;
-}
-
-void pciclaim_check_bind(const struct pciclaim_facts *f, struct pciclaim_outcome *ret)
-{
-    *ret = (struct pciclaim_outcome){.group = f->iommu_group};
-    if (f->read_error < 0)
-        set_outcome(ret, PCICLAIM_REFUSED, "SysfsError", "cannot read device %s in sysfs: %s",
-                    f->address, strerror(-f->read_error));
-    else if (!f->present)
-        set_outcome(ret, PCICLAIM_REFUSED, "DeviceNotFound", "there is no PCI device %s on node %s",
-                    f->address, f->node);
-    else if (f->iommu_group < 0)
-        set_outcome(ret, PCICLAIM_REFUSED, "NoIOMMUGroup",
-                    "device %s has no IOMMU group, so it cannot be passed through safely: turn "
-                    "on the IOMMU (VT-d or AMD-Vi in the firmware, intel_iommu=on or "
-                    "amd_iommu=on on the kernel command line) and reboot the node",
-                    f->address);
-    else if (f->platform)
-        set_outcome(ret, PCICLAIM_REFUSED, "PlatformDevice",
-                    "device %s is %s, which the host cannot give up: it is never passed through",
-                    f->address, f->platform);
-    else if (f->host_critical > 0)
-        set_outcome(ret, PCICLAIM_REFUSED, "HostCritical",
-                    "device %s is host-critical: %s; passing it through would cut the node "
-                    "off. Move that use to another device first",
-                    f->address, f->host_why);
-    else if (f->host_critical < 0)
-        set_outcome(ret, PCICLAIM_REFUSED, "HostCritical",
-                    "cannot tell whether device %s is host-critical (%s); refusing to be safe",
-                    f->address, strerror(-f->host_critical));
-    else if (f->usb_enabled && f->usb_enabled[0] && strcmp(f->driver, NODE_VFIO_DRIVER) != 0)
-        set_outcome(ret, PCICLAIM_REFUSED, "USBDevicesEnabled",
-                    "USB host controller %s has USB devices enabled for passthrough behind it "
-                    "(%s), which would go with it: delete their USBDeviceClaims first",
-                    f->address, f->usb_enabled);
-    else
-        check_group(f, ret);
-    if (ret->kind == PCICLAIM_GO && !f->recorded) {
-        ret->kind = PCICLAIM_RECORD;
-        (void)snprintf(ret->driver, sizeof(ret->driver), "%s", original_driver(f));
-    }
 }
 
 static void decide_status(const cJSON *claim, struct pciclaim_decision *d, bool warning,
@@ -225,7 +110,7 @@ static void decide_status(const cJSON *claim, struct pciclaim_decision *d, bool 
     }
 }
 
-static void decide_bound(const cJSON *claim, const struct pciclaim_outcome *o,
+static void decide_bound(const cJSON *claim, const struct bindplan_outcome *o,
                          struct pciclaim_decision *d)
 {
     (void)snprintf(d->message, sizeof(d->message), "bound to vfio-pci; VMs get /dev/vfio/%d",
@@ -237,14 +122,14 @@ static void decide_bound(const cJSON *claim, const struct pciclaim_outcome *o,
         d->result = "bound";
 }
 
-static void decide_deleted(const struct pciclaim_outcome *o, const char *address,
+static void decide_deleted(const struct bindplan_outcome *o, const char *address,
                            struct pciclaim_decision *d)
 {
     d->remove_finalizer = true;
-    d->event_reason = o->kind == PCICLAIM_RESTORED ? "Restored" : "Released";
-    d->log = o->kind == PCICLAIM_RESTORED ? "Restored device" : "Released claim";
-    d->result = o->kind == PCICLAIM_RESTORED ? "restored" : "released";
-    if (o->kind == PCICLAIM_RESTORED)
+    d->event_reason = o->kind == BINDPLAN_RESTORED ? "Restored" : "Released";
+    d->log = o->kind == BINDPLAN_RESTORED ? "Restored device" : "Released claim";
+    d->result = o->kind == BINDPLAN_RESTORED ? "restored" : "released";
+    if (o->kind == BINDPLAN_RESTORED)
         (void)snprintf(d->message, sizeof(d->message), "device %s restored to driver \"%s\"",
                        address, o->driver);
     else
@@ -252,18 +137,18 @@ static void decide_deleted(const struct pciclaim_outcome *o, const char *address
                        "nothing was changed on device %s: this claim never bound it", address);
 }
 
-void pciclaim_decide(const cJSON *claim, const struct pciclaim_outcome *o,
+void pciclaim_decide(const cJSON *claim, const struct bindplan_outcome *o,
                      struct pciclaim_decision *ret)
 {
     struct pciclaim_decision *d = ret;
-    const char *address = str_field(field(claim, "spec"), "address");
+    const char *address = pciobj_address(claim);
     *d = (struct pciclaim_decision){0};
     d->status = (struct pciclaim_status){.reason = o->reason, .message = o->message};
     switch (o->kind) {
-    case PCICLAIM_REFUSED:
+    case BINDPLAN_REFUSED:
         decide_status(claim, d, true, "Refused PCIDeviceClaim", "refused");
         break;
-    case PCICLAIM_RECORD:
+    case BINDPLAN_RECORD:
         (void)snprintf(d->message, sizeof(d->message),
                        "recorded the original driver \"%s\"; binding to vfio-pci", o->driver);
         d->status = (struct pciclaim_status){
@@ -272,10 +157,10 @@ void pciclaim_decide(const cJSON *claim, const struct pciclaim_outcome *o,
         d->fault = "record-driver";
         d->proceed = d->write_status;
         break;
-    case PCICLAIM_BOUND:
+    case BINDPLAN_BOUND:
         decide_bound(claim, o, d);
         break;
-    case PCICLAIM_FAILED: /* said every time: each attempt is news */
+    case BINDPLAN_FAILED: /* said every time: each attempt is news */
         d->write_status = !status_matches(claim, &d->status);
         d->event_reason = o->reason;
         d->warning = true;
@@ -283,7 +168,7 @@ void pciclaim_decide(const cJSON *claim, const struct pciclaim_outcome *o,
         d->result = "failed";
         d->retry = true;
         break;
-    case PCICLAIM_BUSY:
+    case BINDPLAN_BUSY:
         (void)snprintf(d->message, sizeof(d->message),
                        "a VM holds /dev/vfio/%d; the original driver is restored when it lets go "
                        "(stop the VM or detach the device)",
@@ -293,11 +178,11 @@ void pciclaim_decide(const cJSON *claim, const struct pciclaim_outcome *o,
         decide_status(claim, d, true, NULL, "busy");
         d->requeue_after = PCICLAIM_BUSY_RETRY;
         break;
-    case PCICLAIM_RESTORED:
-    case PCICLAIM_RELEASED:
+    case BINDPLAN_RESTORED:
+    case BINDPLAN_RELEASED:
         decide_deleted(o, address ? address : "", d);
         break;
-    case PCICLAIM_GO:
+    case BINDPLAN_GO:
         break;
     }
 }
@@ -311,7 +196,7 @@ bool pciclaim_proceeds(const struct pciclaim_decision *d, const cJSON *written, 
 
 bool pciclaim_checks_early(const cJSON *claim)
 {
-    return !pciclaim_driver_recorded(claim, NULL) && !kube_meta_str(claim, "deletionTimestamp");
+    return !pciobj_driver_recorded(claim, NULL) && !kube_meta_str(claim, "deletionTimestamp");
 }
 
 const cJSON *pciclaim_pick_written(const cJSON *a, const cJSON *b, const char *key,
@@ -322,7 +207,7 @@ const cJSON *pciclaim_pick_written(const cJSON *a, const cJSON *b, const char *k
     for (size_t i = 0; i < 2; i++) {
         if (!both[i] || pciclaim_next_step(both[i], key, node) != PCICLAIM_NODE_WORK)
             continue;
-        if (pciclaim_driver_recorded(both[i], NULL))
+        if (pciobj_driver_recorded(both[i], NULL))
             return both[i];
         work = work ? work : both[i];
     }
@@ -432,7 +317,7 @@ static void finish(struct cjob *j)
 }
 
 static void node_work(struct cjob *j);
-static void conclude(struct cjob *j, const struct pciclaim_outcome *o);
+static void conclude(struct cjob *j, const struct bindplan_outcome *o);
 
 /* Goes on from the object a write returned when the decision says so (the finalizer is on it,
  * the original driver recorded): the next step starts at once, from an object newer than the
@@ -553,7 +438,7 @@ static void say(struct cjob *j)
     else if (d->log && d->warning)
         log_warning(d->log, KV_STR("claim", key_of(j)), KV_STR("device", j->bind.address),
                     KV_STR("reason", d->status.reason), KV_STR("message", note));
-    else if (d->log && j->bind.out.kind == PCICLAIM_BOUND) /* with the bind's own time */
+    else if (d->log && j->bind.out.kind == BINDPLAN_BOUND) /* with the bind's own time */
         log_info(d->log, KV_STR("claim", key_of(j)), KV_STR("device", j->bind.address),
                  KV_INT("bindMicroseconds", j->bind.out.bind_us), KV_STR("message", note));
     else if (d->log)
@@ -565,7 +450,7 @@ static void say(struct cjob *j)
 }
 
 /* Acts on the outcome: log, Event, count, at most one write. */
-static void conclude(struct cjob *j, const struct pciclaim_outcome *o)
+static void conclude(struct cjob *j, const struct bindplan_outcome *o)
 {
     pciclaim_decide(j->claim, o, &j->decision);
     say(j);
@@ -674,7 +559,7 @@ static void collect_claimed(struct cjob *j)
     const cJSON *obj;
     j->bind.claimed = calloc(n ? n : 1, sizeof(*j->bind.claimed));
     while (j->bind.claimed && kube_informer_next(inf, &pos, &key, &obj)) {
-        const char *a = str_field(field(obj, "spec"), "address");
+        const char *a = pciobj_address(obj);
         char *copy = a && !kube_meta_str(obj, "deletionTimestamp") ? strdup(a) : NULL;
         if (copy && j->bind.n_claimed < n)
             j->bind.claimed[j->bind.n_claimed++] = copy;
@@ -692,9 +577,7 @@ static void collect_usb(struct cjob *j)
     const cJSON *obj;
     buf_init(&b, 2048);
     while (j->c->usb_devices && kube_informer_next(j->c->usb_devices, &pos, &key, &obj)) {
-        const cJSON *st = field(obj, "status");
-        if (cJSON_IsTrue(field(st, "enabled")) &&
-            same(str_field(st, "pciAddress"), j->bind.address))
+        if (usbobj_enabled_behind(obj, j->bind.address))
             (void)buf_printf(&b, "%s%s", b.len ? ", " : "", key);
     }
     j->bind.usb_enabled = buf_take(&b);
@@ -705,13 +588,12 @@ static void start_node_work(struct cjob *j, bool check_only)
 {
     struct pcibind_job *b = &j->bind;
     b->check_only = check_only;
-    const char *a = str_field(field(j->claim, "spec"), "address"), *orig = NULL;
+    const char *a = pciobj_address(j->claim), *orig = NULL;
     (void)snprintf(b->address, sizeof(b->address), "%s", a ? a : "");
-    b->recorded = pciclaim_driver_recorded(j->claim, &orig);
+    b->recorded = pciobj_driver_recorded(j->claim, &orig);
     (void)snprintf(b->original, sizeof(b->original), "%s", orig ? orig : "");
     const cJSON *dev = j->c->cfg.devices ? kube_informer_get(j->c->cfg.devices, key_of(j)) : NULL;
-    const char *ann = str_field(field(field(dev, "metadata"), "annotations"),
-                                KUBE_PCIDEVICE_DRIVER_ANNOTATION);
+    const char *ann = pciobj_first_driver(dev);
     (void)snprintf(b->annotation, sizeof(b->annotation), "%s", ann ? ann : "");
     collect_claimed(j);
     collect_usb(j);
@@ -725,18 +607,19 @@ static void start_node_work(struct cjob *j, bool check_only)
  * lets the device go (the agent queues every claim then). */
 static bool dra_holds(struct cjob *j, char *who, size_t size)
 {
-    const char *a = str_field(field(j->claim, "spec"), "address");
-    return j->c->dra_holder && a && !field(field(j->claim, "metadata"), "deletionTimestamp") &&
+    const char *a = pciobj_address(j->claim);
+    return j->c->dra_holder && a &&
+           !json_field(json_field(j->claim, "metadata"), "deletionTimestamp") &&
            j->c->dra_holder(a, who, size, j->c->dra_ud);
 }
 
 static bool dra_refuses(struct cjob *j)
 {
-    const char *a = str_field(field(j->claim, "spec"), "address");
+    const char *a = pciobj_address(j->claim);
     char who[600];
     if (!dra_holds(j, who, sizeof(who)))
         return false;
-    struct pciclaim_outcome o = {.kind = PCICLAIM_REFUSED, .reason = "AllocatedByDRA"};
+    struct bindplan_outcome o = {.kind = BINDPLAN_REFUSED, .reason = "AllocatedByDRA"};
     (void)snprintf(o.message, sizeof(o.message),
                    "device %s is prepared for ResourceClaim %.600s (DRA driver "
                    "vfio-pci.hostdevd.io): this claim waits until that claim's Pod is gone",
@@ -765,8 +648,8 @@ static void act(struct runner_job *job, void *plan, void *ctx)
     (void)ctx;
     j->job = job;
     if (j->step == PCICLAIM_INVALID) {
-        const char *a = str_field(field(j->claim, "spec"), "address");
-        struct pciclaim_outcome o = {.kind = PCICLAIM_REFUSED, .reason = "InvalidClaim"};
+        const char *a = pciobj_address(j->claim);
+        struct bindplan_outcome o = {.kind = BINDPLAN_REFUSED, .reason = "InvalidClaim"};
         (void)snprintf(o.message, sizeof(o.message),
                        "spec.address \"%s\" is not a PCI address of the form 0000:3b:00.1, or the "
                        "claim is not named after it (<node>-<address without ':' and '.'>)",

@@ -41,13 +41,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "controllers/claims/bindplan.h"
+
 struct buf;
 struct cJSON;
 struct ev_loop;
 struct kube_http;
 struct kube_informer;
-
-#define PCICLAIM_FINALIZER "devices.harvesterhci.io/restore-driver"
 
 /* What a claim's status should say. */
 struct pciclaim_status {
@@ -68,12 +68,7 @@ char *pciclaim_status_patch(const struct cJSON *claim, const struct pciclaim_sta
  * change of the list fails instead of clobbering it; NULL when there is nothing to do. */
 char *pciclaim_finalizer_patch(const struct cJSON *claim, bool add);
 
-/* Whether status.kernelDriverToUnbind is present (even ""): the original driver is recorded. */
-bool pciclaim_driver_recorded(const struct cJSON *claim, const char **ret_driver);
-
 /* --- pure decisions (unit-tested; no I/O, no logging) ---------------------------------------- */
-
-#define PCICLAIM_MESSAGE_SIZE 1024
 
 /* What a reconcile of a cached claim starts with. */
 enum pciclaim_step {
@@ -85,52 +80,6 @@ enum pciclaim_step {
 
 /* `claim` is the cached object of `key`; `node` this agent's node. */
 enum pciclaim_step pciclaim_next_step(const struct cJSON *claim, const char *key, const char *node);
-
-/* What the worker observed in sysfs about a claimed device, for the bind checks. */
-struct pciclaim_facts {
-    const char *node, *address;
-    int read_error;       /* < 0: the device could not be read (then nothing else is set) */
-    bool present;         /* the device exists */
-    int iommu_group;      /* -1: none */
-    const char *driver;   /* "" when unbound */
-    const char *platform; /* what the device is when the platform needs it (host bridge, ...) */
-    int host_critical;    /* 1 yes (why in host_why), 0 no, < 0 cannot tell */
-    const char *host_why;
-    int group_blockers;      /* members in the way (< 0: the group cannot be read) */
-    const char *blockers;    /* "0000:00:1f.0 (lpc_ich; claim n-00001f0), ..." */
-    bool blockers_essential; /* one of them the host cannot give up (ISA/LPC, SMBus, critical) */
-    const char *usb_enabled; /* USB devices enabled for passthrough behind this device (a USB
-                                host controller): "titan-0627-0001-1-1, ...", "" none */
-    bool recorded;           /* the claim recorded the original driver already */
-    const char *annotation;  /* the PCIDevice's driver at first sight, "" unknown */
-};
-
-/* The outcome of a claim's node work, as the worker found or made it. */
-enum pciclaim_outcome_kind {
-    PCICLAIM_GO,       /* the checks passed (bind) or there is something to restore */
-    PCICLAIM_REFUSED,  /* a safety check failed: reason, message */
-    PCICLAIM_RECORD,   /* record `driver` as the original driver before touching anything */
-    PCICLAIM_BOUND,    /* bound to vfio-pci and verified: group */
-    PCICLAIM_FAILED,   /* bind or restore failed: reason, message */
-    PCICLAIM_BUSY,     /* deleting, and a VM holds /dev/vfio/<group> */
-    PCICLAIM_RESTORED, /* restored to `driver` and verified */
-    PCICLAIM_RELEASED, /* deleting, and the claim never touched the device: nothing restored */
-};
-
-struct pciclaim_outcome {
-    enum pciclaim_outcome_kind kind;
-    const char *reason;
-    char message[PCICLAIM_MESSAGE_SIZE];
-    char driver[64];
-    int group;
-    int bind_us; /* PCICLAIM_BOUND: how long the bind steps and verification took */
-};
-
-/* The bind checks, in order: readable, present, IOMMU group, not host-critical (unless it is
- * on vfio-pci already), no USB devices enabled behind it (unless it is on vfio-pci already),
- * group complete; then the original driver is recorded first. Sets
- * PCICLAIM_REFUSED, PCICLAIM_RECORD or PCICLAIM_GO. */
-void pciclaim_check_bind(const struct pciclaim_facts *f, struct pciclaim_outcome *ret);
 
 /* What a reconcile does with an outcome: the status to write (or the finalizer to remove), the
  * Event, the log line and how the key goes on. */
@@ -147,7 +96,7 @@ struct pciclaim_decision {
                                  in the same reconcile (the driver is recorded: bind) */
     bool retry;               /* after the write: again after the key's backoff */
     double requeue_after;     /* > 0: again after this long (a VM holds the device) */
-    char message[PCICLAIM_MESSAGE_SIZE + 128]; /* what is said, when it is not the outcome's
+    char message[BINDPLAN_MESSAGE_SIZE + 128]; /* what is said, when it is not the outcome's
                                                   own message (then empty) */
 };
 
@@ -171,9 +120,9 @@ const struct cJSON *pciclaim_pick_written(const struct cJSON *a, const struct cJ
                                           const char *key, const char *node);
 #define PCICLAIM_BUSY_RETRY 5.0 /* seconds between checks of a group a VM holds */
 
-/* Decides for `claim` (the cached object) and the worker's outcome `o` (PCICLAIM_REFUSED for
+/* Decides for `claim` (the cached object) and the worker's outcome `o` (BINDPLAN_REFUSED for
  * an invalid claim). An Event and log line come only when the status changes. */
-void pciclaim_decide(const struct cJSON *claim, const struct pciclaim_outcome *o,
+void pciclaim_decide(const struct cJSON *claim, const struct bindplan_outcome *o,
                      struct pciclaim_decision *ret);
 
 /* --- the reconciler (logs) -------------------------------------------------------------------- */

@@ -15,13 +15,14 @@
 #include <sys/stat.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/timefmt.h"
 #include "controllers/objects/claimstatus.h"
+#include "controllers/objects/usbobj.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
-#include "controllers/devices/usbdevice.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
@@ -31,34 +32,7 @@ static void usbclaim_free(void *userdata);
 
 /* --- pure ------------------------------------------------------------------------------------- */
 
-static const cJSON *field(const cJSON *o, const char *name)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
-}
-
-static const char *str_field(const cJSON *o, const char *name)
-{
-    const cJSON *v = field(o, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static bool same(const char *a, const char *b)
-{
-    return a && b && strcmp(a, b) == 0;
-}
-
-#define REASON_ENABLED   "Enabled"
-#define REASON_UNPLUGGED "DeviceUnplugged"
-
-bool usbclaim_holds(const cJSON *claim)
-{
-    if (!claim || kube_meta_str(claim, "deletionTimestamp") ||
-        claimstatus_finalizer_index(claim, USBCLAIM_FINALIZER) < 0)
-        return false;
-    const cJSON *c = claimstatus_ready(claim);
-    return same(str_field(c, "status"), "True") || (same(str_field(c, "status"), "False") &&
-                                                    same(str_field(c, "reason"), REASON_UNPLUGGED));
-}
+#define REASON_ENABLED "Enabled"
 
 enum usbclaim_step usbclaim_next_step(const cJSON *claim, const char *key, const cJSON *device,
                                       const char *node)
@@ -67,13 +41,13 @@ enum usbclaim_step usbclaim_next_step(const cJSON *claim, const char *key, const
     if (!claim || kube_names_usbdevice_node(key, owner, sizeof(owner)) < 0 ||
         strcmp(owner, node) != 0)
         return USBCLAIM_NOTHING; /* another node's (or a name no node has) */
-    bool finalizer = claimstatus_finalizer_index(claim, USBCLAIM_FINALIZER) >= 0;
-    bool described = device && str_field(field(device, "status"), "devicePath");
+    bool finalizer = claimstatus_finalizer_index(claim, USBOBJ_FINALIZER) >= 0;
+    bool described = device && json_str(json_field(device, "status"), "devicePath");
     if (!kube_meta_str(claim, "deletionTimestamp") && device && !described)
         return USBCLAIM_NOTHING; /* just created: its status write brings the claim back */
     if (!kube_meta_str(claim, "deletionTimestamp"))
         return finalizer ? USBCLAIM_CHECK : USBCLAIM_ADD_FINALIZER;
-    if (!finalizer || usbdevice_is_enabled(device))
+    if (!finalizer || usbobj_device_enabled(device))
         return USBCLAIM_NOTHING; /* not ours, or the device reconciler disables it first */
     return USBCLAIM_RELEASE;
 }
@@ -115,8 +89,8 @@ static bool check_controller(const struct usbclaim_facts *f, const char *pci,
 
 void usbclaim_check(const struct usbclaim_facts *f, const char *name, struct usbclaim_outcome *ret)
 {
-    const cJSON *st = field(f->device, "status");
-    const char *pci = str_field(st, "pciAddress"), *path = str_field(st, "devicePath");
+    const cJSON *st = json_field(f->device, "status");
+    const char *pci = json_str(st, "pciAddress"), *path = json_str(st, "devicePath");
     *ret = (struct usbclaim_outcome){0};
     (void)snprintf(ret->pci_address, sizeof(ret->pci_address), "%s", pci ? pci : "");
     if (!f->device)
@@ -124,10 +98,10 @@ void usbclaim_check(const struct usbclaim_facts *f, const char *name, struct usb
             "there is no USBDevice %s on node %s: plug the device into the port its name says, "
             "or pick one from `kubectl get usbdevices -l nodename=%s`",
             name, f->node, f->node);
-    else if (usbdevice_is_orphaned(f->device)) /* its message, unless it has none */
-        set(ret, REASON_UNPLUGGED, "%s",
-            str_field(st, "message") && str_field(st, "message")[0] ? str_field(st, "message")
-                                                                    : "the device was unplugged");
+    else if (usbobj_device_orphaned(f->device)) /* its message, unless it has none */
+        set(ret, USBOBJ_REASON_UNPLUGGED, "%s",
+            json_str(st, "message") && json_str(st, "message")[0] ? json_str(st, "message")
+                                                                  : "the device was unplugged");
     else if (!check_controller(f, pci ? pci : "", ret))
         return;
     else if (f->devnode < 0 && !f->holds) /* held: an unplug the next scan will show */
@@ -147,10 +121,10 @@ void usbclaim_check(const struct usbclaim_facts *f, const char *name, struct usb
 char *usbclaim_status_patch(const cJSON *claim, const char *node, const struct usbclaim_outcome *o,
                             const char *now)
 {
-    const cJSON *st = field(claim, "status");
-    const char *pci = str_field(st, "pciAddress");
-    bool pci_ok = o->pci_address[0] ? same(pci, o->pci_address) : pci == NULL;
-    if (same(str_field(st, "nodeName"), node) && pci_ok &&
+    const cJSON *st = json_field(claim, "status");
+    const char *pci = json_str(st, "pciAddress");
+    bool pci_ok = o->pci_address[0] ? json_same(pci, o->pci_address) : pci == NULL;
+    if (json_same(json_str(st, "nodeName"), node) && pci_ok &&
         claimstatus_ready_is(claim, o->ready, o->reason, o->message))
         return NULL;
     cJSON *patch = cJSON_CreateObject();
@@ -170,7 +144,7 @@ char *usbclaim_status_patch(const cJSON *claim, const char *node, const struct u
 
 char *usbclaim_finalizer_patch(const cJSON *claim, bool add)
 {
-    return claimstatus_finalizer_patch(claim, USBCLAIM_FINALIZER, add);
+    return claimstatus_finalizer_patch(claim, USBOBJ_FINALIZER, add);
 }
 
 /* --- the reconciler --------------------------------------------------------------------------- */
@@ -273,7 +247,7 @@ static void emit(struct ujob *j, bool warning, const char *reason, const char *n
 static bool controller_on_vfio(const struct usbclaim *c, const char *name)
 {
     const cJSON *dev = c->pci_devices ? kube_informer_get(c->pci_devices, name) : NULL;
-    return same(str_field(field(dev, "status"), "kernelDriverInUse"), "vfio-pci");
+    return json_same(json_str(json_field(dev, "status"), "kernelDriverInUse"), "vfio-pci");
 }
 
 static int stat_devnode(const struct usbclaim *c, const char *path)
@@ -289,9 +263,9 @@ static int stat_devnode(const struct usbclaim *c, const char *path)
 static void say(struct ujob *j)
 {
     const struct usbclaim_outcome *o = &j->out;
-    int result = o->ready                                   ? R_ENABLED
-                 : strcmp(o->reason, REASON_UNPLUGGED) == 0 ? R_UNPLUGGED
-                                                            : R_REFUSED;
+    int result = o->ready                                          ? R_ENABLED
+                 : strcmp(o->reason, USBOBJ_REASON_UNPLUGGED) == 0 ? R_UNPLUGGED
+                                                                   : R_REFUSED;
     metrics_inc(j->c->results[result]);
     if (o->ready)
         log_info("Enabled USB device for passthrough", KV_STR("claim", key_of(j)),
@@ -309,7 +283,7 @@ static void check(struct ujob *j)
     struct usbclaim *c = j->c;
     char pci_name[KUBE_NAME_MAX + 1] = "";
     const cJSON *device = kube_informer_get(c->devices, key_of(j));
-    const char *pci = str_field(field(device, "status"), "pciAddress");
+    const char *pci = json_str(json_field(device, "status"), "pciAddress");
     bool named =
             pci && kube_names_pcidevice(c->cfg.env.node_name, pci, pci_name, sizeof(pci_name)) == 0;
     const cJSON *pc = named && c->pci_claims ? kube_informer_get(c->pci_claims, pci_name) : NULL;
@@ -318,9 +292,9 @@ static void check(struct ujob *j)
             .device = device,
             .controller_claim = pc && !kube_meta_str(pc, "deletionTimestamp") ? pci_name : NULL,
             .controller_on_vfio = named && controller_on_vfio(c, pci_name),
-            .holds = usbclaim_holds(j->claim),
+            .holds = usbobj_claim_holds(j->claim),
             .dev_root = c->cfg.env.dev_root};
-    f.devnode = device ? stat_devnode(c, str_field(field(device, "status"), "devicePath")) : 0;
+    f.devnode = device ? stat_devnode(c, json_str(json_field(device, "status"), "devicePath")) : 0;
     usbclaim_check(&f, key_of(j), &j->out);
     char now[40];
     timefmt_now(now, sizeof(now));

@@ -25,7 +25,7 @@
  *   5. on delete: the USBDevice reconciler sets enabled=false; once the device says so (or is
  *      gone) the finalizer is removed. Only this node's agent removes it.
  *
- * The decisions (usbclaim_holds, usbclaim_next_step, usbclaim_check, usbclaim_status_patch)
+ * The decisions (usbobj_claim_holds, usbclaim_next_step, usbclaim_check, usbclaim_status_patch)
  * are pure and unit-tested; the reconciler logs.
  */
 #pragma once
@@ -34,20 +34,14 @@
 
 #include <stdbool.h>
 
+#include "controllers/objects/usbobj.h"
+
 struct buf;
 struct cJSON;
 struct ev_loop;
 struct kube_http;
 struct kube_informer;
 struct metrics;
-
-#define USBCLAIM_FINALIZER    "devices.harvesterhci.io/release-usb"
-#define USBCLAIM_MESSAGE_SIZE 1024
-
-/* Whether `claim` (a cached USBDeviceClaim, or NULL) holds its device: alive, with our
- * finalizer, and made Ready by its agent (or waiting for the device to be plugged back in).
- * The USBDevice's status.enabled is exactly this. */
-bool usbclaim_holds(const struct cJSON *claim);
 
 enum usbclaim_step {
     USBCLAIM_NOTHING,       /* another node's claim, a deleted one without our finalizer, or a
@@ -66,7 +60,7 @@ enum usbclaim_step usbclaim_next_step(const struct cJSON *claim, const char *key
 struct usbclaim_facts {
     const char *node;
     const struct cJSON *device;   /* the cached USBDevice, NULL when there is none */
-    bool holds;                   /* the claim holds the device already (usbclaim_holds) */
+    bool holds;                   /* the claim holds the device already (usbobj_claim_holds) */
     const char *controller_claim; /* a live PCIDeviceClaim of the device's controller, or NULL */
     bool controller_on_vfio;      /* the controller's PCIDevice is on vfio-pci */
     int devnode;                  /* 0: the device node exists; -errno: it does not */
@@ -76,7 +70,7 @@ struct usbclaim_facts {
 struct usbclaim_outcome {
     bool ready;
     const char *reason;
-    char message[USBCLAIM_MESSAGE_SIZE];
+    char message[USBOBJ_MESSAGE_SIZE];
     char pci_address[20]; /* copied from the device, "" when unknown */
 };
 

@@ -4,7 +4,6 @@
  */
 #include "controllers/deviceplugin/devplugin.h"
 
-#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -216,20 +215,4 @@ size_t devplugin_prefer(const struct devplugin_dev *devs, size_t n, const char *
     for (size_t i = 0; i < n_available && c.n < c.size; i++)
         take(&c, available[i]);
     return c.n;
-}
-
-bool devplugin_pci_resource(const cJSON *claim, const cJSON *dev, const char *name, char *buf,
-                            size_t size)
-{
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(dev, "status");
-    const char *rn = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "resourceName"));
-    const char *slash = rn ? strchr(rn, '/') : NULL;
-    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(claim, "spec");
-    if (!slash)
-        return false;
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(spec, "disableResourcePooling")))
-        (void)snprintf(buf, size, "%.*s/%s", (int)(slash - rn), rn, name);
-    else
-        (void)snprintf(buf, size, "%s", rn);
-    return true;
 }

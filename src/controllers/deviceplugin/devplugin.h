@@ -72,11 +72,3 @@ void devplugin_alloc_done(struct devplugin_alloc *a);
 size_t devplugin_prefer(const struct devplugin_dev *devs, size_t n, const char *const *available,
                         size_t n_available, const char *const *must, size_t n_must, size_t size,
                         const char **out);
-
-struct cJSON;
-
-/* The resource a bound PCIDeviceClaim `claim` (named `name`) offers its device under: its
- * PCIDevice `dev`'s status.resourceName, or "<vendor domain>/<PCIDevice name>" when the claim
- * says spec.disableResourcePooling. Returns false when the device has no resource name. */
-bool devplugin_pci_resource(const struct cJSON *claim, const struct cJSON *dev, const char *name,
-                            char *buf, size_t size);

@@ -18,13 +18,13 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
-#include "controllers/objects/claimstatus.h"
 #include "controllers/deviceplugin/devplugin.h"
-#include "controllers/claims/usbclaim.h"
-#include "controllers/devices/usbdevice.h"
+#include "controllers/objects/pciobj.h"
+#include "controllers/objects/usbobj.h"
 #include "controllers/runtime/part.h"
 #include "kube/client.h"
 #include "kube/informer.h"
@@ -94,19 +94,9 @@ static void pdev_link(struct pdev *p)
     p->d.dev_path = p->dev_path;
 }
 
-static const cJSON *field(const cJSON *o, const char *name)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
-}
-
-static const char *str_field(const cJSON *o, const char *name)
-{
-    return cJSON_GetStringValue(field(o, name));
-}
-
 static int int_field(const cJSON *o, const char *name, int dflt)
 {
-    const cJSON *v = field(o, name);
+    const cJSON *v = json_field(o, name);
     return cJSON_IsNumber(v) ? v->valueint : dflt;
 }
 
@@ -150,30 +140,25 @@ static void read_cdev(const struct plugins *p, const char *address, char *buf, s
     node_sysfs_names_free(names);
 }
 
-static bool same(const char *a, const char *b)
-{
-    return a && b && strcmp(a, b) == 0;
-}
-
 static void add_pci(struct plugins *p, struct map *offers, const char *name, const cJSON *claim)
 {
     const cJSON *dev = kube_informer_get(p->pci_devices, name);
-    const char *address = str_field(field(claim, "spec"), "address");
+    const char *address = pciobj_address(claim);
     char resource[320];
-    if (!claimstatus_pci_bound(claim) || !address || !dev ||
-        !devplugin_pci_resource(claim, dev, name, resource, sizeof(resource)))
+    if (!pciobj_bound(claim) || !address || !dev ||
+        !pciobj_resource(claim, dev, name, resource, sizeof(resource)))
         return;
-    const cJSON *ds = field(dev, "status");
+    const cJSON *ds = json_field(dev, "status");
     struct pdev *d = offer_add(offers, resource);
     if (!d)
         return;
     (void)snprintf(d->id, sizeof(d->id), "%s", address);
     (void)snprintf(d->address, sizeof(d->address), "%s", address);
     d->d.kind = DEVPLUGIN_PCI;
-    const char *group = str_field(ds, "iommuGroup");
+    const char *group = json_str(ds, "iommuGroup");
     d->d.iommu_group = group && group[0] ? (int)strtol(group, NULL, 10) : -1;
     d->d.numa_node = int_field(ds, "numaNode", -1);
-    d->healthy = same(str_field(ds, "kernelDriverInUse"), "vfio-pci");
+    d->healthy = json_same(json_str(ds, "kernelDriverInUse"), "vfio-pci");
     read_cdev(p, address, d->cdev, sizeof(d->cdev));
 }
 
@@ -181,10 +166,10 @@ static void add_usb(struct plugins *p, struct map *offers, const char *name, con
 {
     char node[KUBE_NAME_MAX + 1];
     const cJSON *dev = kube_informer_get(p->usb_devices, name);
-    const cJSON *ds = field(dev, "status");
-    const char *resource = str_field(ds, "resourceName"), *path = str_field(ds, "devicePath");
+    const cJSON *ds = json_field(dev, "status");
+    const char *resource = json_str(ds, "resourceName"), *path = json_str(ds, "devicePath");
     if (kube_names_usbdevice_node(name, node, sizeof(node)) < 0 ||
-        strcmp(node, p->cfg.env.node_name) != 0 || !usbclaim_holds(claim) || !resource || !path)
+        strcmp(node, p->cfg.env.node_name) != 0 || !usbobj_claim_holds(claim) || !resource || !path)
         return;
     struct pdev *d = offer_add(offers, resource);
     if (!d)
@@ -194,7 +179,7 @@ static void add_usb(struct plugins *p, struct map *offers, const char *name, con
     d->d.kind = DEVPLUGIN_USB;
     d->d.busnum = int_field(ds, "busNum", 0);
     d->d.devnum = int_field(ds, "devNum", 0);
-    d->healthy = !usbdevice_is_orphaned(dev);
+    d->healthy = !usbobj_device_orphaned(dev);
 }
 
 static struct map *compute_offers(struct plugins *p)

@@ -7,7 +7,7 @@
  * What is offered comes from the caches (no API writes): a PCIDeviceClaim of this node that is
  * bound (passthroughEnabled and Ready) offers its device, ID = PCI address, under its
  * PCIDevice's resourceName, or under "<vendor domain>/<PCIDevice name>" when the claim says
- * spec.disableResourcePooling; a USBDeviceClaim whose agent enabled it (usbclaim_holds) offers
+ * spec.disableResourcePooling; a USBDeviceClaim whose agent enabled it (usbobj_claim_holds) offers
  * its device, ID = USBDevice name, under the USBDevice's resourceName. A device is Healthy while
  * its PCIDevice says vfio-pci (or its USBDevice is plugged in), Unhealthy otherwise. Any change of
  * those caches recomputes the set (plugins_sync, coalesced): a new resource starts a plugin, a

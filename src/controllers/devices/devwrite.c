@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "controllers/runtime/runner.h"
@@ -19,11 +20,6 @@
 #define DEVWRITE_MAX_IN_FLIGHT 4
 
 /* --- pure ------------------------------------------------------------------------------------- */
-
-static const cJSON *get(const cJSON *o, const char *key)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-}
 
 cJSON *devwrite_owner_ref(const char *node, const char *node_uid)
 {
@@ -76,7 +72,7 @@ static void add_changed(cJSON *patch, const cJSON *want, const cJSON *have)
     const cJSON *item;
     cJSON_ArrayForEach(item, want)
     {
-        const cJSON *cur = get(have, item->string);
+        const cJSON *cur = json_field(have, item->string);
         if (!cur || !cJSON_Compare(item, cur, true))
             cJSON_AddItemToObject(patch, item->string, value_patch(item, cur));
     }
@@ -91,7 +87,7 @@ static cJSON *value_patch(const cJSON *want, const cJSON *have)
     const cJSON *item;
     cJSON_ArrayForEach(item, have)
     {
-        if (!get(want, item->string) && !get(patch, item->string))
+        if (!json_field(want, item->string) && !json_field(patch, item->string))
             cJSON_AddNullToObject(patch, item->string);
     }
     return patch;
@@ -103,7 +99,7 @@ cJSON *devwrite_status_diff(const cJSON *want, const cJSON *have, const char *co
     cJSON *patch = cJSON_CreateObject();
     add_changed(patch, want, have);
     for (size_t i = 0; i < n; i++)
-        if (get(have, managed[i]) && !get(want, managed[i]))
+        if (json_field(have, managed[i]) && !json_field(want, managed[i]))
             cJSON_AddNullToObject(patch, managed[i]);
     return patch;
 }
@@ -113,9 +109,9 @@ static bool has_owner(const cJSON *refs, const char *node, const char *node_uid)
     const cJSON *ref;
     cJSON_ArrayForEach(ref, refs)
     {
-        const char *kind = cJSON_GetStringValue(get(ref, "kind"));
-        const char *name = cJSON_GetStringValue(get(ref, "name"));
-        const char *uid = cJSON_GetStringValue(get(ref, "uid"));
+        const char *kind = json_str(ref, "kind");
+        const char *name = json_str(ref, "name");
+        const char *uid = json_str(ref, "uid");
         if (kind && name && uid && strcmp(kind, "Node") == 0 && strcmp(name, node) == 0 &&
             strcmp(uid, node_uid) == 0)
             return true;
@@ -129,7 +125,7 @@ static cJSON *owners_with_node(const cJSON *refs, const char *node, const char *
     const cJSON *ref;
     cJSON_ArrayForEach(ref, refs)
     {
-        const char *kind = cJSON_GetStringValue(get(ref, "kind"));
+        const char *kind = json_str(ref, "kind");
         if (!kind || strcmp(kind, "Node") != 0)
             cJSON_AddItemToArray(list, cJSON_Duplicate(ref, true));
     }
@@ -139,7 +135,8 @@ static cJSON *owners_with_node(const cJSON *refs, const char *node, const char *
 
 bool devwrite_foreign(const cJSON *obj, const char *node)
 {
-    const char *label = cJSON_GetStringValue(get(get(get(obj, "metadata"), "labels"), "nodename"));
+    const char *label = cJSON_GetStringValue(
+            json_field(json_field(json_field(obj, "metadata"), "labels"), "nodename"));
     return label && strcmp(label, node) != 0;
 }
 
@@ -150,18 +147,18 @@ void devwrite_note_foreign(const char *kind, const char *key, const cJSON *obj, 
     log_warning("Object of another node in this node's watch; left alone", KV_STR("kind", kind),
                 KV_STR("name", key),
                 KV_STR("nodename",
-                       cJSON_GetStringValue(get(get(get(obj, "metadata"), "labels"), "nodename"))));
+                       json_str(json_field(json_field(obj, "metadata"), "labels"), "nodename")));
 }
 
 cJSON *devwrite_meta_diff(const cJSON *meta, const char *node, const char *node_uid)
 {
     cJSON *patch = cJSON_CreateObject();
-    const char *label = cJSON_GetStringValue(get(get(meta, "labels"), "nodename"));
+    const char *label = json_str(json_field(meta, "labels"), "nodename");
     if (!label || strcmp(label, node) != 0) {
         cJSON *labels = cJSON_AddObjectToObject(patch, "labels");
         cJSON_AddStringToObject(labels, "nodename", node);
     }
-    const cJSON *refs = get(meta, "ownerReferences");
+    const cJSON *refs = json_field(meta, "ownerReferences");
     if (node_uid && !has_owner(refs, node, node_uid))
         cJSON_AddItemToObject(patch, "ownerReferences", owners_with_node(refs, node, node_uid));
     return patch;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
@@ -124,16 +125,11 @@ cJSON *pcidevice_new_object(const struct pcidevice_spec *s, const char *node_uid
     return o;
 }
 
-static const cJSON *get(const cJSON *o, const char *key)
-{
-    return cJSON_GetObjectItemCaseSensitive(o, key);
-}
-
 int pcidevice_plan(const struct pcidevice_spec *want, const cJSON *have, const char *node_uid,
                    struct pcidevice_plan *ret)
 {
     *ret = (struct pcidevice_plan){0};
-    const cJSON *meta = get(have, "metadata");
+    const cJSON *meta = json_field(have, "metadata");
     const char *uid = kube_meta_str(have, "uid");
     if (uid)
         (void)snprintf(ret->uid, sizeof(ret->uid), "%s", uid);
@@ -147,9 +143,9 @@ int pcidevice_plan(const struct pcidevice_spec *want, const cJSON *have, const c
     ret->create = have == NULL;
     if (have)
         ret->meta_patch = devwrite_wrap("metadata", devwrite_meta_diff(meta, want->node, node_uid));
-    ret->status_patch =
-            devwrite_wrap("status", devwrite_status_diff(status, get(have, "status"), managed,
-                                                         sizeof(managed) / sizeof(managed[0])));
+    ret->status_patch = devwrite_wrap(
+            "status", devwrite_status_diff(status, json_field(have, "status"), managed,
+                                           sizeof(managed) / sizeof(managed[0])));
     cJSON_Delete(status);
     return 0;
 }

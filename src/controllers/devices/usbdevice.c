@@ -12,15 +12,16 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
 #include "base/names.h"
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
+#include "controllers/objects/usbobj.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
-#include "controllers/claims/usbclaim.h"
 #include "kube/client.h"
 #include "kube/informer.h"
 #include "kube/names.h"
@@ -37,14 +38,7 @@ static const char *const managed[] = {
 };
 #define N_MANAGED (sizeof(managed) / sizeof(managed[0]))
 
-#define ORPHANED "orphaned"
-
 /* --- pure ------------------------------------------------------------------------------------- */
-
-static const cJSON *get(const cJSON *o, const char *key)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-}
 
 static void add_str(cJSON *o, const char *key, const char *value)
 {
@@ -107,25 +101,14 @@ cJSON *usbdevice_new_object(const struct usbdevice_spec *s, const char *node_uid
     return devwrite_new_object("USBDevice", s->name, s->node, node_uid);
 }
 
-bool usbdevice_is_orphaned(const cJSON *dev)
-{
-    const char *st = cJSON_GetStringValue(get(get(dev, "status"), "status"));
-    return st && strcmp(st, ORPHANED) == 0;
-}
-
-bool usbdevice_is_enabled(const cJSON *dev)
-{
-    return cJSON_IsTrue(get(get(dev, "status"), "enabled"));
-}
-
 /* The status of a device gone from the scan that a claim holds: what it was, marked. */
 static cJSON *orphan_status(const cJSON *have, const char *name, const char *node,
                             const struct usbdevice_gone *gone)
 {
-    const cJSON *st = get(have, "status");
-    const char *port = cJSON_GetStringValue(get(st, "portPath"));
-    const char *pci = cJSON_GetStringValue(get(st, "pciAddress"));
-    char msg[USBCLAIM_MESSAGE_SIZE];
+    const cJSON *st = json_field(have, "status");
+    const char *port = json_str(st, "portPath");
+    const char *pci = json_str(st, "pciAddress");
+    char msg[USBOBJ_MESSAGE_SIZE];
     if (gone && gone->controller_passed_through)
         (void)snprintf(msg, sizeof(msg),
                        "the device vanished from port %s of node %s because its USB host "
@@ -142,7 +125,7 @@ static cJSON *orphan_status(const cJSON *have, const char *name, const char *nod
                        port ? port : "?", node, name);
     cJSON *want = cJSON_CreateObject();
     cJSON_AddBoolToObject(want, "enabled", true);
-    cJSON_AddStringToObject(want, "status", ORPHANED);
+    cJSON_AddStringToObject(want, "status", USBOBJ_ORPHANED);
     cJSON_AddStringToObject(want, "message", msg);
     return want;
 }
@@ -151,7 +134,7 @@ static int plan_gone(const cJSON *have, const cJSON *claim, const struct usbdevi
                      const char *node, struct usbdevice_plan *ret)
 {
     const char *name = kube_meta_str(have, "name");
-    if (!usbclaim_holds(claim)) {
+    if (!usbobj_claim_holds(claim)) {
         ret->delete = true;
         return 0;
     }
@@ -159,7 +142,7 @@ static int plan_gone(const cJSON *have, const cJSON *claim, const struct usbdevi
     if (!want)
         return -ENOMEM;
     /* only the orphan fields: the others keep what was last seen */
-    cJSON *diff = devwrite_status_diff(want, get(have, "status"), NULL, 0);
+    cJSON *diff = devwrite_status_diff(want, json_field(have, "status"), NULL, 0);
     cJSON_Delete(want);
     ret->status_patch = devwrite_wrap("status", diff);
     ret->orphan = ret->status_patch != NULL;
@@ -179,13 +162,13 @@ int usbdevice_plan(const struct usbdevice_spec *want, const cJSON *have, const c
     cJSON *status = usbdevice_status(want);
     if (!status)
         return -ENOMEM;
-    cJSON_AddBoolToObject(status, "enabled", usbclaim_holds(claim));
+    cJSON_AddBoolToObject(status, "enabled", usbobj_claim_holds(claim));
     ret->create = have == NULL;
     if (have)
         ret->meta_patch = devwrite_wrap(
-                "metadata", devwrite_meta_diff(get(have, "metadata"), want->node, node_uid));
+                "metadata", devwrite_meta_diff(json_field(have, "metadata"), want->node, node_uid));
     ret->status_patch = devwrite_wrap(
-            "status", devwrite_status_diff(status, get(have, "status"), managed, N_MANAGED));
+            "status", devwrite_status_diff(status, json_field(have, "status"), managed, N_MANAGED));
     cJSON_Delete(status);
     return 0;
 }
@@ -228,7 +211,7 @@ static bool on_vfio(const struct usbdevices *d, const char *address)
         kube_names_pcidevice(d->cfg.env.node_name, address, name, sizeof(name)) < 0)
         return false;
     const cJSON *dev = kube_informer_get(d->pci_devices, name);
-    const char *driver = cJSON_GetStringValue(get(get(dev, "status"), "kernelDriverInUse"));
+    const char *driver = json_str(json_field(dev, "status"), "kernelDriverInUse");
     return driver && strcmp(driver, "vfio-pci") == 0;
 }
 
@@ -265,8 +248,8 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
     const cJSON *claim = kube_informer_get(d->claims, key);
     struct usbdevice_gone gone = {
             .controller_passed_through =
-                    !want &&
-                    on_vfio(d, cJSON_GetStringValue(get(get(obj, "status"), "pciAddress")))};
+                    !want && on_vfio(d, cJSON_GetStringValue(json_field(json_field(obj, "status"),
+                                                                        "pciAddress")))};
     struct usbdevice_plan plan;
     *ret_plan = NULL;
     int r = usbdevice_plan(want, obj, claim, &gone, d->cfg.env.node_name, nodeuid_get(d->cfg.node),

@@ -10,7 +10,7 @@
  * are two objects.
  *
  * The agent is the only writer of its node's USBDevices. Besides discovery it keeps
- * status.enabled equal to "a USBDeviceClaim holds the device" (usbclaim_holds(): the claim is
+ * status.enabled equal to "a USBDeviceClaim holds the device" (usbobj_claim_holds(): the claim is
  * alive, carries our finalizer and its agent made it Ready, or it waits for the device to come
  * back). A device that is gone from the scan is
  *   - deleted (uid precondition) when no claim holds it: an unplug, or its host controller
@@ -87,10 +87,6 @@ int usbdevice_plan(const struct usbdevice_spec *want, const struct cJSON *have,
                    const char *node_uid, struct usbdevice_plan *ret);
 bool usbdevice_plan_empty(const struct usbdevice_plan *p);
 void usbdevice_plan_done(struct usbdevice_plan *p);
-
-/* Whether a cached USBDevice is marked orphaned / enabled. */
-bool usbdevice_is_orphaned(const struct cJSON *dev);
-bool usbdevice_is_enabled(const struct cJSON *dev);
 
 /* --- the reconciler (logs; runs on the loop) ------------------------------------------------ */
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
@@ -26,6 +27,7 @@
 #include "controllers/dra/draslices.h"
 #include "controllers/claims/pcibind.h"
 #include "controllers/devices/pcidevice.h"
+#include "controllers/objects/pciobj.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/worker.h"
 #include "kube/client.h"
@@ -85,11 +87,6 @@ struct draplugin {
     struct metrics_series *prepare_ok, *prepare_err, *unprepare_ok, *unprepare_err, *registered,
             *register_err, *claims_gauge;
 };
-
-static const cJSON *field(const cJSON *o, const char *name)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
-}
 
 /* A path into `buf`; one that does not fit is cut (then nothing of that name is found or made
  * where it should be: the caller's later open or bind fails and says which path). */
@@ -201,21 +198,16 @@ static int save(struct call *k, char *error)
     return r;
 }
 
-/* One device through pcibind (bind, or restore to `original`). */
-static void node_step(struct call *k, const char *address, bool restore, const char *original,
-                      const char *annotation, struct pciclaim_outcome *out)
+/* What pcibind needs of one device of the call: it, its original driver and, for a bind, its
+ * driver at first sight and what else is claimed. */
+static struct pcibind_request request(const struct call *k, const char *address,
+                                      const char *original, const char *annotation)
 {
-    struct pcibind_job b = {.env = &k->p->env,
-                            .deleting = restore,
-                            .recorded = true,
-                            .claimed = k->claimed,
-                            .n_claimed = k->n_claimed,
-                            .usb_enabled = NULL};
-    (void)snprintf(b.address, sizeof(b.address), "%s", address);
-    (void)snprintf(b.original, sizeof(b.original), "%s", original);
-    (void)snprintf(b.annotation, sizeof(b.annotation), "%s", annotation ? annotation : "");
-    pcibind_run(&b.wj);
-    *out = b.out;
+    return (struct pcibind_request){.address = address,
+                                    .original = original,
+                                    .annotation = annotation,
+                                    .claimed = k->claimed,
+                                    .n_claimed = k->n_claimed};
 }
 
 /* Gives devices [0, n) of `c` their original drivers back (those not on vfio-pci before). */
@@ -224,16 +216,17 @@ static int restore_devices(struct call *k, const struct draprep_claim *c, const 
 {
     int failed = 0;
     for (size_t i = 0; i < c->n; i++) {
-        struct pciclaim_outcome o;
+        struct bindplan_outcome o;
         if (strcmp(orig[i], NODE_VFIO_DRIVER) == 0)
             continue;
-        node_step(k, c->devices[i].address, true, orig[i], NULL, &o);
-        if (o.kind == PCICLAIM_RESTORED)
+        struct pcibind_request req = request(k, c->devices[i].address, orig[i], NULL);
+        pcibind_restore_device(&k->p->env, &req, &o);
+        if (o.kind == BINDPLAN_RESTORED)
             k->released = true;
-        else if (o.kind != PCICLAIM_RELEASED && failed++ == 0)
+        else if (o.kind != BINDPLAN_RELEASED && failed++ == 0)
             (void)snprintf(error, ERROR_SIZE, "device %s: %s: %.900s", c->devices[i].address,
-                           o.kind == PCICLAIM_BUSY ? "DeviceInUse" : o.reason,
-                           o.kind == PCICLAIM_BUSY ? "a process holds its IOMMU group" : o.message);
+                           o.kind == BINDPLAN_BUSY ? "DeviceInUse" : o.reason,
+                           o.kind == BINDPLAN_BUSY ? "a process holds its IOMMU group" : o.message);
     }
     return failed ? -EBUSY : 0;
 }
@@ -285,7 +278,7 @@ static void prepare_claim(struct call *k, struct dclaim *d)
             (void)snprintf(seen[i], sizeof(seen[i]), "%s", known);
             continue;
         }
-        int r = node_vfio_observe(k->p->env.sysfs_fd, c->devices[i].address, &dev);
+        int r = pcibind_observe(&k->p->env, c->devices[i].address, &dev);
         if (r < 0 || !dev.present) {
             (void)snprintf(d->error, sizeof(d->error), "device %s: %s", c->devices[i].address,
                            r < 0 ? strerror(-r) : "there is no such PCI device on this node");
@@ -301,9 +294,10 @@ static void prepare_claim(struct call *k, struct dclaim *d)
         return;
     }
     for (size_t i = 0; i < c->n; i++) {
-        struct pciclaim_outcome o;
-        node_step(k, c->devices[i].address, false, orig[i], d->annotation[i], &o);
-        if (o.kind == PCICLAIM_BOUND) {
+        struct bindplan_outcome o;
+        struct pcibind_request req = request(k, c->devices[i].address, orig[i], d->annotation[i]);
+        pcibind_bind_device(&k->p->env, &req, &o);
+        if (o.kind == BINDPLAN_BOUND) {
             groups[i] = o.group;
             continue;
         }
@@ -484,7 +478,7 @@ static void on_call_done(struct worker_job *wj, bool cancelled)
     }
     log_results(k);
     answer(k);
-    metrics_set(p->claims_gauge, cJSON_GetArraySize(field(p->ck, "claims")));
+    metrics_set(p->claims_gauge, cJSON_GetArraySize(json_field(p->ck, "claims")));
     p->running = NULL;
     bool released = k->released;
     call_free(k);
@@ -503,7 +497,7 @@ static int collect_claimed(struct call *k)
     int r = draprep_checkpoint_addresses(p->ck, &k->claimed, &k->n_claimed);
     cap = k->n_claimed;
     while (r == 0 && p->pci_claims && kube_informer_next(p->pci_claims, &pos, &key, &obj)) {
-        const char *a = cJSON_GetStringValue(field(field(obj, "spec"), "address"));
+        const char *a = pciobj_address(obj);
         if (!a)
             continue;
         if (k->n_claimed == cap) {
@@ -574,8 +568,7 @@ static void check_devices(struct call *k, struct dclaim *d)
                            a, who);
         }
         const cJSON *dev = p->pci_devices ? kube_informer_get(p->pci_devices, name) : NULL;
-        const char *ann = cJSON_GetStringValue(field(field(field(dev, "metadata"), "annotations"),
-                                                     KUBE_PCIDEVICE_DRIVER_ANNOTATION));
+        const char *ann = pciobj_first_driver(dev);
         (void)snprintf(d->annotation[i], sizeof(d->annotation[i]), "%s", ann ? ann : "");
         const struct pcidevice_spec *spec = scan ? map_get(scan, name) : NULL;
         cJSON *entry = spec ? draslices_device(spec) : NULL;
@@ -646,7 +639,7 @@ static bool from_checkpoint(struct call *k, struct dclaim *d)
     const cJSON *entry = draprep_checkpoint_claim(k->p->ck, d->ref->uid);
     const char **orig = NULL;
     int *groups = NULL;
-    if (!entry || !cJSON_IsTrue(field(entry, "prepared")))
+    if (!entry || !cJSON_IsTrue(json_field(entry, "prepared")))
         return false;
     bool ok = draprep_checkpoint_entry(entry, d->ref->uid, &d->c, &orig, &groups) == 0;
     if (!ok)
@@ -859,7 +852,7 @@ static int draplugin_start(void *self)
     }
     if ((r = load_checkpoint(p)) < 0)
         return r;
-    metrics_set(p->claims_gauge, cJSON_GetArraySize(field(p->ck, "claims")));
+    metrics_set(p->claims_gauge, cJSON_GetArraySize(json_field(p->ck, "claims")));
     r = grpc_server_new(p->cfg.env.loop, p->socket, dra, 2, &p->srv, &e);
     if (r == 0) /* registration last: kubelet dials the DRA socket at once */
         r = grpc_server_new(p->cfg.env.loop, p->reg_socket, reg, 2, &p->reg, &e);
@@ -870,7 +863,7 @@ static int draplugin_start(void *self)
     p->started = true;
     log_info("Serving the DRA plugin", KV_STR("driver", DRASLICES_DRIVER),
              KV_STR("socket", p->socket), KV_STR("registration", p->reg_socket),
-             KV_INT("preparedClaims", cJSON_GetArraySize(field(p->ck, "claims"))));
+             KV_INT("preparedClaims", cJSON_GetArraySize(json_field(p->ck, "claims"))));
     return 0;
 }
 

@@ -15,16 +15,6 @@
 #include "controllers/dra/draslices.h"
 #include "node/vfio.h"
 
-static const cJSON *field(const cJSON *o, const char *name)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
-}
-
-static const char *str_field(const cJSON *o, const char *name)
-{
-    return cJSON_GetStringValue(field(o, name));
-}
-
 static bool all_hex(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -66,7 +56,7 @@ static int copy_name(char *dst, size_t size, const char *src, const char *what, 
 
 static int add_result(struct draprep_claim *c, const cJSON *res, struct err *ret_err)
 {
-    const char *req = str_field(res, "request"), *dev = str_field(res, "device");
+    const char *req = json_str(res, "request"), *dev = json_str(res, "device");
     if (c->n >= DRAPREP_MAX_DEVICES)
         return err_set(ret_err, -EINVAL, "more than %d devices of this driver in one claim",
                        DRAPREP_MAX_DEVICES);
@@ -91,25 +81,26 @@ static int add_result(struct draprep_claim *c, const cJSON *res, struct err *ret
 int draprep_parse(const cJSON *claim, const char *uid, const char *driver, const char *pool,
                   struct draprep_claim *ret, struct err *ret_err)
 {
-    const cJSON *meta = field(claim, "metadata");
+    const cJSON *meta = json_field(claim, "metadata");
     *ret = (struct draprep_claim){0};
-    int r = copy_name(ret->namespace_, sizeof(ret->namespace_), str_field(meta, "namespace"),
+    int r = copy_name(ret->namespace_, sizeof(ret->namespace_), json_str(meta, "namespace"),
                       "namespace", ret_err);
     if (r == 0)
-        r = copy_name(ret->name, sizeof(ret->name), str_field(meta, "name"), "name", ret_err);
+        r = copy_name(ret->name, sizeof(ret->name), json_str(meta, "name"), "name", ret_err);
     if (r == 0)
-        r = copy_name(ret->uid, sizeof(ret->uid), str_field(meta, "uid"), "uid", ret_err);
+        r = copy_name(ret->uid, sizeof(ret->uid), json_str(meta, "uid"), "uid", ret_err);
     if (r < 0)
         return r;
     if (strcmp(ret->uid, uid) != 0)
         return err_set(ret_err, -EINVAL,
                        "ResourceClaim %s/%s has uid %s, not %s: it was deleted and made again",
                        ret->namespace_, ret->name, ret->uid, uid);
-    const char *pc = str_field(field(meta, "annotations"), DRAPREP_POD_CLAIM_ANN);
+    const char *pc = json_str(json_field(meta, "annotations"), DRAPREP_POD_CLAIM_ANN);
     if (pc && strlen(pc) < sizeof(ret->pod_claim) && !strchr(pc, '/'))
         memcpy(ret->pod_claim, pc, strlen(pc) + 1);
     const cJSON *results =
-            field(field(field(field(claim, "status"), "allocation"), "devices"), "results");
+            json_field(json_field(json_field(json_field(claim, "status"), "allocation"), "devices"),
+                       "results");
     if (!cJSON_IsArray(results))
         return err_set(ret_err, -EINVAL, "ResourceClaim %s/%s is not allocated", ret->namespace_,
                        ret->name);
@@ -118,7 +109,7 @@ int draprep_parse(const cJSON *claim, const char *uid, const char *driver, const
     const cJSON *res;
     cJSON_ArrayForEach(res, results)
     {
-        const char *d = str_field(res, "driver"), *p = str_field(res, "pool");
+        const char *d = json_str(res, "driver"), *p = json_str(res, "pool");
         if (!d || strcmp(d, driver) != 0 || !p || strcmp(p, pool) != 0)
             continue;
         if ((r = add_result(ret, res, ret_err)) < 0) {
@@ -259,11 +250,11 @@ static cJSON *meta_device(const struct draprep_device *d, const char *driver, co
     if (!o || !a || !cJSON_AddStringToObject(o, "driver", driver) ||
         !cJSON_AddStringToObject(o, "pool", pool) || !cJSON_AddStringToObject(o, "name", d->name) ||
         !cJSON_AddItemToObject(o, "attributes", a)) {
-        if (!field(o, "attributes"))
+        if (!json_field(o, "attributes"))
             cJSON_Delete(a);
         return cJSON_Delete(o), NULL;
     }
-    if (!field(a, "resource.kubernetes.io/pciBusID")) {
+    if (!json_field(a, "resource.kubernetes.io/pciBusID")) {
         cJSON *s = cJSON_CreateObject();
         if (!s || !cJSON_AddStringToObject(s, "string", d->address) ||
             !cJSON_AddItemToObject(a, "resource.kubernetes.io/pciBusID", s))
@@ -287,7 +278,8 @@ cJSON *draprep_metadata(const struct draprep_claim *c, const char *base_request,
         (c->pod_claim[0] && !cJSON_AddStringToObject(m, "podClaimName", c->pod_claim)) ||
         !(reqs = cJSON_AddArrayToObject(m, "requests")) || !cJSON_AddItemToArray(reqs, req) ||
         !(devs = cJSON_AddArrayToObject(req, "devices"))) {
-        if (!cJSON_IsArray(field(m, "requests")) || !cJSON_GetArraySize(field(m, "requests")))
+        if (!cJSON_IsArray(json_field(m, "requests")) ||
+            !cJSON_GetArraySize(json_field(m, "requests")))
             cJSON_Delete(req);
         return cJSON_Delete(m), NULL;
     }
@@ -330,7 +322,7 @@ int draprep_checkpoint_parse(const char *text, cJSON **ret, struct err *ret_err)
     int r = json_parse_strict(text, strlen(text), &ck, ret_err);
     if (r < 0)
         return r;
-    const cJSON *v = field(ck, "version"), *claims = field(ck, "claims"), *e;
+    const cJSON *v = json_field(ck, "version"), *claims = json_field(ck, "claims"), *e;
     if (!cJSON_IsNumber(v) || v->valuedouble != 1 || !cJSON_IsObject(claims)) {
         cJSON_Delete(ck);
         return err_set(ret_err, -EINVAL, "not a version 1 checkpoint");
@@ -356,13 +348,13 @@ int draprep_checkpoint_parse(const char *text, cJSON **ret, struct err *ret_err)
 
 cJSON *draprep_checkpoint_claim(const cJSON *ck, const char *uid)
 {
-    return (cJSON *)field(field(ck, "claims"), uid);
+    return (cJSON *)json_field(json_field(ck, "claims"), uid);
 }
 
 int draprep_checkpoint_put(cJSON *ck, const struct draprep_claim *c, const char *const *originals,
                            const int *groups, bool prepared)
 {
-    cJSON *claims = (cJSON *)field(ck, "claims"), *e = cJSON_CreateObject(), *devs = NULL;
+    cJSON *claims = (cJSON *)json_field(ck, "claims"), *e = cJSON_CreateObject(), *devs = NULL;
     if (!claims || !e || !cJSON_AddStringToObject(e, "namespace", c->namespace_) ||
         !cJSON_AddStringToObject(e, "name", c->name) ||
         !cJSON_AddBoolToObject(e, "prepared", prepared) ||
@@ -389,7 +381,7 @@ int draprep_checkpoint_put(cJSON *ck, const struct draprep_claim *c, const char 
 
 void draprep_checkpoint_remove(cJSON *ck, const char *uid)
 {
-    cJSON *claims = (cJSON *)field(ck, "claims");
+    cJSON *claims = (cJSON *)json_field(ck, "claims");
     if (claims)
         cJSON_DeleteItemFromObjectCaseSensitive(claims, uid);
 }
@@ -397,11 +389,11 @@ void draprep_checkpoint_remove(cJSON *ck, const char *uid)
 const char *draprep_checkpoint_original(const cJSON *ck, const char *uid, const char *address)
 {
     const cJSON *d;
-    cJSON_ArrayForEach(d, field(draprep_checkpoint_claim(ck, uid), "devices"))
+    cJSON_ArrayForEach(d, json_field(draprep_checkpoint_claim(ck, uid), "devices"))
     {
-        const char *a = str_field(d, "address");
+        const char *a = json_str(d, "address");
         if (a && strcmp(a, address) == 0)
-            return str_field(d, "original");
+            return json_str(d, "original");
     }
     return NULL;
 }
@@ -410,15 +402,15 @@ bool draprep_checkpoint_holder(const cJSON *ck, const char *address, const char 
                                char *buf, size_t size)
 {
     const cJSON *e, *d;
-    cJSON_ArrayForEach(e, field(ck, "claims"))
+    cJSON_ArrayForEach(e, json_field(ck, "claims"))
     {
         if (except_uid && strcmp(e->string, except_uid) == 0)
             continue;
-        cJSON_ArrayForEach(d, field(e, "devices"))
+        cJSON_ArrayForEach(d, json_field(e, "devices"))
         {
-            const char *a = str_field(d, "address");
+            const char *a = json_str(d, "address");
             if (a && strcmp(a, address) == 0) {
-                (void)snprintf(buf, size, "%s/%s", str_field(e, "namespace"), str_field(e, "name"));
+                (void)snprintf(buf, size, "%s/%s", json_str(e, "namespace"), json_str(e, "name"));
                 return true;
             }
         }
@@ -431,8 +423,8 @@ int draprep_checkpoint_addresses(const cJSON *ck, char ***ret, size_t *ret_n)
     const cJSON *e, *d;
     size_t n = 0, cap = 0;
     char **v = NULL;
-    cJSON_ArrayForEach(e, field(ck, "claims")){
-            cJSON_ArrayForEach(d, field(e, "devices")){const char *a = str_field(d, "address");
+    cJSON_ArrayForEach(e, json_field(ck, "claims")){
+            cJSON_ArrayForEach(d, json_field(e, "devices")){const char *a = json_str(d, "address");
     if (!a)
         continue;
     if (n == cap) {
@@ -456,11 +448,11 @@ return -ENOMEM;
 
 static int entry_device(const cJSON *d, struct draprep_device *ret, const char **orig, int *group)
 {
-    const char *req = str_field(d, "request"), *name = str_field(d, "name"),
-               *a = str_field(d, "address");
-    const cJSON *g = field(d, "group");
+    const char *req = json_str(d, "request"), *name = json_str(d, "name"),
+               *a = json_str(d, "address");
+    const cJSON *g = json_field(d, "group");
     char addr[20];
-    *orig = str_field(d, "original");
+    *orig = json_str(d, "original");
     if (!req || !name || !a || !*orig || !cJSON_IsNumber(g) ||
         strlen(req) >= sizeof(ret->request) || strlen(name) >= sizeof(ret->name) ||
         draprep_address(name, addr, sizeof(addr)) < 0 || strcmp(addr, a) != 0)
@@ -475,8 +467,8 @@ static int entry_device(const cJSON *d, struct draprep_device *ret, const char *
 int draprep_checkpoint_entry(const cJSON *entry, const char *uid, struct draprep_claim *ret,
                              const char ***ret_originals, int **ret_groups)
 {
-    const cJSON *devs = field(entry, "devices"), *d;
-    const char *ns = str_field(entry, "namespace"), *name = str_field(entry, "name");
+    const cJSON *devs = json_field(entry, "devices"), *d;
+    const char *ns = json_str(entry, "namespace"), *name = json_str(entry, "name");
     *ret = (struct draprep_claim){0};
     *ret_originals = NULL;
     *ret_groups = NULL;
@@ -488,7 +480,7 @@ int draprep_checkpoint_entry(const cJSON *entry, const char *uid, struct draprep
     memcpy(ret->namespace_, ns, strlen(ns) + 1);
     memcpy(ret->name, name, strlen(name) + 1);
     memcpy(ret->uid, uid, strlen(uid) + 1);
-    const char *pc = str_field(entry, "podClaim");
+    const char *pc = json_str(entry, "podClaim");
     if (pc && strlen(pc) < sizeof(ret->pod_claim) && !strchr(pc, '/'))
         memcpy(ret->pod_claim, pc, strlen(pc) + 1);
     ret->devices = calloc(n ? (size_t)n : 1, sizeof(*ret->devices));

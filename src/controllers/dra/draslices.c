@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
@@ -28,11 +29,6 @@
 static void draslices_free(void *userdata);
 
 #define STD_PREFIX "resource.kubernetes.io/"
-
-static const cJSON *get(const cJSON *o, const char *key)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-}
 
 int draslices_device_name(const char *address, char *buf, size_t size)
 {
@@ -169,7 +165,7 @@ static const cJSON *cached(const struct draslices_input *in, const char *name)
 
 static bool same_devices(const cJSON *have_spec, const cJSON *want)
 {
-    const cJSON *have = get(have_spec, "devices");
+    const cJSON *have = json_field(have_spec, "devices");
     if (!have || cJSON_IsNull(have))
         return cJSON_GetArraySize(want) == 0;
     return cJSON_Compare(have, want, true);
@@ -177,7 +173,7 @@ static bool same_devices(const cJSON *have_spec, const cJSON *want)
 
 static long long pool_number(const cJSON *slice, const char *field)
 {
-    const cJSON *v = get(get(get(slice, "spec"), "pool"), field);
+    const cJSON *v = json_field(json_field(json_field(slice, "spec"), "pool"), field);
     return cJSON_IsNumber(v) ? (long long)v->valuedouble : -1;
 }
 
@@ -199,7 +195,7 @@ static long long generation(const struct draslices_input *in, cJSON *const *chun
         char name[300];
         const cJSON *have =
                 slice_name(in->node, i, name, sizeof(name)) == 0 ? cached(in, name) : NULL;
-        same = have && same_devices(get(have, "spec"), chunks[i]);
+        same = have && same_devices(json_field(have, "spec"), chunks[i]);
     }
     return same ? first : max + 1;
 }
@@ -223,14 +219,14 @@ static cJSON *slice_spec(const struct draslices_input *in, const cJSON *devices,
 
 static bool spec_differs(const cJSON *have, const cJSON *want)
 {
-    const cJSON *hs = get(have, "spec");
+    const cJSON *hs = json_field(have, "spec");
     static const char *const fields[] = {"driver", "nodeName", "pool"};
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-        const cJSON *h = get(hs, fields[i]);
-        if (!h || !cJSON_Compare(h, get(want, fields[i]), true))
+        const cJSON *h = json_field(hs, fields[i]);
+        if (!h || !cJSON_Compare(h, json_field(want, fields[i]), true))
             return true;
     }
-    const cJSON *wd = get(want, "devices");
+    const cJSON *wd = json_field(want, "devices");
     return !same_devices(hs, cJSON_IsArray(wd) ? wd : NULL);
 }
 
@@ -258,7 +254,7 @@ static int plan_slice(const struct draslices_input *in, size_t i, const cJSON *d
         cJSON_ReplaceItemInObjectCaseSensitive(w->body, "spec", spec);
         return 0;
     }
-    cJSON *meta = devwrite_meta_diff(get(have, "metadata"), in->node, in->node_uid);
+    cJSON *meta = devwrite_meta_diff(json_field(have, "metadata"), in->node, in->node_uid);
     if ((!meta || !meta->child) && !spec_differs(have, spec)) {
         cJSON_Delete(meta);
         cJSON_Delete(spec);
@@ -388,9 +384,9 @@ static struct map *claimed(const struct draslices *s)
     const char *key;
     const cJSON *claim;
     while (m && kube_informer_next(s->cfg.claims, &pos, &key, &claim)) {
-        const cJSON *spec = get(claim, "spec");
-        const char *address = cJSON_GetStringValue(get(spec, "address"));
-        const char *node = cJSON_GetStringValue(get(spec, "nodeName"));
+        const cJSON *spec = json_field(claim, "spec");
+        const char *address = json_str(spec, "address");
+        const char *node = json_str(spec, "nodeName");
         if (address && node && strcmp(node, s->cfg.env.node_name) == 0 &&
             map_put(m, address, (void *)s) < 0)
             m = map_free(m);

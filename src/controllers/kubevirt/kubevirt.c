@@ -11,16 +11,16 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
 #include "base/names.h"
-#include "controllers/objects/claimstatus.h"
-#include "controllers/deviceplugin/devplugin.h"
 #include "controllers/kubevirt/permitted.h"
+#include "controllers/objects/pciobj.h"
+#include "controllers/objects/usbobj.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
-#include "controllers/claims/usbclaim.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
@@ -47,16 +47,6 @@ struct kvjob {
     char *patch;
 };
 
-static const cJSON *field(const cJSON *o, const char *name)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
-}
-
-static const char *sfield(const cJSON *o, const char *name)
-{
-    return cJSON_GetStringValue(field(o, name));
-}
-
 /* --- what the claims need ------------------------------------------------------------------ */
 
 /* The gate is off and `claim` needs an entry: one Warning Event on it (until the gate is on). */
@@ -82,27 +72,28 @@ static void tell_gate_off(struct kvpermit *k, bool usb, const char *name, const 
 bool kvpermit_pci_entry(const cJSON *claim, const cJSON *dev, const char *key,
                         struct permitted_entry *ret)
 {
-    const cJSON *st = field(dev, "status");
+    const cJSON *st = json_field(dev, "status");
     struct permitted_entry e = {.usb = false};
-    if (!claimstatus_pci_bound(claim) || !sfield(st, "vendorId") || !sfield(st, "deviceId") ||
-        !devplugin_pci_resource(claim, dev, key, e.resource, sizeof(e.resource)))
+    if (!pciobj_bound(claim) || !json_str(st, "vendorId") || !json_str(st, "deviceId") ||
+        !pciobj_resource(claim, dev, key, e.resource, sizeof(e.resource)))
         return false;
-    (void)snprintf(e.vendor, sizeof(e.vendor), "%s", sfield(st, "vendorId"));
-    (void)snprintf(e.product, sizeof(e.product), "%s", sfield(st, "deviceId"));
+    (void)snprintf(e.vendor, sizeof(e.vendor), "%s", json_str(st, "vendorId"));
+    (void)snprintf(e.product, sizeof(e.product), "%s", json_str(st, "deviceId"));
     *ret = e;
     return names_is_extended_resource_name(e.resource); /* else the ownership list breaks */
 }
 
 bool kvpermit_usb_entry(const cJSON *claim, const cJSON *dev, struct permitted_entry *ret)
 {
-    const cJSON *st = field(dev, "status");
-    const char *rn = sfield(st, "resourceName");
+    const cJSON *st = json_field(dev, "status");
+    const char *rn = json_str(st, "resourceName");
     struct permitted_entry e = {.usb = true};
-    if (!usbclaim_holds(claim) || !rn || !sfield(st, "vendorID") || !sfield(st, "productID"))
+    if (!usbobj_claim_holds(claim) || !rn || !json_str(st, "vendorID") ||
+        !json_str(st, "productID"))
         return false;
     (void)snprintf(e.resource, sizeof(e.resource), "%s", rn);
-    (void)snprintf(e.vendor, sizeof(e.vendor), "%s", sfield(st, "vendorID"));
-    (void)snprintf(e.product, sizeof(e.product), "%s", sfield(st, "productID"));
+    (void)snprintf(e.vendor, sizeof(e.vendor), "%s", json_str(st, "vendorID"));
+    (void)snprintf(e.product, sizeof(e.product), "%s", json_str(st, "productID"));
     *ret = e;
     return names_is_extended_resource_name(e.resource);
 }
@@ -207,8 +198,8 @@ static int plan_cr(void *ctx, const char *key, const cJSON *obj, void **ret_plan
     }
     j->k = k;
     j->patch = res.patch;
-    (void)snprintf(j->ns, sizeof(j->ns), "%s", sfield(field(obj, "metadata"), "namespace"));
-    (void)snprintf(j->name, sizeof(j->name), "%s", sfield(field(obj, "metadata"), "name"));
+    (void)snprintf(j->ns, sizeof(j->ns), "%s", json_str(json_field(obj, "metadata"), "namespace"));
+    (void)snprintf(j->name, sizeof(j->name), "%s", json_str(json_field(obj, "metadata"), "name"));
     log_info("Updating KubeVirt permittedHostDevices", KV_STR("kubevirt", key),
              KV_INT("added", res.added), KV_INT("removed", res.removed),
              KV_INT("rewritten", res.rewritten));

@@ -11,12 +11,8 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "kube/client.h"
-
-static const cJSON *field(const cJSON *o, const char *name)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
-}
 
 int permitted_want_add(struct permitted_want *w, const struct permitted_entry *e)
 {
@@ -40,8 +36,9 @@ void permitted_want_done(struct permitted_want *w)
 bool permitted_gate_enabled(const cJSON *kubevirt)
 {
     const cJSON *gates =
-            field(field(field(field(kubevirt, "spec"), "configuration"), "developerConfiguration"),
-                  "featureGates");
+            json_field(json_field(json_field(json_field(kubevirt, "spec"), "configuration"),
+                                  "developerConfiguration"),
+                       "featureGates");
     const cJSON *g;
     cJSON_ArrayForEach(g, gates)
     {
@@ -70,7 +67,8 @@ static bool listed(const char *list, const char *name)
 static const char *owned_list(const cJSON *kubevirt)
 {
     const char *s = cJSON_GetStringValue(
-            field(field(field(kubevirt, "metadata"), "annotations"), PERMITTED_OWNED_ANNOTATION));
+            json_field(json_field(json_field(kubevirt, "metadata"), "annotations"),
+                       PERMITTED_OWNED_ANNOTATION));
     return s ? s : "";
 }
 
@@ -126,7 +124,7 @@ static void keep_current(struct pass *p, const cJSON *current, cJSON *out)
     const cJSON *item;
     cJSON_ArrayForEach(item, current)
     {
-        const char *rn = cJSON_GetStringValue(field(item, "resourceName"));
+        const char *rn = json_str(item, "resourceName");
         const struct permitted_entry *e = wanted(p->w, rn, p->usb);
         size_t idx = e ? (size_t)(e - p->w->entries) : 0;
         if (!rn || !listed(p->owned, rn)) {
@@ -151,9 +149,9 @@ static void find_conflicts(struct pass *p, const cJSON *phd)
     static const char *const lists[] = {"pciHostDevices", "usb"};
     for (size_t l = 0; l < 2; l++) {
         const cJSON *item;
-        cJSON_ArrayForEach(item, field(phd, lists[l]))
+        cJSON_ArrayForEach(item, json_field(phd, lists[l]))
         {
-            const char *rn = cJSON_GetStringValue(field(item, "resourceName"));
+            const char *rn = json_str(item, "resourceName");
             for (size_t i = 0; rn && !listed(p->owned, rn) && i < p->w->n; i++) {
                 if (p->emitted[i] || strcmp(p->w->entries[i].resource, rn) != 0)
                     continue;
@@ -240,8 +238,8 @@ int permitted_plan(const cJSON *kubevirt, const struct permitted_want *w,
     *ret = (struct permitted_result){0};
     if (!kube_meta_str(kubevirt, "resourceVersion"))
         return -EINVAL;
-    const cJSON *phd =
-            field(field(field(kubevirt, "spec"), "configuration"), "permittedHostDevices");
+    const cJSON *phd = json_field(json_field(json_field(kubevirt, "spec"), "configuration"),
+                                  "permittedHostDevices");
     struct buf conflicts;
     buf_init(&conflicts, sizeof(ret->conflicts) - 1);
     bool *emitted = calloc(2 * (w->n + 1), sizeof(*emitted)); /* and conflict */
@@ -254,9 +252,9 @@ int permitted_plan(const cJSON *kubevirt, const struct permitted_want *w,
                      .res = ret,
                      .conflicts = &conflicts};
     find_conflicts(&p, phd);
-    cJSON *pci = rebuild(&p, field(phd, "pciHostDevices"));
+    cJSON *pci = rebuild(&p, json_field(phd, "pciHostDevices"));
     p.usb = true;
-    cJSON *usb = rebuild(&p, field(phd, "usb"));
+    cJSON *usb = rebuild(&p, json_field(phd, "usb"));
     char *owned = new_owned(w, p.conflict);
     (void)snprintf(ret->conflicts, sizeof(ret->conflicts), "%s", buf_str(&conflicts));
     ret->patch = owned ? patch_of(kubevirt, pci, usb, owned) : NULL;

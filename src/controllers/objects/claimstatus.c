@@ -10,36 +10,21 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "kube/client.h"
-
-static const cJSON *field(const cJSON *o, const char *name)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
-}
-
-static const char *str_field(const cJSON *o, const char *name)
-{
-    const cJSON *v = field(o, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static bool same(const char *a, const char *b)
-{
-    return a && b && strcmp(a, b) == 0;
-}
 
 static double generation(const cJSON *claim)
 {
-    const cJSON *g = field(field(claim, "metadata"), "generation");
+    const cJSON *g = json_field(json_field(claim, "metadata"), "generation");
     return cJSON_IsNumber(g) ? g->valuedouble : 0;
 }
 
 const cJSON *claimstatus_ready(const cJSON *claim)
 {
     const cJSON *c;
-    cJSON_ArrayForEach(c, field(field(claim, "status"), "conditions"))
+    cJSON_ArrayForEach(c, json_field(json_field(claim, "status"), "conditions"))
     {
-        if (same(str_field(c, "type"), "Ready"))
+        if (json_same(json_str(c, "type"), "Ready"))
             return c;
     }
     return NULL;
@@ -48,9 +33,9 @@ const cJSON *claimstatus_ready(const cJSON *claim)
 bool claimstatus_ready_is(const cJSON *claim, bool ready, const char *reason, const char *message)
 {
     const cJSON *c = claimstatus_ready(claim);
-    const cJSON *og = field(c, "observedGeneration");
-    return c && same(str_field(c, "status"), ready ? "True" : "False") &&
-           same(str_field(c, "reason"), reason) && same(str_field(c, "message"), message) &&
+    const cJSON *og = json_field(c, "observedGeneration");
+    return c && json_same(json_str(c, "status"), ready ? "True" : "False") &&
+           json_same(json_str(c, "reason"), reason) && json_same(json_str(c, "message"), message) &&
            cJSON_IsNumber(og) && og->valuedouble == generation(claim);
 }
 
@@ -59,9 +44,9 @@ cJSON *claimstatus_ready_condition(const cJSON *claim, bool ready, const char *r
 {
     const cJSON *old = claimstatus_ready(claim);
     const char *since = now;
-    if (old && same(str_field(old, "status"), ready ? "True" : "False") &&
-        str_field(old, "lastTransitionTime"))
-        since = str_field(old, "lastTransitionTime");
+    if (old && json_same(json_str(old, "status"), ready ? "True" : "False") &&
+        json_str(old, "lastTransitionTime"))
+        since = json_str(old, "lastTransitionTime");
     cJSON *c = cJSON_CreateObject();
     cJSON_AddStringToObject(c, "type", "Ready");
     cJSON_AddStringToObject(c, "status", ready ? "True" : "False");
@@ -76,7 +61,7 @@ int claimstatus_finalizer_index(const cJSON *claim, const char *finalizer)
 {
     int i = 0;
     const cJSON *f;
-    cJSON_ArrayForEach(f, field(field(claim, "metadata"), "finalizers"))
+    cJSON_ArrayForEach(f, json_field(json_field(claim, "metadata"), "finalizers"))
     {
         if (cJSON_IsString(f) && strcmp(f->valuestring, finalizer) == 0)
             return i;
@@ -98,7 +83,7 @@ static char *quote(const char *s)
 char *claimstatus_finalizer_patch(const cJSON *claim, const char *finalizer, bool add)
 {
     int i = claimstatus_finalizer_index(claim, finalizer);
-    const cJSON *list = field(field(claim, "metadata"), "finalizers");
+    const cJSON *list = json_field(json_field(claim, "metadata"), "finalizers");
     const char *uid = kube_meta_str(claim, "uid");
     char *quoted = NULL;
     struct buf b;
@@ -126,12 +111,4 @@ char *claimstatus_finalizer_patch(const cJSON *claim, const char *finalizer, boo
         return NULL;
     free(quoted);
     return buf_take(&b);
-}
-
-bool claimstatus_pci_bound(const cJSON *claim)
-{
-    const cJSON *c = claimstatus_ready(claim);
-    return !kube_meta_str(claim, "deletionTimestamp") &&
-           cJSON_IsTrue(field(field(claim, "status"), "passthroughEnabled")) &&
-           same(str_field(c, "status"), "True");
 }

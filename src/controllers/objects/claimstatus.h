@@ -30,7 +30,3 @@ int claimstatus_finalizer_index(const struct cJSON *claim, const char *finalizer
 /* A JSON patch adding (add) or removing (!add) `finalizer`, or NULL when there is nothing to
  * do (or on OOM). */
 char *claimstatus_finalizer_patch(const struct cJSON *claim, const char *finalizer, bool add);
-
-/* Whether a PCIDeviceClaim's device is bound and verified by its agent: not deleting,
- * passthroughEnabled and Ready=True. What the device plugins offer and KubeVirt permits. */
-bool claimstatus_pci_bound(const struct cJSON *claim);

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/claims/bindplan.h - the pure planning of a PCI device's node work: the facts the
+ * worker observed in sysfs, the bind checks that judge them (readable, present, IOMMU group,
+ * not a platform device, not host-critical, no USB devices enabled behind it, group complete,
+ * the original driver recorded first), and the outcome the worker reports (checked, refused,
+ * bound, restored, ...). What pcibind (the worker's side) and the PCIDeviceClaim reconciler
+ * (the decision on the outcome) both speak. Pure: no I/O, no logging; unit-tested.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#define BINDPLAN_MESSAGE_SIZE 1024
+
+/* What the worker observed in sysfs about a claimed device, for the bind checks. */
+struct bindplan_facts {
+    const char *node, *address;
+    int read_error;       /* < 0: the device could not be read (then nothing else is set) */
+    bool present;         /* the device exists */
+    int iommu_group;      /* -1: none */
+    const char *driver;   /* "" when unbound */
+    const char *platform; /* what the device is when the platform needs it (host bridge, ...) */
+    int host_critical;    /* 1 yes (why in host_why), 0 no, < 0 cannot tell */
+    const char *host_why;
+    int group_blockers;      /* members in the way (< 0: the group cannot be read) */
+    const char *blockers;    /* "0000:00:1f.0 (lpc_ich; claim n-00001f0), ..." */
+    bool blockers_essential; /* one of them the host cannot give up (ISA/LPC, SMBus, critical) */
+    const char *usb_enabled; /* USB devices enabled for passthrough behind this device (a USB
+                                host controller): "titan-0627-0001-1-1, ...", "" none */
+    bool recorded;           /* the claim recorded the original driver already */
+    const char *annotation;  /* the PCIDevice's driver at first sight, "" unknown */
+};
+
+/* The outcome of a claim's node work, as the worker found or made it. */
+enum bindplan_outcome_kind {
+    BINDPLAN_GO,       /* the checks passed (bind) or there is something to restore */
+    BINDPLAN_REFUSED,  /* a safety check failed: reason, message */
+    BINDPLAN_RECORD,   /* record `driver` as the original driver before touching anything */
+    BINDPLAN_BOUND,    /* bound to vfio-pci and verified: group */
+    BINDPLAN_FAILED,   /* bind or restore failed: reason, message */
+    BINDPLAN_BUSY,     /* deleting, and a VM holds /dev/vfio/<group> */
+    BINDPLAN_RESTORED, /* restored to `driver` and verified */
+    BINDPLAN_RELEASED, /* deleting, and the claim never touched the device: nothing restored */
+};
+
+struct bindplan_outcome {
+    enum bindplan_outcome_kind kind;
+    const char *reason;
+    char message[BINDPLAN_MESSAGE_SIZE];
+    char driver[64];
+    int group;
+    int bind_us; /* BINDPLAN_BOUND: how long the bind steps and verification took */
+};
+
+/* The bind checks, in order: readable, present, IOMMU group, not host-critical (unless it is
+ * on vfio-pci already), no USB devices enabled behind it (unless it is on vfio-pci already),
+ * group complete; then the original driver is recorded first. Sets
+ * BINDPLAN_REFUSED, BINDPLAN_RECORD or BINDPLAN_GO. */
+void bindplan_check_bind(const struct bindplan_facts *f, struct bindplan_outcome *ret);

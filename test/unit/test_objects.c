@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test/unit/test_objects.c - the facts of our custom resources (controllers/objects/pciobj.c,
+ * usbobj.c) that the tests of the reconcilers reading them do not reach on their own: the
+ * resource a bound PCIDeviceClaim offers, bound, the driver at first sight, a USBDevice enabled
+ * behind a controller, orphaned.
+ */
+#include <CUnit/CUnit.h>
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "controllers/objects/pciobj.h"
+#include "controllers/objects/usbobj.h"
+
+/* The objects a test parsed, freed after it (the suite's teardown). */
+static cJSON *parsed[8];
+static size_t n_parsed;
+
+static cJSON *parse(const char *text)
+{
+    cJSON *o = cJSON_Parse(text);
+    if (o && n_parsed < sizeof(parsed) / sizeof(parsed[0]))
+        parsed[n_parsed++] = o;
+    return o;
+}
+
+static void free_parsed(void)
+{
+    while (n_parsed > 0)
+        cJSON_Delete(parsed[--n_parsed]);
+}
+
+static void test_pci_resource(void)
+{
+    cJSON *dev = parse("{\"status\":{\"resourceName\":\"intel.com/82574L\"}}");
+    cJSON *pooled = parse("{\"spec\":{}}");
+    cJSON *own = parse("{\"spec\":{\"disableResourcePooling\":true}}");
+    cJSON *bare = parse("{\"status\":{}}");
+    char buf[128];
+    CU_ASSERT(pciobj_resource(pooled, dev, "n-000002000", buf, sizeof(buf)));
+    CU_ASSERT_STRING_EQUAL(buf, "intel.com/82574L");
+    CU_ASSERT(pciobj_resource(own, dev, "n-000002000", buf, sizeof(buf)));
+    CU_ASSERT_STRING_EQUAL(buf, "intel.com/n-000002000");
+    CU_ASSERT(!pciobj_resource(pooled, bare, "n-000002000", buf, sizeof(buf)));
+    CU_ASSERT(!pciobj_resource(pooled, NULL, "n-000002000", buf, sizeof(buf)));
+}
+
+static void test_pci_first_driver(void)
+{
+    const cJSON *dev = parse("{\"metadata\":{\"annotations\":{\"harvesterhci.io/pcideviceDriver\":"
+                             "\"e1000e\"}}}");
+    const char *first = pciobj_first_driver(dev);
+    CU_ASSERT(first && strcmp(first, "e1000e") == 0);
+    CU_ASSERT_PTR_NULL(pciobj_first_driver(parse("{\"metadata\":{\"annotations\":{}}}")));
+    CU_ASSERT_PTR_NULL(pciobj_first_driver(NULL));
+}
+
+static void test_pci_bound(void)
+{
+    cJSON *bound = parse("{\"metadata\":{},\"status\":{\"passthroughEnabled\":true,"
+                         "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+    cJSON *going = parse("{\"metadata\":{\"deletionTimestamp\":\"2026-11-25T10:00:00Z\"},"
+                         "\"status\":{\"passthroughEnabled\":true,"
+                         "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+    cJSON *notyet = parse("{\"metadata\":{},\"status\":{\"passthroughEnabled\":false,"
+                          "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+    CU_ASSERT(pciobj_bound(bound));
+    CU_ASSERT(!pciobj_bound(going));
+    CU_ASSERT(!pciobj_bound(notyet));
+    CU_ASSERT(!pciobj_bound(NULL));
+}
+
+static void test_usb_device(void)
+{
+    cJSON *on = parse("{\"status\":{\"enabled\":true,\"pciAddress\":\"0000:00:14.0\"}}");
+    cJSON *off = parse("{\"status\":{\"enabled\":false,\"pciAddress\":\"0000:00:14.0\"}}");
+    cJSON *gone = parse("{\"status\":{\"enabled\":true,\"status\":\"orphaned\"}}");
+    CU_ASSERT(usbobj_enabled_behind(on, "0000:00:14.0"));
+    CU_ASSERT(!usbobj_enabled_behind(on, "0000:00:1d.0"));
+    CU_ASSERT(!usbobj_enabled_behind(off, "0000:00:14.0"));
+    CU_ASSERT(!usbobj_enabled_behind(gone, "0000:00:14.0"));
+    CU_ASSERT(usbobj_device_orphaned(gone));
+    CU_ASSERT(!usbobj_device_orphaned(on));
+    CU_ASSERT(!usbobj_device_enabled(NULL));
+}
+
+static CU_TestInfo tests[] = {
+        {"pci: the resource a bound claim offers", test_pci_resource},
+        {"pci: the driver at first sight", test_pci_first_driver},
+        {"pci: bound", test_pci_bound},
+        {"usb: enabled behind a controller, orphaned", test_usb_device},
+        CU_TEST_INFO_NULL,
+};
+
+CU_SuiteInfo objects_suites[] = {
+        {"objects", NULL, NULL, NULL, free_parsed, tests},
+        CU_SUITE_INFO_NULL,
+};
