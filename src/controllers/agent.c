@@ -8,8 +8,7 @@
  * (deviceplugin/plugins), the DRA ResourceSlices and kubelet plugin (dra/draslices,
  * dra/draplugin), the heartbeat Lease (runtime/leasepart) and last the inventory
  * (devices/inventory: scans at start, on resync, SIGHUP and uevents). The parts read each
- * other's caches; the callbacks below queue the keys that depend on a change. docs/agent.md
- * tells the whole story.
+ * other's caches; the callbacks below queue the keys that depend on a change (docs/agent.md).
  */
 #include "controllers/agent.h"
 
@@ -19,9 +18,11 @@
 #include "base/log.h"
 #include "controllers/dra/draplugin.h"
 #include "controllers/dra/draslices.h"
+#include "controllers/devices/devwrite.h"
 #include "controllers/devices/inventory.h"
 #include "controllers/runtime/leasepart.h"
 #include "controllers/devices/nodeuid.h"
+#include "controllers/claims/pcibind.h"
 #include "controllers/claims/pciclaim.h"
 #include "controllers/devices/pcidevice.h"
 #include "controllers/deviceplugin/plugins.h"
@@ -44,6 +45,7 @@ struct agent {
     struct draslices *slices;
     struct draplugin *dra;
     struct kube_leader *heartbeat;
+    struct pcibind_env *bind;
     struct part_env env; /* what every part is made with */
     char plugin_dir[4096];
 };
@@ -83,11 +85,9 @@ static void on_usb_scan(struct map *want, const struct map *unreadable, void *us
 static void on_node_uid(void *userdata)
 {
     struct agent *a = userdata;
-    cJSON *owner = nodeuid_get(a->node) ? cJSON_CreateObject() : NULL;
-    if (owner && cJSON_AddStringToObject(owner, "apiVersion", "v1") &&
-        cJSON_AddStringToObject(owner, "kind", "Node") &&
-        cJSON_AddStringToObject(owner, "name", a->cfg->node_name) &&
-        cJSON_AddStringToObject(owner, "uid", nodeuid_get(a->node)))
+    const char *uid = nodeuid_get(a->node);
+    cJSON *owner = uid ? devwrite_owner_ref(a->cfg->node_name, uid) : NULL;
+    if (owner)
         (void)kube_leader_set_owner(a->heartbeat, owner); /* goes with the Node (next renewal) */
     cJSON_Delete(owner);
     pcidevices_enqueue_all(a->devices);
@@ -122,12 +122,6 @@ static void on_pci_claim(void *userdata)
     plugins_sync(a->plugins);
 }
 
-static bool usb_inventory_written(void *userdata)
-{
-    const struct agent *a = userdata;
-    return runner_converged(usbdevices_runner(a->usb_devices));
-}
-
 /* DRA released devices: claims refused because of them may go on. */
 static void on_dra_release(void *userdata)
 {
@@ -149,6 +143,12 @@ static int add_node(struct agent *a)
     return process_add(a->proc, &nodeuid_part, a->node = nodeuid_new(&c));
 }
 
+/* The node work's env, shared by the claim reconciler and the DRA plugin (freed after them). */
+static int add_node_work(struct agent *a)
+{
+    return process_add(a->proc, &pcibind_env_part, a->bind = pcibind_env_new(&a->env));
+}
+
 static int add_devices(struct agent *a)
 {
     struct pcidevices_config c = {
@@ -160,6 +160,7 @@ static int add_claims(struct agent *a)
 {
     struct pciclaim_config c = {.env = a->env,
                                 .worker = process_worker(a->proc),
+                                .bind = a->bind,
                                 .devices = runner_informer(pcidevices_runner(a->devices)),
                                 .on_event = on_pci_claim,
                                 .userdata = a};
@@ -199,6 +200,7 @@ static int add_dra(struct agent *a)
 {
     struct draplugin_config c = {.env = a->env,
                                  .worker = process_worker(a->proc),
+                                 .bind = a->bind,
                                  .kubelet_dir = a->cfg->kubelet_dir,
                                  .cdi_dir = a->cfg->cdi_dir,
                                  .devices = a->devices,
@@ -241,7 +243,7 @@ static int share_caches(struct agent *a)
     pciclaim_set_usb_devices(a->claims, usb_devs);
     usbdevices_set_caches(a->usb_devices, usbclaim_informer(a->usb_claims), pci_devs);
     usbclaim_set_caches(a->usb_claims, usb_devs, pciclaim_informer(a->claims), pci_devs,
-                        usb_inventory_written, a);
+                        usbdevices_runner(a->usb_devices));
     plugins_set_caches(a->plugins, pciclaim_informer(a->claims), pci_devs,
                        usbclaim_informer(a->usb_claims), usb_devs);
     draplugin_set_caches(a->dra, pciclaim_informer(a->claims), pci_devs);
@@ -257,6 +259,7 @@ static int setup(struct agent *a)
         int (*add)(struct agent *a);
     } steps[] = {
             {"the Node lookup", add_node},
+            {"the node work", add_node_work},
             {"the PCIDevice reconciler", add_devices},
             {"the PCIDeviceClaim reconciler", add_claims},
             {"the USBDevice reconciler", add_usb_devices},

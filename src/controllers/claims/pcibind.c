@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/err.h"
@@ -238,3 +239,29 @@ int pcibind_observe(const struct pcibind_env *env, const char *address, struct n
 {
     return node_vfio_observe(env->sysfs_fd, address, ret);
 }
+
+struct pcibind_env *pcibind_env_new(const struct part_env *env)
+{
+    struct pcibind_env *e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    *e = (struct pcibind_env){.sysfs_fd = node_sysfs_open_root(env->sysfs_root),
+                              .node_name = env->node_name,
+                              .dev_root = env->dev_root,
+                              .proc_root = env->proc_root};
+    if (e->sysfs_fd >= 0)
+        return e;
+    log_error("Cannot open sysfs for the node work", KV_STR("sysfs", env->sysfs_root),
+              KV_ERRNO(e->sysfs_fd));
+    free(e);
+    return NULL;
+}
+
+static void env_free(void *self)
+{
+    struct pcibind_env *e = self;
+    close(e->sysfs_fd);
+    free(e);
+}
+
+const struct part_ops pcibind_env_part = {.name = "nodework", .free = env_free};

@@ -20,12 +20,14 @@
 #include <stddef.h>
 
 #include "controllers/claims/bindplan.h"
+#include "controllers/runtime/part.h"
 #include "controllers/runtime/worker.h"
 #include "node/pci.h"
 
 struct node_vfio_dev;
 
-/* What every job of one agent shares. */
+/* What every job of one agent shares: the claim reconciler's and the DRA plugin's (tests make
+ * their own). */
 struct pcibind_env {
     int sysfs_fd;
     const char *node_name;
@@ -71,6 +73,12 @@ void pcibind_restore_device(struct pcibind_env *env, const struct pcibind_reques
                             struct bindplan_outcome *ret);
 /* Reads the device at `address` in sysfs (node_vfio_observe() on the env's sysfs). */
 int pcibind_observe(const struct pcibind_env *env, const char *address, struct node_vfio_dev *ret);
+
+/* The agent's env, from the roots of `env` (sysfs opened once). NULL when sysfs cannot be
+ * opened (logged) or on OOM. A part (controllers/runtime/part.h) whose only hook frees it: add
+ * it before the parts that are handed it. */
+struct pcibind_env *pcibind_env_new(const struct part_env *env);
+extern const struct part_ops pcibind_env_part;
 
 /* Runs the job on the worker thread: `wj.run` of a pcibind_job. */
 void pcibind_run(struct worker_job *wj);

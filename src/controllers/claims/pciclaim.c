@@ -223,7 +223,6 @@ struct pciclaim {
     struct kube_recorder *events;
     struct map *first_seen; /* claim uid -> double *: when this agent first saw it unbound */
     struct map *failures;   /* claim key -> "reason: message" of the failure last logged */
-    struct pcibind_env env;
     bool (*dra_holder)(const char *address, char *buf, size_t size, void *ud);
     void *dra_ud;
     bool stopping;
@@ -597,7 +596,7 @@ static void start_node_work(struct cjob *j, bool check_only)
     (void)snprintf(b->annotation, sizeof(b->annotation), "%s", ann ? ann : "");
     collect_claimed(j);
     collect_usb(j);
-    b->env = &j->c->env;
+    b->env = j->c->cfg.bind;
     b->wj.run = pcibind_run;
     b->wj.done = on_bind_done;
     worker_submit(j->c->cfg.worker, &b->wj);
@@ -746,17 +745,13 @@ struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg)
     if (!c)
         return NULL;
     c->cfg = *cfg;
-    c->env = (struct pcibind_env){.sysfs_fd = node_sysfs_open_root(cfg->env.sysfs_root),
-                                  .node_name = cfg->env.node_name,
-                                  .dev_root = cfg->env.dev_root,
-                                  .proc_root = cfg->env.proc_root};
     char instance[300];
     (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", cfg->env.node_name);
     struct kube_recorder_config rc = {.controller = "hostdevd.io/agent", .instance = instance};
     c->events = kube_recorder_new(cfg->env.loop, cfg->env.http, &rc);
     c->first_seen = map_new(free_double);
     c->failures = map_new(free);
-    if (c->env.sysfs_fd < 0 || !cfg->worker || !c->events || !c->first_seen || !c->failures ||
+    if (!cfg->bind || !cfg->worker || !c->events || !c->first_seen || !c->failures ||
         make_runner(c) < 0) {
         pciclaim_free(c);
         return NULL;
@@ -811,8 +806,6 @@ static void pciclaim_free(void *userdata)
     c->events = kube_recorder_free(c->events);
     map_free(c->first_seen);
     map_free(c->failures);
-    if (c->env.sysfs_fd >= 0)
-        close(c->env.sysfs_fd);
     free(c);
 }
 

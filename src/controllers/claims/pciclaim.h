@@ -128,11 +128,13 @@ void pciclaim_decide(const struct cJSON *claim, const struct bindplan_outcome *o
 /* --- the reconciler (logs) -------------------------------------------------------------------- */
 
 struct metrics;
+struct pcibind_env;
 struct worker;
 
 struct pciclaim_config {
-    struct part_env env;   /* loop, API client, metrics, node and its paths (runtime/part.h) */
-    struct worker *worker; /* the process's (controllers/runtime/process.h) */
+    struct part_env env;      /* loop, API client, metrics, node and its paths (runtime/part.h) */
+    struct worker *worker;    /* the process's (controllers/runtime/process.h) */
+    struct pcibind_env *bind; /* the node work's env (claims/pcibind.h), borrowed */
     struct kube_informer *devices; /* this node's PCIDevices (driver-at-first-sight annotation) */
     /* Called after each event of the claim informer (the USB claims behind a controller depend
      * on it), or NULL. */

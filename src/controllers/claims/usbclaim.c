@@ -158,8 +158,7 @@ struct usbclaim {
     struct runner *runner;
     struct kube_recorder *events;
     struct kube_informer *devices, *pci_claims, *pci_devices;
-    bool (*devices_ready)(void *userdata);
-    void *ready_userdata;
+    const struct runner *devices_runner; /* the USBDevices' (written once: converged) */
     struct metrics_series *results[N_RESULTS];
 };
 
@@ -331,7 +330,7 @@ static bool can_start(void *ctx)
     return c->devices && kube_informer_has_synced(c->devices) &&
            (!c->pci_claims || kube_informer_has_synced(c->pci_claims)) &&
            (!c->pci_devices || kube_informer_has_synced(c->pci_devices)) &&
-           (!c->devices_ready || c->devices_ready(c->ready_userdata));
+           (!c->devices_runner || runner_converged(c->devices_runner));
 }
 
 static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
@@ -388,13 +387,12 @@ struct usbclaim *usbclaim_new(const struct usbclaim_config *cfg)
 
 void usbclaim_set_caches(struct usbclaim *c, struct kube_informer *devices,
                          struct kube_informer *pci_claims, struct kube_informer *pci_devices,
-                         bool (*devices_ready)(void *userdata), void *ready_userdata)
+                         const struct runner *devices_runner)
 {
     c->devices = devices;
     c->pci_claims = pci_claims;
     c->pci_devices = pci_devices;
-    c->devices_ready = devices_ready;
-    c->ready_userdata = ready_userdata;
+    c->devices_runner = devices_runner;
 }
 
 static int usbclaim_start(void *self)

@@ -90,6 +90,7 @@ char *usbclaim_finalizer_patch(const struct cJSON *claim, bool add);
 
 /* --- the reconciler (logs) -------------------------------------------------------------------- */
 
+struct runner;
 struct usbclaim;
 
 struct usbclaim_config {
@@ -102,11 +103,12 @@ struct usbclaim_config {
 
 struct usbclaim *usbclaim_new(const struct usbclaim_config *cfg);
 /* The caches the checks read (borrowed): this node's USBDevices, PCIDeviceClaims and
- * PCIDevices. Keys are handed out once all have synced and `devices_ready` says the USBDevices
- * have been written once (a restart must not judge claims by a stale inventory). */
+ * PCIDevices. Keys are handed out once all have synced and the USBDevice reconciler's
+ * `devices_runner` has converged once: its objects written (a restart must not judge claims by
+ * a stale inventory). */
 void usbclaim_set_caches(struct usbclaim *c, struct kube_informer *devices,
                          struct kube_informer *pci_claims, struct kube_informer *pci_devices,
-                         bool (*devices_ready)(void *userdata), void *ready_userdata);
+                         const struct runner *devices_runner);
 void usbclaim_enqueue(struct usbclaim *c, const char *key);
 void usbclaim_enqueue_all(struct usbclaim *c);
 /* The runner's informer: every USBDeviceClaim of the cluster. */

@@ -24,11 +24,12 @@
 cJSON *devwrite_owner_ref(const char *node, const char *node_uid)
 {
     cJSON *ref = cJSON_CreateObject();
-    cJSON_AddStringToObject(ref, "apiVersion", "v1");
-    cJSON_AddStringToObject(ref, "kind", "Node");
-    cJSON_AddStringToObject(ref, "name", node);
-    cJSON_AddStringToObject(ref, "uid", node_uid);
-    return ref;
+    if (ref && cJSON_AddStringToObject(ref, "apiVersion", "v1") &&
+        cJSON_AddStringToObject(ref, "kind", "Node") &&
+        cJSON_AddStringToObject(ref, "name", node) && cJSON_AddStringToObject(ref, "uid", node_uid))
+        return ref;
+    cJSON_Delete(ref);
+    return NULL;
 }
 
 cJSON *devwrite_new_object(const char *kind, const char *name, const char *node,

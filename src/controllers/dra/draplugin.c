@@ -79,7 +79,6 @@ struct draplugin {
     char plugin_dir[PATH_MAX], socket[PATH_MAX], reg_socket[PATH_MAX], ck_path[PATH_MAX + 32];
     char cdi_dir[PATH_MAX];
     struct grpc_server *srv, *reg;
-    struct pcibind_env env;
     cJSON *ck;
     struct call *queue, *running;
     int calls;
@@ -220,7 +219,7 @@ static int restore_devices(struct call *k, const struct draprep_claim *c, const 
         if (strcmp(orig[i], NODE_VFIO_DRIVER) == 0)
             continue;
         struct pcibind_request req = request(k, c->devices[i].address, orig[i], NULL);
-        pcibind_restore_device(&k->p->env, &req, &o);
+        pcibind_restore_device(k->p->cfg.bind, &req, &o);
         if (o.kind == BINDPLAN_RESTORED)
             k->released = true;
         else if (o.kind != BINDPLAN_RELEASED && failed++ == 0)
@@ -278,7 +277,7 @@ static void prepare_claim(struct call *k, struct dclaim *d)
             (void)snprintf(seen[i], sizeof(seen[i]), "%s", known);
             continue;
         }
-        int r = pcibind_observe(&k->p->env, c->devices[i].address, &dev);
+        int r = pcibind_observe(k->p->cfg.bind, c->devices[i].address, &dev);
         if (r < 0 || !dev.present) {
             (void)snprintf(d->error, sizeof(d->error), "device %s: %s", c->devices[i].address,
                            r < 0 ? strerror(-r) : "there is no such PCI device on this node");
@@ -296,7 +295,7 @@ static void prepare_claim(struct call *k, struct dclaim *d)
     for (size_t i = 0; i < c->n; i++) {
         struct bindplan_outcome o;
         struct pcibind_request req = request(k, c->devices[i].address, orig[i], d->annotation[i]);
-        pcibind_bind_device(&k->p->env, &req, &o);
+        pcibind_bind_device(k->p->cfg.bind, &req, &o);
         if (o.kind == BINDPLAN_BOUND) {
             groups[i] = o.group;
             continue;
@@ -769,13 +768,8 @@ struct draplugin *draplugin_new(const struct draplugin_config *cfg)
              DRASLICES_DRIVER);
     (void)snprintf(p->ck_path, sizeof(p->ck_path), "%s/checkpoint.json", p->plugin_dir);
     (void)snprintf(p->cdi_dir, sizeof(p->cdi_dir), "%s", cfg->cdi_dir);
-    p->env = (struct pcibind_env){.sysfs_fd = node_sysfs_open_root(cfg->env.sysfs_root),
-                                  .node_name = cfg->env.node_name,
-                                  .dev_root = cfg->env.dev_root,
-                                  .proc_root = cfg->env.proc_root};
-    if (p->env.sysfs_fd < 0 || !cfg->worker) {
-        log_error("Cannot make the DRA plugin", KV_STR("sysfs", cfg->env.sysfs_root),
-                  KV_ERRNO(p->env.sysfs_fd < 0 ? p->env.sysfs_fd : -EINVAL));
+    if (!cfg->bind || !cfg->worker) {
+        log_error("Cannot make the DRA plugin", KV_ERRNO(-EINVAL));
         draplugin_free(p);
         return NULL;
     }
@@ -903,8 +897,6 @@ static void draplugin_free(void *userdata)
     p->reg = grpc_server_free(p->reg);
     p->srv = grpc_server_free(p->srv);
     cJSON_Delete(p->ck);
-    if (p->env.sysfs_fd >= 0)
-        close(p->env.sysfs_fd);
     free(p);
 }
 
