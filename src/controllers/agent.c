@@ -18,7 +18,9 @@
 #include "base/log.h"
 #include "controllers/dra/draplugin.h"
 #include "controllers/dra/draslices.h"
+#include "controllers/devices/devobjs.h"
 #include "controllers/devices/devwrite.h"
+#include "controllers/objects/caches.h"
 #include "controllers/devices/inventory.h"
 #include "controllers/runtime/leasepart.h"
 #include "controllers/devices/nodeuid.h"
@@ -151,7 +153,7 @@ static int add_node_work(struct agent *a)
 
 static int add_devices(struct agent *a)
 {
-    struct pcidevices_config c = {
+    struct devobjs_config c = {
             .env = a->env, .node = a->node, .on_event = on_pci_device, .userdata = a};
     return process_add(a->proc, &pcidevices_part, a->devices = pcidevices_new(&c));
 }
@@ -169,7 +171,7 @@ static int add_claims(struct agent *a)
 
 static int add_usb_devices(struct agent *a)
 {
-    struct usbdevices_config c = {
+    struct devobjs_config c = {
             .env = a->env, .node = a->node, .on_event = on_usb_device, .userdata = a};
     return process_add(a->proc, &usbdevices_part, a->usb_devices = usbdevices_new(&c));
 }
@@ -244,8 +246,9 @@ static int share_caches(struct agent *a)
     usbdevices_set_caches(a->usb_devices, usbclaim_informer(a->usb_claims), pci_devs);
     usbclaim_set_caches(a->usb_claims, usb_devs, pciclaim_informer(a->claims), pci_devs,
                         usbdevices_runner(a->usb_devices));
-    plugins_set_caches(a->plugins, pciclaim_informer(a->claims), pci_devs,
-                       usbclaim_informer(a->usb_claims), usb_devs);
+    struct caches node = {pciclaim_informer(a->claims), pci_devs, usbclaim_informer(a->usb_claims),
+                          usb_devs};
+    plugins_set_caches(a->plugins, &node);
     draplugin_set_caches(a->dra, pciclaim_informer(a->claims), pci_devs);
     pciclaim_set_dra_holder(a->claims, dra_holder, a);
     return 0;

@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "controllers/kubevirt/kubevirt.h"
+#include "controllers/objects/caches.h"
 #include "controllers/runtime/leasepart.h"
 #include "controllers/claims/nodeclaims.h"
 #include "controllers/runtime/process.h"
@@ -238,8 +239,8 @@ static int add_kubevirt(struct controller *c)
                                  .userdata = c};
     int r = process_add(c->proc, &kvpermit_part, c->kv = kvpermit_new(&kc));
     if (r == 0)
-        kvpermit_set_caches(c->kv, c->caches[PCI_CLAIMS], c->caches[PCI_DEVICES],
-                            c->caches[USB_CLAIMS], c->caches[USB_DEVICES]);
+        kvpermit_set_caches(c->kv, &(struct caches){c->caches[PCI_CLAIMS], c->caches[PCI_DEVICES],
+                                                    c->caches[USB_CLAIMS], c->caches[USB_DEVICES]});
     return r;
 }
 

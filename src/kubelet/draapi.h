@@ -77,19 +77,8 @@ static inline int draapi_encode_info(const char *name, const char *endpoint, str
     return regapi_encode_info(DRAAPI_PLUGIN_TYPE, name, endpoint, DRAAPI_SERVICE, out);
 }
 
-/* RegistrationStatusResponse (empty). */
-static inline int draapi_encode_status_response(struct buf *out)
-{
-    return regapi_encode_status_response(out);
-}
-
-/* RegistrationStatus: whether kubelet registered the plugin and its error text (copied into
- * `error`, cut to `size`). */
-static inline int draapi_decode_status(const uint8_t *msg, size_t len, bool *registered,
-                                       char *error, size_t size, struct err *ret_err)
-{
-    return regapi_decode_status(msg, len, registered, error, size, ret_err);
-}
+/* RegistrationStatus and its answer are regapi's as they are (regapi_decode_status,
+ * regapi_encode_status_response). */
 
 /* --- the other side, for tests and tools ---------------------------------------------------- */
 

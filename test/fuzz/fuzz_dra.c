@@ -99,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (data[0] == 2) {
         bool ok;
         char why[64];
-        (void)draapi_decode_status(msg, len, &ok, why, sizeof(why), &e);
+        (void)regapi_decode_status(msg, len, &ok, why, sizeof(why), &e);
     } else {
         char *text = malloc(len + 1);
         if (!text)

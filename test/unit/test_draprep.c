@@ -364,16 +364,16 @@ static void test_messages(void)
     CU_ASSERT(v1);
     /* RegistrationStatus{plugin_registered: false, error: "no"}: 08 00 12 02 'n' 'o' */
     char why[8];
-    CU_ASSERT_EQUAL(draapi_decode_status((const uint8_t *)"\x08\x00\x12\x02no", 6, &ok, why,
+    CU_ASSERT_EQUAL(regapi_decode_status((const uint8_t *)"\x08\x00\x12\x02no", 6, &ok, why,
                                          sizeof(why), &e),
                     0);
     CU_ASSERT(!ok);
     CU_ASSERT_STRING_EQUAL(why, "no");
-    CU_ASSERT_EQUAL(draapi_decode_status((const uint8_t *)"\x08\x01", 2, &ok, why, sizeof(why), &e),
+    CU_ASSERT_EQUAL(regapi_decode_status((const uint8_t *)"\x08\x01", 2, &ok, why, sizeof(why), &e),
                     0);
     CU_ASSERT(ok);
     CU_ASSERT_EQUAL(
-            draapi_decode_status((const uint8_t *)"\x12\x09no", 4, &ok, why, sizeof(why), &e),
+            regapi_decode_status((const uint8_t *)"\x12\x09no", 4, &ok, why, sizeof(why), &e),
             -EINVAL);
     buf_free(&b);
 }

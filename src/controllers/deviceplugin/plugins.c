@@ -23,6 +23,7 @@
 #include "base/map.h"
 #include "base/metrics.h"
 #include "controllers/deviceplugin/devplugin.h"
+#include "controllers/objects/caches.h"
 #include "controllers/objects/pciobj.h"
 #include "controllers/objects/usbobj.h"
 #include "controllers/runtime/part.h"
@@ -76,7 +77,7 @@ struct plugin {
 
 struct plugins {
     struct plugins_config cfg;
-    struct kube_informer *pci_claims, *pci_devices, *usb_claims, *usb_devices;
+    struct caches caches;    /* borrowed */
     struct map *by_resource; /* resource -> struct plugin */
     int sysfs_fd;
     int inotify_fd;
@@ -142,7 +143,7 @@ static void read_cdev(const struct plugins *p, const char *address, char *buf, s
 
 static void add_pci(struct plugins *p, struct map *offers, const char *name, const cJSON *claim)
 {
-    const cJSON *dev = kube_informer_get(p->pci_devices, name);
+    const cJSON *dev = kube_informer_get(p->caches.pci_devices, name);
     const char *address = pciobj_address(claim);
     char resource[320];
     if (!pciobj_bound(claim) || !address || !dev ||
@@ -165,7 +166,7 @@ static void add_pci(struct plugins *p, struct map *offers, const char *name, con
 static void add_usb(struct plugins *p, struct map *offers, const char *name, const cJSON *claim)
 {
     char node[KUBE_NAME_MAX + 1];
-    const cJSON *dev = kube_informer_get(p->usb_devices, name);
+    const cJSON *dev = kube_informer_get(p->caches.usb_devices, name);
     const cJSON *ds = json_field(dev, "status");
     const char *resource = json_str(ds, "resourceName"), *path = json_str(ds, "devicePath");
     if (kube_names_usbdevice_node(name, node, sizeof(node)) < 0 ||
@@ -188,10 +189,12 @@ static struct map *compute_offers(struct plugins *p)
     size_t pos = 0;
     const char *key;
     const cJSON *obj;
-    while (offers && p->pci_claims && kube_informer_next(p->pci_claims, &pos, &key, &obj))
+    while (offers && p->caches.pci_claims &&
+           kube_informer_next(p->caches.pci_claims, &pos, &key, &obj))
         add_pci(p, offers, key, obj);
     pos = 0;
-    while (offers && p->usb_claims && kube_informer_next(p->usb_claims, &pos, &key, &obj))
+    while (offers && p->caches.usb_claims &&
+           kube_informer_next(p->caches.usb_claims, &pos, &key, &obj))
         add_usb(p, offers, key, obj);
     return offers;
 }
@@ -830,14 +833,9 @@ struct plugins *plugins_new(const struct plugins_config *cfg)
     return ps;
 }
 
-void plugins_set_caches(struct plugins *ps, struct kube_informer *pci_claims,
-                        struct kube_informer *pci_devices, struct kube_informer *usb_claims,
-                        struct kube_informer *usb_devices)
+void plugins_set_caches(struct plugins *ps, const struct caches *caches)
 {
-    ps->pci_claims = pci_claims;
-    ps->pci_devices = pci_devices;
-    ps->usb_claims = usb_claims;
-    ps->usb_devices = usb_devices;
+    ps->caches = *caches;
 }
 
 static int plugins_start(void *self)

@@ -33,6 +33,7 @@
 
 struct buf;
 struct ev_loop;
+struct caches;
 struct kube_informer;
 struct metrics;
 struct plugins;
@@ -44,9 +45,7 @@ struct plugins_config {
 
 struct plugins *plugins_new(const struct plugins_config *cfg);
 /* The caches the offer is computed from (borrowed). */
-void plugins_set_caches(struct plugins *p, struct kube_informer *pci_claims,
-                        struct kube_informer *pci_devices, struct kube_informer *usb_claims,
-                        struct kube_informer *usb_devices);
+void plugins_set_caches(struct plugins *ps, const struct caches *caches);
 /* Recomputes the offer soon (calls within one loop iteration are coalesced). */
 void plugins_sync(struct plugins *p);
 

@@ -16,9 +16,6 @@
 #include "kube/client.h"
 #include "kube/status.h"
 
-/* Writes of one reconciler in flight at once. */
-#define DEVWRITE_MAX_IN_FLIGHT 4
-
 /* --- pure ------------------------------------------------------------------------------------- */
 
 cJSON *devwrite_owner_ref(const char *node, const char *node_uid)
@@ -278,26 +275,4 @@ void devwrite_done(struct devwrite *w)
     free(w->meta_patch);
     w->object = NULL;
     w->status_patch = w->meta_patch = NULL;
-}
-
-struct runner *devwrite_runner_new(const struct part_env *env, const char *name, const char *kind,
-                                   const struct kube_resource *res, const struct runner_ops *ops,
-                                   void *ctx, struct metrics_series *writes[DEVWRITE_VERBS])
-{
-    char selector[300];
-    (void)snprintf(selector, sizeof(selector), "nodename=%s", env->node_name);
-    struct runner_config rc = {
-            .name = name,
-            .loop = env->loop,
-            .http = env->http,
-            .informer = {.resource = res, .label_selector = selector},
-            .max_in_flight = DEVWRITE_MAX_IN_FLIGHT,
-            .metrics = env->metrics,
-            .ops = ops,
-            .ctx = ctx,
-    };
-    struct runner *r = runner_new(&rc);
-    if (r)
-        devwrite_register(env->metrics, kind, writes);
-    return r;
 }

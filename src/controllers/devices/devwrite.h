@@ -7,8 +7,6 @@
  */
 #pragma once
 
-#include "controllers/runtime/part.h"
-
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -18,7 +16,6 @@ struct kube_resource;
 struct metrics;
 struct metrics_series;
 struct runner_job;
-struct runner_ops;
 
 /* --- pure ------------------------------------------------------------------------------------- */
 
@@ -72,12 +69,6 @@ struct devwrite {
 /* Registers hostdevd_api_writes_total{kind,verb} series for `kind` into `ret`. */
 void devwrite_register(struct metrics *m, const char *kind,
                        struct metrics_series *ret[DEVWRITE_VERBS]);
-/* The runner of a device-object reconciler: named `name` ("pcidevice"), its informer caching
- * the objects of `res` labelled nodename=<env's node>, `ops` called with `ctx`; and the
- * hostdevd_api_writes_total{kind,verb} series for `kind` in `writes`. NULL on OOM. */
-struct runner *devwrite_runner_new(const struct part_env *env, const char *name, const char *kind,
-                                   const struct kube_resource *res, const struct runner_ops *ops,
-                                   void *ctx, struct metrics_series *writes[DEVWRITE_VERBS]);
 
 /* Carries the writes out, then ends the job (runner_job_done): RUNNER_DONE, or RUNNER_RETRY
  * after a failed request. `w` must live until then; devwrite_done() frees what it owns. */

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
+#include "controllers/devices/devobjs.h"
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
 #include "controllers/runtime/part.h"
@@ -25,8 +26,6 @@
 #include "kube/client.h"
 #include "kube/names.h"
 #include "kube/status.h"
-
-static void pcidevices_free(void *userdata);
 
 /* The status fields this agent writes; any other field is someone else's. */
 static const char *const managed[] = {
@@ -167,90 +166,46 @@ void pcidevice_plan_done(struct pcidevice_plan *p)
  * a time, each logged). */
 
 struct pcidevices {
-    struct pcidevices_config cfg;
-    struct runner *runner;
-    struct map *want; /* name -> struct pcidevice_spec, from the last scan; NULL before one */
-    struct metrics_series *writes[DEVWRITE_VERBS];
+    struct devobjs o; /* first: the runner's ctx */
 };
-
-static void write_job_free(void *p)
-{
-    struct devwrite *w = p;
-    devwrite_done(w);
-    free(w);
-}
 
 static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_plan)
 {
     struct pcidevices *d = ctx;
-    const struct pcidevice_spec *want = map_get(d->want, key);
-    const char *node_uid = nodeuid_get(d->cfg.node);
+    const struct pcidevice_spec *want = map_get(d->o.want, key);
+    const char *node_uid = nodeuid_get(d->o.cfg.node);
     struct pcidevice_plan plan;
     *ret_plan = NULL;
-    if (obj && devwrite_foreign(obj, d->cfg.env.node_name))
+    if (obj && devwrite_foreign(obj, d->o.cfg.env.node_name))
         return 0;
     int r = pcidevice_plan(want, obj, node_uid, &plan);
     if (r < 0 || pcidevice_plan_empty(&plan)) {
         pcidevice_plan_done(&plan);
         return r;
     }
-    struct devwrite *w = calloc(1, sizeof(*w));
-    if (w && plan.create && !(w->object = pcidevice_new_object(want, node_uid))) {
-        free(w);
-        w = NULL;
+    cJSON *object = plan.create ? pcidevice_new_object(want, node_uid) : NULL;
+    if (!plan.create || object) {
+        *ret_plan = devobjs_write(&d->o, object, plan.status_patch, plan.meta_patch, plan.delete,
+                                  plan.uid);
+        plan.status_patch = plan.meta_patch = NULL; /* the write owns them now */
     }
-    if (!w) {
-        pcidevice_plan_done(&plan);
-        return -ENOMEM;
-    }
-    *w = (struct devwrite){.http = d->cfg.env.http,
-                           .res = &kube_res_pcidevices,
-                           .kind = "PCIDevice",
-                           .writes = d->writes,
-                           .object = w->object,
-                           .status_patch = plan.status_patch,
-                           .meta_patch = plan.meta_patch,
-                           .delete = plan.delete,
-                           .delete_why = "Deleting PCIDevice of a device that is gone"};
-    (void)snprintf(w->uid, sizeof(w->uid), "%s", plan.uid);
-    *ret_plan = w;
-    return 0;
+    pcidevice_plan_done(&plan);
+    return *ret_plan ? 0 : -ENOMEM;
 }
 
-static void act(struct runner_job *job, void *plan, void *ctx)
-{
-    (void)ctx;
-    devwrite_run(plan, job);
-}
-
-static bool can_start(void *ctx)
-{
-    const struct pcidevices *d = ctx;
-    return d->want != NULL && nodeuid_answered(d->cfg.node); /* objects made with their owner */
-}
-
-static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
-{
-    const struct pcidevices *d = ctx;
-    if (ev == RUNNER_EVENT_ADD)
-        devwrite_note_foreign("PCIDevice", key, obj, d->cfg.env.node_name);
-    if (d->cfg.on_event)
-        d->cfg.on_event(key, d->cfg.userdata);
-}
-
-static void on_converged(void *ctx)
-{
-    const struct pcidevices *d = ctx;
-    log_info("PCI inventory written", KV_INT("devices", map_size(d->want)));
-}
+static const struct devobjs_kind kind = {.name = "pcidevice",
+                                         .kind = "PCIDevice",
+                                         .res = &kube_res_pcidevices,
+                                         .written = "PCI inventory written",
+                                         .gone = "Deleting PCIDevice of a device that is gone"};
 
 static const struct runner_ops ops = {
         .plan = plan_key,
-        .act = act,
-        .plan_free = write_job_free,
-        .on_event = on_event,
-        .can_start = can_start,
-        .on_converged = on_converged,
+        .act = devobjs_act,
+        .plan_free = devobjs_plan_free,
+        .on_event = devobjs_on_event,
+        .can_start = devobjs_can_start,
+        .on_converged = devobjs_on_converged,
         .kind = "PCIDevice",
         .waiting = "no PCI scan has succeeded",
         .unconverged = "the first inventory is not written yet",
@@ -258,42 +213,19 @@ static const struct runner_ops ops = {
 
 /* --- the reconciler's life ------------------------------------------------------------------ */
 
-struct pcidevices *pcidevices_new(const struct pcidevices_config *cfg)
+struct pcidevices *pcidevices_new(const struct devobjs_config *cfg)
 {
-    struct pcidevices *d = calloc(1, sizeof(*d));
-    if (!d)
-        return NULL;
-    d->cfg = *cfg;
-    d->runner = devwrite_runner_new(&cfg->env, "pcidevice", "PCIDevice", &kube_res_pcidevices, &ops,
-                                    d, d->writes);
-    if (!d->runner) {
-        pcidevices_free(d);
-        return NULL;
-    }
-    return d;
-}
-
-static int pcidevices_start(void *self)
-{
-    struct pcidevices *d = self;
-    return runner_start(d->runner);
+    return devobjs_new(sizeof(struct pcidevices), cfg, &kind, &ops);
 }
 
 void pcidevices_set_want(struct pcidevices *d, struct map *want)
 {
-    map_free(d->want);
-    d->want = want;
-    pcidevices_enqueue_all(d);
+    devobjs_set_want(&d->o, want);
 }
 
 void pcidevices_enqueue_all(struct pcidevices *d)
 {
-    const char *key;
-    void *v;
-    size_t pos = 0;
-    while (map_next(d->want, &pos, &key, &v))
-        runner_enqueue(d->runner, key);
-    runner_enqueue_all(d->runner);
+    devobjs_enqueue_all(&d->o);
 }
 
 struct map *pcidevices_new_want(void)
@@ -323,11 +255,11 @@ void pcidevices_keep_unreadable(const struct pcidevices *d, struct map *want,
 {
     const char *entry;
     size_t pos = 0;
-    while (d->want && unreadable && map_next(unreadable, &pos, &entry, NULL)) {
+    while (d->o.want && unreadable && map_next(unreadable, &pos, &entry, NULL)) {
         char name[KUBE_NAME_MAX + 1];
         const struct pcidevice_spec *old;
-        if (kube_names_pcidevice(d->cfg.env.node_name, entry, name, sizeof(name)) < 0 ||
-            map_contains(want, name) || !(old = map_get(d->want, name)))
+        if (kube_names_pcidevice(d->o.cfg.env.node_name, entry, name, sizeof(name)) < 0 ||
+            map_contains(want, name) || !(old = map_get(d->o.want, name)))
             continue;
         struct pcidevice_spec *copy = spec_dup(old);
         if (copy && map_put(want, name, copy) < 0)
@@ -337,30 +269,15 @@ void pcidevices_keep_unreadable(const struct pcidevices *d, struct map *want,
 
 const struct map *pcidevices_want(const struct pcidevices *d)
 {
-    return d->want;
+    return d->o.want;
 }
 
 struct runner *pcidevices_runner(const struct pcidevices *d)
 {
-    return d->runner;
-}
-
-static void pcidevices_free(void *userdata)
-{
-    struct pcidevices *d = userdata;
-    if (!d)
-        return;
-    d->runner = runner_free(d->runner);
-    map_free(d->want);
-    free(d);
-}
-
-static struct runner *part_runner(const void *self)
-{
-    return ((const struct pcidevices *)self)->runner;
+    return d->o.runner;
 }
 
 const struct part_ops pcidevices_part = {.name = "pcidevices",
-                                         .runner = part_runner,
-                                         .start = pcidevices_start,
-                                         .free = pcidevices_free};
+                                         .runner = devobjs_runner,
+                                         .start = devobjs_start,
+                                         .free = devobjs_free};

@@ -93,17 +93,9 @@ struct metrics;
 struct pcidevices;
 struct runner;
 
-struct nodeuid;
+struct devobjs_config;
 
-struct pcidevices_config {
-    struct part_env env;        /* loop, API client, metrics, node and its paths (runtime/part.h) */
-    const struct nodeuid *node; /* this node's Node uid (borrowed) */
-    /* Called after each event of the PCIDevice informer with its key, or NULL. */
-    void (*on_event)(const char *key, void *userdata);
-    void *userdata;
-};
-
-struct pcidevices *pcidevices_new(const struct pcidevices_config *cfg);
+struct pcidevices *pcidevices_new(const struct devobjs_config *cfg);
 /* An empty map for pcidevices_set_want(): name -> struct pcidevice_spec (malloc'd). */
 struct map *pcidevices_new_want(void);
 /* Takes the desired objects of a new scan and reconciles every key. */

@@ -17,6 +17,7 @@
 #include "base/map.h"
 #include "base/metrics.h"
 #include "base/names.h"
+#include "controllers/devices/devobjs.h"
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
 #include "controllers/objects/usbobj.h"
@@ -27,8 +28,6 @@
 #include "kube/names.h"
 #include "node/usb.h"
 #include "node/usbname.h"
-
-static void usbdevices_free(void *userdata);
 
 /* The status fields this agent writes; any other field is someone else's. */
 static const char *const managed[] = {
@@ -189,26 +188,17 @@ void usbdevice_plan_done(struct usbdevice_plan *p)
  * Not pure: it carries plans out on the runner (controllers/devices/devwrite.c). */
 
 struct usbdevices {
-    struct usbdevices_config cfg;
-    struct runner *runner;
-    struct map *want; /* name -> struct usbdevice_spec, from the last scan; NULL before one */
+    struct devobjs o; /* first: the runner's ctx */
     struct kube_informer *claims, *pci_devices;
-    struct metrics_series *writes[DEVWRITE_VERBS], *orphans;
+    struct metrics_series *orphans;
 };
-
-static void write_job_free(void *p)
-{
-    struct devwrite *w = p;
-    devwrite_done(w);
-    free(w);
-}
 
 /* Whether the host controller `address` of this node is on vfio-pci (its PCIDevice says). */
 static bool on_vfio(const struct usbdevices *d, const char *address)
 {
     char name[KUBE_NAME_MAX + 1];
     if (!address || !d->pci_devices ||
-        kube_names_pcidevice(d->cfg.env.node_name, address, name, sizeof(name)) < 0)
+        kube_names_pcidevice(d->o.cfg.env.node_name, address, name, sizeof(name)) < 0)
         return false;
     const cJSON *dev = kube_informer_get(d->pci_devices, name);
     const char *driver = json_str(json_field(dev, "status"), "kernelDriverInUse");
@@ -218,23 +208,12 @@ static bool on_vfio(const struct usbdevices *d, const char *address)
 static struct devwrite *writes_of(struct usbdevices *d, const struct usbdevice_spec *want,
                                   struct usbdevice_plan *plan)
 {
-    struct devwrite *w = calloc(1, sizeof(*w));
-    cJSON *object = w && plan->create ? usbdevice_new_object(want, nodeuid_get(d->cfg.node)) : NULL;
-    if (!w || (plan->create && !object)) {
-        free(w);
+    cJSON *object = plan->create ? usbdevice_new_object(want, nodeuid_get(d->o.cfg.node)) : NULL;
+    if (plan->create && !object)
         return NULL;
-    }
-    *w = (struct devwrite){.http = d->cfg.env.http,
-                           .res = &kube_res_usbdevices,
-                           .kind = "USBDevice",
-                           .writes = d->writes,
-                           .object = object,
-                           .status_patch = plan->status_patch,
-                           .meta_patch = plan->meta_patch,
-                           .delete = plan->delete,
-                           .delete_why = "Deleting USBDevice of a device that is gone"};
-    (void)snprintf(w->uid, sizeof(w->uid), "%s", plan->uid);
-    plan->status_patch = plan->meta_patch = NULL; /* the write owns them now */
+    struct devwrite *w = devobjs_write(&d->o, object, plan->status_patch, plan->meta_patch,
+                                       plan->delete, plan->uid);
+    plan->status_patch = plan->meta_patch = NULL; /* the write owns them now (or freed them) */
     return w;
 }
 
@@ -242,9 +221,9 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
 {
     struct usbdevices *d = ctx;
     *ret_plan = NULL;
-    if (obj && devwrite_foreign(obj, d->cfg.env.node_name))
+    if (obj && devwrite_foreign(obj, d->o.cfg.env.node_name))
         return 0;
-    const struct usbdevice_spec *want = map_get(d->want, key);
+    const struct usbdevice_spec *want = map_get(d->o.want, key);
     const cJSON *claim = kube_informer_get(d->claims, key);
     struct usbdevice_gone gone = {
             .controller_passed_through =
@@ -252,8 +231,8 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
                                                                         "pciAddress")))};
     struct usbdevice_plan plan;
     *ret_plan = NULL;
-    int r = usbdevice_plan(want, obj, claim, &gone, d->cfg.env.node_name, nodeuid_get(d->cfg.node),
-                           &plan);
+    int r = usbdevice_plan(want, obj, claim, &gone, d->o.cfg.env.node_name,
+                           nodeuid_get(d->o.cfg.node), &plan);
     if (r == 0 && !usbdevice_plan_empty(&plan)) {
         if (plan.orphan) {
             metrics_inc(d->orphans);
@@ -267,42 +246,26 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
     return r;
 }
 
-static void act(struct runner_job *job, void *plan, void *ctx)
-{
-    (void)ctx;
-    devwrite_run(plan, job);
-}
-
 static bool can_start(void *ctx)
 {
     const struct usbdevices *d = ctx;
-    return d->want && d->claims && kube_informer_has_synced(d->claims) &&
-           (!d->pci_devices || kube_informer_has_synced(d->pci_devices)) &&
-           nodeuid_answered(d->cfg.node); /* objects made with their owner */
+    return d->o.want && d->claims && kube_informer_has_synced(d->claims) &&
+           (!d->pci_devices || kube_informer_has_synced(d->pci_devices)) && devobjs_can_start(ctx);
 }
 
-static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
-{
-    const struct usbdevices *d = ctx;
-    if (ev == RUNNER_EVENT_ADD)
-        devwrite_note_foreign("USBDevice", key, obj, d->cfg.env.node_name);
-    if (d->cfg.on_event)
-        d->cfg.on_event(key, d->cfg.userdata);
-}
-
-static void on_converged(void *ctx)
-{
-    const struct usbdevices *d = ctx;
-    log_info("USB inventory written", KV_INT("devices", map_size(d->want)));
-}
+static const struct devobjs_kind kind = {.name = "usbdevice",
+                                         .kind = "USBDevice",
+                                         .res = &kube_res_usbdevices,
+                                         .written = "USB inventory written",
+                                         .gone = "Deleting USBDevice of a device that is gone"};
 
 static const struct runner_ops ops = {
         .plan = plan_key,
-        .act = act,
-        .plan_free = write_job_free,
-        .on_event = on_event,
+        .act = devobjs_act,
+        .plan_free = devobjs_plan_free,
+        .on_event = devobjs_on_event,
         .can_start = can_start,
-        .on_converged = on_converged,
+        .on_converged = devobjs_on_converged,
         .kind = "USBDevice",
         .waiting = "no USB scan has succeeded",
         .unconverged = "the first USB inventory is not written yet",
@@ -310,20 +273,12 @@ static const struct runner_ops ops = {
 
 /* --- the reconciler's life -------------------------------------------------------------------- */
 
-struct usbdevices *usbdevices_new(const struct usbdevices_config *cfg)
+struct usbdevices *usbdevices_new(const struct devobjs_config *cfg)
 {
-    struct usbdevices *d = calloc(1, sizeof(*d));
-    if (!d)
-        return NULL;
-    d->cfg = *cfg;
-    d->runner = devwrite_runner_new(&cfg->env, "usbdevice", "USBDevice", &kube_res_usbdevices, &ops,
-                                    d, d->writes);
-    if (!d->runner) {
-        usbdevices_free(d);
-        return NULL;
-    }
-    d->orphans = metrics_one(cfg->env.metrics, METRICS_COUNTER, "hostdevd_usb_orphans_total",
-                             "Claimed USB devices found gone (marked orphaned).");
+    struct usbdevices *d = devobjs_new(sizeof(*d), cfg, &kind, &ops);
+    if (d)
+        d->orphans = metrics_one(cfg->env.metrics, METRICS_COUNTER, "hostdevd_usb_orphans_total",
+                                 "Claimed USB devices found gone (marked orphaned).");
     return d;
 }
 
@@ -334,19 +289,13 @@ void usbdevices_set_caches(struct usbdevices *d, struct kube_informer *claims,
     d->pci_devices = pci_devices;
 }
 
-static int usbdevices_start(void *self)
-{
-    struct usbdevices *d = self;
-    return runner_start(d->runner);
-}
-
 void usbdevices_keep_unreadable(const struct usbdevices *d, struct map *want,
                                 const struct map *unreadable)
 {
     const char *name;
     void *v;
     size_t pos = 0;
-    while (d->want && unreadable && map_next(d->want, &pos, &name, &v)) {
+    while (d->o.want && unreadable && map_next(d->o.want, &pos, &name, &v)) {
         const struct usbdevice_spec *old = v;
         if (!map_contains(unreadable, old->port_path) || map_contains(want, name))
             continue;
@@ -360,25 +309,18 @@ void usbdevices_keep_unreadable(const struct usbdevices *d, struct map *want,
 
 void usbdevices_set_want(struct usbdevices *d, struct map *want)
 {
-    map_free(d->want);
-    d->want = want;
-    usbdevices_enqueue_all(d);
+    devobjs_set_want(&d->o, want);
 }
 
 void usbdevices_enqueue(struct usbdevices *d, const char *key)
 {
     if (d)
-        runner_enqueue(d->runner, key);
+        runner_enqueue(d->o.runner, key);
 }
 
 void usbdevices_enqueue_all(struct usbdevices *d)
 {
-    const char *key;
-    void *v;
-    size_t pos = 0;
-    while (map_next(d->want, &pos, &key, &v))
-        runner_enqueue(d->runner, key);
-    runner_enqueue_all(d->runner);
+    devobjs_enqueue_all(&d->o);
 }
 
 struct map *usbdevices_new_want(void)
@@ -388,25 +330,10 @@ struct map *usbdevices_new_want(void)
 
 struct runner *usbdevices_runner(const struct usbdevices *d)
 {
-    return d->runner;
-}
-
-static void usbdevices_free(void *userdata)
-{
-    struct usbdevices *d = userdata;
-    if (!d)
-        return;
-    d->runner = runner_free(d->runner);
-    map_free(d->want);
-    free(d);
-}
-
-static struct runner *part_runner(const void *self)
-{
-    return ((const struct usbdevices *)self)->runner;
+    return d->o.runner;
 }
 
 const struct part_ops usbdevices_part = {.name = "usbdevices",
-                                         .runner = part_runner,
-                                         .start = usbdevices_start,
-                                         .free = usbdevices_free};
+                                         .runner = devobjs_runner,
+                                         .start = devobjs_start,
+                                         .free = devobjs_free};

@@ -99,18 +99,9 @@ struct metrics;
 struct runner;
 struct usbdevices;
 
-struct nodeuid;
+struct devobjs_config;
 
-struct usbdevices_config {
-    struct part_env env;        /* loop, API client, metrics, node and its paths (runtime/part.h) */
-    const struct nodeuid *node; /* this node's Node uid (borrowed) */
-    /* Called after each event of the USBDevice informer with its key (the claim of the same
-     * name depends on it), or NULL. */
-    void (*on_event)(const char *key, void *userdata);
-    void *userdata;
-};
-
-struct usbdevices *usbdevices_new(const struct usbdevices_config *cfg);
+struct usbdevices *usbdevices_new(const struct devobjs_config *cfg);
 /* The caches the plans read (borrowed): USBDeviceClaims (enabled, orphans) and this node's
  * PCIDevices (a controller on vfio-pci). Keys are handed out once both have synced and a
  * scan has succeeded. */

@@ -35,6 +35,7 @@
 #include "kube/names.h"
 #include "kubelet/draapi.h"
 #include "kubelet/grpc.h"
+#include "kubelet/regapi.h"
 #include "node/sysfs.h"
 #include "node/vfio.h"
 
@@ -705,7 +706,7 @@ static void on_notify(struct grpc_call *gc, const uint8_t *msg, size_t len, void
     bool ok = false;
     struct buf out;
     buf_init(&out, 64);
-    if (draapi_decode_status(msg, len, &ok, why, sizeof(why), &e) < 0) {
+    if (regapi_decode_status(msg, len, &ok, why, sizeof(why), &e) < 0) {
         log_warning("Malformed registration status from kubelet", KV_STR("message", e.msg));
         grpc_call_finish(gc, GRPC_INVALID_ARGUMENT, e.msg);
         buf_free(&out);
@@ -720,7 +721,7 @@ static void on_notify(struct grpc_call *gc, const uint8_t *msg, size_t len, void
                   KV_STR("message", why));
         metrics_inc(p->register_err);
     }
-    if (draapi_encode_status_response(&out) == 0 &&
+    if (regapi_encode_status_response(&out) == 0 &&
         grpc_call_reply(gc, (const uint8_t *)out.data, out.len) == 0)
         grpc_call_finish(gc, GRPC_OK, NULL);
     else

@@ -17,6 +17,7 @@
 #include "base/metrics.h"
 #include "base/names.h"
 #include "controllers/kubevirt/permitted.h"
+#include "controllers/objects/caches.h"
 #include "controllers/objects/pciobj.h"
 #include "controllers/objects/usbobj.h"
 #include "controllers/runtime/part.h"
@@ -33,7 +34,7 @@ static void kvpermit_free(void *userdata);
 struct kvpermit {
     struct kvpermit_config cfg;
     struct runner *runner;
-    struct kube_informer *pci_claims, *pci_devices, *usb_claims, *usb_devices;
+    struct caches caches; /* borrowed */
     bool gate_reported, count_reported;
     size_t count_told; /* the count of CRs count_reported was about */
     struct map *told;  /* uids of the claims told that the feature gate is off */
@@ -103,9 +104,9 @@ static void want_pci(struct kvpermit *k, struct permitted_want *w, const char *c
     size_t pos = 0;
     const char *key;
     const cJSON *claim;
-    while (kube_informer_next(k->pci_claims, &pos, &key, &claim)) {
+    while (kube_informer_next(k->caches.pci_claims, &pos, &key, &claim)) {
         struct permitted_entry e;
-        if (!kvpermit_pci_entry(claim, kube_informer_get(k->pci_devices, key), key, &e))
+        if (!kvpermit_pci_entry(claim, kube_informer_get(k->caches.pci_devices, key), key, &e))
             continue;
         (void)permitted_want_add(w, &e);
         tell_gate_off(k, false, key, claim, cr);
@@ -117,9 +118,9 @@ static void want_usb(struct kvpermit *k, struct permitted_want *w, const char *c
     size_t pos = 0;
     const char *key;
     const cJSON *claim;
-    while (kube_informer_next(k->usb_claims, &pos, &key, &claim)) {
+    while (kube_informer_next(k->caches.usb_claims, &pos, &key, &claim)) {
         struct permitted_entry e;
-        if (!kvpermit_usb_entry(claim, kube_informer_get(k->usb_devices, key), &e))
+        if (!kvpermit_usb_entry(claim, kube_informer_get(k->caches.usb_devices, key), &e))
             continue;
         (void)permitted_want_add(w, &e);
         tell_gate_off(k, true, key, claim, cr);
@@ -246,10 +247,10 @@ static void act(struct runner_job *job, void *plan, void *ctx)
 static bool can_start(void *ctx)
 {
     const struct kvpermit *k = ctx;
-    bool synced = k->pci_claims && kube_informer_has_synced(k->pci_claims) &&
-                  kube_informer_has_synced(k->pci_devices) &&
-                  kube_informer_has_synced(k->usb_claims) &&
-                  kube_informer_has_synced(k->usb_devices);
+    bool synced = k->caches.pci_claims && kube_informer_has_synced(k->caches.pci_claims) &&
+                  kube_informer_has_synced(k->caches.pci_devices) &&
+                  kube_informer_has_synced(k->caches.usb_claims) &&
+                  kube_informer_has_synced(k->caches.usb_devices);
     return synced && (!k->cfg.can_write || k->cfg.can_write(k->cfg.userdata));
 }
 
@@ -304,14 +305,9 @@ struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg)
     return k;
 }
 
-void kvpermit_set_caches(struct kvpermit *k, struct kube_informer *pci_claims,
-                         struct kube_informer *pci_devices, struct kube_informer *usb_claims,
-                         struct kube_informer *usb_devices)
+void kvpermit_set_caches(struct kvpermit *k, const struct caches *caches)
 {
-    k->pci_claims = pci_claims;
-    k->pci_devices = pci_devices;
-    k->usb_claims = usb_claims;
-    k->usb_devices = usb_devices;
+    k->caches = *caches;
 }
 
 static int kvpermit_start(void *self)

@@ -22,6 +22,7 @@ struct buf;
 struct cJSON;
 struct ev_loop;
 struct kube_http;
+struct caches;
 struct kube_informer;
 struct kube_recorder;
 struct metrics;
@@ -55,9 +56,7 @@ bool kvpermit_manages(const char *configured, const char *key, size_t count);
 
 struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg);
 /* The caches the entries are computed from (cluster-wide, borrowed). */
-void kvpermit_set_caches(struct kvpermit *k, struct kube_informer *pci_claims,
-                         struct kube_informer *pci_devices, struct kube_informer *usb_claims,
-                         struct kube_informer *usb_devices);
+void kvpermit_set_caches(struct kvpermit *k, const struct caches *caches);
 /* Something it depends on changed: look at the CR again. */
 void kvpermit_enqueue(struct kvpermit *k);
 
