@@ -23,8 +23,8 @@
 #include <yaml.h>
 
 #include "base/cleanup.h"
-#include "base/json.h"
 #include "base/err.h"
+#include "base/json.h"
 
 #define NO_FLOW        SIZE_MAX
 #define TABS           "tabs are not allowed for indentation"

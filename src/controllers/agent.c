@@ -1,14 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * controllers/agent.c - `hostdevd agent`, the per-node role: a list of parts on the process
- * skeleton (controllers/runtime/process.h), in the order they start: the Node lookup
- * (devices/nodeuid), the PCIDevice and PCIDeviceClaim reconcilers (devices/pcidevice,
- * claims/pciclaim: binds on the process's worker thread), the USBDevice and USBDeviceClaim
- * reconcilers (devices/usbdevice, claims/usbclaim), the kubelet device plugins
- * (deviceplugin/plugins), the DRA ResourceSlices and kubelet plugin (dra/draslices,
- * dra/draplugin), the heartbeat Lease (runtime/leasepart) and last the inventory
- * (devices/inventory: scans at start, on resync, SIGHUP and uevents). The parts read each
- * other's caches; the callbacks below queue the keys that depend on a change (docs/agent.md).
+ * skeleton (controllers/runtime/process.h), made and started in the order of setup()'s table,
+ * the inventory last (its first scan goes to reconcilers already watching). The parts read each
+ * other's caches; the callbacks below queue the keys that depend on a change. docs/agent.md
+ * says what each part does.
  */
 #include "controllers/agent.h"
 
@@ -16,22 +12,22 @@
 #include <stdio.h>
 
 #include "base/log.h"
-#include "controllers/dra/draplugin.h"
-#include "controllers/dra/draslices.h"
-#include "controllers/devices/devobjs.h"
-#include "controllers/devices/devwrite.h"
-#include "controllers/objects/caches.h"
-#include "controllers/devices/inventory.h"
-#include "controllers/runtime/leasepart.h"
-#include "controllers/devices/nodeuid.h"
 #include "controllers/claims/pcibind.h"
 #include "controllers/claims/pciclaim.h"
-#include "controllers/devices/pcidevice.h"
+#include "controllers/claims/usbclaim.h"
 #include "controllers/deviceplugin/plugins.h"
+#include "controllers/devices/devobjs.h"
+#include "controllers/devices/devwrite.h"
+#include "controllers/devices/inventory.h"
+#include "controllers/devices/nodeuid.h"
+#include "controllers/devices/pcidevice.h"
+#include "controllers/devices/usbdevice.h"
+#include "controllers/dra/draplugin.h"
+#include "controllers/dra/draslices.h"
+#include "controllers/objects/caches.h"
+#include "controllers/runtime/leasepart.h"
 #include "controllers/runtime/process.h"
 #include "controllers/runtime/runner.h"
-#include "controllers/claims/usbclaim.h"
-#include "controllers/devices/usbdevice.h"
 #include "kube/leader.h"
 
 struct agent {

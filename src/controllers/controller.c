@@ -16,10 +16,10 @@
 
 #include "base/log.h"
 #include "base/metrics.h"
+#include "controllers/claims/nodeclaims.h"
 #include "controllers/kubevirt/kubevirt.h"
 #include "controllers/objects/caches.h"
 #include "controllers/runtime/leasepart.h"
-#include "controllers/claims/nodeclaims.h"
 #include "controllers/runtime/process.h"
 #include "controllers/runtime/runner.h"
 #include "kube/client.h"

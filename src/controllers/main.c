@@ -16,11 +16,11 @@
 #include "base/log.h"
 #include "controllers/agent.h"
 #include "controllers/agentargs.h"
-#include "controllers/controller.h"
-#include "controllers/controllerargs.h"
 #include "controllers/cli/invtool.h"
 #include "controllers/cli/usbtool.h"
 #include "controllers/cli/vfiotool.h"
+#include "controllers/controller.h"
+#include "controllers/controllerargs.h"
 #include "kube/names.h"
 
 #ifndef HOSTDEVD_VERSION

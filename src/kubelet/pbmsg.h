@@ -2,13 +2,13 @@
 /*
  * kubelet/pbmsg.h - the few static helpers kubelet's message files (dpapi.c, draapi.c, regapi.c)
  * share: packing a protobuf-c message into a struct buf, pointer arrays that are never NULL for
- * zero elements, the error of a message that does not unpack. Internal to src/kubelet. It does
- * not include protobuf-c (hack/lint.sh lets only the *api.c files do that): include it after a
- * generated .pb-c.h.
+ * zero elements, the error of a message that does not unpack. Internal to src/kubelet: with the
+ * *api.c files, the only place protobuf-c is included (hack/lint.sh).
  */
 #pragma once
 
 #include <errno.h>
+#include <protobuf-c/protobuf-c.h>
 #include <stdlib.h>
 
 #include "base/buf.h"

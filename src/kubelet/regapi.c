@@ -7,8 +7,8 @@
 
 #include <string.h>
 
-#include "kubelet/pluginreg.pb-c.h"
 #include "kubelet/pbmsg.h"
+#include "kubelet/pluginreg.pb-c.h"
 
 int regapi_encode_info(const char *type, const char *name, const char *endpoint,
                        const char *version, struct buf *out)

@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controllers/objects/claimstatus.h"
 #include "controllers/claims/nodeclaims.h"
 #include "controllers/claims/pciclaim.h"
 #include "controllers/claims/usbclaim.h"
+#include "controllers/objects/claimstatus.h"
 #include "controllers/objects/pciobj.h"
 #include "controllers/objects/usbobj.h"
 #include "fuzzjson.h"

@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controllers/kubevirt/kubevirt.h"
 #include "controllers/devices/pcidevice.h"
-#include "controllers/kubevirt/permitted.h"
 #include "controllers/devices/usbdevice.h"
+#include "controllers/kubevirt/kubevirt.h"
+#include "controllers/kubevirt/permitted.h"
 #include "controllers/objects/usbobj.h"
 #include "fuzzjson.h"
 #include "kube/client.h"

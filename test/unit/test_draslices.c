@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "base/map.h"
-#include "controllers/dra/draslices.h"
 #include "controllers/devices/pcidevice.h"
+#include "controllers/dra/draslices.h"
 
 #define NODE     "titan"
 #define NODE_UID "node-uid-1"
