@@ -40,6 +40,9 @@ declare -A KILLER=(
     [src/node/blockers.c]="unit:blockers"
     [src/controllers/claims/pciclaim.c]="unit:pciclaim,pciclaim_decide,pcibind,usbclaim"
     [src/controllers/claims/pcibind.c]="unit:pcibind"
+    [src/controllers/claims/bindplan.c]="unit:pciclaim,pciclaim_decide,pcibind"
+    [src/controllers/objects/pciobj.c]="unit:objects,pciclaim,pciclaim_decide,nodeclaims,devplugin,kubevirt,permitted,draslices"
+    [src/controllers/objects/usbobj.c]="unit:objects,usbclaim,usbdevice,kubevirt,permitted"
     [src/kube/informer.c]="cmd:bash hack/mutate-informer.sh KUBETOOL"
     [src/kube/leader.c]="unit:leader"
     [src/controllers/kubevirt/permitted.c]="unit:permitted"
@@ -65,7 +68,9 @@ declare -A LIMIT=(
     [src/controllers/dra/draplugin.c]="$MUTATE_SLOW_MAX,600"
 )
 MUTATE_FILES=${MUTATE_FILES:-src/node/vfio.c src/node/hostuse.c src/node/blockers.c \
-src/controllers/claims/pciclaim.c src/controllers/claims/pcibind.c src/kube/informer.c src/kube/leader.c \
+src/controllers/claims/pciclaim.c src/controllers/claims/pcibind.c \
+src/controllers/claims/bindplan.c src/controllers/objects/pciobj.c src/controllers/objects/usbobj.c \
+src/kube/informer.c src/kube/leader.c \
 src/controllers/kubevirt/permitted.c src/controllers/claims/nodeclaims.c src/controllers/kubevirt/kubevirt.c \
 src/controllers/deviceplugin/plugins.c src/controllers/dra/draplugin.c}
 
