@@ -7,13 +7,14 @@
  */
 #include <CUnit/CUnit.h>
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "controllers/objects/pciobj.h"
 #include "controllers/objects/usbobj.h"
 
 /* The objects a test parsed, freed after it (the suite's teardown). */
-static cJSON *parsed[8];
+static cJSON *parsed[16];
 static size_t n_parsed;
 
 static cJSON *parse(const char *text)
@@ -84,11 +85,52 @@ static void test_usb_device(void)
     CU_ASSERT(!usbobj_device_enabled(NULL));
 }
 
+static void test_pci_claim(void)
+{
+    const cJSON *claim = parse("{\"spec\":{\"address\":\"0000:02:00.0\"},"
+                               "\"status\":{\"kernelDriverToUnbind\":\"e1000e\"}}");
+    const cJSON *fresh = parse("{\"spec\":{\"address\":\"0000:02:00.0\"},\"status\":{}}");
+    const char *addr = pciobj_address(claim), *driver = "unchanged";
+    CU_ASSERT(addr && strcmp(addr, "0000:02:00.0") == 0);
+    CU_ASSERT(pciobj_driver_recorded(claim, &driver));
+    CU_ASSERT_STRING_EQUAL(driver, "e1000e");
+    driver = "unchanged"; /* not written when nothing is recorded */
+    CU_ASSERT(!pciobj_driver_recorded(fresh, &driver));
+    CU_ASSERT_STRING_EQUAL(driver, "unchanged");
+    CU_ASSERT(pciobj_driver_recorded(claim, NULL));
+}
+
+/* A USBDeviceClaim with `finalizers` (JSON array) and a Ready condition of `status`/`reason`. */
+static const cJSON *usb_claim(const char *finalizers, const char *status, const char *reason)
+{
+    char text[512];
+    (void)snprintf(text, sizeof(text),
+                   "{\"metadata\":{\"finalizers\":%s},\"status\":{\"conditions\":"
+                   "[{\"type\":\"Ready\",\"status\":\"%s\",\"reason\":\"%s\"}]}}",
+                   finalizers, status, reason);
+    return parse(text);
+}
+
+static void test_usb_claim_holds(void)
+{
+    const char *ours = "[\"" USBOBJ_FINALIZER "\"]";
+    const char *second = "[\"example.com/keep\",\"" USBOBJ_FINALIZER "\"]";
+    CU_ASSERT(usbobj_claim_holds(usb_claim(ours, "True", "Enabled")));
+    CU_ASSERT(usbobj_claim_holds(usb_claim(second, "True", "Enabled"))); /* not first: still ours */
+    CU_ASSERT(!usbobj_claim_holds(usb_claim("[]", "True", "Enabled")));  /* not (yet) ours */
+    CU_ASSERT(usbobj_claim_holds(usb_claim(ours, "False", USBOBJ_REASON_UNPLUGGED)));
+    CU_ASSERT(!usbobj_claim_holds(usb_claim(ours, "Unknown", USBOBJ_REASON_UNPLUGGED)));
+    CU_ASSERT(!usbobj_claim_holds(usb_claim(ours, "False", "DeviceNotFound")));
+    CU_ASSERT(!usbobj_claim_holds(NULL));
+}
+
 static CU_TestInfo tests[] = {
         {"pci: the resource a bound claim offers", test_pci_resource},
         {"pci: the driver at first sight", test_pci_first_driver},
         {"pci: bound", test_pci_bound},
         {"usb: enabled behind a controller, orphaned", test_usb_device},
+        {"pci: a claim's address and recorded driver", test_pci_claim},
+        {"usb: a claim holds its device", test_usb_claim_holds},
         CU_TEST_INFO_NULL,
 };
 

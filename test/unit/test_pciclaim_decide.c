@@ -136,6 +136,15 @@ static void test_check_reasons(void)
     f = good();
     f.group_blockers = -ENOENT;
     check(&f, BINDPLAN_REFUSED, "SysfsError", "IOMMU group 7");
+    f = good();
+    f.driver = f.annotation = "xhci_hcd"; /* a USB controller's driver sorts after vfio-pci */
+    f.usb_enabled = "n-046d-c52b-1-2";
+    check(&f, BINDPLAN_REFUSED, "USBDevicesEnabled", "delete their USBDeviceClaims first");
+    f.driver = f.annotation = "ehci-pci"; /* ... or before it */
+    check(&f, BINDPLAN_REFUSED, "USBDevicesEnabled", "(n-046d-c52b-1-2)");
+    f.driver = "vfio-pci"; /* passed through already: its USB devices went with it */
+    bindplan_check_bind(&f, &o);
+    CU_ASSERT_NOT_EQUAL(o.kind, BINDPLAN_REFUSED);
 }
 
 static void test_check_record_then_go(void)
