@@ -35,7 +35,7 @@ struct agent {
     struct process *proc;
     struct nodeuid *node;
     struct inventory *inv;
-    struct pcidevices *devices;
+    struct devobjs *devices;
     struct pciclaim *claims;
     struct usbdevices *usb_devices;
     struct usbclaim *usb_claims;
@@ -58,7 +58,7 @@ static void on_scan(struct map *want, const struct map *unreadable, void *userda
 {
     struct agent *a = userdata;
     pcidevices_keep_unreadable(a->devices, want, unreadable);
-    pcidevices_set_want(a->devices, want);
+    devobjs_set_want(a->devices, want);
     draslices_sync(a->slices);
     pciclaim_enqueue_all(a->claims);
     usbclaim_enqueue_all(a->usb_claims);
@@ -76,7 +76,7 @@ static void on_usb_scan(struct map *want, const struct map *unreadable, void *us
 {
     struct agent *a = userdata;
     usbdevices_keep_unreadable(a->usb_devices, want, unreadable);
-    usbdevices_set_want(a->usb_devices, want);
+    devobjs_set_want(usbdevices_objs(a->usb_devices), want);
     usbclaim_enqueue_all(a->usb_claims);
 }
 
@@ -88,8 +88,8 @@ static void on_node_uid(void *userdata)
     if (owner)
         (void)kube_leader_set_owner(a->heartbeat, owner); /* goes with the Node (next renewal) */
     cJSON_Delete(owner);
-    pcidevices_enqueue_all(a->devices);
-    usbdevices_enqueue_all(a->usb_devices);
+    devobjs_enqueue_all(a->devices);
+    devobjs_enqueue_all(usbdevices_objs(a->usb_devices));
     draslices_sync(a->slices);
 }
 
@@ -159,7 +159,7 @@ static int add_claims(struct agent *a)
     struct pciclaim_config c = {.env = a->env,
                                 .worker = process_worker(a->proc),
                                 .bind = a->bind,
-                                .devices = runner_informer(pcidevices_runner(a->devices)),
+                                .devices = runner_informer(a->devices->runner),
                                 .on_event = on_pci_claim,
                                 .userdata = a};
     return process_add(a->proc, &pciclaim_part, a->claims = pciclaim_new(&c));
@@ -236,12 +236,12 @@ static int add_inventory(struct agent *a)
 /* Hands every reconciler the caches it reads (before any starts). */
 static int share_caches(struct agent *a)
 {
-    struct kube_informer *pci_devs = runner_informer(pcidevices_runner(a->devices));
-    struct kube_informer *usb_devs = runner_informer(usbdevices_runner(a->usb_devices));
+    struct kube_informer *pci_devs = runner_informer(a->devices->runner);
+    struct kube_informer *usb_devs = runner_informer(usbdevices_objs(a->usb_devices)->runner);
     pciclaim_set_usb_devices(a->claims, usb_devs);
     usbdevices_set_caches(a->usb_devices, usbclaim_informer(a->usb_claims), pci_devs);
     usbclaim_set_caches(a->usb_claims, usb_devs, pciclaim_informer(a->claims), pci_devs,
-                        usbdevices_runner(a->usb_devices));
+                        usbdevices_objs(a->usb_devices)->runner);
     struct caches node = {pciclaim_informer(a->claims), pci_devs, usbclaim_informer(a->usb_claims),
                           usb_devs};
     plugins_set_caches(a->plugins, &node);

@@ -136,6 +136,8 @@ static void test_check_reasons(void)
     f = good();
     f.group_blockers = -ENOENT;
     check(&f, BINDPLAN_REFUSED, "SysfsError", "IOMMU group 7");
+    f.group_blockers = -EPERM; /* any error, the smallest too */
+    check(&f, BINDPLAN_REFUSED, "SysfsError", "IOMMU group 7");
     f = good();
     f.driver = f.annotation = "xhci_hcd"; /* a USB controller's driver sorts after vfio-pci */
     f.usb_enabled = "n-046d-c52b-1-2";

@@ -92,6 +92,11 @@ void devobjs_enqueue_all(struct devobjs *o)
     runner_enqueue_all(o->runner);
 }
 
+const struct map *devobjs_want(const struct devobjs *o)
+{
+    return o->want;
+}
+
 void devobjs_act(struct runner_job *job, void *plan, void *ctx)
 {
     (void)ctx;

@@ -63,6 +63,8 @@ struct devwrite *devobjs_write(const struct devobjs *o, struct cJSON *object, ch
 void devobjs_set_want(struct devobjs *o, struct map *want);
 /* Queues every key of the scan and of the cache. */
 void devobjs_enqueue_all(struct devobjs *o);
+/* The desired objects of the last scan (borrowed, replaced by the next), NULL before one. */
+const struct map *devobjs_want(const struct devobjs *o);
 
 /* runner_ops every kind uses as they are (`ctx` is the reconciler, `o` first in it). */
 void devobjs_act(struct runner_job *job, void *plan, void *ctx);

@@ -165,18 +165,14 @@ void pcidevice_plan_done(struct pcidevice_plan *p)
  * Not pure: it carries plans out on the runner (controllers/devices/devwrite.c: API writes, one at
  * a time, each logged). */
 
-struct pcidevices {
-    struct devobjs o; /* first: the runner's ctx */
-};
-
 static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_plan)
 {
-    struct pcidevices *d = ctx;
-    const struct pcidevice_spec *want = map_get(d->o.want, key);
-    const char *node_uid = nodeuid_get(d->o.cfg.node);
+    struct devobjs *d = ctx;
+    const struct pcidevice_spec *want = map_get(d->want, key);
+    const char *node_uid = nodeuid_get(d->cfg.node);
     struct pcidevice_plan plan;
     *ret_plan = NULL;
-    if (obj && devwrite_foreign(obj, d->o.cfg.env.node_name))
+    if (obj && devwrite_foreign(obj, d->cfg.env.node_name))
         return 0;
     int r = pcidevice_plan(want, obj, node_uid, &plan);
     if (r < 0 || pcidevice_plan_empty(&plan)) {
@@ -185,8 +181,8 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
     }
     cJSON *object = plan.create ? pcidevice_new_object(want, node_uid) : NULL;
     if (!plan.create || object) {
-        *ret_plan = devobjs_write(&d->o, object, plan.status_patch, plan.meta_patch, plan.delete,
-                                  plan.uid);
+        *ret_plan =
+                devobjs_write(d, object, plan.status_patch, plan.meta_patch, plan.delete, plan.uid);
         plan.status_patch = plan.meta_patch = NULL; /* the write owns them now */
     }
     pcidevice_plan_done(&plan);
@@ -213,19 +209,9 @@ static const struct runner_ops ops = {
 
 /* --- the reconciler's life ------------------------------------------------------------------ */
 
-struct pcidevices *pcidevices_new(const struct devobjs_config *cfg)
+struct devobjs *pcidevices_new(const struct devobjs_config *cfg)
 {
-    return devobjs_new(sizeof(struct pcidevices), cfg, &kind, &ops);
-}
-
-void pcidevices_set_want(struct pcidevices *d, struct map *want)
-{
-    devobjs_set_want(&d->o, want);
-}
-
-void pcidevices_enqueue_all(struct pcidevices *d)
-{
-    devobjs_enqueue_all(&d->o);
+    return devobjs_new(sizeof(struct devobjs), cfg, &kind, &ops);
 }
 
 struct map *pcidevices_new_want(void)
@@ -250,31 +236,21 @@ static struct pcidevice_spec *spec_dup(const struct pcidevice_spec *old)
     return copy;
 }
 
-void pcidevices_keep_unreadable(const struct pcidevices *d, struct map *want,
+void pcidevices_keep_unreadable(const struct devobjs *d, struct map *want,
                                 const struct map *unreadable)
 {
     const char *entry;
     size_t pos = 0;
-    while (d->o.want && unreadable && map_next(unreadable, &pos, &entry, NULL)) {
+    while (d->want && unreadable && map_next(unreadable, &pos, &entry, NULL)) {
         char name[KUBE_NAME_MAX + 1];
         const struct pcidevice_spec *old;
-        if (kube_names_pcidevice(d->o.cfg.env.node_name, entry, name, sizeof(name)) < 0 ||
-            map_contains(want, name) || !(old = map_get(d->o.want, name)))
+        if (kube_names_pcidevice(d->cfg.env.node_name, entry, name, sizeof(name)) < 0 ||
+            map_contains(want, name) || !(old = map_get(d->want, name)))
             continue;
         struct pcidevice_spec *copy = spec_dup(old);
         if (copy && map_put(want, name, copy) < 0)
             pcidevice_spec_free(copy);
     }
-}
-
-const struct map *pcidevices_want(const struct pcidevices *d)
-{
-    return d->o.want;
-}
-
-struct runner *pcidevices_runner(const struct pcidevices *d)
-{
-    return d->o.runner;
 }
 
 const struct part_ops pcidevices_part = {.name = "pcidevices",

@@ -85,33 +85,20 @@ void pcidevice_plan_done(struct pcidevice_plan *p);
 
 /* --- the reconciler (logs; runs on the loop) ------------------------------------------------ */
 
-struct buf;
-struct ev_loop;
-struct kube_http;
-struct map;
-struct metrics;
-struct pcidevices;
-struct runner;
-
+struct devobjs;
 struct devobjs_config;
+struct map;
 
-struct pcidevices *pcidevices_new(const struct devobjs_config *cfg);
-/* An empty map for pcidevices_set_want(): name -> struct pcidevice_spec (malloc'd). */
+/* The PCIDevice reconciler: the device-object core (devices/devobjs.h: set_want, enqueue_all,
+ * want, runner) with the PCIDevice plan. NULL on OOM. */
+struct devobjs *pcidevices_new(const struct devobjs_config *cfg);
+/* An empty map for devobjs_set_want(): name -> struct pcidevice_spec (malloc'd). */
 struct map *pcidevices_new_want(void);
-/* Takes the desired objects of a new scan and reconciles every key. */
-void pcidevices_set_want(struct pcidevices *d, struct map *want);
 /* Copies into `want` the current spec of each device of `unreadable` (PCI addresses skipped by
  * the scan: present, but their identity could not be read) that `want` lacks, so that a device
  * whose sysfs is unreadable for a while keeps its object instead of losing it. */
-void pcidevices_keep_unreadable(const struct pcidevices *d, struct map *want,
+void pcidevices_keep_unreadable(const struct devobjs *d, struct map *want,
                                 const struct map *unreadable);
-void pcidevices_enqueue_all(struct pcidevices *d);
-/* The desired objects of the last scan (name -> struct pcidevice_spec; borrowed, replaced by
- * the next scan), or NULL before the first. */
-const struct map *pcidevices_want(const struct pcidevices *d);
-/* The runner (its informer caches this node's PCIDevices). */
-struct runner *pcidevices_runner(const struct pcidevices *d);
 
-/* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
- * what pcidevices_new returned. */
+/* The part (controllers/runtime/part.h); `self` is what pcidevices_new returned. */
 extern const struct part_ops pcidevices_part;

@@ -307,20 +307,10 @@ void usbdevices_keep_unreadable(const struct usbdevices *d, struct map *want,
     }
 }
 
-void usbdevices_set_want(struct usbdevices *d, struct map *want)
-{
-    devobjs_set_want(&d->o, want);
-}
-
 void usbdevices_enqueue(struct usbdevices *d, const char *key)
 {
     if (d)
         runner_enqueue(d->o.runner, key);
-}
-
-void usbdevices_enqueue_all(struct usbdevices *d)
-{
-    devobjs_enqueue_all(&d->o);
 }
 
 struct map *usbdevices_new_want(void)
@@ -328,9 +318,9 @@ struct map *usbdevices_new_want(void)
     return map_new(free);
 }
 
-struct runner *usbdevices_runner(const struct usbdevices *d)
+struct devobjs *usbdevices_objs(struct usbdevices *d)
 {
-    return d->o.runner;
+    return &d->o;
 }
 
 const struct part_ops usbdevices_part = {.name = "usbdevices",

@@ -99,6 +99,7 @@ struct metrics;
 struct runner;
 struct usbdevices;
 
+struct devobjs;
 struct devobjs_config;
 
 struct usbdevices *usbdevices_new(const struct devobjs_config *cfg);
@@ -107,16 +108,14 @@ struct usbdevices *usbdevices_new(const struct devobjs_config *cfg);
  * scan has succeeded. */
 void usbdevices_set_caches(struct usbdevices *d, struct kube_informer *claims,
                            struct kube_informer *pci_devices);
-/* An empty map for usbdevices_set_want(): name -> struct usbdevice_spec (malloc'd). */
+/* An empty map for devobjs_set_want(): name -> struct usbdevice_spec (malloc'd). */
 struct map *usbdevices_new_want(void);
-/* Takes the desired objects of a new scan and reconciles every key. */
-void usbdevices_set_want(struct usbdevices *d, struct map *want);
 /* As pcidevices_keep_unreadable(), for the port paths a USB scan skipped. */
 void usbdevices_keep_unreadable(const struct usbdevices *d, struct map *want,
                                 const struct map *unreadable);
 void usbdevices_enqueue(struct usbdevices *d, const char *key);
-void usbdevices_enqueue_all(struct usbdevices *d);
-struct runner *usbdevices_runner(const struct usbdevices *d);
+/* Its device-object core (devices/devobjs.h: set_want, enqueue_all, runner). */
+struct devobjs *usbdevices_objs(struct usbdevices *d);
 
 /* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
  * what usbdevices_new returned. */

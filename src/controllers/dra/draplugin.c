@@ -24,6 +24,7 @@
 #include "base/map.h"
 #include "base/metrics.h"
 #include "controllers/claims/pcibind.h"
+#include "controllers/devices/devobjs.h"
 #include "controllers/devices/pcidevice.h"
 #include "controllers/dra/draprep.h"
 #include "controllers/dra/draslices.h"
@@ -551,7 +552,7 @@ static void check_devices(struct call *k, struct dclaim *d)
         (void)snprintf(d->error, sizeof(d->error), "out of memory");
         return;
     }
-    const struct map *scan = p->cfg.devices ? pcidevices_want(p->cfg.devices) : NULL;
+    const struct map *scan = p->cfg.devices ? devobjs_want(p->cfg.devices) : NULL;
     for (size_t i = 0; i < d->c.n && !d->error[0]; i++) {
         const char *a = d->c.devices[i].address;
         char name[KUBE_NAME_MAX + 1] = "", who[2 * DRAPREP_NAME_SIZE];

@@ -39,23 +39,23 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct devobjs;
 struct buf;
 struct ev_loop;
 struct kube_http;
 struct kube_informer;
 struct metrics;
 struct pcibind_env;
-struct pcidevices;
 struct worker;
 struct draplugin;
 
 struct draplugin_config {
     struct part_env env; /* loop, API client, metrics, node and its paths (runtime/part.h) */
     struct worker *worker;
-    struct pcibind_env *bind;         /* the node work's env (claims/pcibind.h), borrowed */
-    const char *kubelet_dir;          /* plugins_registry/ and plugins/ below it */
-    const char *cdi_dir;              /* where CDI specs go (/var/run/cdi) */
-    const struct pcidevices *devices; /* the last PCI scan: the metadata's attributes */
+    struct pcibind_env *bind;      /* the node work's env (claims/pcibind.h), borrowed */
+    const char *kubelet_dir;       /* plugins_registry/ and plugins/ below it */
+    const char *cdi_dir;           /* where CDI specs go (/var/run/cdi) */
+    const struct devobjs *devices; /* the last PCI scan: the metadata's attributes */
     void (*on_release)(void *userdata);
     void *userdata;
 };

@@ -18,6 +18,7 @@
 #include "base/map.h"
 #include "base/metrics.h"
 #include "base/names.h"
+#include "controllers/devices/devobjs.h"
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
 #include "controllers/devices/pcidevice.h"
@@ -416,7 +417,7 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
         return 0; /* a slice's own key: its event queued the pool */
     struct draslices_input in = {.node = s->cfg.env.node_name,
                                  .node_uid = nodeuid_get(s->cfg.node),
-                                 .devices = pcidevices_want(s->cfg.devices),
+                                 .devices = devobjs_want(s->cfg.devices),
                                  .claimed = claimed(s)};
     const cJSON **slices = cached_slices(s, &in.n_slices);
     in.slices = slices;
@@ -517,7 +518,7 @@ static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_e
 static bool can_start(void *ctx)
 {
     const struct draslices *s = ctx;
-    return pcidevices_want(s->cfg.devices) && s->cfg.claims &&
+    return devobjs_want(s->cfg.devices) && s->cfg.claims &&
            kube_informer_has_synced(s->cfg.claims) && nodeuid_answered(s->cfg.node);
 }
 

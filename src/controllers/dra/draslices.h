@@ -42,6 +42,7 @@
 #define DRASLICES_STRING_MAX  64  /* bytes of a string attribute: the API's limit */
 
 struct cJSON;
+struct devobjs;
 struct map;
 struct pcidevice_spec;
 
@@ -89,14 +90,13 @@ struct kube_http;
 struct kube_informer;
 struct metrics;
 struct nodeuid;
-struct pcidevices;
 struct draslices;
 
 struct draslices_config {
     struct part_env env;        /* loop, API client, metrics, node and its paths (runtime/part.h) */
     const struct nodeuid *node; /* the Node's uid, for the ownerReference */
-    const struct pcidevices *devices; /* the last PCI scan */
-    struct kube_informer *claims;     /* this node's PCIDeviceClaims */
+    const struct devobjs *devices; /* the last PCI scan */
+    struct kube_informer *claims;  /* this node's PCIDeviceClaims */
 };
 
 struct draslices *draslices_new(const struct draslices_config *cfg);
