@@ -16,6 +16,9 @@
 #       --extra SRC:DEST       also put file SRC at DEST in the guest for this boot (repeatable;
 #                              a static binary: its libraries are not copied)
 #       --no-agent             do not start the supervised agent (agentctl start does)
+#       --vmm                  also put a VMM in the guest: the host's qemu-system-x86_64 with its
+#                              libraries, TCG and usb-host modules and SeaBIOS (BUILDDIR/vmm.cpio,
+#                              made on first use, about 50 MB), to start VMs the way libvirt does
 #       --memory MB, --smp N   guest size (default 768, 1)
 #       --timeout S            how long to wait for the control channel (default 120)
 #       --no-wait              return once qemu runs
@@ -293,6 +296,25 @@ cmd_build() {
         "$(find "$mods" -name '*.ko' | wc -l) modules) in $((SECONDS - t0))s"
 }
 
+# The VMM a test starts in the guest as virt-launcher's libvirt would (`-device vfio-pci,host=`,
+# `-device usb-host,hostbus=,hostaddr=`): the host's qemu-system-x86_64, its libraries, the
+# modules TCG and usb-host load, and SeaBIOS, as an archive appended to a boot's initramfs.
+build_vmm() { # BUILDDIR
+    local out=$1 r m
+    r=$out/vmm-root
+    rm -rf "$r"
+    mkdir -p "$r/usr/share/seabios" "$r/usr/share/qemu"
+    copy_with_libs "$(command -v qemu-system-x86_64)" /usr/bin/qemu-system-x86_64 "$r"
+    for m in accel-tcg-x86_64.so hw-usb-host.so; do
+        copy_with_libs "/usr/lib/x86_64-linux-gnu/qemu/$m" "/usr/lib/x86_64-linux-gnu/qemu/$m" "$r"
+    done
+    cp -L /usr/share/seabios/bios-256k.bin /usr/share/seabios/bios.bin "$r/usr/share/seabios/"
+    cp -L /usr/share/qemu/kvmvapic.bin /usr/share/qemu/linuxboot_dma.bin "$r/usr/share/qemu/"
+    (cd "$r" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$out/vmm.cpio.tmp"
+    mv "$out/vmm.cpio.tmp" "$out/vmm.cpio"
+    rm -rf "$r"
+}
+
 # The guest's userland (/init, busybox init's inittab, the boot script, the control loop, the
 # agent supervisor, agentctl, ...): hack/qemu-guest/ is the image root's tree of these files.
 # What the build decides goes to /etc/hostdevd/image.env, which the scripts source.
@@ -327,7 +349,7 @@ squote() { # a value single-quoted for /bin/sh
 cmd_boot() {
     [ $# -ge 1 ] || die "usage: boot DIR [OPTIONS]"
     local dir image kubeconfig="" node=qnode agent_args="" agent_env="" agent="" enabled=1
-    local mem=768 smp=1 timeout=120 wait=1 watch="" extras=() x
+    local mem=768 smp=1 timeout=120 wait=1 watch="" extras=() x vmm=0
     dir=$(realpath -m "$1")
     shift
     image=$dir
@@ -341,6 +363,7 @@ cmd_boot() {
         --agent) agent=$2; shift 2 ;;
         --extra) extras+=("$2"); shift 2 ;;
         --no-agent) enabled=0; shift ;;
+        --vmm) vmm=1; shift ;;
         --memory) mem=$2; shift 2 ;;
         --smp) smp=$2; shift 2 ;;
         --timeout) timeout=$2; shift 2 ;;
@@ -377,7 +400,12 @@ cmd_boot() {
         install -D -m 755 "${x%%:*}" "$cfg/${x#*:}"
     done
     (cd "$cfg" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$dir/boot.cpio"
-    cat "$image/initrd.img" "$dir/boot.cpio" >"$dir/initrd-boot.img"
+    local parts=("$image/initrd.img")
+    if [ $vmm -eq 1 ]; then
+        [ -f "$image/vmm.cpio" ] || build_vmm "$image"
+        parts+=("$image/vmm.cpio")
+    fi
+    cat "${parts[@]}" "$dir/boot.cpio" >"$dir/initrd-boot.img"
     [ -f "$dir/stick.img" ] || {
         truncate -s 16M "$dir/stick.img"
         printf 'hostdevd test stick\n' | dd of="$dir/stick.img" conv=notrunc status=none

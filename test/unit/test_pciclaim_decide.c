@@ -266,6 +266,10 @@ static void test_decide_restore_paths(void)
     CU_ASSERT(d.status.passthrough); /* still bound */
     CU_ASSERT_DOUBLE_EQUAL(d.requeue_after, PCICLAIM_BUSY_RETRY, 1e-9);
     CU_ASSERT(!d.remove_finalizer);
+    CU_ASSERT_PTR_NOT_NULL(strstr(d.status.message, "a VM holds /dev/vfio/7"));
+    (void)snprintf(o.message, sizeof(o.message), "qemu-system-x86 (pid 412)"); /* who, if known */
+    pciclaim_decide(c, &o, &d);
+    CU_ASSERT_PTR_NOT_NULL(strstr(d.status.message, "qemu-system-x86 (pid 412) holds /dev/vfio/7"));
     o = (struct bindplan_outcome){.kind = BINDPLAN_RESTORED};
     (void)snprintf(o.driver, sizeof(o.driver), "e1000e");
     pciclaim_decide(c, &o, &d);

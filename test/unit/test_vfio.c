@@ -337,6 +337,45 @@ static void test_busy(void)
     CU_ASSERT_EQUAL(node_vfio_group_busy(tree.dir, 9), -EISDIR);
 }
 
+/* A fake /proc below the tree: process `pid` named `comm` with descriptor 7 linked to
+ * `target`. */
+static void fake_process(const char *pid, const char *comm, const char *target)
+{
+    char path[512];
+    (void)snprintf(path, sizeof(path), "%s/proc", tree.dir);
+    (void)mkdir(path, 0755);
+    (void)snprintf(path, sizeof(path), "%s/proc/%s", tree.dir, pid);
+    CU_ASSERT_EQUAL(mkdir(path, 0755), 0);
+    (void)snprintf(path, sizeof(path), "%s/proc/%s/fd", tree.dir, pid);
+    CU_ASSERT_EQUAL(mkdir(path, 0755), 0);
+    (void)snprintf(path, sizeof(path), "%s/proc/%s/fd/7", tree.dir, pid);
+    CU_ASSERT_EQUAL(symlink(target, path), 0);
+    (void)snprintf(path, sizeof(path), "%s/proc/%s/comm", tree.dir, pid);
+    FILE *f = fopen(path, "we");
+    if (f) {
+        (void)fprintf(f, "%s\n", comm);
+        (void)fclose(f);
+    }
+}
+
+static void test_holder(void)
+{
+    char proc[512], buf[128] = "";
+    (void)snprintf(proc, sizeof(proc), "%s/proc", tree.dir);
+    CU_ASSERT_EQUAL(node_vfio_group_holder(proc, 3, buf, sizeof(buf)), -ENOENT);
+    fake_process("17", "sleep", "/dev/null");
+    fake_process("412", "qemu-system-x86", "/dev/vfio/3");
+    fake_process("self", "not-a-pid", "/dev/vfio/4");
+    CU_ASSERT_EQUAL(node_vfio_group_holder(proc, 3, buf, sizeof(buf)), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "qemu-system-x86 (pid 412)");
+    CU_ASSERT_EQUAL(node_vfio_group_holder(proc, 4, buf, sizeof(buf)), 0);  /* only numbers */
+    CU_ASSERT_EQUAL(node_vfio_group_holder(proc, 33, buf, sizeof(buf)), 0); /* not a prefix */
+    int before = open_fds();
+    for (int i = 0; i < 8; i++)
+        (void)node_vfio_group_holder(proc, 3, buf, sizeof(buf));
+    CU_ASSERT_EQUAL(open_fds(), before);
+}
+
 /* Driver names as the kernel writes them (one character is a name) and path tricks refused. */
 static void test_apply_driver_names(void)
 {
@@ -613,6 +652,7 @@ static CU_TestInfo tests[] = {
         {"apply: one-character driver names, path tricks refused", test_apply_driver_names},
         {"members the host cannot give up, by class", test_member_essential_classes},
         {"group busy check", test_busy},
+        {"who holds a group", test_holder},
         {"bind and restore round trip", test_converge_round_trip},
         {"crash after every step, then converge", test_converge_crash_at_every_step},
         {"restore to vfio-pci: the admin's binding kept", test_converge_restore_to_vfio},

@@ -39,7 +39,8 @@ enum bindplan_outcome_kind {
     BINDPLAN_RECORD,   /* record `driver` as the original driver before touching anything */
     BINDPLAN_BOUND,    /* bound to vfio-pci and verified: group */
     BINDPLAN_FAILED,   /* bind or restore failed: reason, message */
-    BINDPLAN_BUSY,     /* deleting, and a VM holds /dev/vfio/<group> */
+    BINDPLAN_BUSY,     /* deleting, and a VM holds /dev/vfio/<group> (message: which process,
+                          "qemu-system-x86 (pid 412)", or "" when it cannot be told) */
     BINDPLAN_RESTORED, /* restored to `driver` and verified */
     BINDPLAN_RELEASED, /* deleting, and the claim never touched the device: nothing restored */
 };

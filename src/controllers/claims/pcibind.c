@@ -184,7 +184,10 @@ static void run_restore(struct pcibind_job *j)
     }
     if (d.present && strcmp(d.driver, NODE_VFIO_DRIVER) == 0 && d.iommu_group >= 0 &&
         node_vfio_group_busy(j->env->dev_root, d.iommu_group) > 0) {
-        j->out.kind = BINDPLAN_BUSY;
+        j->out.kind = BINDPLAN_BUSY; /* the message: who holds it, when that can be told */
+        if (node_vfio_group_holder(j->env->proc_root, d.iommu_group, j->out.message,
+                                   sizeof(j->out.message)) <= 0)
+            j->out.message[0] = 0;
         return;
     }
     struct err err = {{0}};

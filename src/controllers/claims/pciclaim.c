@@ -170,9 +170,9 @@ void pciclaim_decide(const cJSON *claim, const struct bindplan_outcome *o,
         break;
     case BINDPLAN_BUSY:
         (void)snprintf(d->message, sizeof(d->message),
-                       "a VM holds /dev/vfio/%d; the original driver is restored when it lets go "
+                       "%s holds /dev/vfio/%d; the original driver is restored when it lets go "
                        "(stop the VM or detach the device)",
-                       o->group);
+                       o->message[0] ? o->message : "a VM", o->group);
         d->status = (struct pciclaim_status){
                 .passthrough = true, .reason = "DeviceInUse", .message = d->message};
         decide_status(claim, d, true, NULL, "busy");

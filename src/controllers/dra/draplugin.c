@@ -224,10 +224,13 @@ static int restore_devices(struct call *k, const struct draprep_claim *c, const 
         pcibind_restore_device(k->p->cfg.bind, &req, &o);
         if (o.kind == BINDPLAN_RESTORED)
             k->released = true;
-        else if (o.kind != BINDPLAN_RELEASED && failed++ == 0)
-            (void)snprintf(error, ERROR_SIZE, "device %s: %s: %.900s", c->devices[i].address,
-                           o.kind == BINDPLAN_BUSY ? "DeviceInUse" : o.reason,
-                           o.kind == BINDPLAN_BUSY ? "a process holds its IOMMU group" : o.message);
+        else if (o.kind != BINDPLAN_RELEASED && failed++ == 0) {
+            bool busy = o.kind == BINDPLAN_BUSY;
+            (void)snprintf(error, ERROR_SIZE, "device %s: %s: %.900s%s", c->devices[i].address,
+                           busy ? "DeviceInUse" : o.reason,
+                           busy && !o.message[0] ? "a process" : o.message,
+                           busy ? " holds its IOMMU group" : "");
+        }
     }
     return failed ? -EBUSY : 0;
 }

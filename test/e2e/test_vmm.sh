@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# test/e2e/test_vmm.sh - a VMM really opens the claimed device: in a qemu node (hack/qemu-node.sh
+# --vmm, the host's qemu-system-x86_64 inside the guest, TCG), the e1000e a PCIDeviceClaim bound
+# to vfio-pci is handed to a nested machine with the argument libvirt gives qemu for a
+# `<hostdev type='pci' managed='no'>` (`-device vfio-pci,host=<address>`). Checks, each able to
+# fail: the VMM holds /dev/vfio/<group> open; its monitor (QMP query-pci) lists a function
+# 8086:10d3 with the e1000e's four BARs; the nested SeaBIOS reads the real device through vfio
+# (its debug console logs the PCI scan); a VMM started without that argument shows none of it.
+# While the VMM runs, deleting the claim waits (DeviceInUse, naming the VMM), an agent restart
+# changes nothing, and the device stays on vfio-pci; when the VMM exits, the claim goes and the
+# e1000e is back on its driver with its network interface. Prints claim -> device in the nested
+# machine and VMM exit -> device back on e1000e.
+SUITE=e2e-vmm
+# shellcheck source=test/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+NODE=qvmm
+NIC=0000:00:04.0 # e1000e
+
+cluster_start
+install_crds
+create_node "$NODE"
+
+name_of() { local a=${1//:/}; echo "$NODE-${a//./}"; }
+claim() {
+    printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "%s", nodeName: %s}\n' \
+        "$(name_of "$1")" "$1" "$NODE" | kubectl create -f - >/dev/null
+}
+field() { kubectl get pcideviceclaim "$(name_of "$1")" -o jsonpath="$2" 2>/dev/null; }
+enabled() { [ "$(field "$1" '{.status.passthroughEnabled}')" = true ]; }
+reason() { field "$1" '{.status.conditions[?(@.type=="Ready")].reason}'; }
+message() { field "$1" '{.status.conditions[?(@.type=="Ready")].message}'; }
+has_reason() { [ "$(reason "$1")" = "$2" ]; }
+claim_gone() { ! kubectl get pcideviceclaim "$(name_of "$1")" >/dev/null 2>&1; }
+guest_driver() { guest "basename \$(readlink /sys/bus/pci/devices/$1/driver) 2>/dev/null"; }
+on_driver() { [ "$(guest_driver "$1")" = "$2" ]; }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+# The nested machine, as virt-launcher's libvirt starts one for a hostdev of `managed='no'`
+# (the device already on vfio-pci): a small PC with no default devices, SeaBIOS's debug console
+# in a file, QMP on stdin/stdout through a FIFO the test writes to. ARGS: the hostdev arguments.
+vmm_start() {
+    guest "rm -f /tmp/vmm.*; mkfifo /tmp/vmm.in
+sleep 100000 >/tmp/vmm.in & echo \$! >/tmp/vmm.hold
+qemu-system-x86_64 -name vm0 -accel tcg -machine pc -m 64 -nodefaults -no-user-config \
+  -display none -chardev file,id=dbg,path=/tmp/vmm.bios -device isa-debugcon,iobase=0x402,chardev=dbg \
+  -qmp stdio $* </tmp/vmm.in >/tmp/vmm.out 2>/tmp/vmm.err & echo \$! >/tmp/vmm.pid
+echo '{\"execute\":\"qmp_capabilities\"}' >/tmp/vmm.in"
+}
+vmm_query() { guest "echo '{\"execute\":\"query-pci\"}' >/tmp/vmm.in"; }
+vmm_quit() { guest "echo '{\"execute\":\"quit\"}' >/tmp/vmm.in; sleep 1; kill \$(cat /tmp/vmm.hold) 2>/dev/null; true"; }
+vmm_gone() { ! guest "kill -0 \$(cat /tmp/vmm.pid) 2>/dev/null"; }
+# The regions of the function 8086:10d3 the VMM's query-pci answered, "bar:size ..." (empty
+# when it lists none).
+vmm_e1000e_bars() {
+    guest "cat /tmp/vmm.out" | jq -r 'select(.return | type == "array") | .return[].devices[]
+        | select(.id.vendor == 32902 and .id.device == 4307)
+        | [.regions[] | "\(.bar):\(.size)"] | join(" ")' 2>/dev/null
+}
+vmm_lists_e1000e() { [ -n "$(vmm_e1000e_bars)" ]; }
+vmm_bios_saw_e1000e() { guest "grep -q 'PCI: init bdf=.* id=8086:10d3' /tmp/vmm.bios"; }
+vmm_holds_group() { guest "ls -l /proc/\$(cat /tmp/vmm.pid)/fd | grep -q ' /dev/vfio/$1\$'"; }
+
+echo "--- boot (with a VMM in the guest)"
+if node_boot "$NODE" --vmm --memory 1024; then pass "node $NODE boots with the VMM (${BOOT_SECONDS}s)"; else fail "node boots"; finish; fi
+if eventually 120 guest_agent_ready; then pass "agent ready"; else fail "agent ready" "$(node_logs)"; finish; fi
+GROUP=$(guest "basename \$(readlink /sys/bus/pci/devices/$NIC/iommu_group)")
+
+echo "--- a VMM without the hostdev: the checks see nothing"
+vmm_start ""
+vmm_query
+eventually 30 guest "grep -q '\"return\": \\[' /tmp/vmm.out" || fail "the bare VMM answers query-pci" "$(guest 'cat /tmp/vmm.err /tmp/vmm.out')"
+if vmm_lists_e1000e; then fail "a VMM without -device vfio-pci lists no 8086:10d3" "$(vmm_e1000e_bars)"; else pass "a VMM without -device vfio-pci lists no 8086:10d3"; fi
+sleep 5
+if vmm_bios_saw_e1000e; then fail "... and its SeaBIOS finds none"; else pass "... and its SeaBIOS finds none"; fi
+vmm_quit
+eventually 30 vmm_gone || fail "the bare VMM exits"
+
+echo "--- the claimed e1000e in a nested machine"
+T0=$(now)
+claim "$NIC"
+if eventually 60 enabled "$NIC"; then pass "claim on $NIC is passthroughEnabled"; else fail "claim on $NIC is passthroughEnabled" "$(reason "$NIC")"; finish; fi
+vmm_start "-device vfio-pci,host=$NIC,id=hostdev0"
+vmm_query
+if eventually 60 vmm_lists_e1000e; then pass "the VMM realizes the device: query-pci lists 8086:10d3"; else fail "the VMM realizes the device" "$(guest 'cat /tmp/vmm.err; tail -c 2000 /tmp/vmm.out')"; fi
+T_SEEN=$(now)
+BARS=$(vmm_e1000e_bars)
+if [ "$BARS" = "0:131072 1:131072 2:32 3:16384" ]; then pass "... with the e1000e's BARs (128 KiB, 128 KiB, 32 ports, 16 KiB)"; else fail "... with the e1000e's BARs" "$BARS"; fi
+if eventually 5 vmm_holds_group "$GROUP"; then pass "the VMM holds /dev/vfio/$GROUP open"; else fail "the VMM holds /dev/vfio/$GROUP open" "$(guest 'ls -l /proc/$(cat /tmp/vmm.pid)/fd')"; fi
+if eventually 60 vmm_bios_saw_e1000e; then pass "the nested SeaBIOS reads the device through vfio (PCI: init ... id=8086:10d3)"; else fail "the nested SeaBIOS reads the device" "$(guest 'tail -20 /tmp/vmm.bios')"; fi
+echo "  claim created -> device listed in the nested machine: $(secs "$T0" "$T_SEEN") s"
+
+echo "--- what the running VM holds back"
+expect_ok "claim deleted while the VMM runs" kubectl delete pcideviceclaim "$(name_of "$NIC")" --wait=false
+if eventually 30 has_reason "$NIC" DeviceInUse; then pass "deletion waits: Ready=False DeviceInUse"; else fail "deletion waits: DeviceInUse" "$(reason "$NIC")"; fi
+expect_contains "... and the message names the VMM" "$(message "$NIC")" "qemu-system-x86"
+expect_ok "the device stays on vfio-pci while the VMM runs" on_driver "$NIC" vfio-pci
+guest "agentctl restart" >/dev/null
+if eventually 60 guest_agent_ready; then pass "agent restarted while the VMM runs"; else fail "agent restarted" "$(node_logs)"; fi
+sleep 3
+expect_ok "... the claim still waits (DeviceInUse)" has_reason "$NIC" DeviceInUse
+expect_ok "... and the device is still on vfio-pci, in the VMM" on_driver "$NIC" vfio-pci
+expect_ok "... which still holds /dev/vfio/$GROUP" vmm_holds_group "$GROUP"
+
+echo "--- the VMM exits"
+T1=$(now)
+vmm_quit
+if eventually 30 vmm_gone; then pass "the VMM exits"; else fail "the VMM exits"; fi
+if eventually 60 claim_gone "$NIC"; then pass "the deletion completes"; else fail "the deletion completes" "$(reason "$NIC"): $(message "$NIC")"; fi
+if eventually 30 on_driver "$NIC" e1000e; then pass "$NIC back on e1000e"; else fail "$NIC back on e1000e" "$(guest_driver "$NIC")"; fi
+T_BACK=$(now)
+if eventually 30 guest "ls /sys/bus/pci/devices/$NIC/net/ | grep -q ."; then pass "... with its network interface"; else fail "... with its network interface"; fi
+echo "  VMM exit -> device back on e1000e: $(secs "$T1" "$T_BACK") s"
+
+finish
