@@ -21,6 +21,14 @@
 #   node_stop [NAME]                 stop a node (all of them on exit)
 #   node_logs [NAME]                 copy the guest's agent log into NODE_DIR, print its tail
 #   node_hmp 'COMMAND'               qemu monitor command (e.g. device_add / device_del for USB)
+#   vmm_start 'ARGS'                 (a node booted with --vmm) a nested machine in the guest, as
+#                                    libvirt starts one, with the host-device ARGS (-device
+#                                    vfio-pci,host=... / usb-host,...); QMP through a FIFO
+#   vmm_qmp 'JSON' / vmm_hmp 'CMD'   a QMP command to it (answers land in the guest's /tmp/vmm.out)
+#   vmm_bars VENDOR DEVICE           "bar:size ..." of that function in its query-pci (decimal ids)
+#   vmm_bios_saw VVVV:DDDD           its SeaBIOS logged that function in its PCI scan
+#   vmm_holds_group N                it holds /dev/vfio/N open
+#   vmm_quit / vmm_gone              quit it / whether it has exited
 #
 # Every node is stopped when the test exits, before the control plane (chained into
 # cluster_stop, which lib.sh's EXIT trap runs). When a check failed, the agent's log and the tail
@@ -166,3 +174,28 @@ cluster_stop() {
     e2e_cleanup
     _e2e_cluster_stop
 }
+
+# --- a VMM in the guest (node_boot ... --vmm) -----------------------------------------------------
+# The nested machine, as virt-launcher's libvirt starts one for a hostdev of `managed='no'` (the
+# device already on vfio-pci, or a USB device's node): a small PC with no default devices,
+# SeaBIOS's debug console in a file, QMP on stdin/stdout through a FIFO the test writes to.
+vmm_start() { # host-device arguments
+    guest "rm -f /tmp/vmm.*; mkfifo /tmp/vmm.in
+sleep 100000 >/tmp/vmm.in & echo \$! >/tmp/vmm.hold
+qemu-system-x86_64 -name vm0 -accel tcg -machine pc -m 64 -nodefaults -no-user-config \
+  -display none -chardev file,id=dbg,path=/tmp/vmm.bios -device isa-debugcon,iobase=0x402,chardev=dbg \
+  -qmp stdio $* </tmp/vmm.in >/tmp/vmm.out 2>/tmp/vmm.err & echo \$! >/tmp/vmm.pid
+echo '{\"execute\":\"qmp_capabilities\"}' >/tmp/vmm.in"
+}
+vmm_qmp() { guest "echo '$1' >/tmp/vmm.in"; }
+vmm_hmp() { vmm_qmp "{\"execute\":\"human-monitor-command\",\"arguments\":{\"command-line\":\"$1\"}}"; }
+vmm_query() { vmm_qmp '{"execute":"query-pci"}'; }
+vmm_quit() { guest "echo '{\"execute\":\"quit\"}' >/tmp/vmm.in; sleep 1; kill \$(cat /tmp/vmm.hold) 2>/dev/null; true"; }
+vmm_gone() { ! guest "kill -0 \$(cat /tmp/vmm.pid) 2>/dev/null"; }
+vmm_bars() { # vendor device (decimal)
+    guest "cat /tmp/vmm.out" | jq -r --argjson v "$1" --argjson d "$2" 'select(.return | type == "array")
+        | .return[].devices[] | select(.id.vendor == $v and .id.device == $d)
+        | [.regions[] | "\(.bar):\(.size)"] | join(" ")' 2>/dev/null
+}
+vmm_bios_saw() { guest "grep -q 'PCI: init bdf=.* id=$1' /tmp/vmm.bios"; }
+vmm_holds_group() { guest "ls -l /proc/\$(cat /tmp/vmm.pid)/fd | grep -q ' /dev/vfio/$1\$'"; }

@@ -11,7 +11,9 @@
 # keyboard names its /dev/bus/usb/BBB/DDD and USB_RESOURCE_<NAME>=<busnum>:<devnum> from the
 # guest's sysfs, and the node is chowned to 107:107; KubeVirt v1.9.0's own reader of these
 # variables (test/kubevirtenv, on the host) turns the answers into the expected libvirt host
-# devices. Prints the time
+# devices, and a VMM in the guest (hack/qemu-node.sh --vmm) started with libvirt's arguments for
+# those host devices realizes both: the e1000e in its query-pci and its SeaBIOS's PCI scan, the
+# keyboard on its USB bus. Prints the time
 # from the claims being Ready to the device manager holding both devices, and the median
 # Allocate (through the manager) of 50.
 SUITE=e2e-plugins
@@ -35,7 +37,7 @@ install_crds
 create_node "$NODE"
 
 echo "--- boot"
-if node_boot "$NODE" --extra "$PEER:/usr/bin/kubeletpeer"; then pass "node $NODE boots (${BOOT_SECONDS}s)"; else
+if node_boot "$NODE" --vmm --memory 1024 --extra "$PEER:/usr/bin/kubeletpeer"; then pass "node $NODE boots (${BOOT_SECONDS}s)"; else
     fail "node boots"; finish; fi
 if eventually 120 guest_agent_ready; then pass "agent ready with its node-bound token"; else fail "agent ready" "$(node_logs)"; finish; fi
 
@@ -157,6 +159,25 @@ if [ -n "$KUBEVIRTENV" ]; then
     [ "$(kv '[(x["type"], x["mode"], x["bus"], x["device"]) for x in d["usb"]]')" = "[('usb', 'subsystem', '$BUSNUM', '$DEVNUM')]" ] &&
         pass "... and <hostdev type='usb' mode='subsystem'> with bus $BUSNUM device $DEVNUM" ||
         fail "KubeVirt's USB host device" "$KV"
+
+    echo "--- a VMM started from those host devices, with libvirt's arguments for them"
+    # <hostdev type='pci' managed='no'><source><address domain bus slot function/> ->
+    # -device vfio-pci,host=DDDD:BB:SS.F; <hostdev type='usb'><source><address bus device/> ->
+    # -device usb-host,hostbus=B,hostaddr=D (on the VM's USB controller).
+    HOSTDEV_PCI=$(kv '",".join("%s:%s:%s.%s" % tuple(x[k][2:] for k in ("domain", "bus", "slot", "function")) for x in d["pci"])')
+    HOSTDEV_USB=$(kv '",".join("hostbus=%s,hostaddr=%s" % (x["bus"], x["device"]) for x in d["usb"])')
+    vmm_start "-device qemu-xhci,id=usb -device vfio-pci,host=$HOSTDEV_PCI,id=hostdev0 -device usb-host,$HOSTDEV_USB,id=hostdev1"
+    vmm_query
+    lists_e1000e() { [ -n "$(vmm_bars 32902 4307)" ]; }
+    if eventually 60 lists_e1000e; then pass "the VMM realizes $HOSTDEV_PCI: query-pci lists 8086:10d3"; else
+        fail "the VMM realizes the PCI host device" "$(guest 'cat /tmp/vmm.err; tail -c 1500 /tmp/vmm.out')"; fi
+    usb_listed() { vmm_hmp "info usb"; guest "grep -q 'Product QEMU USB Keyboard, ID: hostdev1' /tmp/vmm.out"; }
+    if eventually 30 usb_listed; then pass "... and its USB bus has the keyboard ($HOSTDEV_USB)"; else
+        fail "the VMM's USB bus has the keyboard" "$(guest 'cat /tmp/vmm.err; tail -c 1500 /tmp/vmm.out')"; fi
+    if eventually 60 vmm_bios_saw 8086:10d3; then pass "... and its SeaBIOS reads the e1000e through vfio"; else
+        fail "the nested SeaBIOS reads the e1000e" "$(guest 'tail -20 /tmp/vmm.bios')"; fi
+    vmm_quit
+    eventually 30 vmm_gone || fail "the VMM exits"
 fi
 
 echo "  claims Ready -> device manager holds both devices ${READY_TO_SEEN:-?} s (host/guest clocks matched to ±$RTT s)"
