@@ -21,6 +21,9 @@
 #   node_stop [NAME]                 stop a node (all of them on exit)
 #   node_logs [NAME]                 copy the guest's agent log into NODE_DIR, print its tail
 #   node_hmp 'COMMAND'               qemu monitor command (e.g. device_add / device_del for USB)
+#   claim ADDRESS, name_of, field ADDRESS JSONPATH, enabled, reason, message, has_reason,
+#   claim_gone, guest_driver ADDRESS, on_driver ADDRESS DRIVER
+#                                    a PCIDeviceClaim of $NODE's device ADDRESS and its state
 #   vmm_start 'ARGS'                 (a node booted with --vmm) a nested machine in the guest, as
 #                                    libvirt starts one, with the host-device ARGS (-device
 #                                    vfio-pci,host=... / usb-host,...); QMP through a FIFO
@@ -174,6 +177,21 @@ cluster_stop() {
     e2e_cleanup
     _e2e_cluster_stop
 }
+
+# --- PCIDeviceClaims of $NODE's devices ------------------------------------------------------------
+name_of() { local a=${1//:/}; echo "$NODE-${a//./}"; }
+claim() {
+    printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "%s", nodeName: %s}\n' \
+        "$(name_of "$1")" "$1" "$NODE" | kubectl create -f - >/dev/null
+}
+field() { kubectl get pcideviceclaim "$(name_of "$1")" -o jsonpath="$2" 2>/dev/null; }
+enabled() { [ "$(field "$1" '{.status.passthroughEnabled}')" = true ]; }
+reason() { field "$1" '{.status.conditions[?(@.type=="Ready")].reason}'; }
+message() { field "$1" '{.status.conditions[?(@.type=="Ready")].message}'; }
+has_reason() { [ "$(reason "$1")" = "$2" ]; }
+claim_gone() { ! kubectl get pcideviceclaim "$(name_of "$1")" >/dev/null 2>&1; }
+guest_driver() { guest "basename \$(readlink /sys/bus/pci/devices/$1/driver) 2>/dev/null"; }
+on_driver() { [ "$(guest_driver "$1")" = "$2" ]; }
 
 # --- a VMM in the guest (node_boot ... --vmm) -----------------------------------------------------
 # The nested machine, as virt-launcher's libvirt starts one for a hostdev of `managed='no'` (the

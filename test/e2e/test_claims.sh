@@ -23,18 +23,6 @@ cluster_start
 install_crds
 create_node "$NODE"
 
-name_of() { local a=${1//:/}; echo "$NODE-${a//./}"; }
-claim() {
-    printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "%s", nodeName: %s}\n' \
-        "$(name_of "$1")" "$1" "$NODE" | kubectl create -f - >/dev/null
-}
-field() { kubectl get pcideviceclaim "$(name_of "$1")" -o jsonpath="$2" 2>/dev/null; }
-enabled() { [ "$(field "$1" '{.status.passthroughEnabled}')" = true ]; }
-reason() { field "$1" '{.status.conditions[?(@.type=="Ready")].reason}'; }
-has_reason() { [ "$(reason "$1")" = "$2" ]; }
-claim_gone() { ! kubectl get pcideviceclaim "$(name_of "$1")" >/dev/null 2>&1; }
-guest_driver() { guest "basename \$(readlink /sys/bus/pci/devices/$1/driver) 2>/dev/null"; }
-on_driver() { [ "$(guest_driver "$1")" = "$2" ]; }
 group_of() { guest "basename \$(readlink /sys/bus/pci/devices/$1/iommu_group)"; }
 
 echo "--- boot"
