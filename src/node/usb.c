@@ -241,6 +241,29 @@ static bool is_interface(const char *name, const char *port)
     return ifn > 0 && p[cfg + 1 + ifn] == '\0';
 }
 
+int node_usb_interfaces_bound(int root_fd, const char *port_path, const char *driver)
+{
+    char path[80], **names = NULL;
+    size_t n = 0;
+    if (strlen(port_path) >= NODE_USB_PORT_PATH_SIZE || strchr(port_path, '/'))
+        return -EINVAL;
+    (void)snprintf(path, sizeof(path), DEVICES "/%s", port_path);
+    int r = node_sysfs_list(root_fd, path, &names, &n);
+    if (r < 0)
+        return r;
+    int bound = 0;
+    for (size_t i = 0; i < n; i++) {
+        char link[96], name[64];
+        if (!is_interface(names[i], port_path))
+            continue;
+        (void)snprintf(link, sizeof(link), "%s/%s/driver", path, names[i]);
+        bound += node_sysfs_read_link(root_fd, link, name, sizeof(name)) > 0 &&
+                 strcmp(name, driver) == 0;
+    }
+    node_sysfs_names_free(names);
+    return bound;
+}
+
 /* The first interface "<port>:<cfg>.<if>" with a class; "" when none. */
 static void interface_class(int root_fd, struct node_usb_dev *out)
 {

@@ -59,3 +59,9 @@ struct node_usb_scan_result {
  * cannot be listed). A tree without bus/usb (no USB at all) is an empty, successful scan. */
 int node_usb_scan(int root_fd, struct node_usb_scan_result *ret, struct err *ret_err);
 void node_usb_scan_result_done(struct node_usb_scan_result *r);
+
+/* How many interfaces ("<port>:<cfg>.<if>") of device `port_path` are bound to `driver`:
+ * "usbfs" counts those a program claimed through /dev/bus/usb (a VMM's usb-host takes every
+ * interface it passes through), which is how the agent tells a USB device in use without reading
+ * /proc. -ENOENT when the device is gone, other -errno when its directory cannot be listed. */
+int node_usb_interfaces_bound(int root_fd, const char *port_path, const char *driver);

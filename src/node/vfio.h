@@ -133,8 +133,6 @@ int node_vfio_member_essential(int root_fd, const struct node_vfio_dev *m,
  * absent, -errno otherwise. Opens and closes the group node at once. */
 int node_vfio_group_busy(const char *dev_root, int group);
 
-/* Who holds /dev/vfio/<group>: the first process below `proc_root` with a descriptor on it, as
- * "<comm> (pid N)" in `buf`. Returns 1 when one is found, 0 when none is (or none is readable:
- * another mount namespace's /dev path, no permission), -errno when `proc_root` cannot be read.
- * Reads /proc/<pid>/fd of every process: call it for a group known busy, not to poll. */
+/* Who holds /dev/vfio/<group>: node_holder_find() (node/holder.h) of that path. Call it for a
+ * group known busy, not to poll. */
 int node_vfio_group_holder(const char *proc_root, int group, char *buf, size_t size);

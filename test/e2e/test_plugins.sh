@@ -13,7 +13,9 @@
 # variables (test/kubevirtenv, on the host) turns the answers into the expected libvirt host
 # devices, and a VMM in the guest (hack/qemu-node.sh --vmm) started with libvirt's arguments for
 # those host devices realizes both: the e1000e in its query-pci and its SeaBIOS's PCI scan, the
-# keyboard on its USB bus. Prints the time
+# keyboard on its USB bus; the keyboard's claim deleted while the VMM has it waits (DeviceInUse,
+# naming the VMM; the device stays enabled and offered; no writes while it waits) and is
+# released when the VMM exits, the keyboard back on usbhid. Prints the time
 # from the claims being Ready to the device manager holding both devices, and the median
 # Allocate (through the manager) of 50.
 SUITE=e2e-plugins
@@ -176,8 +178,41 @@ if [ -n "$KUBEVIRTENV" ]; then
         fail "the VMM's USB bus has the keyboard" "$(guest 'cat /tmp/vmm.err; tail -c 1500 /tmp/vmm.out')"; fi
     if eventually 60 vmm_bios_saw 8086:10d3; then pass "... and its SeaBIOS reads the e1000e through vfio"; else
         fail "the nested SeaBIOS reads the e1000e" "$(guest 'tail -20 /tmp/vmm.bios')"; fi
+
+    echo "--- the keyboard's claim deleted while the VMM has the keyboard"
+    # QEMU's usb-host claims the keyboard's interface through usbfs: the claim waits for it.
+    IFACE=/sys/bus/usb/devices/1-1:1.0
+    iface_driver() { guest "basename \$(readlink $IFACE/driver) 2>/dev/null"; }
+    on_usbfs() { [ "$(iface_driver)" = usbfs ]; } # once the nested SeaBIOS configures it
+    eventually 30 on_usbfs || fail "the VMM claimed the keyboard's interface (driver usbfs)" "$(iface_driver)"
+    usb_cond() { kubectl get usbdeviceclaim "$KBD" -o jsonpath="{.status.conditions[?(@.type==\"Ready\")].$1}" 2>/dev/null; }
+    usb_in_use() { [ "$(usb_cond reason)" = DeviceInUse ]; }
+    offered() { guest 'wget -qO- http://127.0.0.1:9808/metrics' | awk '$1 == "hostdevd_plugin_devices" {print $2}'; }
+    OFFERED=$(offered)
+    kubectl delete usbdeviceclaim "$KBD" --wait=false >/dev/null
+    if eventually 30 usb_in_use; then pass "the deleted keyboard claim waits: Ready=False DeviceInUse"; else
+        fail "the deleted keyboard claim waits (DeviceInUse)" "$(kubectl get usbdeviceclaim "$KBD" -o yaml 2>&1 | tail -20)"; fi
+    MSG=$(usb_cond message)
+    [[ $MSG == "qemu-system-x86 (pid "*") holds /dev/bus/usb/$(printf %03d "$BUSNUM")/$(printf %03d "$DEVNUM") (1 interface claimed through usbfs); "* ]] &&
+        pass "... its message names the VMM and the device node: ${MSG%%;*}" || fail "the message names the VMM" "$MSG"
+    RV=$(kubectl get usbdeviceclaim "$KBD" -o jsonpath='{.metadata.resourceVersion}')
+    sleep 11 # two of the agent's looks (USBCLAIM_BUSY_RETRY, 5 s)
+    [ "$(kubectl get usbdevice "$KBD" -o jsonpath='{.status.enabled}')" = true ] &&
+        pass "... the USBDevice stays enabled" || fail "the USBDevice stays enabled while the VMM has it"
+    [ "$(offered)" = "$OFFERED" ] && [ -n "$OFFERED" ] &&
+        pass "... the plugin still offers it ($OFFERED devices offered)" || fail "the plugin still offers the keyboard" "$OFFERED -> $(offered)"
+    [ "$(kubectl get usbdeviceclaim "$KBD" -o jsonpath='{.metadata.resourceVersion}')" = "$RV" ] &&
+        pass "... and the agent's looks while it waits write nothing" || fail "no write while the claim waits" "$RV -> $(kubectl get usbdeviceclaim "$KBD" -o jsonpath='{.metadata.resourceVersion}')"
+    usb_claim_gone() { ! kubectl get usbdeviceclaim "$KBD" >/dev/null 2>&1; }
+    T_QUIT=$(now)
     vmm_quit
     eventually 30 vmm_gone || fail "the VMM exits"
+    if eventually 30 usb_claim_gone; then pass "the VMM exits: the keyboard claim is released ($(awk -v a="$T_QUIT" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }') s)"; else
+        fail "the keyboard claim is released once the VMM exits" "$(kubectl get usbdeviceclaim "$KBD" -o yaml 2>&1 | tail -20)"; fi
+    usb_disabled() { [ "$(kubectl get usbdevice "$KBD" -o jsonpath='{.status.enabled}')" = false ]; }
+    eventually 30 usb_disabled && pass "... the USBDevice is no longer enabled" || fail "the USBDevice is disabled after the release"
+    back_on_usbhid() { [ "$(iface_driver)" = usbhid ]; }
+    eventually 30 back_on_usbhid && pass "... and the keyboard is back on usbhid in the node" || fail "the keyboard is back on usbhid" "$(iface_driver)"
 fi
 
 echo "  claims Ready -> device manager holds both devices ${READY_TO_SEEN:-?} s (host/guest clocks matched to ±$RTT s)"

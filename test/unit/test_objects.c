@@ -122,6 +122,13 @@ static void test_usb_claim_holds(void)
     CU_ASSERT(!usbobj_claim_holds(usb_claim(ours, "Unknown", USBOBJ_REASON_UNPLUGGED)));
     CU_ASSERT(!usbobj_claim_holds(usb_claim(ours, "False", "DeviceNotFound")));
     CU_ASSERT(!usbobj_claim_holds(NULL));
+    /* deleted: it holds the device while a VM may use it, until its agent says Releasing */
+    CU_ASSERT(usbobj_claim_holds(parse("{\"metadata\":{\"deletionTimestamp\":\"2026-11-27T23:00:00Z\","
+                                       "\"finalizers\":[\"" USBOBJ_FINALIZER "\"]},\"status\":"
+                                       "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}")));
+    CU_ASSERT(usbobj_claim_holds(usb_claim(ours, "False", USBOBJ_REASON_IN_USE)));
+    CU_ASSERT(!usbobj_claim_holds(usb_claim(ours, "Unknown", USBOBJ_REASON_IN_USE)));
+    CU_ASSERT(!usbobj_claim_holds(usb_claim(ours, "False", "Releasing")));
 }
 
 static CU_TestInfo tests[] = {

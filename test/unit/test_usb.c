@@ -262,6 +262,42 @@ static void test_interface_class(void)
     sysfs_tree_remove(&t);
 }
 
+/* Interfaces a program claimed through usbfs (a VMM's usb-host) are told by their driver. */
+static void test_interfaces_bound(void)
+{
+    struct sysfs_tree t;
+    struct node_usb_scan_result res = {0};
+    struct err err = {""};
+    int root = -1;
+    CU_ASSERT_EQUAL_FATAL(
+            scan_text(&t, XHCI "usb 1-2 1111:0001 parent=0000:00:14.0 class=00 ifclass=03\n", &res,
+                      &err),
+            0);
+    CU_ASSERT_EQUAL_FATAL(sysfs_tree_open_root(&t, &root), 0);
+    CU_ASSERT_EQUAL(node_usb_interfaces_bound(root, "1-2", "usbfs"), 0); /* no driver */
+    CU_ASSERT_EQUAL(sysfs_tree_link(&t, "bus/usb/devices/1-2/1-2:1.0/driver",
+                                    "../../../../../../bus/usb/drivers/usbhid"),
+                    0);
+    CU_ASSERT_EQUAL(node_usb_interfaces_bound(root, "1-2", "usbfs"), 0);
+    CU_ASSERT_EQUAL(node_usb_interfaces_bound(root, "1-2", "usbhid"), 1);
+    char path[128], full[700];
+    snprintf(path, sizeof(path), "bus/usb/devices/1-2/1-2:1.1");
+    snprintf(full, sizeof(full), "%s/%s", t.root, path);
+    CU_ASSERT_EQUAL_FATAL(mkdir(full, 0755), 0);
+    CU_ASSERT_EQUAL(sysfs_tree_link(&t, "bus/usb/devices/1-2/1-2:1.1/driver",
+                                    "../../../../../../bus/usb/drivers/usbfs"),
+                    0);
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&t, "bus/usb/devices/1-2/1-2:1.0/driver"), 0);
+    CU_ASSERT_EQUAL(sysfs_tree_link(&t, "bus/usb/devices/1-2/1-2:1.0/driver",
+                                    "../../../../../../bus/usb/drivers/usbfs"),
+                    0);
+    CU_ASSERT_EQUAL(node_usb_interfaces_bound(root, "1-2", "usbfs"), 2);
+    CU_ASSERT_EQUAL(node_usb_interfaces_bound(root, "1-3", "usbfs"), -ENOENT); /* gone */
+    CU_ASSERT_EQUAL(node_usb_interfaces_bound(root, "../..", "usbfs"), -EINVAL);
+    sysfs_tree_close(&t, &root);
+    node_usb_scan_result_done(&res);
+}
+
 /* A host controller that is not a PCI device: pci_address "". */
 static void test_platform_controller(void)
 {
@@ -318,6 +354,7 @@ static CU_TestInfo tests[] = {
         {"problems", test_problems},
         {"class from the first interface", test_interface_class},
         {"controller not on PCI", test_platform_controller},
+        {"interfaces claimed through usbfs", test_interfaces_bound},
         {"no bus/usb", test_no_usb},
         CU_TEST_INFO_NULL,
 };

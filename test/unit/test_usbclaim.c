@@ -57,7 +57,25 @@ static void test_next_step(void)
     CU_ASSERT_EQUAL(usbclaim_next_step(mine, NAME, bare, "titan"), USBCLAIM_NOTHING);
     CU_ASSERT_EQUAL(usbclaim_next_step(mine, NAME, enabled, "titan"), USBCLAIM_CHECK);
     cJSON_Delete(bare);
-    /* deleting: the device is disabled first, then the finalizer goes */
+    /* deleted while it holds the device (Ready, unplugged or in use): look at the device */
+    cJSON *held = new_claim(",\"finalizers\":[\"devices.harvesterhci.io/release-usb\"],"
+                            "\"deletionTimestamp\":\"2026-11-23T01:00:00Z\"");
+    cJSON *ready = parse("{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+                         "\"reason\":\"Enabled\"}]}");
+    cJSON_AddItemToObject(held, "status", ready);
+    CU_ASSERT_EQUAL(usbclaim_next_step(held, NAME, enabled, "titan"), USBCLAIM_LET_GO);
+    CU_ASSERT_EQUAL(usbclaim_next_step(held, NAME, NULL, "titan"), USBCLAIM_LET_GO);
+    CU_ASSERT_EQUAL(usbclaim_next_step(held, NAME, enabled, "titan2"), USBCLAIM_NOTHING);
+    cJSON *cond = cJSON_GetArrayItem(cJSON_GetObjectItem(ready, "conditions"), 0);
+    cJSON_ReplaceItemInObject(cond, "status", cJSON_CreateString("False"));
+    cJSON_ReplaceItemInObject(cond, "reason", cJSON_CreateString("DeviceInUse"));
+    CU_ASSERT_EQUAL(usbclaim_next_step(held, NAME, enabled, "titan"), USBCLAIM_LET_GO);
+    /* once it said Releasing: the device is disabled first, then the finalizer goes */
+    cJSON_ReplaceItemInObject(cond, "reason", cJSON_CreateString("Releasing"));
+    CU_ASSERT_EQUAL(usbclaim_next_step(held, NAME, enabled, "titan"), USBCLAIM_NOTHING);
+    CU_ASSERT_EQUAL(usbclaim_next_step(held, NAME, disabled, "titan"), USBCLAIM_RELEASE);
+    cJSON_Delete(held);
+    /* deleted before it held anything: the same */
     CU_ASSERT_EQUAL(usbclaim_next_step(gone, NAME, enabled, "titan"), USBCLAIM_NOTHING);
     CU_ASSERT_EQUAL(usbclaim_next_step(gone, NAME, disabled, "titan"), USBCLAIM_RELEASE);
     CU_ASSERT_EQUAL(usbclaim_next_step(gone, NAME, NULL, "titan"), USBCLAIM_RELEASE);
@@ -68,6 +86,40 @@ static void test_next_step(void)
     cJSON_Delete(gone);
     cJSON_Delete(enabled);
     cJSON_Delete(disabled);
+}
+
+static void test_let_go(void)
+{
+    struct usbclaim_outcome o;
+    struct usbclaim_letgo_facts f = {.device_path = "/dev/bus/usb/001/004",
+                                     .claimed = 2,
+                                     .holder = "qemu-system-x86 (pid 412)",
+                                     .pci_address = "0000:00:06.0"};
+    usbclaim_let_go(&f, &o);
+    CU_ASSERT_FALSE(o.ready);
+    CU_ASSERT_STRING_EQUAL(o.reason, "DeviceInUse");
+    CU_ASSERT_STRING_EQUAL(o.pci_address, "0000:00:06.0");
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "qemu-system-x86 (pid 412) holds /dev/bus/usb/001/004 "
+                                             "(2 interfaces claimed through usbfs)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "stop the VM or detach the device"));
+    f.claimed = 1; /* a holder /proc does not show (another PID namespace): still in use */
+    f.holder = NULL;
+    usbclaim_let_go(&f, &o);
+    CU_ASSERT_STRING_EQUAL(o.reason, "DeviceInUse");
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "a program holds /dev/bus/usb/001/004 (1 interface "));
+    f.claimed = 0; /* open, not configured yet: the open node is the use */
+    f.holder = "qemu-system-x86 (pid 9)";
+    usbclaim_let_go(&f, &o);
+    CU_ASSERT_STRING_EQUAL(o.reason, "DeviceInUse");
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "qemu-system-x86 (pid 9) holds /dev/bus/usb/001/004; "));
+    f.holder = NULL; /* nothing holds it */
+    usbclaim_let_go(&f, &o);
+    CU_ASSERT_STRING_EQUAL(o.reason, "Releasing");
+    f.claimed = -ENOENT; /* the device is gone */
+    f.device_path = f.pci_address = NULL;
+    usbclaim_let_go(&f, &o);
+    CU_ASSERT_STRING_EQUAL(o.reason, "Releasing");
+    CU_ASSERT_STRING_EQUAL(o.pci_address, "");
 }
 
 static void test_checks(void)
@@ -183,6 +235,7 @@ static void test_pci_claim_on_usb_controller(void)
 
 static CU_TestInfo tests[] = {
         {"next step", test_next_step},
+        {"a deleted claim lets go once nothing uses the device", test_let_go},
         {"checks", test_checks},
         {"status patch", test_status_patch},
         {"finalizer patch", test_finalizer_patch},

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "node/sysfs.h"
+#include "node/holder.h"
 #include "node/vfio.h"
 #include "sysfs_tree.h"
 
@@ -370,6 +371,10 @@ static void test_holder(void)
     CU_ASSERT_STRING_EQUAL(buf, "qemu-system-x86 (pid 412)");
     CU_ASSERT_EQUAL(node_vfio_group_holder(proc, 4, buf, sizeof(buf)), 0);  /* only numbers */
     CU_ASSERT_EQUAL(node_vfio_group_holder(proc, 33, buf, sizeof(buf)), 0); /* not a prefix */
+    fake_process("530", "qemu-kvm", "/dev/bus/usb/001/004"); /* any device node: a USB one */
+    CU_ASSERT_EQUAL(node_holder_find(proc, "/dev/bus/usb/001/004", buf, sizeof(buf)), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "qemu-kvm (pid 530)");
+    CU_ASSERT_EQUAL(node_holder_find(proc, "/dev/bus/usb/001/00", buf, sizeof(buf)), 0);
     int before = open_fds();
     for (int i = 0; i < 8; i++)
         (void)node_vfio_group_holder(proc, 3, buf, sizeof(buf));

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/json.h"
@@ -27,12 +28,16 @@
 #include "kube/events.h"
 #include "kube/informer.h"
 #include "kube/names.h"
+#include "node/holder.h"
+#include "node/sysfs.h"
+#include "node/usb.h"
 
 static void usbclaim_free(void *userdata);
 
 /* --- pure ------------------------------------------------------------------------------------- */
 
-#define REASON_ENABLED "Enabled"
+#define REASON_ENABLED   "Enabled"
+#define REASON_RELEASING "Releasing"
 
 enum usbclaim_step usbclaim_next_step(const cJSON *claim, const char *key, const cJSON *device,
                                       const char *node)
@@ -47,8 +52,12 @@ enum usbclaim_step usbclaim_next_step(const cJSON *claim, const char *key, const
         return USBCLAIM_NOTHING; /* just created: its status write brings the claim back */
     if (!kube_meta_str(claim, "deletionTimestamp"))
         return finalizer ? USBCLAIM_CHECK : USBCLAIM_ADD_FINALIZER;
-    if (!finalizer || usbobj_device_enabled(device))
-        return USBCLAIM_NOTHING; /* not ours, or the device reconciler disables it first */
+    if (!finalizer)
+        return USBCLAIM_NOTHING; /* not ours */
+    if (usbobj_claim_holds(claim))
+        return USBCLAIM_LET_GO; /* a VM may still have the device: look before letting go */
+    if (usbobj_device_enabled(device))
+        return USBCLAIM_NOTHING; /* the device reconciler disables it first */
     return USBCLAIM_RELEASE;
 }
 
@@ -118,6 +127,27 @@ void usbclaim_check(const struct usbclaim_facts *f, const char *name, struct usb
     }
 }
 
+void usbclaim_let_go(const struct usbclaim_letgo_facts *f, struct usbclaim_outcome *ret)
+{
+    *ret = (struct usbclaim_outcome){0};
+    (void)snprintf(ret->pci_address, sizeof(ret->pci_address), "%s",
+                   f->pci_address ? f->pci_address : "");
+    char claimed[64] = "";
+    if (f->claimed > 0)
+        (void)snprintf(claimed, sizeof(claimed), " (%d interface%s claimed through usbfs)",
+                       f->claimed, f->claimed == 1 ? "" : "s");
+    if (f->holder || f->claimed > 0)
+        set(ret, USBOBJ_REASON_IN_USE,
+            "%s holds %s%s; the device stays enabled for passthrough until it lets go, then the "
+            "claim is released (stop the VM or detach the device)",
+            f->holder ? f->holder : "a program", f->device_path ? f->device_path : "the device",
+            claimed);
+    else
+        set(ret, REASON_RELEASING,
+            "the claim is deleted and nothing uses the device: it is no longer enabled for "
+            "passthrough");
+}
+
 char *usbclaim_status_patch(const cJSON *claim, const char *node, const struct usbclaim_outcome *o,
                             const char *now)
 {
@@ -151,7 +181,7 @@ char *usbclaim_finalizer_patch(const cJSON *claim, bool add)
 
 #define MAX_IN_FLIGHT 4
 
-enum { R_ENABLED, R_REFUSED, R_UNPLUGGED, R_RELEASED, N_RESULTS };
+enum { R_ENABLED, R_REFUSED, R_UNPLUGGED, R_RELEASED, R_BUSY, N_RESULTS };
 
 struct usbclaim {
     struct usbclaim_config cfg;
@@ -159,6 +189,7 @@ struct usbclaim {
     struct kube_recorder *events;
     struct kube_informer *devices, *pci_claims, *pci_devices;
     const struct runner *devices_runner; /* the USBDevices' (written once: converged) */
+    int sysfs_fd;                        /* the interfaces' drivers (node_usb_interfaces_bound) */
     struct metrics_series *results[N_RESULTS];
 };
 
@@ -168,6 +199,7 @@ struct ujob {
     enum usbclaim_step step;
     cJSON *claim; /* a copy of the cached claim */
     struct usbclaim_outcome out;
+    double requeue_after; /* > 0: look again then (a deleted claim's device in use) */
 };
 
 static void ujob_free(void *p)
@@ -201,6 +233,15 @@ static const char *key_of(const struct ujob *j)
     return runner_job_key(j->job);
 }
 
+/* Ends the job: done, or again after requeue_after. */
+static void done(struct ujob *j)
+{
+    if (j->requeue_after > 0)
+        runner_job_done(j->job, RUNNER_REQUEUE_AFTER, j->requeue_after);
+    else
+        runner_job_done(j->job, RUNNER_DONE, 0);
+}
+
 static void on_written(const struct kube_err *err, const cJSON *obj, void *userdata)
 {
     struct ujob *j = userdata;
@@ -212,14 +253,14 @@ static void on_written(const struct kube_err *err, const cJSON *obj, void *userd
         return;
     }
     runner_job_wrote(j->job, err ? NULL : obj);
-    runner_job_done(j->job, RUNNER_DONE, 0);
+    done(j);
 }
 
 /* Starts `patch` (JSON patch on the object, or merge patch on /status), or ends the job. */
-static void write(struct ujob *j, char *patch, bool status)
+static void patch_claim(struct ujob *j, char *patch, bool status)
 {
     if (!patch) {
-        runner_job_done(j->job, RUNNER_DONE, 0);
+        done(j);
         return;
     }
     log_v(2, "Patching USBDeviceClaim", KV_STR("claim", key_of(j)), KV_STR("patch", patch));
@@ -300,7 +341,39 @@ static void check(struct ujob *j)
     char *patch = usbclaim_status_patch(j->claim, c->cfg.env.node_name, &j->out, now);
     if (patch && !claimstatus_ready_is(j->claim, j->out.ready, j->out.reason, j->out.message))
         say(j); /* once per change of the condition */
-    write(j, patch, true);
+    patch_claim(j, patch, true);
+}
+
+/* A deleted claim that holds its device: does a program still use it? */
+static void let_go(struct ujob *j)
+{
+    struct usbclaim *c = j->c;
+    const cJSON *st = json_field(kube_informer_get(c->devices, key_of(j)), "status");
+    const char *port = json_str(st, "portPath");
+    char who[128] = "";
+    struct usbclaim_letgo_facts f = {.device_path = json_str(st, "devicePath"),
+                                     .claimed = -ENOENT,
+                                     .pci_address = json_str(st, "pciAddress")};
+    if (port && c->sysfs_fd >= 0)
+        f.claimed = node_usb_interfaces_bound(c->sysfs_fd, port, "usbfs");
+    /* the node open is the use (a VMM that has not configured the device yet claims no
+     * interface); usbfs also tells a user in another PID namespace that /proc does not show */
+    if (f.claimed != -ENOENT && f.device_path &&
+        node_holder_find(c->cfg.env.proc_root, f.device_path, who, sizeof(who)) > 0)
+        f.holder = who;
+    usbclaim_let_go(&f, &j->out);
+    bool busy = f.holder || f.claimed > 0;
+    j->requeue_after = busy ? USBCLAIM_BUSY_RETRY : 0;
+    char now[40];
+    timefmt_now(now, sizeof(now));
+    char *patch = usbclaim_status_patch(j->claim, c->cfg.env.node_name, &j->out, now);
+    if (patch && busy && !claimstatus_ready_is(j->claim, false, j->out.reason, j->out.message)) {
+        metrics_inc(c->results[R_BUSY]); /* once per change: the holder or its interfaces */
+        log_warning("Deleted USBDeviceClaim waits: its device is in use", KV_STR("claim", key_of(j)),
+                    KV_STR("message", j->out.message));
+        emit(j, true, j->out.reason, j->out.message);
+    }
+    patch_claim(j, patch, true);
 }
 
 static void act(struct runner_job *job, void *plan, void *ctx)
@@ -310,13 +383,16 @@ static void act(struct runner_job *job, void *plan, void *ctx)
     j->job = job;
     switch (j->step) {
     case USBCLAIM_ADD_FINALIZER:
-        write(j, usbclaim_finalizer_patch(j->claim, true), false);
+        patch_claim(j, usbclaim_finalizer_patch(j->claim, true), false);
+        break;
+    case USBCLAIM_LET_GO:
+        let_go(j);
         break;
     case USBCLAIM_RELEASE:
         metrics_inc(j->c->results[R_RELEASED]);
         log_info("Released USB device", KV_STR("claim", key_of(j)));
         emit(j, false, "Released", "the device is no longer enabled for passthrough");
-        write(j, usbclaim_finalizer_patch(j->claim, false), false);
+        patch_claim(j, usbclaim_finalizer_patch(j->claim, false), false);
         break;
     default:
         check(j);
@@ -355,11 +431,13 @@ static const struct runner_ops ops = {
 
 struct usbclaim *usbclaim_new(const struct usbclaim_config *cfg)
 {
-    static const char *const results[] = {"enabled", "refused", "unplugged", "released", NULL};
+    static const char *const results[] = {"enabled", "refused", "unplugged", "released", "busy",
+                                          NULL};
     struct usbclaim *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
     c->cfg = *cfg;
+    c->sysfs_fd = -1;
     char instance[300];
     (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", cfg->env.node_name);
     struct kube_recorder_config ec = {.controller = "hostdevd.io/agent", .instance = instance};
@@ -398,6 +476,10 @@ void usbclaim_set_caches(struct usbclaim *c, struct kube_informer *devices,
 static int usbclaim_start(void *self)
 {
     struct usbclaim *c = self;
+    c->sysfs_fd = node_sysfs_open_root(c->cfg.env.sysfs_root ? c->cfg.env.sysfs_root : "/sys");
+    if (c->sysfs_fd < 0) /* the checks before a release cannot tell a device in use */
+        log_warning("Cannot open the sysfs root", KV_STR("root", c->cfg.env.sysfs_root),
+                    KV_ERRNO(c->sysfs_fd));
     return runner_start(c->runner);
 }
 
@@ -438,6 +520,8 @@ static void usbclaim_free(void *userdata)
         return;
     c->runner = runner_free(c->runner);
     c->events = kube_recorder_free(c->events);
+    if (c->sysfs_fd >= 0)
+        close(c->sysfs_fd);
     free(c);
 }
 

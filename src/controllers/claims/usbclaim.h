@@ -22,11 +22,18 @@
  *      device; the USBDevice reconciler then sets the device's enabled=true;
  *   4. a device unplugged while claimed stays claimed: Ready=False reason DeviceUnplugged until
  *      it is back in its port;
- *   5. on delete: the USBDevice reconciler sets enabled=false; once the device says so (or is
- *      gone) the finalizer is removed. Only this node's agent removes it.
+ *   5. on delete: while a program has the device node open (a VM's VMM: QEMU's usb-host
+ *      opens it, detaches the kernel's drivers and claims the interfaces through usbfs once
+ *      the guest configures the device; either sign counts), the claim keeps the device:
+ *      Ready=False reason DeviceInUse naming the program (node/holder.h), the device
+ *      stays enabled, offered by the device plugin and permitted in KubeVirt's CR, and the
+ *      agent looks again every USBCLAIM_BUSY_RETRY seconds (no API write while nothing
+ *      changes), as a PCIDeviceClaim waits for /dev/vfio/<group>. Once nothing uses it, the
+ *      claim says Releasing; the USBDevice reconciler sets enabled=false; once the device says
+ *      so (or is gone) the finalizer is removed. Only this node's agent removes it.
  *
- * The decisions (usbobj_claim_holds, usbclaim_next_step, usbclaim_check, usbclaim_status_patch)
- * are pure and unit-tested; the reconciler logs.
+ * The decisions (usbobj_claim_holds, usbclaim_next_step, usbclaim_check, usbclaim_let_go,
+ * usbclaim_status_patch) are pure and unit-tested; the reconciler logs.
  */
 #pragma once
 
@@ -48,8 +55,11 @@ enum usbclaim_step {
                                deleted one whose device is still enabled (wait for the device) */
     USBCLAIM_ADD_FINALIZER, /* first our finalizer: the informer brings the claim back */
     USBCLAIM_CHECK,         /* check and write the status */
+    USBCLAIM_LET_GO,        /* deleted while it holds the device: in use (wait) or Releasing */
     USBCLAIM_RELEASE,       /* deleted and the device is no longer enabled: remove the finalizer */
 };
+
+#define USBCLAIM_BUSY_RETRY 5.0 /* seconds between looks at a device a VM has, once deleted */
 
 /* `claim` is the cached object of `key`, `device` the cached USBDevice of the same name (or
  * NULL), `node` this agent's node. */
@@ -77,6 +87,20 @@ struct usbclaim_outcome {
 /* The checks in order (device known, plugged in, controller not passed through, device node
  * present); Ready with reason Enabled when all pass. */
 void usbclaim_check(const struct usbclaim_facts *f, const char *name, struct usbclaim_outcome *ret);
+
+/* What the agent knows about a deleted claim's device. */
+struct usbclaim_letgo_facts {
+    const char *device_path; /* "/dev/bus/usb/001/004", NULL when the device is unknown */
+    int claimed;             /* interfaces bound to usbfs (node_usb_interfaces_bound), or -errno
+                                (the device is gone: nothing can use it) */
+    const char *holder;      /* who has the node open, "qemu-system-x86 (pid 412)", or NULL */
+    const char *pci_address; /* the device's host controller, NULL when unknown */
+};
+
+/* A deleted claim: Ready=False reason DeviceInUse while a program holds the device node or
+ * claims an interface (the message names the holder and says what lets it go), Releasing once
+ * nothing does. */
+void usbclaim_let_go(const struct usbclaim_letgo_facts *f, struct usbclaim_outcome *ret);
 
 /* A merge patch for /status that makes `claim` say `o` (nodeName, pciAddress, the Ready
  * condition), or NULL when it already does. lastTransitionTime stays when Ready's status does

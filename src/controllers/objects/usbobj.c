@@ -13,13 +13,13 @@
 
 bool usbobj_claim_holds(const cJSON *claim)
 {
-    if (!claim || kube_meta_str(claim, "deletionTimestamp") ||
-        claimstatus_finalizer_index(claim, USBOBJ_FINALIZER) < 0)
+    if (!claim || claimstatus_finalizer_index(claim, USBOBJ_FINALIZER) < 0)
         return false;
     const cJSON *c = claimstatus_ready(claim);
     return json_same(json_str(c, "status"), "True") ||
            (json_same(json_str(c, "status"), "False") &&
-            json_same(json_str(c, "reason"), USBOBJ_REASON_UNPLUGGED));
+            (json_same(json_str(c, "reason"), USBOBJ_REASON_UNPLUGGED) ||
+             json_same(json_str(c, "reason"), USBOBJ_REASON_IN_USE)));
 }
 
 bool usbobj_device_orphaned(const cJSON *dev)

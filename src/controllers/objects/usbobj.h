@@ -19,12 +19,17 @@ struct cJSON;
 #define USBOBJ_MESSAGE_SIZE 1024
 /* The claim's Ready=False reason while its device is unplugged: it still holds the device. */
 #define USBOBJ_REASON_UNPLUGGED "DeviceUnplugged"
+/* The claim's Ready=False reason while it is deleted and a program (a VM's VMM) still has the
+ * device: it holds the device until the program lets go. */
+#define USBOBJ_REASON_IN_USE "DeviceInUse"
 /* The USBDevice's status.status while a claim holds it and it is gone from the scan. */
 #define USBOBJ_ORPHANED "orphaned"
 
-/* Whether `claim` (a cached USBDeviceClaim, or NULL) holds its device: alive, with our
- * finalizer, and made Ready by its agent (or waiting for the device to be plugged back in).
- * The USBDevice's status.enabled is exactly this. */
+/* Whether `claim` (a cached USBDeviceClaim, or NULL) holds its device: with our finalizer, and
+ * made Ready by its agent (or waiting for the device to be plugged back in, or deleted while a
+ * VM still has it). A deleted claim holds its device until its agent writes that it lets go:
+ * the device stays enabled, offered and permitted while a VM may use it. The USBDevice's
+ * status.enabled is exactly this. */
 bool usbobj_claim_holds(const struct cJSON *claim);
 
 /* Whether a cached USBDevice (or NULL) is marked orphaned / enabled. */
