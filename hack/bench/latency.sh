@@ -13,6 +13,13 @@
 #     publishes the driver it sees in sysfs); the claim's DELETED event (restored, finalizer
 #     removed) is recorded too
 #   QMP device_add of a keyboard on xhci port 4 -> the USBDevice's ADDED event
+#   claim created -> the device listed in a nested machine: a VMM in the guest (hack/qemu-node.sh
+#     --vmm: the host's qemu-system-x86_64, TCG) started as libvirt starts one for a
+#     <hostdev managed='no'> (-device vfio-pci,host=<address>) the moment the claim's watch event
+#     says passthroughEnabled, its QMP query-pci asked until it lists 8086:10d3; the end is the
+#     host's clock when the guest's answer is back (one host -> guest command round trip in it)
+#   VMM exit (QMP quit, the claim deleted and waiting with DeviceInUse) -> the PCIDevice's event
+#     with kernelDriverInUse e1000e again
 #   kubelet restart -> plugins registered again: kubelet's device manager in the guest
 #     (test/kubeletpeer, as test/e2e/test_plugins.sh runs it) started anew, which removes the
 #     plugin sockets and serves kubelet.sock as a restarted kubelet does; timed by the manager
@@ -27,7 +34,7 @@
 # Needs: bin/hostdevd, make k8s (control plane, KubeVirt's CRDs), hack/kubeletpeer-build.sh.
 #   BENCH_LATENCY_AGENT_ARGS  more agent arguments (e.g. "-v 3")
 #   BENCH_LATENCY_AGENT       another agent binary for the node (e.g. a build of another commit)
-#   BENCH_LATENCY_PARTS       which to measure (default "claim usb kubelet": all)
+#   BENCH_LATENCY_PARTS       which to measure (default "claim usb kubelet vmm": all)
 #   BENCH_LATENCY_KEEP        a directory to copy the agent's log, the controller's and the
 #                             watch events into
 #   E2E_IMAGE                 a prebuilt qemu node image directory
@@ -85,7 +92,11 @@ cluster_stop() {
 }
 
 # shellcheck disable=SC2086 # agent arguments split on purpose
-node_boot "$NODE" --extra "$PEER:/usr/bin/kubeletpeer" ${BENCH_LATENCY_AGENT_ARGS:+--agent-args "$BENCH_LATENCY_AGENT_ARGS"} \
+PARTS=" ${BENCH_LATENCY_PARTS:-claim usb kubelet vmm} "
+part() { [[ "$PARTS" == *" $1 "* ]]; }
+VMM_BOOT=()
+! part vmm || VMM_BOOT=(--vmm --memory 1024)
+node_boot "$NODE" "${VMM_BOOT[@]}" --extra "$PEER:/usr/bin/kubeletpeer" ${BENCH_LATENCY_AGENT_ARGS:+--agent-args "$BENCH_LATENCY_AGENT_ARGS"} \
     ${BENCH_LATENCY_AGENT:+--agent "$BENCH_LATENCY_AGENT"} ||
     die "the node does not boot"
 eventually 120 guest_agent_ready || die "the agent is not ready"
@@ -120,9 +131,6 @@ record() {
     bench_record section="$S" name="$1: median" value="$med" unit=ms n="$n" how="$3${4:+; $4}"
     bench_record section="$S" name="$1: worst" value="$worst" unit=ms n="$n" how="$3"
 }
-
-PARTS=" ${BENCH_LATENCY_PARTS:-claim usb kubelet} "
-part() { [[ "$PARTS" == *" $1 "* ]]; }
 
 measure_claims() {
     echo "--- claim created -> passthroughEnabled; claim Ready -> KubeVirt CR entry; claim deleted -> e1000e back"
@@ -238,7 +246,64 @@ measure_kubelet() {
         "kubelet's device manager in the guest (test/kubeletpeer) started anew: its start -> both resources with a healthy device, by its own clock (20 ms poll); no API object records a registration" \
         "agent log: $REG registrations"
 }
+measure_vmm() {
+    echo "--- claim created -> the device listed in a nested machine; VMM exit -> e1000e back"
+    local runs=$((RUNS < 5 ? 5 : RUNS)) out
+    L=$TEST_DIR/l.ms LV=$TEST_DIR/lv.ms X=$TEST_DIR/x.ms XD=$TEST_DIR/xd.ms
+    : >"$L"; : >"$LV"; : >"$X"; : >"$XD"
+    # In the guest: the VMM with the hostdev, QMP on a FIFO; query-pci once QMP answers, again
+    # until the answer lists 8086:10d3 (4307 is 0x10d3; nothing else of the nested PC has it).
+    # Prints the guest's uptime at the VMM's start and at the listing.
+    local start="rm -f /tmp/vmm.*; mkfifo /tmp/vmm.in
+sleep 100000 >/tmp/vmm.in & echo \$! >/tmp/vmm.hold
+s=\$(cut -d' ' -f1 /proc/uptime)
+qemu-system-x86_64 -name vm0 -accel tcg -machine pc -m 64 -nodefaults -no-user-config -display none \
+  -qmp stdio -device vfio-pci,host=$NIC,id=hostdev0 </tmp/vmm.in >/tmp/vmm.out 2>/tmp/vmm.err & echo \$! >/tmp/vmm.pid
+echo '{\"execute\":\"qmp_capabilities\"}' >/tmp/vmm.in
+n=0
+until grep -q '\"device\": 4307' /tmp/vmm.out; do
+  grep -q '\"return\": {}' /tmp/vmm.out && echo '{\"execute\":\"query-pci\"}' >/tmp/vmm.in
+  n=\$((n + 1)); [ \$n -lt 1500 ] || { cat /tmp/vmm.err; exit 1; }
+  sleep 0.02
+done
+echo \$s \$(cut -d' ' -f1 /proc/uptime)"
+    for i in $(seq 1 "$runs"); do
+        T0=$(send POST "/apis/$G/pcideviceclaims" "$CLAIM_BODY") || die "vmm run $i: claim not created"
+        wait_event --after "$T0" --res pcideviceclaims --name "$DEV" \
+            --expr "get(o, 'status.passthroughEnabled') is True" --timeout 60 >/dev/null ||
+            die "vmm run $i: no passthroughEnabled within 60 s"
+        out=$(GUEST_TIMEOUT=60 guest "$start") || die "vmm run $i: the VMM does not list the device: $out"
+        TL=$(date +%s.%N)
+        ms "$TL" "$T0" >>"$L"
+        awk '{printf "%.0f\n", ($2 - $1) * 1000}' <<<"$out" >>"$LV"
+        T1=$(send DELETE "/apis/$G/pcideviceclaims/$DEV") || die "vmm run $i: claim not deleted"
+        wait_event --after "$T1" --res pcideviceclaims --name "$DEV" --timeout 30 \
+            --expr "any(c.get('reason') == 'DeviceInUse' for c in get(o, 'status.conditions', []))" >/dev/null ||
+            die "vmm run $i: the deleted claim does not wait with DeviceInUse"
+        TQ=$(date +%s.%N)
+        guest "echo '{\"execute\":\"quit\"}' >/tmp/vmm.in" || die "vmm run $i: quit"
+        read -r TB _ < <(wait_event --after "$TQ" --res pcidevices --name "$DEV" \
+            --expr "get(o, 'status.kernelDriverInUse') == 'e1000e'" --timeout 60) ||
+            die "vmm run $i: the PCIDevice does not say e1000e within 60 s of the VMM's exit"
+        read -r TD _ < <(wait_event --after "$TQ" --res pcideviceclaims --name "$DEV" --type DELETED --timeout 60) ||
+            die "vmm run $i: the claim is not gone"
+        guest "kill \$(cat /tmp/vmm.hold) 2>/dev/null; true"
+        ms "$TB" "$TQ" >>"$X"
+        ms "$TD" "$TQ" >>"$XD"
+        printf '  run %d: listed %s ms after the claim (the VMM: %s ms); VMM exit -> e1000e back %s ms, claim gone %s ms\n' \
+            "$i" "$(tail -1 "$L")" "$(tail -1 "$LV")" "$(tail -1 "$X")" "$(tail -1 "$XD")"
+    done
+    on_driver e1000e || die "$NIC is not on e1000e after the VMM runs"
+    record "claim created -> listed in a nested machine" "$L" \
+        "create request sent -> a VMM in the guest (TCG, -device vfio-pci,host=$NIC, started on the passthroughEnabled event) lists 8086:10d3 in query-pci; host clock, one host->guest command round trip included" \
+        "of it the VMM, start -> listed (guest clock, 10 ms): median $(bench_median <"$LV") ms"
+    record "VMM exit -> e1000e back" "$X" \
+        "QMP quit sent to the VMM holding the deleted claim's device (DeviceInUse) -> the PCIDevice's watch event with kernelDriverInUse e1000e (the agent wakes on the group's close)" \
+        "the claim's DELETED event: median $(bench_median <"$XD") ms"
+}
+
 part claim && measure_claims
+part vmm && measure_vmm
 part usb && measure_usb
 part kubelet && measure_kubelet
 if [ -n "${BENCH_LATENCY_KEEP:-}" ]; then

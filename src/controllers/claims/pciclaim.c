@@ -33,6 +33,7 @@
 #include "controllers/objects/pciobj.h"
 #include "controllers/objects/usbobj.h"
 #include "controllers/runtime/part.h"
+#include "controllers/runtime/closewatch.h"
 #include "controllers/runtime/runner.h"
 #include "controllers/runtime/worker.h"
 #include "kube/client.h"
@@ -225,6 +226,7 @@ struct pciclaim {
     struct map *failures;   /* claim key -> "reason: message" of the failure last logged */
     bool (*dra_holder)(const char *address, char *buf, size_t size, void *ud);
     void *dra_ud;
+    struct closewatch *closes; /* /dev/vfio/<group> of deleted claims a VM holds */
     bool stopping;
     struct metrics_series *results[7], *bind_seconds, *last_bind;
 };
@@ -449,9 +451,30 @@ static void say(struct cjob *j)
 }
 
 /* Acts on the outcome: log, Event, count, at most one write. */
+/* A deleted claim whose group a VM holds is looked at again when the VMM closes the group,
+ * besides its retry. */
+static void watch_group(struct cjob *j, int group)
+{
+    char path[512];
+    (void)snprintf(path, sizeof(path), "%s/vfio/%d", j->c->cfg.env.dev_root, group);
+    int r = closewatch_arm(j->c->closes, path, key_of(j));
+    if (r < 0)
+        log_v(2, "Cannot watch the group for its close", KV_STR("path", path), KV_ERRNO(r));
+}
+
+static void on_group_closed(const char *key, void *userdata)
+{
+    struct pciclaim *c = userdata;
+    log_v(2, "IOMMU group closed", KV_STR("claim", key));
+    if (!c->stopping)
+        runner_enqueue(c->runner, key);
+}
+
 static void conclude(struct cjob *j, const struct bindplan_outcome *o)
 {
     pciclaim_decide(j->claim, o, &j->decision);
+    if (o->kind == BINDPLAN_BUSY && o->group >= 0)
+        watch_group(j, o->group);
     say(j);
     int r = write_claim(j, false, on_written);
     if (r < 0) {
@@ -751,8 +774,9 @@ struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg)
     c->events = kube_recorder_new(cfg->env.loop, cfg->env.http, &rc);
     c->first_seen = map_new(free_double);
     c->failures = map_new(free);
+    c->closes = closewatch_new(cfg->env.loop, on_group_closed, c);
     if (!cfg->bind || !cfg->worker || !c->events || !c->first_seen || !c->failures ||
-        make_runner(c) < 0) {
+        !c->closes || make_runner(c) < 0) {
         pciclaim_free(c);
         return NULL;
     }
@@ -802,6 +826,7 @@ static void pciclaim_free(void *userdata)
     if (!c)
         return;
     c->stopping = true;
+    c->closes = closewatch_free(c->closes);
     c->runner = runner_free(c->runner);
     c->events = kube_recorder_free(c->events);
     map_free(c->first_seen);

@@ -22,6 +22,7 @@
 #include "base/timefmt.h"
 #include "controllers/objects/claimstatus.h"
 #include "controllers/objects/usbobj.h"
+#include "controllers/runtime/closewatch.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "kube/client.h"
@@ -190,6 +191,7 @@ struct usbclaim {
     struct kube_informer *devices, *pci_claims, *pci_devices;
     const struct runner *devices_runner; /* the USBDevices' (written once: converged) */
     int sysfs_fd;                        /* the interfaces' drivers (node_usb_interfaces_bound) */
+    struct closewatch *closes;           /* device nodes of deleted claims a VM holds */
     struct metrics_series *results[N_RESULTS];
 };
 
@@ -290,13 +292,22 @@ static bool controller_on_vfio(const struct usbclaim *c, const char *name)
     return json_same(json_str(json_field(dev, "status"), "kernelDriverInUse"), "vfio-pci");
 }
 
+/* The agent's name of device node `path` ("/dev/bus/usb/001/002" under its dev root); false
+ * when `path` is not below /dev. */
+static bool agent_path(const struct usbclaim *c, const char *path, char *buf, size_t size)
+{
+    if (!path || strncmp(path, "/dev/", 5) != 0)
+        return false;
+    (void)snprintf(buf, size, "%s%s", c->cfg.env.dev_root, path + strlen("/dev"));
+    return true;
+}
+
 static int stat_devnode(const struct usbclaim *c, const char *path)
 {
     char full[512];
     struct stat st;
-    if (!path)
+    if (!agent_path(c, path, full, sizeof(full)))
         return -ENOENT;
-    (void)snprintf(full, sizeof(full), "%s%s", c->cfg.env.dev_root, path + strlen("/dev"));
     return stat(full, &st) == 0 ? 0 : -errno;
 }
 
@@ -364,6 +375,14 @@ static void let_go(struct ujob *j)
     usbclaim_let_go(&f, &j->out);
     bool busy = f.holder || f.claimed > 0;
     j->requeue_after = busy ? USBCLAIM_BUSY_RETRY : 0;
+    char full[512];
+    /* looked at again the moment the VMM closes the node */
+    if (busy && agent_path(c, f.device_path, full, sizeof(full))) {
+        int r = closewatch_arm(c->closes, full, key_of(j));
+        if (r < 0)
+            log_v(2, "Cannot watch the device node for its close", KV_STR("path", full),
+                  KV_ERRNO(r));
+    }
     char now[40];
     timefmt_now(now, sizeof(now));
     char *patch = usbclaim_status_patch(j->claim, c->cfg.env.node_name, &j->out, now);
@@ -374,6 +393,13 @@ static void let_go(struct ujob *j)
         emit(j, true, j->out.reason, j->out.message);
     }
     patch_claim(j, patch, true);
+}
+
+static void on_node_closed(const char *key, void *userdata)
+{
+    struct usbclaim *c = userdata;
+    log_v(2, "USB device node closed", KV_STR("claim", key));
+    runner_enqueue(c->runner, key);
 }
 
 static void act(struct runner_job *job, void *plan, void *ctx)
@@ -453,7 +479,8 @@ struct usbclaim *usbclaim_new(const struct usbclaim_config *cfg)
             .ctx = c,
     };
     c->runner = runner_new(&rc);
-    if (!c->events || !c->runner) {
+    c->closes = closewatch_new(cfg->env.loop, on_node_closed, c);
+    if (!c->events || !c->runner || !c->closes) {
         usbclaim_free(c);
         return NULL;
     }
@@ -518,6 +545,7 @@ static void usbclaim_free(void *userdata)
     struct usbclaim *c = userdata;
     if (!c)
         return;
+    c->closes = closewatch_free(c->closes);
     c->runner = runner_free(c->runner);
     c->events = kube_recorder_free(c->events);
     if (c->sysfs_fd >= 0)

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/runtime/closewatch.h - wakes a reconciler when a device node it waits on is
+ * closed: a claim deleted while a VM holds /dev/vfio/<group> or /dev/bus/usb/BBB/DDD is looked at
+ * again the moment the VMM lets go (it exits, or detaches the device), instead of at its next
+ * retry.
+ *
+ * inotify(7) on the node (IN_CLOSE_WRITE, IN_CLOSE_NOWRITE, IN_DELETE_SELF), one shot per arm:
+ * the first close of the node by anyone calls on_closed() for each key armed on it, and the
+ * watch is gone; a reconciler that still finds the device in use arms it again. The kernel
+ * reports the close before the file's release has run, so the reconciler keeps its own retry for
+ * the rare look that comes too early. Works through the agent's hostPath /dev (the same inode).
+ * On the event loop; does not log.
+ */
+#pragma once
+
+#include <ev.h>
+
+struct closewatch;
+
+/* `on_closed(key, userdata)` is called on the loop for each key whose node was closed. */
+struct closewatch *closewatch_new(struct ev_loop *loop,
+                                  void (*on_closed)(const char *key, void *userdata),
+                                  void *userdata);
+/* Calls on_closed(key) at the next close of `path` (keys armed on one node, or on two names of
+ * it, are all called). Returns 0, or -errno: no inotify, or the node is gone (-ENOENT) -
+ * the caller's retry is then all there is. */
+int closewatch_arm(struct closewatch *w, const char *path, const char *key);
+/* Keys armed and not yet called. */
+int closewatch_armed(const struct closewatch *w);
+/* Takes NULL; returns NULL. */
+struct closewatch *closewatch_free(struct closewatch *w);
