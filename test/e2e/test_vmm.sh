@@ -61,6 +61,10 @@ expect_ok "claim deleted while the VMM runs" kubectl delete pcideviceclaim "$(na
 if eventually 30 has_reason "$NIC" DeviceInUse; then pass "deletion waits: Ready=False DeviceInUse"; else fail "deletion waits: DeviceInUse" "$(reason "$NIC")"; fi
 expect_contains "... and the message names the VMM" "$(message "$NIC")" "qemu-system-x86"
 expect_ok "the device stays on vfio-pci while the VMM runs" on_driver "$NIC" vfio-pci
+offered() { guest 'wget -qO- http://127.0.0.1:9808/metrics' | awk '$1 == "hostdevd_plugin_devices" {print $2}'; }
+OFFERED=$(offered)
+[ "$OFFERED" = 1 ] && pass "... and the device plugin still offers it (on vfio-pci: healthy)" ||
+    fail "the device plugin still offers the device while the VMM holds it" "hostdevd_plugin_devices: $OFFERED"
 guest "agentctl restart" >/dev/null
 if eventually 60 guest_agent_ready; then pass "agent restarted while the VMM runs"; else fail "agent restarted" "$(node_logs)"; fi
 sleep 3

@@ -20,8 +20,8 @@ static char calls[256];
 static void on_closed(const char *key, void *userdata)
 {
     (void)userdata;
-    (void)strncat(calls, key, sizeof(calls) - strlen(calls) - 2);
-    (void)strcat(calls, " ");
+    size_t n = strlen(calls);
+    (void)snprintf(calls + n, sizeof(calls) - n, "%s ", key);
 }
 
 /* Opens and closes `path` (as a VMM's exit closes its device node). */

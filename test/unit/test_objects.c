@@ -67,6 +67,17 @@ static void test_pci_bound(void)
                           "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
     CU_ASSERT(pciobj_bound(bound));
     CU_ASSERT(!pciobj_bound(going));
+    /* deleted while a VM holds it: still bound (offered, permitted) until the VM lets go */
+    cJSON *held = parse("{\"metadata\":{\"deletionTimestamp\":\"2026-11-25T10:00:00Z\"},"
+                        "\"status\":{\"passthroughEnabled\":true,\"conditions\":[{\"type\":"
+                        "\"Ready\",\"status\":\"False\",\"reason\":\"DeviceInUse\"}]}}");
+    CU_ASSERT(pciobj_bound(held));
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(held, "metadata"), "deletionTimestamp");
+    CU_ASSERT(!pciobj_bound(held)); /* alive: DeviceInUse is no reason to be bound */
+    cJSON *restoring = parse("{\"metadata\":{\"deletionTimestamp\":\"2026-11-25T10:00:00Z\"},"
+                             "\"status\":{\"passthroughEnabled\":false,\"conditions\":[{\"type\":"
+                             "\"Ready\",\"status\":\"False\",\"reason\":\"DeviceInUse\"}]}}");
+    CU_ASSERT(!pciobj_bound(restoring));
     CU_ASSERT(!pciobj_bound(notyet));
     CU_ASSERT(!pciobj_bound(NULL));
 }
@@ -123,9 +134,10 @@ static void test_usb_claim_holds(void)
     CU_ASSERT(!usbobj_claim_holds(usb_claim(ours, "False", "DeviceNotFound")));
     CU_ASSERT(!usbobj_claim_holds(NULL));
     /* deleted: it holds the device while a VM may use it, until its agent says Releasing */
-    CU_ASSERT(usbobj_claim_holds(parse("{\"metadata\":{\"deletionTimestamp\":\"2026-11-27T23:00:00Z\","
-                                       "\"finalizers\":[\"" USBOBJ_FINALIZER "\"]},\"status\":"
-                                       "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}")));
+    CU_ASSERT(usbobj_claim_holds(
+            parse("{\"metadata\":{\"deletionTimestamp\":\"2026-11-27T23:00:00Z\","
+                  "\"finalizers\":[\"" USBOBJ_FINALIZER "\"]},\"status\":"
+                  "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}")));
     CU_ASSERT(usbobj_claim_holds(usb_claim(ours, "False", USBOBJ_REASON_IN_USE)));
     CU_ASSERT(!usbobj_claim_holds(usb_claim(ours, "Unknown", USBOBJ_REASON_IN_USE)));
     CU_ASSERT(!usbobj_claim_holds(usb_claim(ours, "False", "Releasing")));

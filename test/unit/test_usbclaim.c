@@ -111,7 +111,8 @@ static void test_let_go(void)
     f.holder = "qemu-system-x86 (pid 9)";
     usbclaim_let_go(&f, &o);
     CU_ASSERT_STRING_EQUAL(o.reason, "DeviceInUse");
-    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "qemu-system-x86 (pid 9) holds /dev/bus/usb/001/004; "));
+    CU_ASSERT_PTR_NOT_NULL(
+            strstr(o.message, "qemu-system-x86 (pid 9) holds /dev/bus/usb/001/004; "));
     f.holder = NULL; /* nothing holds it */
     usbclaim_let_go(&f, &o);
     CU_ASSERT_STRING_EQUAL(o.reason, "Releasing");

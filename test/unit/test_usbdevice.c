@@ -142,10 +142,13 @@ static void test_enabled_follows_claim(void)
     cJSON *have = stored(&s, false);
     cJSON *ready = claim(s.name, "True", "Enabled", false);
     cJSON *refused = claim(s.name, "False", "ControllerPassedThrough", false);
-    cJSON *deleting = claim(s.name, "True", "Enabled", true);
+    /* deleted: it holds the device until its agent says it lets go (Releasing) */
+    cJSON *in_use = claim(s.name, "False", "DeviceInUse", true);
+    cJSON *deleting = claim(s.name, "False", "Releasing", true);
     struct usbdevice_plan p;
     CU_ASSERT_TRUE(usbobj_claim_holds(ready));
     CU_ASSERT_FALSE(usbobj_claim_holds(refused));
+    CU_ASSERT_TRUE(usbobj_claim_holds(in_use));
     CU_ASSERT_FALSE(usbobj_claim_holds(deleting));
     CU_ASSERT_EQUAL(usbdevice_plan(&s, have, ready, NULL, "titan", "node-uid", &p), 0);
     CU_ASSERT_STRING_EQUAL(or_null(p.status_patch), "{\"status\":{\"enabled\":true}}");
@@ -154,12 +157,16 @@ static void test_enabled_follows_claim(void)
     CU_ASSERT_TRUE(usbdevice_plan_empty(&p));
     cJSON_Delete(have);
     have = stored(&s, true);
+    CU_ASSERT_EQUAL(usbdevice_plan(&s, have, in_use, NULL, "titan", "node-uid", &p), 0);
+    CU_ASSERT_TRUE(usbdevice_plan_empty(&p)); /* stays enabled while a VM has it */
+    usbdevice_plan_done(&p);
     CU_ASSERT_EQUAL(usbdevice_plan(&s, have, deleting, NULL, "titan", "node-uid", &p), 0);
     CU_ASSERT_STRING_EQUAL(or_null(p.status_patch), "{\"status\":{\"enabled\":false}}");
     usbdevice_plan_done(&p);
     cJSON_Delete(have);
     cJSON_Delete(ready);
     cJSON_Delete(refused);
+    cJSON_Delete(in_use);
     cJSON_Delete(deleting);
 }
 

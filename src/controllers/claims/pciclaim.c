@@ -175,7 +175,7 @@ void pciclaim_decide(const cJSON *claim, const struct bindplan_outcome *o,
                        "(stop the VM or detach the device)",
                        o->message[0] ? o->message : "a VM", o->group);
         d->status = (struct pciclaim_status){
-                .passthrough = true, .reason = "DeviceInUse", .message = d->message};
+                .passthrough = true, .reason = PCIOBJ_REASON_IN_USE, .message = d->message};
         decide_status(claim, d, true, NULL, "busy");
         d->requeue_after = PCICLAIM_BUSY_RETRY;
         break;
@@ -775,8 +775,8 @@ struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg)
     c->first_seen = map_new(free_double);
     c->failures = map_new(free);
     c->closes = closewatch_new(cfg->env.loop, on_group_closed, c);
-    if (!cfg->bind || !cfg->worker || !c->events || !c->first_seen || !c->failures ||
-        !c->closes || make_runner(c) < 0) {
+    if (!cfg->bind || !cfg->worker || !c->events || !c->first_seen || !c->failures || !c->closes ||
+        make_runner(c) < 0) {
         pciclaim_free(c);
         return NULL;
     }

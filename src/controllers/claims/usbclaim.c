@@ -388,8 +388,8 @@ static void let_go(struct ujob *j)
     char *patch = usbclaim_status_patch(j->claim, c->cfg.env.node_name, &j->out, now);
     if (patch && busy && !claimstatus_ready_is(j->claim, false, j->out.reason, j->out.message)) {
         metrics_inc(c->results[R_BUSY]); /* once per change: the holder or its interfaces */
-        log_warning("Deleted USBDeviceClaim waits: its device is in use", KV_STR("claim", key_of(j)),
-                    KV_STR("message", j->out.message));
+        log_warning("Deleted USBDeviceClaim waits: its device is in use",
+                    KV_STR("claim", key_of(j)), KV_STR("message", j->out.message));
         emit(j, true, j->out.reason, j->out.message);
     }
     patch_claim(j, patch, true);
@@ -457,8 +457,8 @@ static const struct runner_ops ops = {
 
 struct usbclaim *usbclaim_new(const struct usbclaim_config *cfg)
 {
-    static const char *const results[] = {"enabled", "refused", "unplugged", "released", "busy",
-                                          NULL};
+    static const char *const results[] = {"enabled",  "refused", "unplugged",
+                                          "released", "busy",    NULL};
     struct usbclaim *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;

@@ -30,9 +30,12 @@ bool pciobj_driver_recorded(const cJSON *claim, const char **ret_driver)
 bool pciobj_bound(const cJSON *claim)
 {
     const cJSON *c = claimstatus_ready(claim);
-    return !kube_meta_str(claim, "deletionTimestamp") &&
-           cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")) &&
-           json_same(json_str(c, "status"), "True");
+    if (!cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")))
+        return false;
+    if (kube_meta_str(claim, "deletionTimestamp"))
+        return json_same(json_str(c, "status"), "False") &&
+               json_same(json_str(c, "reason"), PCIOBJ_REASON_IN_USE);
+    return json_same(json_str(c, "status"), "True");
 }
 
 const char *pciobj_first_driver(const cJSON *dev)

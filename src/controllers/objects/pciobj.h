@@ -15,6 +15,8 @@ struct cJSON;
 
 /* The PCIDeviceClaim's finalizer: its agent restores the original driver before it goes. */
 #define PCIOBJ_FINALIZER "devices.harvesterhci.io/restore-driver"
+/* The Ready=False reason of a deleted claim whose device a VM still holds. */
+#define PCIOBJ_REASON_IN_USE "DeviceInUse"
 
 /* The PCI address a PCIDeviceClaim claims (spec.address), or NULL. */
 const char *pciobj_address(const struct cJSON *claim);
@@ -23,8 +25,10 @@ const char *pciobj_address(const struct cJSON *claim);
  * (then in `*ret_driver`, borrowed from `claim`, when `ret_driver` is not NULL). */
 bool pciobj_driver_recorded(const struct cJSON *claim, const char **ret_driver);
 
-/* Whether a PCIDeviceClaim's device is bound and verified by its agent: not deleting,
- * passthroughEnabled and Ready=True. What the device plugins offer and KubeVirt permits. */
+/* Whether a PCIDeviceClaim's device is bound for a VM: passthroughEnabled and Ready=True (bound
+ * and verified by its agent) and not deleting, or deleted while a VM still holds it (Ready=False
+ * reason DeviceInUse: it stays on vfio-pci until the VM lets go). What the device plugins offer
+ * and KubeVirt permits: a running VM's device is not withdrawn from under it. */
 bool pciobj_bound(const struct cJSON *claim);
 
 /* The PCIDevice's driver at first sight (its annotation), or NULL when it has none. */

@@ -86,7 +86,7 @@ static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
                 const char *wd;
                 void *unused;
                 while (map_next(w->keys, &pos, &wd, &unused)) {
-                    fire(w, atoi(wd));
+                    fire(w, (int)strtol(wd, NULL, 10));
                     pos = 0;
                 }
             }
