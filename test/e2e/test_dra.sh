@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
 # test/e2e/test_dra.sh - the agent's kubelet DRA plugin (docs/dra.md) on a real kernel: a qemu
-# node (hack/qemu-node.sh) whose agent runs with a node-bound token and a kubelet directory
-# whose plugins_registry exists; the test plays kubelet with build/release/grpctool in the guest
-# (no kubelet runs under TCG) and plays the scheduler by writing the allocation of a
-# ResourceClaim (default/nic1: the e1000e 0000:00:04.0 of the node's pool) itself.
+# node (hack/qemu-node.sh --vmm: the host's qemu-system-x86_64 in the guest) whose agent runs
+# with a node-bound token and a kubelet directory whose plugins_registry exists; the test plays
+# kubelet with build/release/grpctool in the guest (no kubelet runs under TCG) and plays the
+# scheduler by writing the allocation of a ResourceClaim (default/nic1: the e1000e 0000:00:04.0
+# of the node's pool) itself.
 # Checks: the registration socket answers GetInfo with the DRA socket; NodePrepareResources
 # binds the e1000e to vfio-pci and answers the device with its two CDI ids; the CDI spec names
 # /dev/vfio/vfio and /dev/vfio/<the guest's group>, which exists; the metadata file (v1alpha1)
-# has the pciBusID; the checkpoint records e1000e; a repeated prepare answers the same without
-# binding again (/dev/vfio/<group> keeps its inode); a PCIDeviceClaim on the device is refused
-# (AllocatedByDRA); an unprepare while a process holds the group answers that error and
-# changes nothing; once it lets go, unprepare restores e1000e and removes the CDI spec, the
-# metadata and the checkpoint entry, and the waiting PCIDeviceClaim binds; the agent aborted
-# right after a prepare's unbind (HOSTDEVD_FAULT=bind:unbind) and restarted restores e1000e on
-# unprepare. Prints the prepare and unprepare round trips (grpctool's clock, in the guest).
+# has the pciBusID; the checkpoint records e1000e. KubeVirt v1.9.0's DRA reader
+# (test/kubevirtenv, on the host) reads the metadata file where the CDI spec's mount puts it and
+# makes a <hostdev type='pci' managed='no'> of the address; a VMM in the guest started with
+# libvirt's argument for it (-device vfio-pci,host=DDDD:BB:SS.F) lists 8086:10d3 with the
+# e1000e's BARs in query-pci, holds /dev/vfio/<group>, and its SeaBIOS reads the device. While it
+# runs: a repeated prepare answers the same without binding again (/dev/vfio/<group> keeps its
+# inode); a PCIDeviceClaim on the device is refused (AllocatedByDRA); an unprepare answers an
+# error naming the VMM (qemu-system-x86 (pid N) holds /dev/vfio/<group>) and changes nothing
+# (vfio-pci, no e1000e probe, checkpoint, CDI spec and metadata kept, the VMM still holding the
+# group). Once the VMM exits, unprepare restores e1000e (probed, its network interface
+# registered: kernel log) and removes the CDI spec, the metadata and the checkpoint entry, and
+# the waiting PCIDeviceClaim binds; the agent aborted right after a prepare's unbind
+# (HOSTDEVD_FAULT=bind:unbind) and restarted restores e1000e on unprepare. Prints the time from
+# KubeVirt's read of the metadata to the device in the nested machine, from the VMM's quit to
+# e1000e, and the prepare and unprepare round trips (grpctool's clock, in the guest).
 SUITE=e2e-dra
 # shellcheck source=test/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -31,6 +40,7 @@ PCI_CLAIM=$NODE-${NIC//[:.]/}
 
 [ -x "$GRPCTOOL" ] || make -C "$ROOT" build/release/grpctool >/dev/null ||
     { fail "build/release/grpctool builds"; finish; }
+KUBEVIRTENV=$(hack/kubevirtenv-build.sh) || fail "KubeVirt's DRA reader builds (hack/kubevirtenv-build.sh)"
 cluster_start
 install_crds
 create_node "$NODE"
@@ -38,7 +48,7 @@ expect_ok "the DeviceClasses are applied" kubectl apply -f manifests/deviceclass
 
 echo "--- boot"
 # kubelet makes plugins_registry before any plugin starts: the agent is started after it.
-if node_boot "$NODE" --no-agent --extra "$GRPCTOOL:/usr/bin/grpctool" \
+if node_boot "$NODE" --no-agent --vmm --memory 1024 --extra "$GRPCTOOL:/usr/bin/grpctool" \
     --agent-args "--kubelet-dir $KDIR --cdi-dir $CDI"; then pass "node $NODE boots (${BOOT_SECONDS}s)"; else
     fail "node boots"; finish; fi
 OUT=$(guest "mkdir -p $KDIR/plugins_registry && agentctl start" 2>&1)
@@ -109,7 +119,45 @@ OUT=$(jq -c --arg u "$CLAIM_UID" '.claims[$u] | {prepared, d: [.devices[] | {add
 expect_contains "the checkpoint records the original driver e1000e (and the group)" "$OUT" \
     "{\"prepared\":true,\"d\":[{\"address\":\"$NIC\",\"original\":\"e1000e\",\"group\":$GROUP}]}"
 
-echo "--- a repeated prepare (kubelet repeats calls after restarts)"
+echo "--- KubeVirt's DRA reader, then a VMM with the device it names"
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+T0=$(now)
+# The container runtime's part: the CDI spec's mount puts the metadata file at its containerPath,
+# below what virt-launcher reads (DRA_BASE). The VMI: claim "nic" = ResourceClaim nic1, one
+# hostDevices entry with claimRequest {nic, nic}.
+DRA_BASE=$TEST_DIR/launcher/var/run/kubernetes.io/dra-device-attributes
+CPATH=$(jq -r '.devices[1].containerEdits.mounts[0].containerPath' <<<"$SPEC_JSON")
+mkdir -p "$(dirname "$DRA_BASE${CPATH#/var/run/kubernetes.io/dra-device-attributes}")" &&
+    guest "cat $META" >"$DRA_BASE${CPATH#/var/run/kubernetes.io/dra-device-attributes}"
+KV=$("${KUBEVIRTENV:-false}" --dra-base "$DRA_BASE" --dra-claim nic:nic1 --dra-request nic 2>&1)
+echo "$KV" >"$TEST_DIR/kubevirtenv-dra.json"
+OUT=$(jq -c '{pciAddress, error}' <<<"$KV" 2>&1)
+if [ "$OUT" = "{\"pciAddress\":\"$NIC\",\"error\":\"\"}" ]; then
+    pass "KubeVirt v1.9.0's DRA reader finds $NIC in the metadata file (at $CPATH)"; else fail "KubeVirt's DRA reader" "$KV"; fi
+OUT=$(jq -c '.hostDevices | map({type, managed})' <<<"$KV" 2>&1)
+if [ "$OUT" = '[{"type":"pci","managed":"no"}]' ]; then pass "... and makes one <hostdev type='pci' managed='no'> of it"; else
+    fail "KubeVirt's DRA host device" "$OUT"; fi
+# libvirt's argument for that <hostdev>: -device vfio-pci,host=DDDD:BB:SS.F from its source
+# address (virPCIDeviceAddressAsString: %04x:%02x:%02x.%d).
+read -r D B S F < <(jq -r '.hostDevices[0] | "\(.domain) \(.bus) \(.slot) \(.function)"' <<<"$KV" 2>/dev/null)
+HOSTDEV=$(printf '%04x:%02x:%02x.%d' "$D" "$B" "$S" "$F" 2>/dev/null)
+vmm_start "-device vfio-pci,host=$HOSTDEV,id=hostdev0"
+vmm_query
+lists_e1000e() { [ -n "$(vmm_bars 32902 4307)" ]; } # 8086:10d3
+if eventually 90 lists_e1000e; then pass "a VMM with -device vfio-pci,host=$HOSTDEV realizes it: query-pci lists 8086:10d3"; else
+    fail "the VMM realizes the device" "host=$HOSTDEV; $(guest 'cat /tmp/vmm.err; tail -c 1500 /tmp/vmm.out')"; fi
+T_SEEN=$(now)
+BARS=$(vmm_bars 32902 4307)
+if [ "$BARS" = "0:131072 1:131072 2:32 3:16384" ]; then pass "... with the e1000e's BARs (128 KiB, 128 KiB, 32 ports, 16 KiB)"; else
+    fail "... with the e1000e's BARs" "$BARS"; fi
+if eventually 10 vmm_holds_group "$GROUP"; then pass "the VMM holds /dev/vfio/$GROUP open"; else
+    fail "the VMM holds /dev/vfio/$GROUP" "$(guest "ls -l /proc/\$(cat /tmp/vmm.pid)/fd")"; fi
+if eventually 90 vmm_bios_saw 8086:10d3; then pass "the nested SeaBIOS reads the device through vfio (PCI: init ... id=8086:10d3)"; else
+    fail "the nested SeaBIOS reads the device" "$(guest 'tail -20 /tmp/vmm.bios')"; fi
+echo "  metadata file read by KubeVirt's reader -> device listed by the nested machine: $(secs "$T0" "$T_SEEN") s"
+
+echo "--- a repeated prepare (kubelet repeats calls after restarts), the VMM running"
 INODE=$(guest "stat -c %i /dev/vfio/$GROUP")
 dra prepare
 REPEAT_MS=$RT_MS
@@ -132,29 +180,38 @@ expect_contains "... the message names the ResourceClaim" "$(field '{.status.con
 dra prepare
 expect_contains "a repeated prepare still answers the same while the refused PCIDeviceClaim waits" "$OUT" "$WANT"
 
-echo "--- unprepare while a process holds the group"
-guest "sleep 600 </dev/vfio/$GROUP >/dev/null 2>&1 & echo \$! >/tmp/holder"
-held() { guest "ls -l /proc/\$(cat /tmp/holder)/fd/0 | grep -q /dev/vfio/$GROUP"; }
-eventually 10 held || fail "a process holds /dev/vfio/$GROUP" "$(guest "ls -l /proc/\$(cat /tmp/holder)/fd")"
+echo "--- unprepare while the VMM holds the group"
+VMM_PID=$(guest 'cat /tmp/vmm.pid')
+# The waiting PCIDeviceClaim takes the device as soon as it is released: e1000e's probe in the
+# kernel log tells a restore, not the driver a moment later.
+probes() { guest "dmesg | grep -c 'e1000e $NIC .*Network Connection'"; }
+P0=$(probes)
 dra unprepare
-expect_contains "unprepare answers that a process holds the group" "$OUT" \
-    "uid=$CLAIM_UID error=\"device $NIC: a process still holds its IOMMU group $GROUP"
-expect_ok "the device stays on vfio-pci" on_driver vfio-pci
+expect_contains "unprepare answers that qemu-system-x86 (pid $VMM_PID) holds /dev/vfio/$GROUP" "$OUT" \
+    "uid=$CLAIM_UID error=\"device $NIC: qemu-system-x86 (pid $VMM_PID) holds /dev/vfio/$GROUP"
+if on_driver vfio-pci && [ "$(probes)" = "$P0" ]; then pass "the device stays on vfio-pci (e1000e did not probe it)"; else
+    fail "the device stays on vfio-pci" "$(guest_driver); e1000e probes $P0 -> $(probes)"; fi
 [ "$(checkpoint)" = "$CK1" ] && guest "test -e $CDI/$DRIVER-$CLAIM_UID.json && test -e $META" &&
     pass "... its checkpoint entry, CDI spec and metadata stay" || fail "nothing changes while held" "$(checkpoint)"
-guest 'kill $(cat /tmp/holder)'
-holder_gone() { ! guest 'kill -0 $(cat /tmp/holder) 2>/dev/null'; }
-eventually 10 holder_gone || fail "the holder ends" "$(guest 'ps')"
-# The waiting PCIDeviceClaim takes the device as soon as it is released: e1000e's probe in the
-# kernel log tells the restore, not the driver a moment later.
-probes() { guest "dmesg | grep -c 'e1000e $NIC .*Network Connection'"; }
+expect_ok "... and the VMM still holds /dev/vfio/$GROUP" vmm_holds_group "$GROUP"
+T1=$(now)
+vmm_quit
+if eventually 30 vmm_gone; then pass "the VMM exits"; else fail "the VMM exits" "$(guest 'cat /tmp/vmm.err')"; fi
 P0=$(probes)
 dra unprepare
 UNPREP_MS=$RT_MS
 [ "$OUT" = "uid=$CLAIM_UID error=\"\"" ] && pass "once it lets go, unprepare answers no error" || fail "unprepare" "$OUT"
 P1=$(probes)
+T_BACK=$(now)
 [ "$P1" -eq $((P0 + 1)) ] && pass "$NIC went back to e1000e (e1000e probed it: kernel log)" ||
     fail "$NIC back on e1000e" "e1000e probes $P0 -> $P1; driver now $(guest_driver)"
+# Its network interface: e1000e logs "Network Connection" through the net device right after
+# registering it, so the line names the interface (before, its lines say "<address>
+# (uninitialized)"); sysfs would race the waiting PCIDeviceClaim, which takes the device at once.
+LINE=$(guest "dmesg | grep 'e1000e $NIC .*Network Connection' | tail -n +$((P0 + 1))")
+if [[ "$LINE" =~ e1000e\ $NIC\ ([a-z][a-z0-9]*):\ Intel ]]; then
+    pass "... and registered its network interface again (${BASH_REMATCH[1]}: kernel log)"; else fail "network interface back" "$LINE"; fi
+echo "  VMM quit -> unprepare answered, $NIC back on e1000e: $(secs "$T1" "$T_BACK") s"
 guest "test ! -e $CDI/$DRIVER-$CLAIM_UID.json && test ! -e $PDIR/dra-device-metadata/default_nic1" &&
     pass "the CDI spec and the metadata are gone" || fail "files gone" "$(guest "ls -R $CDI $PDIR")"
 OUT=$(checkpoint | jq -c .claims 2>&1)

@@ -238,6 +238,22 @@ static void test_original(void)
     CU_ASSERT_STRING_EQUAL(draprep_original("vfio-pci", ""), "vfio-pci");
 }
 
+static void test_busy_error(void)
+{
+    char buf[256];
+    draprep_busy_error("0000:00:04.0", 3, "qemu-system-x86 (pid 412)", "e1000e", buf, sizeof(buf));
+    CU_ASSERT_STRING_EQUAL(buf, "device 0000:00:04.0: qemu-system-x86 (pid 412) holds /dev/vfio/3 "
+                                "(its IOMMU group); it gets its driver e1000e back once released");
+    /* the holder not found (another mount namespace, no permission): still the group */
+    draprep_busy_error("0000:00:04.0", 3, "", "", buf, sizeof(buf));
+    CU_ASSERT_STRING_EQUAL(buf, "device 0000:00:04.0: a process holds /dev/vfio/3 (its IOMMU "
+                                "group); it gets its driver (none) back once released");
+    draprep_busy_error("0000:00:04.0", 3, NULL, "e1000e", buf, sizeof(buf));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, ": a process holds /dev/vfio/3 "));
+    draprep_busy_error("0000:00:04.0", 3, "qemu-system-x86 (pid 412)", "e1000e", buf, 16);
+    CU_ASSERT_STRING_EQUAL(buf, "device 0000:00:"); /* cut, terminated */
+}
+
 static void test_checkpoint(void)
 {
     struct draprep_claim c = two_devices("nic-claim");
@@ -384,6 +400,7 @@ static CU_TestInfo tests[] = {
         {"CDI spec and ids", test_cdi},
         {"metadata file (v1alpha1)", test_metadata},
         {"original driver", test_original},
+        {"unprepare's error while the group is held", test_busy_error},
         {"checkpoint", test_checkpoint},
         {"DRA and registration messages", test_messages},
         CU_TEST_INFO_NULL,

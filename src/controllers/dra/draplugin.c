@@ -334,11 +334,12 @@ static void unprepare_claim(struct call *k, struct dclaim *d)
     for (size_t i = 0; i < d->c.n; i++) {
         if (strcmp(orig[i], NODE_VFIO_DRIVER) != 0 && groups[i] >= 0 &&
             node_vfio_group_busy(k->p->cfg.env.dev_root, groups[i]) > 0) {
-            (void)snprintf(d->error, sizeof(d->error),
-                           "device %s: a process still holds its IOMMU group %d "
-                           "(/dev/vfio/%d is open); it gets its driver %s back once released",
-                           d->c.devices[i].address, groups[i], groups[i],
-                           orig[i][0] ? orig[i] : "(none)");
+            char holder[128]; /* who: read only now that the group is known busy */
+            if (node_vfio_group_holder(k->p->cfg.env.proc_root, groups[i], holder,
+                                       sizeof(holder)) <= 0)
+                holder[0] = 0;
+            draprep_busy_error(d->c.devices[i].address, groups[i], holder, orig[i], d->error,
+                               sizeof(d->error));
             goto out;
         }
     }

@@ -305,6 +305,16 @@ const char *draprep_original(const char *current, const char *annotation)
     return current;
 }
 
+void draprep_busy_error(const char *address, int group, const char *holder, const char *original,
+                        char *buf, size_t size)
+{
+    (void)snprintf(buf, size,
+                   "device %s: %s holds /dev/vfio/%d (its IOMMU group); it gets its driver %s "
+                   "back once released",
+                   address, holder && holder[0] ? holder : "a process", group,
+                   original && original[0] ? original : "(none)");
+}
+
 /* --- the checkpoint -----------------------------------------------------------------------------
  */
 

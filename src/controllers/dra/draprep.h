@@ -91,6 +91,12 @@ struct cJSON *draprep_metadata(const struct draprep_claim *c, const char *base_r
  * stays there when the claim is unprepared. */
 const char *draprep_original(const char *current, const char *annotation);
 
+/* Unprepare's error while a process holds the IOMMU group `group` of device `address`: `holder`
+ * is node_vfio_group_holder()'s "<comm> (pid N)", or NULL when it cannot be told; `original`
+ * the driver the device gets back once released. */
+void draprep_busy_error(const char *address, int group, const char *holder, const char *original,
+                        char *buf, size_t size);
+
 /* --- the checkpoint ----------------------------------------------------------------------------
  */
 
