@@ -270,6 +270,8 @@ static const struct runner_ops ops = {
         .on_event = on_event,
         .can_start = can_start,
         .kind = "KubeVirt",
+        .absent = "KubeVirt is not installed (no kubevirts.kubevirt.io CRD): devices and claims "
+                  "work without it; permittedHostDevices is kept once KubeVirt's CRD appears",
 };
 
 /* --- life ---------------------------------------------------------------------------------- */

@@ -44,6 +44,7 @@ struct runner {
     struct runner_metrics m;
     int max_in_flight, in_flight;
     bool started, stopping, converged;
+    bool absent;             /* the LIST answered 404 last (runner_ops.absent) */
     struct informer_log log; /* of the informer's failures */
     ev_prepare dispatch;
     ev_timer queue_timer;
@@ -130,7 +131,15 @@ void informer_log_skip(const struct informer_log *l, const char *what)
 
 static void on_informer_error(const struct kube_err *err, void *userdata)
 {
-    informer_log_error(&((struct runner *)userdata)->log, err);
+    struct runner *r = userdata;
+    if (r->ops->absent && err->http == 404) { /* the kind is not installed: a state */
+        if (!r->absent)
+            log_info(r->ops->absent, KV_STR("controller", r->name));
+        r->absent = true;
+        return;
+    }
+    r->absent = false;
+    informer_log_error(&r->log, err);
 }
 
 static void on_informer_skip(const char *what, void *userdata)
@@ -504,6 +513,8 @@ bool runner_has_synced(const struct runner *r)
 bool runner_ready(const struct runner *r, struct buf *why)
 {
     const struct runner_ops *ops = r->ops;
+    if (!kube_informer_has_synced(r->inf) && r->absent)
+        return true; /* nothing to reconcile until the kind is installed */
     if (!kube_informer_has_synced(r->inf))
         (void)buf_printf(why, "%s informer has not synced", ops->kind ? ops->kind : r->name);
     else if (!ops->unconverged || r->converged)
@@ -513,6 +524,11 @@ bool runner_ready(const struct runner *r, struct buf *why)
     else
         (void)buf_adds(why, ops->unconverged);
     return false;
+}
+
+bool runner_kind_absent(const struct runner *r)
+{
+    return r->absent && !kube_informer_has_synced(r->inf);
 }
 
 bool runner_converged(const struct runner *r)

@@ -75,6 +75,11 @@ struct runner_ops {
     const char *kind;
     const char *waiting;
     const char *unconverged;
+    /* Optional, for a kind another project installs (KubeVirt's): while its LIST answers 404
+     * (the CRD is not installed) the runner is ready with nothing to do, says this once at
+     * info level instead of a warning, and the informer keeps retrying (backoff up to 30 s),
+     * so the kind is picked up when its CRD appears, without a restart. */
+    const char *absent;
 };
 
 struct runner_config {
@@ -99,6 +104,8 @@ int runner_start(struct runner *r);
 void runner_stop(struct runner *r);
 /* Whether the runner is ready as its ops declare; false with the reason in `why`. */
 bool runner_ready(const struct runner *r, struct buf *why);
+/* Whether the runner's kind is not installed (its LIST answered 404; runner_ops.absent). */
+bool runner_kind_absent(const struct runner *r);
 /* Frees the runner; a job still in flight must have ended (the process drains first). */
 struct runner *runner_free(struct runner *r);
 
