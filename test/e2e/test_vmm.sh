@@ -8,8 +8,9 @@
 # (its debug console logs the PCI scan); a VMM started without that argument shows none of it.
 # While the VMM runs, deleting the claim waits (DeviceInUse, naming the VMM), an agent restart
 # changes nothing, and the device stays on vfio-pci; when the VMM exits, the claim goes and the
-# e1000e is back on its driver with its network interface. Prints claim -> device in the nested
-# machine and VMM exit -> device back on e1000e.
+# e1000e is back on its driver with its network interface. The node runs no kubelet: the agent
+# says so once per start, with no refused registration logged. Prints claim -> device in the
+# nested machine and VMM exit -> device back on e1000e.
 SUITE=e2e-vmm
 # shellcheck source=test/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -81,5 +82,13 @@ if eventually 30 on_driver "$NIC" e1000e; then pass "$NIC back on e1000e"; else 
 T_BACK=$(now)
 if eventually 30 guest "ls /sys/bus/pci/devices/$NIC/net/ | grep -q ."; then pass "... with its network interface"; else fail "... with its network interface"; fi
 echo "  VMM exit -> device back on e1000e: $(secs "$T1" "$T_BACK") s"
+
+echo "--- no kubelet on this node: a state, said once per agent start, not a warning per retry"
+REFUSED=$(guest "grep -c 'did not take the registration' /var/log/hostdevd.log")
+NOKUBELET=$(guest "grep -c 'kubelet is not running on this node' /var/log/hostdevd.log")
+[ "$REFUSED" = 0 ] && pass "no refused registration logged without a kubelet" ||
+    fail "no refused registration logged without a kubelet" "$REFUSED: $(guest "grep 'did not take' /var/log/hostdevd.log | tail -2")"
+[ "$NOKUBELET" -ge 1 ] && [ "$NOKUBELET" -le 2 ] && pass "'kubelet is not running' said $NOKUBELET times (two agent starts)" ||
+    fail "'kubelet is not running' said once per agent start" "$NOKUBELET"
 
 finish

@@ -73,6 +73,7 @@ struct plugin {
     bool registering, registered, dead;
     double retry_in;
     ev_timer retry;
+    char last_failure[160]; /* "<status> <message>" of the last refused registration */
 };
 
 struct plugins {
@@ -84,6 +85,7 @@ struct plugins {
     ev_io inotify_io;
     ev_timer sync_timer;
     bool stopping;
+    bool no_kubelet_said; /* "kubelet is not running" said, until kubelet.sock is seen */
     struct metrics_series *registrations, *register_errors, *allocations, *plugins, *devices;
 };
 
@@ -526,14 +528,25 @@ static void on_registered(enum grpc_status status, const char *message, const ui
         return;
     }
     if (status != GRPC_OK) {
+        char failure[sizeof(pl->last_failure)];
+        (void)snprintf(failure, sizeof(failure), "%d %s", (int)status, message ? message : "");
+        bool repeat = strcmp(failure, pl->last_failure) == 0;
+        (void)snprintf(pl->last_failure, sizeof(pl->last_failure), "%s", failure);
         metrics_inc(pl->ps->register_errors);
         retry_later(pl);
-        log_warning("kubelet did not take the registration; retrying",
-                    KV_STR("resource", pl->resource), KV_INT("status", status),
-                    KV_STR("message", message ? message : ""),
-                    KV_INT("retryInMilliseconds", (long long)(pl->retry_in * 1000)));
+        if (repeat) /* the same refusal again: said once at warning level */
+            log_v(1, "kubelet did not take the registration again; retrying",
+                  KV_STR("resource", pl->resource), KV_INT("status", status),
+                  KV_INT("retryInMilliseconds", (long long)(pl->retry_in * 1000)));
+        else
+            log_warning("kubelet did not take the registration; retrying (the same refusal "
+                        "again is logged at -v 1)",
+                        KV_STR("resource", pl->resource), KV_INT("status", status),
+                        KV_STR("message", message ? message : ""),
+                        KV_INT("retryInMilliseconds", (long long)(pl->retry_in * 1000)));
         return;
     }
+    pl->last_failure[0] = 0;
     pl->registered = true;
     pl->retry_in = 0;
     ev_timer_stop(pl->ps->cfg.env.loop, &pl->retry);
@@ -546,18 +559,30 @@ static void register_plugin(struct plugin *pl)
 {
     char kubelet[PATH_MAX];
     struct buf b;
+    struct stat st;
     if (pl->registering || !pl->srv)
         return;
+    (void)snprintf(kubelet, sizeof(kubelet), "%s/" KUBELET_SOCKET, pl->ps->cfg.dir);
+    pl->registered = false;
+    if (ev_is_active(&pl->ps->inotify_io) && (stat(kubelet, &st) < 0 || !S_ISSOCK(st.st_mode))) {
+        /* no kubelet is a state: the directory's watch registers when kubelet.sock appears */
+        if (!pl->ps->no_kubelet_said)
+            log_info("kubelet is not running on this node (no kubelet.sock): the device plugins "
+                     "register when it appears",
+                     KV_STR("kubelet", kubelet));
+        pl->ps->no_kubelet_said = true;
+        ev_timer_stop(pl->ps->cfg.env.loop, &pl->retry);
+        return;
+    }
+    pl->ps->no_kubelet_said = false;
     buf_init(&b, 4096);
     struct dpapi_options o = {.pre_start_required = true,
                               .get_preferred_allocation_available = true};
-    (void)snprintf(kubelet, sizeof(kubelet), "%s/" KUBELET_SOCKET, pl->ps->cfg.dir);
     int r = dpapi_encode_register(pl->socket_name, pl->resource, &o, &b);
     if (r == 0)
         r = grpc_unary(pl->ps->cfg.env.loop, kubelet, DPAPI_REGISTER, (const uint8_t *)buf_str(&b),
                        b.len, REGISTER_TIMEOUT, on_registered, pl);
     buf_free(&b);
-    pl->registered = false;
     if (r == 0) {
         /* this registration replaces a retry still pending (kubelet.sock was created while an
          * attempt to reach the kubelet before waited): a second one would be refused by kubelet
