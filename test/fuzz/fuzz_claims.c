@@ -62,7 +62,8 @@ static void pci_facts(const struct fuzz_parts *p, const cJSON *claim, const char
             .host_why = "it holds network interface eth0, which has address 10.0.2.15",
             .group_blockers = (int)(fact(p, 3) % 4) - 1,
             .blockers = "0000:00:1f.0 (lpc_ich)",
-            .blockers_essential = b & 8,
+            .unsafe =
+                    b & 8 ? "0000:00:1f.0 is an ISA/LPC bridge, which the host cannot give up" : "",
             .usb_enabled = b & 16 ? "titan-0627-0001-1-1" : "",
             .recorded = pciobj_driver_recorded(claim, NULL),
             .annotation = drivers[(fact(p, 2) >> 4) & 3],

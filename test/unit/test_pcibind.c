@@ -27,6 +27,7 @@ static const char DESC[] = "0000:02:00.0 0200 8086:10d3 driver=vfio-pci iommu=7\
                            "0000:06:00.0 0200 8086:10d3 driver=e1000e\n"
                            "0000:07:00.0 0200 8086:10d3 driver=e1000e iommu=11\n"
                            "0000:00:1f.0 0601 8086:a1c1 iommu=12\n"
+                           "0000:00:1f.3 0c0500 8086:a1a3 driver=i801_smbus iommu=12\n"
                            "0000:00:1f.6 0200 8086:15b7 driver=e1000e iommu=12\n"
                            "0000:08:00.0 0200 8086:10d3 driver=vfio-pci iommu=0\n"
                            "0000:0a:00.0 0200 8086:10d3 driver=e1000e iommu=14\n"
@@ -231,7 +232,11 @@ static void test_bind_checks(void)
     o = bind("0000:05:00.0", false, true, "0000:05:00.7", NULL, proc); /* another claim */
     expect(&o, BINDPLAN_REFUSED, "IOMMUGroupIncomplete", "0000:05:00.1 (no driver;");
     o = bind("0000:00:1f.6", false, true, NULL, NULL, proc);
-    expect(&o, BINDPLAN_REFUSED, "IOMMUGroupUnsafe", "IOMMU group 12 also holds 0000:00:1f.0");
+    /* every sibling the host needs, each with what it is; no claim suggested for any */
+    expect(&o, BINDPLAN_REFUSED, "IOMMUGroupUnsafe",
+           "IOMMU group 12 also holds devices the host needs: 0000:00:1f.0 is an ISA/LPC bridge");
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "; 0000:00:1f.3 is an SMBus controller"));
+    CU_ASSERT_PTR_NULL(strstr(o.message, "claim"));
     o = bind("0000:0a:00.0", false, true, NULL, NULL, proc); /* a one-letter driver */
     expect(&o, BINDPLAN_REFUSED, "IOMMUGroupIncomplete", "0000:0a:00.1 (x; claim n-00000a001)");
     /* the longest node name a device name has room for (243 bytes): the claim is named */

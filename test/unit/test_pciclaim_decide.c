@@ -127,8 +127,13 @@ static void test_check_reasons(void)
     f.blockers = "0000:02:00.1 (snd_hda_intel), 0000:02:00.2 (xhci_hcd)";
     check(&f, BINDPLAN_REFUSED, "IOMMUGroupIncomplete",
           "claim those devices too (or bind them to vfio-pci)");
-    f.group_blockers = 1;
-    f.blockers_essential = true; /* never tell the user to claim the LPC bridge */
+    f.group_blockers = 2;
+    f.blockers = "0000:02:00.1 (snd_hda_intel; claim n-000002001)";
+    f.unsafe = "0000:00:1f.0 is an ISA/LPC bridge (...), which the host cannot give up";
+    /* never tell the user to claim the LPC bridge (nor the others, while it stays) */
+    check(&f, BINDPLAN_REFUSED, "IOMMUGroupUnsafe",
+          "IOMMU group 7 also holds devices the host needs: 0000:00:1f.0 is an ISA/LPC bridge "
+          "(...), which the host cannot give up. The whole group would go to the VM");
     check(&f, BINDPLAN_REFUSED, "IOMMUGroupUnsafe", "cannot be passed through safely");
     struct bindplan_outcome o;
     bindplan_check_bind(&f, &o);

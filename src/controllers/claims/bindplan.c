@@ -35,13 +35,13 @@ static void check_group(const struct bindplan_facts *f, struct bindplan_outcome 
         set_outcome(o, BINDPLAN_REFUSED, "SysfsError",
                     "cannot read the members of IOMMU group %d in sysfs: %s", f->iommu_group,
                     strerror(-n));
-    else if (n > 0 && f->blockers_essential)
+    else if (n > 0 && f->unsafe && f->unsafe[0]) /* never suggest claiming those */
         set_outcome(o, BINDPLAN_REFUSED, "IOMMUGroupUnsafe",
-                    "IOMMU group %d also holds %s, which the host cannot give up (an ISA/LPC "
-                    "bridge, an SMBus controller or a host-critical device): device %s cannot "
-                    "be passed through safely in this slot. Move the card to a slot with an "
-                    "IOMMU group of its own",
-                    f->iommu_group, f->blockers, f->address);
+                    "IOMMU group %d also holds devices the host needs: %s. The whole group "
+                    "would go to the VM, so device %s cannot be passed through safely in this "
+                    "slot: move the card to a slot with an IOMMU group of its own (or behind a "
+                    "PCIe switch with ACS)",
+                    f->iommu_group, f->unsafe, f->address);
     else if (n > 0)
         set_outcome(o, BINDPLAN_REFUSED, "IOMMUGroupIncomplete",
                     "IOMMU group %d also holds %s; the whole group goes to one VM, so claim %s "

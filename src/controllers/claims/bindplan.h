@@ -24,8 +24,11 @@ struct bindplan_facts {
     int host_critical;    /* 1 yes (why in host_why), 0 no, < 0 cannot tell */
     const char *host_why;
     int group_blockers;      /* members in the way (< 0: the group cannot be read) */
-    const char *blockers;    /* "0000:00:1f.0 (lpc_ich; claim n-00001f0), ..." */
-    bool blockers_essential; /* one of them the host cannot give up (ISA/LPC, SMBus, critical) */
+    const char *blockers;    /* "0000:01:00.1 (snd_hda_intel; claim n-000010001), ...": those a
+                                claim (or vfio-pci) would clear */
+    const char *unsafe;      /* the members the host cannot give up, each with why: "0000:00:1f.0
+                                is an ISA/LPC bridge (...), which the host cannot give up; ..."; ""
+                                or NULL when none */
     const char *usb_enabled; /* USB devices enabled for passthrough behind this device (a USB
                                 host controller): "titan-0627-0001-1-1, ...", "" none */
     bool recorded;           /* the claim recorded the original driver already */

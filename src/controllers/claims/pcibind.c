@@ -57,10 +57,12 @@ static bool is_claimed(const char *address, void *arg)
     return false;
 }
 
-/* Lists the group members that stand in the way, as "0000:01:00.1 (snd_hda_intel; claim
- * name)". Returns how many, or -errno. */
+/* Lists the group members that stand in the way: those a claim would clear in `out` as
+ * "0000:01:00.1 (snd_hda_intel; claim name)", those the host cannot give up in `unsafe` as
+ * "0000:00:1f.0 is an ISA/LPC bridge (...), which the host cannot give up" (one whose use
+ * cannot be checked counts: refuse to be safe). Returns how many in all, or -errno. */
 static int group_blockers(struct pcibind_job *j, int group, const struct node_hostuse *use,
-                          struct buf *out, bool *ret_essential)
+                          struct buf *out, struct buf *unsafe)
 {
     struct node_vfio_dev *m = NULL;
     size_t n = 0;
@@ -69,14 +71,17 @@ static int group_blockers(struct pcibind_job *j, int group, const struct node_ho
         return r;
     for (size_t i = 0; i < n; i++) {
         char name[KUBE_NAME_MAX + 1] = "";
+        struct err why = {{0}};
         if (!node_vfio_member_blocks(&m[i], j->address, is_claimed, j))
             continue;
-        if (node_vfio_member_essential(j->env->sysfs_fd, &m[i], use, NULL) != 0)
-            *ret_essential = true; /* (one that cannot be checked counts: refuse to be safe) */
-        (void)kube_names_pcidevice(j->env->node_name, m[i].address, name, sizeof(name));
-        (void)buf_printf(out, "%s%s (%s; claim %s)", count ? ", " : "", m[i].address,
-                         m[i].driver[0] ? m[i].driver : "no driver", name);
         count++;
+        if (node_vfio_member_essential(j->env->sysfs_fd, &m[i], use, &why) != 0) {
+            (void)buf_printf(unsafe, "%s%s", unsafe->len ? "; " : "", why.msg);
+            continue;
+        }
+        (void)kube_names_pcidevice(j->env->node_name, m[i].address, name, sizeof(name));
+        (void)buf_printf(out, "%s%s (%s; claim %s)", out->len ? ", " : "", m[i].address,
+                         m[i].driver[0] ? m[i].driver : "no driver", name);
     }
     free(m);
     return count;
@@ -87,7 +92,7 @@ static void check(struct pcibind_job *j, struct node_vfio_dev *d)
 {
     int fd = j->env->sysfs_fd;
     struct err why = {{0}};
-    struct buf blockers;
+    struct buf blockers, unsafe;
     struct node_hostuse use = {0};
     struct bindplan_facts f = {.node = j->env->node_name,
                                .address = j->address,
@@ -97,6 +102,7 @@ static void check(struct pcibind_job *j, struct node_vfio_dev *d)
                                .blockers = "",
                                .usb_enabled = j->usb_enabled ? j->usb_enabled : ""};
     buf_init(&blockers, 4096);
+    buf_init(&unsafe, 4096);
     f.read_error = node_vfio_observe(fd, j->address, d);
     if (f.read_error == 0) {
         f.present = d->present;
@@ -107,13 +113,15 @@ static void check(struct pcibind_job *j, struct node_vfio_dev *d)
         if (d->present && strcmp(d->driver, NODE_VFIO_DRIVER) != 0)
             f.host_critical = u < 0 ? u : node_hostuse_check(fd, j->address, &use, NULL, &why);
         if (d->present && d->iommu_group >= 0)
-            f.group_blockers = group_blockers(j, d->iommu_group, u == 0 ? &use : NULL, &blockers,
-                                              &f.blockers_essential);
+            f.group_blockers =
+                    group_blockers(j, d->iommu_group, u == 0 ? &use : NULL, &blockers, &unsafe);
         f.blockers = buf_str(&blockers) ? buf_str(&blockers) : "";
+        f.unsafe = buf_str(&unsafe) ? buf_str(&unsafe) : "";
     }
     bindplan_check_bind(&f, &j->out);
     node_hostuse_done(&use);
     buf_free(&blockers);
+    buf_free(&unsafe);
 }
 
 static int load_modules(struct pcibind_job *j)
