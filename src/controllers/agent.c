@@ -237,6 +237,7 @@ static int add_inventory(struct agent *a)
 static int share_caches(struct agent *a)
 {
     struct kube_informer *pci_devs = runner_informer(a->devices->runner);
+    a->devices->claims = pciclaim_informer(a->claims);
     struct kube_informer *usb_devs = runner_informer(usbdevices_objs(a->usb_devices)->runner);
     pciclaim_set_usb_devices(a->claims, usb_devs);
     usbdevices_set_caches(a->usb_devices, usbclaim_informer(a->usb_claims), pci_devs);

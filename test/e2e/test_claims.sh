@@ -39,6 +39,19 @@ OUT=$(field "$NIC" '{.status.kernelDriverToUnbind} {.status.conditions[?(@.type=
 expect_contains "status records e1000e, Ready=True Bound, finalizer set" "$OUT" "e1000e True Bound" "devices.harvesterhci.io/restore-driver"
 bound_event() { [ -n "$(kubectl get events -n default --field-selector reason=Bound -o name)" ]; }
 if eventually 20 bound_event; then pass "an Event says Bound"; else fail "an Event says Bound"; fi
+# The PCIDevice deleted while claimed: the agent makes it again, and its driver at first sight
+# is the one the claim recorded, not the vfio-pci it sees now.
+pcidev() { kubectl get pcidevice "$(name_of "$NIC")" -o jsonpath="$1" 2>/dev/null; }
+UID0=$(pcidev '{.metadata.uid}')
+kubectl delete pcidevice "$(name_of "$NIC")" >/dev/null
+remade() { [ -n "$(pcidev '{.metadata.uid}')" ] && [ "$(pcidev '{.metadata.uid}')" != "$UID0" ] && [ "$(pcidev '{.status.kernelDriverInUse}')" = vfio-pci ]; }
+if eventually 60 remade; then
+    OUT=$(pcidev '{.metadata.annotations.harvesterhci\.io/pcideviceDriver}')
+    [ "$OUT" = e1000e ] && pass "its PCIDevice deleted while claimed comes back with driver at first sight e1000e (the claim's record)" ||
+        fail "the PCIDevice made again keeps the original driver at first sight" "annotation: $OUT"
+else
+    fail "the PCIDevice deleted while claimed is made again" "$(pcidev '{.metadata}')"
+fi
 expect_ok "claim deleted" kubectl delete pcideviceclaim "$(name_of "$NIC")" --wait=false
 if eventually 60 claim_gone "$NIC"; then pass "the claim goes away once restored"; else fail "the claim goes away once restored" "$(reason "$NIC")"; fi
 expect_ok "$NIC is back on e1000e" on_driver "$NIC" e1000e

@@ -34,7 +34,7 @@ static struct pcidevice_spec nic(void)
 /* The object as the API server would return it after create + status patch. */
 static cJSON *stored(const struct pcidevice_spec *s, const char *node_uid)
 {
-    cJSON *o = pcidevice_new_object(s, node_uid);
+    cJSON *o = pcidevice_new_object(s, node_uid, NULL);
     cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
     cJSON_AddStringToObject(meta, "uid", "dev-uid-1");
     cJSON_AddStringToObject(meta, "resourceVersion", "42");
@@ -64,12 +64,18 @@ static void test_create_when_missing(void)
     cJSON_Delete(patch);
     pcidevice_plan_done(&p);
 
-    cJSON *o = pcidevice_new_object(&s, "node-uid");
+    cJSON *o = pcidevice_new_object(&s, "node-uid", NULL);
     char *text = cJSON_PrintUnformatted(o);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"labels\":{\"nodename\":\"titan\"}"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"harvesterhci.io/pcideviceDriver\":\"e1000e\""));
     CU_ASSERT_PTR_NOT_NULL(
             strstr(text, "\"kind\":\"Node\",\"name\":\"titan\",\"uid\":\"node-uid\""));
+    cJSON_free(text);
+    cJSON_Delete(o);
+    /* made again while claimed (the device on vfio-pci): the claim's record of its driver */
+    o = pcidevice_new_object(&s, "node-uid", "ixgbe");
+    text = cJSON_PrintUnformatted(o);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"harvesterhci.io/pcideviceDriver\":\"ixgbe\""));
     cJSON_free(text);
     cJSON_Delete(o);
 }

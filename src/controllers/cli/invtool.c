@@ -78,7 +78,7 @@ static cJSON *list_of(const struct scans *s)
         !(items = cJSON_AddArrayToObject(list, "items")))
         goto oom;
     while (map_next(s->pci, &pos, &key, &val))
-        if (!(v[k++] = object(pcidevice_new_object(val, NULL), pcidevice_status(val), key)))
+        if (!(v[k++] = object(pcidevice_new_object(val, NULL, NULL), pcidevice_status(val), key)))
             goto oom;
     pos = 0;
     while (s->usb && map_next(s->usb, &pos, &key, &val))

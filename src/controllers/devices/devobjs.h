@@ -18,6 +18,7 @@
 #include "controllers/runtime/runner.h"
 
 struct cJSON;
+struct kube_informer;
 struct kube_resource;
 struct map;
 struct nodeuid;
@@ -46,6 +47,9 @@ struct devobjs {
     const struct devobjs_kind *kind;
     struct runner *runner;
     struct map *want; /* name -> the kind's spec, from the last scan; NULL before one */
+    /* The claims of this kind (borrowed, NULL until set): facts a new object takes from its
+     * claim (PCI: the original driver the claim recorded). */
+    struct kube_informer *claims;
     struct metrics_series *writes[DEVWRITE_VERBS];
 };
 

@@ -21,9 +21,11 @@
 #include "controllers/devices/devobjs.h"
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
+#include "controllers/objects/pciobj.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "kube/client.h"
+#include "kube/informer.h"
 #include "kube/names.h"
 #include "kube/status.h"
 
@@ -115,12 +117,14 @@ cJSON *pcidevice_status(const struct pcidevice_spec *s)
     return st;
 }
 
-cJSON *pcidevice_new_object(const struct pcidevice_spec *s, const char *node_uid)
+cJSON *pcidevice_new_object(const struct pcidevice_spec *s, const char *node_uid,
+                            const char *first_driver)
 {
     cJSON *o = devwrite_new_object("PCIDevice", s->name, s->node, node_uid);
     cJSON *ann =
             cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "annotations");
-    cJSON_AddStringToObject(ann, KUBE_PCIDEVICE_DRIVER_ANNOTATION, s->driver);
+    cJSON_AddStringToObject(ann, KUBE_PCIDEVICE_DRIVER_ANNOTATION,
+                            first_driver ? first_driver : s->driver);
     return o;
 }
 
@@ -179,7 +183,12 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
         pcidevice_plan_done(&plan);
         return r;
     }
-    cJSON *object = plan.create ? pcidevice_new_object(want, node_uid) : NULL;
+    /* a claim of the device remembers its driver from before the bind */
+    const cJSON *claim = plan.create && d->claims ? kube_informer_get(d->claims, key) : NULL;
+    const char *recorded = NULL;
+    if (!pciobj_driver_recorded(claim, &recorded))
+        recorded = NULL;
+    cJSON *object = plan.create ? pcidevice_new_object(want, node_uid, recorded) : NULL;
     if (!plan.create || object) {
         *ret_plan =
                 devobjs_write(d, object, plan.status_patch, plan.meta_patch, plan.delete, plan.uid);
