@@ -37,13 +37,13 @@ fi
 grep -v '^[0-9]* warnings generated' "$tidy_out"
 rm -f "$tidy_out"
 
-# The qemu node's scripts: hack/qemu-node.sh and the guest's shell files in hack/qemu-guest/
-# (those starting with #!/bin/sh or a shellcheck shell directive; inittab, passwd are not); the
-# kubelet harness (hack/kubelet.sh, hack/fakecri-build.sh); the Go test programs' builds and the
-# Go they are built with (hack/go.sh); make deps and make demo.
+# The qemu node's scripts: hack/qemu-node.sh and the guest's shell files in hack/qemu-guest/ and
+# hack/qemu-nested/ (those starting with #!/bin/sh or a shellcheck shell directive; inittab,
+# passwd are not); the kubelet harness (hack/kubelet.sh, hack/fakecri-build.sh); the Go test
+# programs' builds and the Go they are built with (hack/go.sh); make deps and make demo.
 step "shellcheck ($(shellcheck --version | awk '/^version:/{print $2}'))"
 is_sh() { head -1 "$1" | grep -qE '^(#!/bin/sh|# shellcheck shell=)'; }
-mapfile -t guest < <(git ls-files --cached --others --exclude-standard -- hack/qemu-guest | sort -u)
+mapfile -t guest < <(git ls-files --cached --others --exclude-standard -- hack/qemu-guest hack/qemu-nested | sort -u)
 shfiles=(hack/qemu-node.sh hack/kubelet.sh hack/go.sh hack/k8s-build.sh hack/fakecri-build.sh
     hack/grpcpeer-build.sh hack/kubeletpeer-build.sh hack/kubevirtenv-build.sh hack/kubevirt-crds.sh
     hack/deps.sh hack/demo.sh)

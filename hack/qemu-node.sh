@@ -19,6 +19,9 @@
 #       --vmm                  also put a VMM in the guest: the host's qemu-system-x86_64 with its
 #                              libraries, TCG and usb-host modules and SeaBIOS (BUILDDIR/vmm.cpio,
 #                              made on first use, about 50 MB), to start VMs the way libvirt does
+#       --vmm-linux            --vmm and a nested Linux for it: the image's kernel and a tiny
+#                              initramfs (busybox, e1000e, hack/qemu-nested/init) in the guest's
+#                              /usr/share/vmm-linux/ (BUILDDIR/vmm-linux.cpio, made on first use)
 #       --memory MB, --smp N   guest size (default 768, 1)
 #       --timeout S            how long to wait for the control channel (default 120)
 #       --no-wait              return once qemu runs
@@ -221,9 +224,40 @@ copy_with_libs() { # file dest-in-root root
         done
 }
 
+# busybox (Debian's busybox-static) and a link for each of its applets.
+install_busybox() { # root
+    local r=$1 f
+    copy_with_libs "$(command -v busybox)" /bin/busybox "$r"
+    busybox --list-full | while read -r f; do
+        [ -e "$r/$f" ] || [ -L "$r/$f" ] || { mkdir -p "$(dirname "$r/$f")"; ln -s /bin/busybox "$r/$f"; }
+    done
+}
+
+# A real /lib/modules/K tree under ROOT with only MODULES and their dependencies, from the cached
+# kernel package, and its modules.dep (depmod).
+copy_modules() { # K root modules...
+    local k=$1 r=$2 kroot=$CACHE/$1/root m f what path deps
+    local mods=$r/lib/modules/$k
+    shift 2
+    mkdir -p "$mods"
+    for f in modules.builtin modules.builtin.modinfo modules.order; do
+        [ -f "$kroot/lib/modules/$k/$f" ] && cp "$kroot/lib/modules/$k/$f" "$mods/"
+    done
+    for m in "$@"; do
+        deps=$(modprobe -d "$kroot" -S "$k" --show-depends "$m") || die "module $m not found in kernel $k"
+        while read -r what path _; do
+            [ "$what" = insmod ] || continue
+            f=${path#"$kroot/lib/modules/$k/"}
+            [ -f "$mods/$f" ] || install -D -m 644 "$path" "$mods/$f"
+        done <<<"$deps"
+    done
+    depmod -b "$r" "$k"
+    [ -s "$mods/modules.dep" ] || die "depmod made no modules.dep"
+}
+
 cmd_build() {
     [ $# -ge 1 ] || die "usage: build OUTDIR [AGENT_BINARY]"
-    local out agent k kroot r t0=$SECONDS m f
+    local out agent k kroot r t0=$SECONDS f
     out=$(realpath -m "$1")
     agent=${2:-$ROOT/bin/hostdevd}
     [ -x "$agent" ] || die "no agent binary at $agent (make bin/hostdevd)"
@@ -237,11 +271,7 @@ cmd_build() {
         "$r"/{var/log,var/lib/kubelet/device-plugins,var/run,mnt,usr/share/misc}
     chmod 1777 "$r/tmp"
 
-    # busybox and its applets
-    copy_with_libs "$(command -v busybox)" /bin/busybox "$r"
-    busybox --list-full | while read -r f; do
-        [ -e "$r/$f" ] || [ -L "$r/$f" ] || { mkdir -p "$(dirname "$r/$f")"; ln -s /bin/busybox "$r/$f"; }
-    done
+    install_busybox "$r"
     # kmod's tools (libkmod, which the agent uses too) beside busybox's modprobe, which stays
     # /sbin/modprobe: /usr/lib/kmod/{modprobe,insmod,rmmod,lsmod,modinfo,depmod}
     if [ -x /bin/kmod ] || [ -x /usr/bin/kmod ]; then
@@ -257,22 +287,8 @@ cmd_build() {
 
     # the kernel modules: a real /lib/modules/K tree with only what the node needs
     local mods=$r/lib/modules/$k
-    mkdir -p "$mods"
-    for f in modules.builtin modules.builtin.modinfo modules.order; do
-        [ -f "$kroot/lib/modules/$k/$f" ] && cp "$kroot/lib/modules/$k/$f" "$mods/"
-    done
-    for m in $TREE_MODULES; do
-        modprobe -d "$kroot" -S "$k" --show-depends "$m" >"$out/.deps" ||
-            die "module $m not found in kernel $k"
-        while read -r what path _; do
-            [ "$what" = insmod ] || continue
-            f=${path#"$kroot/lib/modules/$k/"}
-            [ -f "$mods/$f" ] || install -D -m 644 "$path" "$mods/$f"
-        done <"$out/.deps"
-    done
-    rm -f "$out/.deps"
-    depmod -b "$r" "$k"
-    [ -s "$mods/modules.dep" ] || die "depmod made no modules.dep"
+    # shellcheck disable=SC2086 # a list of module names
+    copy_modules "$k" "$r" $TREE_MODULES
 
     write_guest_files "$r"
     [ -e "$r/dev/console" ] || mknod -m 600 "$r/dev/console" c 5 1 2>/dev/null || true
@@ -315,6 +331,41 @@ build_vmm() { # BUILDDIR
     rm -rf "$r"
 }
 
+# The nested Linux (--vmm-linux) a test boots in that VMM with a host device: the image's own
+# kernel (vmlinuz) and a tiny initramfs (busybox, e1000e and its dependencies from the same
+# kernel's modules, hack/qemu-nested/init), as /usr/share/vmm-linux/{vmlinuz,initrd.img} in an
+# archive appended after vmm.cpio. Rebuilt when older than the image or hack/qemu-nested/.
+NESTED_MODULES="e1000e"
+build_vmm_linux() { # BUILDDIR
+    local out=$1 k r w f
+    k=$(cat "$out/kernel-version")
+    k=$(QEMU_NODE_KERNEL_PKG=linux-image-$k fetch_kernel)
+    r=$out/vmm-linux-root
+    w=$out/vmm-linux-wrap
+    rm -rf "$r" "$w"
+    mkdir -p "$r"/{bin,sbin,proc,sys,dev} "$w/usr/share/vmm-linux"
+    install_busybox "$r"
+    # shellcheck disable=SC2086 # a list of module names
+    copy_modules "$k" "$r" $NESTED_MODULES
+    (cd "$ROOT/hack/qemu-nested" && find . -type f | LC_ALL=C sort) | while read -r f; do
+        install -D -m "$([ -x "$ROOT/hack/qemu-nested/$f" ] && echo 755 || echo 644)" \
+            "$ROOT/hack/qemu-nested/$f" "$r/${f#./}"
+    done
+    mknod -m 600 "$r/dev/console" c 5 1 2>/dev/null || true
+    (cd "$r" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) \
+        >"$w/usr/share/vmm-linux/initrd.img"
+    cp "$out/vmlinuz" "$w/usr/share/vmm-linux/vmlinuz"
+    (cd "$w" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$out/vmm-linux.cpio.tmp"
+    mv "$out/vmm-linux.cpio.tmp" "$out/vmm-linux.cpio"
+    rm -rf "$r" "$w"
+}
+
+vmm_linux_stale() { # BUILDDIR
+    [ -f "$1/vmm-linux.cpio" ] || return 0
+    [ "$1/vmm-linux.cpio" -ot "$1/initrd.img" ] && return 0
+    [ -n "$(find "$ROOT/hack/qemu-nested" -newer "$1/vmm-linux.cpio" -print -quit)" ]
+}
+
 # The guest's userland (/init, busybox init's inittab, the boot script, the control loop, the
 # agent supervisor, agentctl, ...): hack/qemu-guest/ is the image root's tree of these files.
 # What the build decides goes to /etc/hostdevd/image.env, which the scripts source.
@@ -349,7 +400,7 @@ squote() { # a value single-quoted for /bin/sh
 cmd_boot() {
     [ $# -ge 1 ] || die "usage: boot DIR [OPTIONS]"
     local dir image kubeconfig="" node=qnode agent_args="" agent_env="" agent="" enabled=1
-    local mem=768 smp=1 timeout=120 wait=1 watch="" extras=() x vmm=0
+    local mem=768 smp=1 timeout=120 wait=1 watch="" extras=() x vmm=0 vmm_linux=0
     dir=$(realpath -m "$1")
     shift
     image=$dir
@@ -364,6 +415,7 @@ cmd_boot() {
         --extra) extras+=("$2"); shift 2 ;;
         --no-agent) enabled=0; shift ;;
         --vmm) vmm=1; shift ;;
+        --vmm-linux) vmm=1; vmm_linux=1; shift ;;
         --memory) mem=$2; shift 2 ;;
         --smp) smp=$2; shift 2 ;;
         --timeout) timeout=$2; shift 2 ;;
@@ -404,6 +456,10 @@ cmd_boot() {
     if [ $vmm -eq 1 ]; then
         [ -f "$image/vmm.cpio" ] || build_vmm "$image"
         parts+=("$image/vmm.cpio")
+    fi
+    if [ $vmm_linux -eq 1 ]; then
+        if vmm_linux_stale "$image"; then build_vmm_linux "$image"; fi
+        parts+=("$image/vmm-linux.cpio")
     fi
     cat "${parts[@]}" "$dir/boot.cpio" >"$dir/initrd-boot.img"
     [ -f "$dir/stick.img" ] || {

@@ -32,6 +32,11 @@
 #   vmm_bios_saw VVVV:DDDD           its SeaBIOS logged that function in its PCI scan
 #   vmm_holds_group N                it holds /dev/vfio/N open
 #   vmm_quit / vmm_gone              quit it / whether it has exited
+#   vmm_linux_start 'ARGS'           (a node booted with --vmm-linux) the VMM boots the nested Linux
+#                                    (the node's kernel, hack/qemu-nested/init) with the host-device
+#                                    ARGS; its serial console in the guest's /tmp/vmm.console
+#   vmm_linux_wait S                 wait (polling every 5 s) until the nested init is done or the
+#                                    VMM is gone; vmm_linux_console prints the init's "nested:" lines
 #
 # Every node is stopped when the test exits, before the control plane (chained into
 # cluster_stop, which lib.sh's EXIT trap runs). When a check failed, the agent's log and the tail
@@ -217,3 +222,30 @@ vmm_bars() { # vendor device (decimal)
 }
 vmm_bios_saw() { guest "grep -q 'PCI: init bdf=.* id=$1' /tmp/vmm.bios"; }
 vmm_holds_group() { guest "ls -l /proc/\$(cat /tmp/vmm.pid)/fd | grep -q ' /dev/vfio/$1\$'"; }
+
+# --- nested Linux helpers
+# The VMM above booting a Linux (hack/qemu-node.sh boot --vmm-linux): the node's own kernel and
+# the nested initramfs from the guest's /usr/share/vmm-linux/, the console on the first serial
+# port in a file. Its /init loads e1000e, prints "nested: ..." lines (the PCI functions, their
+# drivers and netdevs) and powers off, which ends the VMM (-no-reboot: a panic ends it too). More
+# memory than vmm_start's 64 MB: the kernel unpacks itself and the initramfs (VMM_LINUX_MEMORY).
+# cryptomgr.notests skips the crypto self-tests at boot (13 s of one verbose nested boot).
+vmm_linux_start() { # host-device arguments
+    guest "rm -f /tmp/vmm.*
+qemu-system-x86_64 -name vm0 -accel tcg -machine pc -m ${VMM_LINUX_MEMORY:-256} -nodefaults \
+  -no-user-config -display none -no-reboot \
+  -kernel /usr/share/vmm-linux/vmlinuz -initrd /usr/share/vmm-linux/initrd.img \
+  -append 'console=ttyS0 quiet panic=-1 tsc=unstable cryptomgr.notests' \
+  -chardev file,id=con,path=/tmp/vmm.console -serial chardev:con \
+  $* </dev/null >/tmp/vmm.out 2>/tmp/vmm.err & echo \$! >/tmp/vmm.pid"
+}
+vmm_linux_console() { guest "tr -d '\\r' </tmp/vmm.console | grep '^nested: '"; }
+vmm_linux_done() { guest "grep -q '^nested: done' /tmp/vmm.console"; }
+vmm_linux_wait() { # seconds: every 5 s, not eventually's 0.5 s (each poll costs the busy node)
+    local deadline=$((SECONDS + $1))
+    until vmm_linux_done || vmm_gone; do
+        [ $SECONDS -lt $deadline ] || return 1
+        sleep 5
+    done
+}
+vmm_linux_kill() { guest "kill \$(cat /tmp/vmm.pid) 2>/dev/null; true"; }
