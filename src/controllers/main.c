@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/names.h"
 #include "controllers/agent.h"
 #include "controllers/agentargs.h"
 #include "controllers/cli/invtool.h"
@@ -48,30 +49,64 @@ static void usage(FILE *f)
           f);
 }
 
+/* Says which argument of `hostdevd name` is wrong and what it should look like; returns 2. */
+static int bad_arg(const char *what, const char *value, const char *want)
+{
+    (void)fprintf(stderr, "hostdevd name: %s \"%s\" is not %s\n", what, value, want);
+    return 2;
+}
+
 static int print_name(int r, const char *name)
 {
-    if (r == -EINVAL) {
-        log_error("Malformed device identity",
-                  KV_STR("hint", "node must be a DNS subdomain, address like 0000:00:1f.6, "
-                                 "ids 4 lower-case hex digits, port path like 2-1.4"));
-        return 2;
-    }
     if (r < 0) {
-        log_error("Cannot make object name", KV_ERRNO(r));
+        (void)fprintf(stderr, "hostdevd name: cannot make the name: %s\n", strerror(-r));
         return 1;
     }
     puts(name);
     return 0;
 }
 
+/* The full address of `in`: lower case, and lspci's short form "00:1f.6" (printed when every
+ * device is in domain 0000) with that domain. */
+static void full_address(const char *in, char *out, size_t size)
+{
+    char low[32];
+    size_t n = 0;
+    for (; in[n] && n < sizeof(low) - 1; n++)
+        low[n] = (char)((in[n] >= 'A' && in[n] <= 'Z') ? in[n] - 'A' + 'a' : in[n]);
+    low[n] = 0;
+    char with_domain[40];
+    (void)snprintf(with_domain, sizeof(with_domain), "0000:%s", low);
+    (void)snprintf(out, size, "%s",
+                   !kube_names_is_pci_address(low) && kube_names_is_pci_address(with_domain)
+                           ? with_domain
+                           : low);
+}
+
 static int cmd_name(int argc, char **argv)
 {
-    char name[KUBE_NAME_MAX + 1];
-    if (argc == 4 && strcmp(argv[1], "pci") == 0)
-        return print_name(kube_names_pcidevice(argv[2], argv[3], name, sizeof(name)), name);
-    if (argc == 6 && strcmp(argv[1], "usb") == 0)
-        return print_name(
-                kube_names_usbdevice(argv[2], argv[3], argv[4], argv[5], name, sizeof(name)), name);
+    char name[KUBE_NAME_MAX + 1], address[40];
+    const char *node = argc >= 3 ? argv[2] : "";
+    if (argc >= 3 && !names_is_dns_subdomain(node))
+        return bad_arg("node", node, "a node name (a DNS subdomain: lower case, digits, '-', '.')");
+    if (argc == 4 && strcmp(argv[1], "pci") == 0) {
+        full_address(argv[3], address, sizeof(address));
+        if (!kube_names_is_pci_address(address))
+            return bad_arg("address", argv[3],
+                           "a PCI address (0000:00:1f.6, or lspci's short form 00:1f.6)");
+        return print_name(kube_names_pcidevice(node, address, name, sizeof(name)), name);
+    }
+    if (argc == 6 && strcmp(argv[1], "usb") == 0) {
+        if (!kube_names_is_hex4(argv[3]))
+            return bad_arg("vendor", argv[3], "4 lower-case hex digits (lsusb's 0627)");
+        if (!kube_names_is_hex4(argv[4]))
+            return bad_arg("product", argv[4], "4 lower-case hex digits (lsusb's 0001)");
+        if (!kube_names_is_usb_port_path(argv[5]))
+            return bad_arg("port path", argv[5],
+                           "a USB port path (2-1.4, as in /sys/bus/usb/devices)");
+        return print_name(kube_names_usbdevice(node, argv[3], argv[4], argv[5], name, sizeof(name)),
+                          name);
+    }
     usage(stderr);
     return 2;
 }

@@ -93,10 +93,19 @@ OUT=$(kubectl get pcidevices --field-selector status.nodeName=titan -o name 2>&1
 expect_contains "devices selected by status.nodeName" "$OUT" "titan-0000001f6"
 
 echo "--- malformed objects are rejected with a message that says what is wrong"
-expect_reject "claim: function 8 in the address" 'spec.address: Invalid value: "0000:00:1f.8"' \
+expect_reject "claim: function 8 in the address" \
+    'must be a PCI address with its domain, DDDD:BB:SS.F in lower-case hex (e.g. "0000:3b:00.1"' \
     create_yaml "$(claim_yaml titan-0000001f8 0000:00:1f.8 titan)"
-expect_reject "claim: address without domain" 'spec.address: Invalid value: "00:1f.6"' \
+expect_reject "... saying which value is not one" '"0000:00:1f.8" is not one' \
+    create_yaml "$(claim_yaml titan-0000001f8 0000:00:1f.8 titan)"
+# lspci's short form, which users copy: the full address to write instead, and no name
+# suggested from the short one
+expect_reject "claim: lspci's short form gets the full address to write" \
+    'must be a PCI address with its domain, as the PCIDevice'"'"'s status.address shows it: "0000:00:1f.6" for lspci'"'"'s "00:1f.6"' \
     create_yaml "$(claim_yaml titan-001f6 00:1f.6 titan)"
+OUT=$(create_yaml "$(claim_yaml titan-001f6 00:1f.6 titan)" 2>&1)
+[[ $OUT != *"metadata.name must be"* && $OUT != *'^[0-9a-f]'* ]] &&
+    pass "... with neither a name built from it nor the raw pattern" || fail "no name suggested from a short address, no pattern dump" "$OUT"
 expect_reject "claim: missing nodeName" "spec.nodeName: Required value" \
     create_yaml "$(printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: titan-0000001f6}\nspec: {address: "0000:00:1f.6"}\n')"
 expect_reject "claim: missing spec" "spec: Required value" \

@@ -45,6 +45,16 @@ TABLE=$("${INV[@]}")
 expect_contains "table: the GPU on vfio-pci with its group and resource" "$(grep " 0000:18:00.0 " <<<"$TABLE")" \
     "10de:2204 vfio-pci   21"
 expect_reject "an unknown format is refused with the usage" "Usage: hostdevd inventory" "${INV[@]}" -o xml
+expect_reject "... and a line that says what is wrong" 'output format "wide" is not one of table, json, yaml' \
+    "${INV[@]}" -o wide
+echo "--- hostdevd name: which argument is wrong, lspci's short form taken"
+expect_contains "name pci with lspci's short form" "$("$BIN" name pci titan 00:1F.6 2>&1)" titan-0000001f6
+expect_reject "a bad address is named, with the forms it takes" \
+    'hostdevd name: address "00:1f" is not a PCI address (0000:00:1f.6, or lspci'"'"'s short form 00:1f.6)' \
+    "$BIN" name pci titan 00:1f
+expect_reject "a bad node is named" 'hostdevd name: node "Titan" is not a node name' "$BIN" name pci Titan 00:1f.6
+expect_reject "a bad USB port path is named" 'hostdevd name: port path "1/2" is not a USB port path' \
+    "$BIN" name usb titan 0627 0001 1/2
 expect_reject "a missing sysfs tree is an error that says so" "Cannot initialise PCI access" \
     "$BIN" inventory --sysfs-root "$TEST_DIR/none"
 finish

@@ -68,7 +68,7 @@ reject USBDevice "resourceName in the kubernetes.io domain" 'reserved for native
     dry_status usbdevice $U '{"status":{"resourceName":"kubernetes.io/usb"}}'
 
 echo "--- PCIDeviceClaim"
-reject PCIDeviceClaim "address in upper case" 'spec.address: Invalid value: "0000:00:1F.6"' \
+reject PCIDeviceClaim "address in upper case" 'must be in lower case, as the PCIDevice'"'"'s status.address shows it: "0000:00:1f.6"' \
     dry_create "$(pci_claim titan-0000001f6 0000:00:1F.6 titan)"
 reject PCIDeviceClaim "disableResourcePooling not a boolean" 'spec.disableResourcePooling: Invalid value: "string"' \
     dry_create "$(pci_claim titan-0000001f6 0000:00:1f.6 titan '{"disableResourcePooling":"yes"}')"

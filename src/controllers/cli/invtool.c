@@ -218,8 +218,16 @@ static int parse_args(int argc, char **argv, struct inventory_config *cfg, const
             return 2;
         }
     }
-    if (optind < argc ||
-        (strcmp(*format, "table") && strcmp(*format, "json") && strcmp(*format, "yaml"))) {
+    if (optind < argc) {
+        (void)fprintf(stderr, "hostdevd inventory: unexpected argument \"%s\"\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(*format, "table") && strcmp(*format, "json") && strcmp(*format, "yaml")) {
+        (void)fprintf(stderr,
+                      "hostdevd inventory: output format \"%s\" is not one of table, json, "
+                      "yaml\n",
+                      *format);
         usage(stderr);
         return 2;
     }
