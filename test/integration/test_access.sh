@@ -366,6 +366,8 @@ reject "alice (no write verbs) cannot create a device" \
     kubectl --context alice create --dry-run=server -f - <<<"$(device_json PCIDevice node-a-000001007 node-a)"
 expect_ok "a cluster admin (ClusterRole cluster-admin) can" \
     kubectl --as erin create --dry-run=server -f - <<<"$(device_json PCIDevice node-b-000001006 node-b)"
+expect_ok "the shipped example claims apply as they are for another user than their author" \
+    kubectl --as erin create --dry-run=server -f examples/pcideviceclaims.yaml -f examples/usbdeviceclaims.yaml
 
 echo "--- claims need the verb \"use\" on the device"
 can_i "alice may use GPU X" yes use pcidevices.$G/$X --as alice --as-group developers
