@@ -379,6 +379,10 @@ expect_ok "alice claims GPU X without a userName" \
     kubectl --context alice create -f - <<<"$(pci_claim $X 0000:01:00.0 node-a)"
 expect_contains "the claim's userName is filled in with alice" \
     "$(kubectl get pcideviceclaim $X -o jsonpath='userName={.spec.userName}')" "userName=alice"
+expect_contains "\"which claims are mine\": --field-selector spec.userName=alice" \
+    "$(kubectl get pcideviceclaims --field-selector spec.userName=alice -o name 2>&1)" "pcideviceclaim.$G/$X"
+[ -z "$(kubectl get pcideviceclaims --field-selector spec.userName=bob -o name 2>&1)" ] &&
+    pass "... and none of bob's" || fail "no claim of bob's yet" "$(kubectl get pcideviceclaims --field-selector spec.userName=bob -o name 2>&1)"
 reject "dave's write verbs do not let him write a claim's status" \
     "may update pcideviceclaims/status; dave is neither" \
     kubectl --as dave patch pcideviceclaim $X --subresource status --type merge \
@@ -396,6 +400,8 @@ reject "alice cannot claim the USB dongle" "claiming needs the verb \"use\" on u
 expect_ok "bob claims the USB dongle" kubectl --context bob create -f - <<<"$(usb_claim $DONGLE)"
 expect_contains "its userName is bob" \
     "$(kubectl get usbdeviceclaim $DONGLE -o jsonpath='userName={.spec.userName}')" "userName=bob"
+expect_contains "USB claims select by spec.userName too" \
+    "$(kubectl get usbdeviceclaims --field-selector spec.userName=bob -o name 2>&1)" "usbdeviceclaim.$G/$DONGLE"
 reject "carol, with no grant at all, cannot claim" \
     "User \"carol\" cannot create resource \"pcideviceclaims\"" \
     kubectl --as carol create -f - <<<"$(pci_claim $Y 0000:01:00.1 node-a)"
