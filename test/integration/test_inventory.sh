@@ -43,7 +43,16 @@ YAML=$("${INV[@]}" -o yaml | python3 -c 'import json, sys, yaml; print(json.dump
 TABLE=$("${INV[@]}")
 [ "$(($(wc -l <<<"$TABLE") - 1))" -eq "$N" ] && pass "table: a line per device" || fail "table lines" "$(head -3 <<<"$TABLE")"
 expect_contains "table: the GPU on vfio-pci with its group and resource" "$(grep " 0000:18:00.0 " <<<"$TABLE")" \
-    "10de:2204 vfio-pci   21"
+    " 10de:2204 " " vfio-pci " " 21 "
+# every column starts where its header does, however long the names (kubectl's tables)
+ALIGNED=$(python3 -c '
+import sys
+lines = sys.stdin.read().splitlines()
+head = lines[0]
+cols = [head.index(h) for h in ("NAME", "ADDRESS", "IDS", "DRIVER", "IOMMU", "RESOURCE", "BLOCKERS")]
+bad = [l for l in lines[1:] if any(l[c - 1] != " " or l[c] == " " for c in cols)]
+print(len(bad), bad[:1])' <<<"$TABLE")
+[ "${ALIGNED%% *}" = 0 ] && pass "table: every column lines up under its header" || fail "table alignment" "$ALIGNED"
 expect_reject "an unknown format is refused with the usage" "Usage: hostdevd inventory" "${INV[@]}" -o xml
 expect_reject "... and a line that says what is wrong" 'output format "wide" is not one of table, json, yaml' \
     "${INV[@]}" -o wide

@@ -107,32 +107,66 @@ static const char *str_at(const cJSON *o, const char *a, const char *b)
     return s && s[0] ? s : "-";
 }
 
-/* One line per device: kind, name, address or port, ids, driver, IOMMU group, resource, what
- * blocks its passthrough. */
+#define COLUMNS 8
+
+/* The cells of `o`'s line: kind, name, address or device path, ids, driver, IOMMU group,
+ * resource, what blocks its passthrough (`ids` and `blockers` are the caller's buffers). */
+static void row_of(const cJSON *o, const char *cell[COLUMNS], char *ids, size_t ids_size,
+                   char *blockers, size_t blockers_size)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
+    bool pci = strcmp(str_at(o, "kind", NULL), "PCIDevice") == 0;
+    (void)snprintf(ids, ids_size, "%s:%s", str_at(st, pci ? "vendorId" : "vendorID", NULL),
+                   str_at(st, pci ? "deviceId" : "productID", NULL));
+    const cJSON *b;
+    size_t len = 0;
+    (void)snprintf(blockers, blockers_size, "-");
+    cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(st, "passthroughBlockers"))
+    {
+        int w = snprintf(blockers + len, blockers_size - len, "%s%s", len ? "," : "",
+                         str_at(b, "reason", NULL));
+        len = w > 0 && (size_t)w < blockers_size - len ? len + (size_t)w : len;
+    }
+    cell[0] = pci ? "pci" : "usb";
+    cell[1] = str_at(o, "metadata", "name");
+    cell[2] = str_at(st, pci ? "address" : "devicePath", NULL);
+    cell[3] = ids;
+    cell[4] = str_at(st, "kernelDriverInUse", NULL);
+    cell[5] = str_at(st, "iommuGroup", NULL);
+    cell[6] = str_at(st, "resourceName", NULL);
+    cell[7] = blockers;
+}
+
+static void print_row(const char *const cell[COLUMNS], const int width[COLUMNS])
+{
+    for (int c = 0; c < COLUMNS - 1; c++)
+        printf("%-*s  ", width[c], cell[c]);
+    printf("%s\n", cell[COLUMNS - 1]);
+}
+
+/* One line per device, columns as wide as their widest cell (as kubectl prints tables). */
 static void print_table(const cJSON *list)
 {
+    static const char *const head[COLUMNS] = {"KIND",   "NAME",  "ADDRESS",  "IDS",
+                                              "DRIVER", "IOMMU", "RESOURCE", "BLOCKERS"};
+    int width[COLUMNS];
     const cJSON *o;
-    printf("%-4s %-32s %-14s %-9s %-10s %-5s %-40s %s\n", "KIND", "NAME", "ADDRESS", "IDS",
-           "DRIVER", "IOMMU", "RESOURCE", "BLOCKERS");
+    char ids[16], blockers[256];
+    const char *cell[COLUMNS];
+    for (int c = 0; c < COLUMNS; c++)
+        width[c] = (int)strlen(head[c]);
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(list, "items"))
     {
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
-        bool pci = strcmp(str_at(o, "kind", NULL), "PCIDevice") == 0;
-        char ids[16], blockers[256] = "-";
-        (void)snprintf(ids, sizeof(ids), "%s:%s", str_at(st, pci ? "vendorId" : "vendorID", NULL),
-                       str_at(st, pci ? "deviceId" : "productID", NULL));
-        const cJSON *b;
-        size_t len = 0;
-        cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(st, "passthroughBlockers"))
-        {
-            int w = snprintf(blockers + len, sizeof(blockers) - len, "%s%s", len ? "," : "",
-                             str_at(b, "reason", NULL));
-            len = w > 0 && (size_t)w < sizeof(blockers) - len ? len + (size_t)w : len;
-        }
-        printf("%-4s %-32s %-14s %-9s %-10s %-5s %-40s %s\n", pci ? "pci" : "usb",
-               str_at(o, "metadata", "name"), str_at(st, pci ? "address" : "devicePath", NULL), ids,
-               str_at(st, "kernelDriverInUse", NULL), str_at(st, "iommuGroup", NULL),
-               str_at(st, "resourceName", NULL), blockers);
+        row_of(o, cell, ids, sizeof(ids), blockers, sizeof(blockers));
+        for (int c = 0; c < COLUMNS; c++)
+            if ((int)strlen(cell[c]) > width[c])
+                width[c] = (int)strlen(cell[c]);
+    }
+    print_row(head, width);
+    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(list, "items"))
+    {
+        row_of(o, cell, ids, sizeof(ids), blockers, sizeof(blockers));
+        print_row(cell, width);
     }
 }
 
