@@ -33,6 +33,9 @@ test=(
     python3-venv # make mutate: universalmutator's venv (hack/universalmutator-build.sh)
     # make image (buildah, skopeo) and its test (podman runs it, containerd's ctr imports it)
     buildah skopeo podman runc containerd
+    # hack/kubelet.sh's containerd mode (containerd 2 itself is built: hack/containerd-build.sh):
+    # its CNI plugins, the test box image's busybox, socat carrying the API server into the node
+    containernetworking-plugins busybox-static socat
 )
 bench=(
     hyperfine          # discovery, whole process against whole process

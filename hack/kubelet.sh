@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# A real kubelet for tests, registered with a control plane from hack/cluster.sh and running pods
-# on test/fakecri (an in-memory CRI runtime that records every CreateContainer), so device
-# plugins can be tried against the real kubelet. Needs root.
+# A real kubelet for tests, registered with a control plane from hack/cluster.sh, in one of two
+# modes (KUBELET_RUNTIME at `up`, remembered until `down`):
 #
-#   hack/kubelet.sh up DIR CLUSTER_DIR [NODE]  start fakecri and kubelet (node NODE, default
+#   fake        (default) pods run on test/fakecri, an in-memory CRI runtime that records every
+#               CreateContainer and starts nothing, so device plugins can be tried against the
+#               real kubelet in a second.
+#   containerd  pods run for real: containerd 2 (hack/containerd-build.sh) with its CRI plugin,
+#               Debian's runc and CNI plugins (bridge, host-local, loopback), the sandbox image
+#               hack/testbox-image.sh makes (no registry is ever asked: import images with
+#               $CTR images import, see DIR/env). See "The containerd node" below.
+#
+# Needs root.
+#
+#   hack/kubelet.sh up DIR CLUSTER_DIR [NODE]  start the runtime and kubelet (node NODE, default
 #                                              kubelet-node); wait until the Node is Ready.
-#                                              Idempotent: a healthy pair is left alone.
-#   hack/kubelet.sh restart DIR                SIGTERM kubelet, start it again (fakecri keeps its
-#                                              pods), wait for a Ready heartbeat newer than before
-#   hack/kubelet.sh down DIR [--purge]         stop both, restore the sysctls, unmount leftovers
-#   hack/kubelet.sh status DIR                 exit 0 when both run and the Node is Ready
+#                                              Idempotent: a healthy node is left alone.
+#   hack/kubelet.sh restart DIR                SIGTERM kubelet, start it again (the runtime keeps
+#                                              its pods), wait for a Ready heartbeat newer than before
+#   hack/kubelet.sh down DIR [--purge]         stop everything, restore the sysctls, unmount leftovers
+#   hack/kubelet.sh status DIR                 exit 0 when everything runs and the Node is Ready
 #
 # Containment: kubelet runs in its own mount namespace (unshare --mount --propagation private)
 # with DIR/varlib bound on /var/lib and DIR/varlog on /var/log, because its device-plugin
@@ -18,10 +27,34 @@
 # before the first of any concurrently running harnesses are saved in $STATE and restored when the
 # last one goes down.
 #
-# DIR/env (KEY=value lines): KUBELET_NODE, DEVICE_PLUGIN_DIR (the host's path of kubelet's
+# The containerd node: kubelet, containerd and its shims share one mount namespace and one network
+# namespace of their own, held by a small process (DIR/node.pid; enter it with
+# `nsenter -t $NODE_NS_PID -m -n`). In it DIR/varlib is /var/lib, DIR/varlog /var/log and
+# DIR/noderun /run (so /var/run/cdi, /run/udev, runc's and CNI's state are the node's own), lo is
+# up and holds the node's IP (NODE_IP) and the address of the `kubernetes` Service (not a dummy
+# interface: the kernel may have no dummy module). Nothing reaches the host's network: the CNI bridge, the pods' veths and whatever
+# iptables rules kubelet and the plugins make live in that namespace and vanish with it. The API
+# server (127.0.0.1 on the host) is carried in by socat: one on the host listening on
+# DIR/apiserver.sock, two in the node listening on 127.0.0.1:<its port> (kubelet's kubeconfig)
+# and on the Service's address and port (what pods' in-cluster configuration dials: no
+# kube-proxy is needed). hostNetwork pods share the node's namespace, so the "host" network an
+# agent sees there is the node's, not the machine's. /sys, /dev, /lib/modules and /proc are the
+# machine's. containerd's root, state and socket are under DIR/containerd, its config
+# (DIR/containerd/config.toml) is `containerd config default` with the paths, the sandbox image,
+# cgroupfs (kubelet's cgroupDriver), no NRI, no AppArmor changed, and restrict_oom_score_adj on:
+# kubelet asks for -998 for sandboxes and below 0 for critical pods, and a root without
+# CAP_SYS_RESOURCE (as in a container, or this machine) may not lower a process's
+# oom_score_adj, so runc failed every sandbox ("failed to update /proc/self/oom_score_adj:
+# Permission denied"); restricted, no container gets a lower value than containerd's own. Containers' cgroups are made by
+# runc under /k8s.io in each hierarchy; `down` kills every task, deletes it and its container,
+# stops containerd and the rest, and removes what it left of /k8s.io.
+#
+# DIR/env (KEY=value lines): KUBELET_RUNTIME, KUBELET_NODE, DEVICE_PLUGIN_DIR (the host's path of kubelet's
 # device-plugin directory, where kubelet.sock is), PLUGINS_REGISTRY_DIR, CRI_RECORD (one JSON line
 # per CreateContainer), KUBELET_PID, KUBELET_LOG, FAKECRI_PID, FAKECRI_LOG, FAKECRI_SOCKET,
-# KUBELET_ROOT, KUBELET_KUBECONFIG, CLUSTER_DIR.
+# KUBELET_ROOT, KUBELET_KUBECONFIG, CLUSTER_DIR; in the containerd mode also
+# CONTAINERD_PID, CONTAINERD_LOG, CONTAINERD_SOCKET, CTR (a ctr command line for the k8s.io
+# namespace), NODE_NS_PID, NODE_IP, SANDBOX_IMAGE (the test box image: busybox, `sleep` for ever).
 set -euo pipefail
 
 HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -30,6 +63,10 @@ STOP_TIMEOUT=${KUBELET_STOP_TIMEOUT:-20}
 VERBOSITY=${KUBELET_V:-1}
 STATE=${HOSTDEVD_KUBELET_STATE:-/run/hostdevd-kubelet}
 SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops)
+# The containerd node's own address (on its lo) and its pods' subnet; both
+# exist only in the node's network namespace.
+NODE_IP=10.245.0.1
+POD_SUBNET=10.244.0.0/24
 
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 die() { echo "kubelet.sh: $*" >&2; exit 1; }
@@ -202,7 +239,7 @@ write_config() {
     cat >"$D/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-containerRuntimeEndpoint: unix://$D/run/fakecri.sock
+containerRuntimeEndpoint: unix://$(runtime_socket)
 cgroupDriver: cgroupfs
 failCgroupV1: false
 failSwapOn: false
@@ -229,8 +266,13 @@ EOF
     echo "$healthz" >"$D/healthz.port"
 }
 
+runtime_socket() {
+    if [ "$RUNTIME" = containerd ]; then echo "$D/containerd/containerd.sock"; else echo "$D/run/fakecri.sock"; fi
+}
+
 write_env() {
     cat >"$D/env" <<EOF
+KUBELET_RUNTIME=$RUNTIME
 KUBELET_NODE=$NODE
 DEVICE_PLUGIN_DIR=$D/varlib/kubelet/device-plugins
 PLUGINS_REGISTRY_DIR=$D/varlib/kubelet/plugins_registry
@@ -244,6 +286,195 @@ FAKECRI_SOCKET=$D/run/fakecri.sock
 KUBELET_KUBECONFIG=$D/kubelet.kubeconfig
 CLUSTER_DIR=$CLUSTER_DIR
 EOF
+    if [ "$RUNTIME" = containerd ]; then
+        cat >>"$D/env" <<EOF
+CONTAINERD_PID=$(pid_of containerd containerd)
+CONTAINERD_LOG=$D/containerd.log
+CONTAINERD_SOCKET=$D/containerd/containerd.sock
+CTR="$CONTAINERD_BIN/ctr --address $D/containerd/containerd.sock -n k8s.io"
+NODE_NS_PID=$(pid_of node sh)
+NODE_IP=$NODE_IP
+SANDBOX_IMAGE=$SANDBOX_IMAGE
+EOF
+    fi
+}
+
+# --- the containerd node -----------------------------------------------------------------------
+
+# The binaries and the sandbox image (built or found in their caches).
+containerd_tools() {
+    CONTAINERD_BIN=$("$HACK/containerd-build.sh")
+    read -r TESTBOX_ARCHIVE SANDBOX_IMAGE <<<"$("$HACK/testbox-image.sh")"
+}
+
+# The node's namespaces, held by a shell that sets them up (mounts, lo, node0, the socats that
+# carry the API server in) and then waits; its pid is DIR/node.pid. The host's end of the
+# API server's way in is a socat of its own (DIR/apiproxy.pid).
+start_node() {
+    local api_port svc_ip svc_port
+    [ -z "$(pid_of node sh)" ] && [ -z "$(pid_of apiproxy socat)" ] || return 0
+    stop_node
+    api_port=${K8S_SERVER##*:}
+    read -r svc_ip svc_port <<<"$("${KUBECTL[@]}" get service kubernetes -n default \
+        -o jsonpath='{.spec.clusterIP} {.spec.ports[0].port}')"
+    if [ -z "$svc_ip" ] || [ -z "$svc_port" ]; then die "no Service default/kubernetes"; fi
+    mkdir -p "$D/varlib" "$D/varlog" "$D/noderun"
+    rm -f "$D/apiserver.sock" "$D/node.pid" "$D/apiproxy.pid"
+    setsid "$(command -v socat)" "UNIX-LISTEN:$D/apiserver.sock,fork,mode=600" "TCP:127.0.0.1:$api_port" \
+        >>"$D/apiproxy.log" 2>&1 </dev/null 8>&- 9>&- &
+    echo $! >"$D/apiproxy.pid"
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    setsid unshare --mount --net --propagation private --fork -- /bin/sh -c '
+        set -e
+        D=$1
+        mount --bind "$D/varlib" /var/lib
+        mount --bind "$D/varlog" /var/log
+        mount --bind "$D/noderun" /run
+        ip link set lo up
+        ip addr add "$2/32" dev lo
+        ip addr add "$4/32" dev lo
+        socat "TCP-LISTEN:$3,bind=127.0.0.1,fork,reuseaddr" "UNIX-CONNECT:$D/apiserver.sock" &
+        p1=$!
+        socat "TCP-LISTEN:$5,bind=$4,fork,reuseaddr" "UNIX-CONNECT:$D/apiserver.sock" &
+        trap "kill $p1 $! 2>/dev/null; exit 0" TERM
+        echo $$ >"$D/node.pid"
+        wait' node-ns "$D" "$NODE_IP" "$api_port" "$svc_ip" "$svc_port" \
+        >>"$D/node.log" 2>&1 </dev/null 8>&- 9>&- &
+    wait_file "$D/node.pid" 10 || { tail -20 "$D/node.log" >&2; die "the node's namespaces did not start"; }
+}
+
+stop_node() {
+    stop_process node sh
+    stop_process apiproxy socat
+    rm -f "$D/apiserver.sock"
+}
+
+# Runs COMMAND in the node's namespaces, as a daemon whose pid (the command's own: nsenter and
+# the shell exec) goes to DIR/NAME.pid.
+node_daemon() { # name log command...
+    local name=$1 log=$2
+    shift 2
+    rm -f "$D/$name.pid"
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    setsid nsenter -t "$(pid_of node sh)" --mount --net -- /bin/sh -c '
+        echo $$ >"$1"
+        shift
+        exec "$@"' "$name" "$D/$name.pid" "$@" >>"$log" 2>&1 </dev/null 8>&- 9>&- &
+    wait_file "$D/$name.pid" 10 || die "$name did not start"
+}
+
+write_containerd_config() {
+    local c="$D/containerd"
+    mkdir -p "$c" "$D/cni/net.d"
+    "$CONTAINERD_BIN/containerd" config default 2>/dev/null | sed \
+        -e "s|^root = .*|root = '$c/root'|" \
+        -e "s|^state = .*|state = '$c/state'|" \
+        -e "s|^imports = .*|imports = []|" \
+        -e "s|^\( *sandbox = \).*|\1'$SANDBOX_IMAGE'|" \
+        -e "s|^\( *disable_apparmor = \).*|\1true|" \
+        -e "s|^\( *restrict_oom_score_adj = \).*|\1true|" \
+        -e "s|^\( *cdi_spec_dirs = \).*|\1['/var/run/cdi']|" \
+        -e "s|^\( *BinaryName = \).*|\1'$(command -v runc)'|" \
+        -e "s|^\( *SystemdCgroup = \).*|\1false|" \
+        -e "s|^\( *bin_dirs = \).*|\1['/usr/lib/cni']|" \
+        -e "s|^\( *conf_dir = \).*|\1'$D/cni/net.d'|" \
+        -e "/nri.v1.nri'\]/,/^$/s|^\( *disable = \).*|\1true|" \
+        -e "/server.v1.grpc'\]/,/^$/s|^\( *address = \).*|\1'$c/containerd.sock'|" \
+        -e "/server.v1.ttrpc'\]/,/^$/s|^\( *address = \).*|\1'$c/containerd.sock.ttrpc'|" \
+        -e "/internal.v1.opt'\]/,/^$/s|^\( *path = \).*|\1'$c/opt'|" \
+        >"$c/config.toml"
+    # Each changed line must be there: a containerd whose default config moved would otherwise
+    # run with the machine's paths.
+    local want
+    for want in "root = '$c/root'" "sandbox = '$SANDBOX_IMAGE'" "address = '$c/containerd.sock'" \
+        "address = '$c/containerd.sock.ttrpc'" "path = '$c/opt'" \
+        "conf_dir = '$D/cni/net.d'" "SystemdCgroup = false" "disable_apparmor = true" \
+        "restrict_oom_score_adj = true"; do
+        grep -qF "$want" "$c/config.toml" || die "containerd's default config changed: no \"$want\" in $c/config.toml"
+    done
+    cat >"$D/cni/net.d/10-hostdevd.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "hostdevd-node",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "cni0",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$POD_SUBNET"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    }
+  ]
+}
+EOF
+}
+
+ctr_() { "$CONTAINERD_BIN/ctr" --address "$D/containerd/containerd.sock" -n k8s.io "$@"; }
+
+start_containerd() {
+    [ -z "$(pid_of containerd containerd)" ] || return 0
+    write_containerd_config
+    rm -f "$D/containerd/containerd.sock"
+    echo "=== containerd start $(date -u +%FT%T.%NZ)" >>"$D/containerd.log"
+    node_daemon containerd "$D/containerd.log" env "PATH=$CONTAINERD_BIN:$PATH" \
+        "$CONTAINERD_BIN/containerd" --config "$D/containerd/config.toml"
+    local deadline=$((SECONDS + 30))
+    until ctr_ version >/dev/null 2>&1; do
+        if [ -z "$(pid_of containerd containerd)" ] || [ $SECONDS -ge $deadline ]; then
+            tail -20 "$D/containerd.log" >&2
+            die "containerd did not start"
+        fi
+        sleep 0.1
+    done
+    local out
+    out=$(ctr_ images import "$TESTBOX_ARCHIVE" 2>&1) || die "ctr cannot import $TESTBOX_ARCHIVE: $out"
+}
+
+# Every task killed and deleted (--force) with its container (runc removes the container's cgroups, the
+# shim exits), then containerd stopped, then whatever still runs in the node's network or mount
+# namespace (shims of tasks containerd lost, the socats), then the node itself.
+stop_containerd() {
+    local id pid p ns_net='' ns_mnt=''
+    if [ -n "$(pid_of containerd containerd)" ]; then
+        for id in $(ctr_ tasks ls -q 2>/dev/null); do
+            ctr_ tasks delete --force "$id" >/dev/null 2>&1 || true
+        done
+        for id in $(ctr_ containers ls -q 2>/dev/null); do
+            ctr_ containers delete "$id" >/dev/null 2>&1 || true
+        done
+    fi
+    stop_process containerd containerd
+    pid=$(pid_of node sh)
+    if [ -n "$pid" ]; then
+        ns_net=$(readlink "/proc/$pid/ns/net")
+        ns_mnt=$(readlink "/proc/$pid/ns/mnt")
+    fi
+    stop_node
+    [ -n "$pid" ] || { remove_cgroups; return 0; }
+    for p in /proc/[0-9]*; do
+        if [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$ns_net" ] ||
+            [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns_mnt" ]; then
+            note "killing $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null | cut -c1-80) (pid ${p#/proc/}), left in the node"
+            kill -KILL "${p#/proc/}" 2>/dev/null || true
+        fi
+    done
+    remove_cgroups
+}
+
+# What runc leaves of the containers' cgroup parent /k8s.io in each v1 hierarchy (and the
+# unified one): empty directories, removed deepest first; a directory still holding a process
+# (another node's containers) stays.
+remove_cgroups() {
+    local h
+    for h in /sys/fs/cgroup/*/k8s.io /sys/fs/cgroup/k8s.io; do
+        [ -d "$h" ] || continue
+        find "$h" -depth -type d -exec rmdir {} + 2>/dev/null || true
+    done
 }
 
 # --- components --------------------------------------------------------------------------------
@@ -275,6 +506,13 @@ start_kubelet() {
     mkdir -p "$D/varlib" "$D/varlog" "$D/volume-plugins"
     rm -f "$D/kubelet.pid"
     echo "=== kubelet start $(date -u +%FT%T.%NZ)" >>"$D/kubelet.log"
+    if [ "$RUNTIME" = containerd ]; then
+        # The node's namespaces have /var/lib and /var/log bound already.
+        node_daemon kubelet "$D/kubelet.log" "$K8S_BIN/kubelet" --config "$D/config.yaml" \
+            --kubeconfig "$D/kubelet.kubeconfig" --hostname-override "$NODE" --node-ip "$NODE_IP" \
+            --root-dir /var/lib/kubelet --v "$VERBOSITY"
+        return 0
+    fi
     # shellcheck disable=SC2016 # expanded by the inner shell
     setsid unshare --mount --propagation private -- /bin/sh -c '
         mount --bind "$1" /var/lib && mount --bind "$2" /var/log || exit 97
@@ -338,8 +576,28 @@ unmount_leftovers() {
 # --- commands ----------------------------------------------------------------------------------
 
 running() {
-    [ -n "$(pid_of fakecri fakecri)" ] && [ -n "$(pid_of kubelet kubelet)" ] &&
-        [ "$(ready_condition | cut -d' ' -f1)" = True ]
+    if [ "$RUNTIME" = containerd ]; then
+        [ -n "$(pid_of node sh)" ] && [ -n "$(pid_of apiproxy socat)" ] &&
+            [ -n "$(pid_of containerd containerd)" ] || return 1
+    else
+        [ -n "$(pid_of fakecri fakecri)" ] || return 1
+    fi
+    [ -n "$(pid_of kubelet kubelet)" ] && [ "$(ready_condition | cut -d' ' -f1)" = True ]
+}
+
+# Some process of this directory's node still runs.
+any_running() {
+    [ -n "$(pid_of fakecri fakecri)$(pid_of kubelet kubelet)$(pid_of containerd containerd)$(pid_of node sh)$(pid_of apiproxy socat)" ]
+}
+
+start_runtime() {
+    if [ "$RUNTIME" = containerd ]; then
+        containerd_tools
+        start_node
+        start_containerd
+    else
+        start_fakecri
+    fi
 }
 
 cmd_up() {
@@ -349,26 +607,35 @@ cmd_up() {
     flock 9
     load_cluster
     if [ -f "$D/state" ]; then
-        if running; then
+        local want=$RUNTIME
+        # shellcheck disable=SC1091
+        RUNTIME=fake . "$D/state"
+        if [ "$RUNTIME" = "$want" ] && running; then
+            [ "$RUNTIME" != containerd ] || containerd_tools
             write_env
             return 0
         fi
-        if [ -n "$(pid_of fakecri fakecri)$(pid_of kubelet kubelet)" ]; then
+        if any_running; then
             note "restarting a partly running kubelet in $D"
         fi
+        [ "$RUNTIME" != containerd ] || containerd_tools
         cmd_down_locked
+        RUNTIME=$want
     fi
-    printf 'CLUSTER_DIR=%q\nNODE=%q\n' "$CLUSTER_DIR" "$NODE" >"$D/state"
+    printf 'CLUSTER_DIR=%q\nNODE=%q\nRUNTIME=%q\n' "$CLUSTER_DIR" "$NODE" "$RUNTIME" >"$D/state"
     make_kubeconfig
     write_config
     sysctl_acquire
     local t0
     t0=$(date +%s%N)
-    start_fakecri
+    # Whatever fails on the way (a die) takes down what was started.
+    trap cmd_down_locked EXIT
+    start_runtime
     start_kubelet
-    wait_ready "" || { cmd_down_locked; die "kubelet did not get Ready; logs in $D"; }
+    wait_ready "" || die "kubelet did not get Ready; logs in $D"
+    trap - EXIT
     write_env
-    note "Node $NODE Ready $(ms_since "$t0") ms after start; env in $D/env"
+    note "Node $NODE Ready $(ms_since "$t0") ms after start ($RUNTIME runtime); env in $D/env"
 }
 
 cmd_restart() {
@@ -382,7 +649,7 @@ cmd_restart() {
     before=${before#* }
     # Heartbeats have one-second resolution: start in a later second than the last one.
     while [ "$(date -u +%FT%TZ)" = "$before" ]; do sleep 0.05; done
-    start_fakecri
+    start_runtime
     start_kubelet
     wait_ready "$before" || die "kubelet did not get Ready again; logs in $D"
     write_env
@@ -392,6 +659,10 @@ cmd_restart() {
 cmd_down_locked() {
     stop_process kubelet kubelet
     stop_process fakecri fakecri
+    if [ "$RUNTIME" = containerd ]; then
+        [ -n "${CONTAINERD_BIN:-}" ] || CONTAINERD_BIN=$("$HACK/containerd-build.sh")
+        stop_containerd
+    fi
     unmount_leftovers
     sysctl_release
 }
@@ -400,6 +671,9 @@ cmd_down() {
     [ -d "$D" ] || return 0
     exec 9>"$D/.lock"
     flock 9
+    RUNTIME=fake
+    # shellcheck disable=SC1091
+    [ ! -f "$D/state" ] || . "$D/state"
     cmd_down_locked
     if [ "${1:-}" = --purge ]; then
         rm -rf "$D"
@@ -417,6 +691,8 @@ main() {
     [ $# -ge 2 ] || die "usage: hack/kubelet.sh up DIR CLUSTER_DIR [NODE] | restart|down|status DIR"
     local cmd=$1
     D=$(realpath -m "$2")
+    RUNTIME=${KUBELET_RUNTIME:-fake}
+    case "$RUNTIME" in fake | containerd) ;; *) die "KUBELET_RUNTIME=$RUNTIME: fake or containerd" ;; esac
     shift 2
     case "$cmd" in
     up)

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# test/long/test_chart_node.sh - the chart on a real node (`make test-long`; issue 30): kubelet
+# with containerd 2.4.2 and runc (hack/kubelet.sh's containerd mode) runs the agent DaemonSet and
+# the controller Deployment of `helm install`, from the image `make image` built and `ctr`
+# imported (pull policy Never: no registry). The control plane of hack/cluster.sh with
+# kube-scheduler, plus a second kube-controller-manager with the workload controllers
+# (DaemonSet, Deployment, ReplicaSet, node lifecycle, root CA publisher) that the shared one does
+# not run. Checks: the agent's pod Running and Ready by its own probes, publishing this machine's
+# PCI functions from the host's /sys (`kubectl get pcidevices` = `lspci -D`, function for
+# function; nothing is ever claimed), its metrics served through the pod; the controller's two
+# replicas Running, one Ready holding the Lease, the other standing by; helm upgrade with a
+# changed value rolls the agent without a write to a device (audit log); helm uninstall leaves
+# the CRDs and the devices, no hostdevd pod and no agent socket in kubelet's directories.
+# Needs root; skipped otherwise. Prints the times (helm install -> pods Ready -> devices).
+# shellcheck disable=SC2317 # the small functions run through expect_ok and eventually
+SUITE=long-chart-node
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "$0")/../integration/lib.sh"
+cd "$ROOT" || exit 1
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "  SKIP chart on a containerd node: needs root (namespaces, mounts, containerd)"
+    finish
+fi
+NS=hostdevd-system
+WAIT=${CHART_NODE_WAIT:-240}
+ms() { date +%s%N; }
+elapsed() { echo $((($(date +%s%N) - $1) / 1000000)); }
+T_ALL=$(ms)
+
+echo "--- tools: helm, containerd, the image"
+HELM=$("$ROOT/hack/helm-build.sh") || { fail "hack/helm-build.sh builds helm"; finish; }
+t0=$(ms)
+"$ROOT/hack/containerd-build.sh" >/dev/null || { fail "hack/containerd-build.sh builds containerd"; finish; }
+echo "  containerd ready in $(elapsed "$t0") ms (built once, then cached)"
+make -s image >"/tmp/hostdevd-chart-node-image.$$" 2>&1 || { fail "make image" "$(tail -5 "/tmp/hostdevd-chart-node-image.$$")"; finish; }
+ARCHIVE=$(sed -n 's/^image: \(build\/image\/hostdevd-.*\.tar\) (.*/\1/p' "/tmp/hostdevd-chart-node-image.$$")
+rm -f "/tmp/hostdevd-chart-node-image.$$"
+TAG=${ARCHIVE#build/image/hostdevd-}
+TAG=${TAG%.tar}
+[ -f "$ARCHIVE" ] || { fail "make image names its archive"; finish; }
+helm() { "$HELM" "$@" 2> >(grep -v 'found symbolic link in path' >&2); }
+
+# /lib/modules: the chart's agent mounts it (DirectoryOrCreate); on a machine without one, what
+# kubelet creates for it is removed again at the end.
+MODULES_EXISTED=yes
+[ -e /lib/modules ] || MODULES_EXISTED=
+
+cluster_start --with-scheduler
+KCM_LOG=$TEST_DIR/workload-controllers.log
+kube-controller-manager --kubeconfig "$TEST_DIR/cluster/controller-manager.kubeconfig" \
+    --controllers daemonset-controller,deployment-controller,replicaset-controller,node-lifecycle-controller,root-ca-certificate-publisher-controller \
+    --secure-port 0 --leader-elect=false --v=1 >"$KCM_LOG" 2>&1 </dev/null &
+track $!
+disown # (killed by cluster_stop; no "Killed" notice)
+KUBELET_RUNTIME=containerd kubelet_start
+echo "  node $KUBELET_NODE Ready on $(kubectl get node "$KUBELET_NODE" -o jsonpath='{.status.nodeInfo.containerRuntimeVersion}')"
+read -r -a CTR_CMD <<<"$CTR"
+expect_ok "ctr imports $ARCHIVE into containerd's k8s.io namespace" "${CTR_CMD[@]}" images import "$ARCHIVE"
+expect_contains "... as localhost/hostdevd:$TAG" "$("${CTR_CMD[@]}" images ls -q 2>/dev/null)" "localhost/hostdevd:$TAG"
+install_kubevirt "{}" || fail "KubeVirt's CRD and CR"
+kubectl create namespace "$NS" >/dev/null
+kubectl label namespace "$NS" pod-security.kubernetes.io/enforce=privileged >/dev/null
+
+echo "--- helm install"
+T_INSTALL=$(ms)
+expect_ok "helm install (image localhost/hostdevd:$TAG, pullPolicy Never)" \
+    helm install hostdevd charts/hostdevd -n "$NS" --set image.tag="$TAG" --set image.pullPolicy=Never
+
+agent_pod() { kubectl -n "$NS" get pods -l app.kubernetes.io/name=hostdevd-agent -o jsonpath='{.items[0].metadata.name}'; }
+ready_pods() { # app name -> names of Ready pods
+    kubectl -n "$NS" get pods -l "app.kubernetes.io/name=$1" -o json |
+        jq -r '.items[] | select(.metadata.deletionTimestamp == null) | select(any(.status.conditions[]?; .type == "Ready" and .status == "True")) | .metadata.name'
+}
+agent_ready() { [ -n "$(ready_pods hostdevd-agent)" ]; }
+controller_ready() { [ -n "$(ready_pods hostdevd-controller)" ]; }
+pod_state() { kubectl -n "$NS" get pods -o wide; kubectl -n "$NS" get events --sort-by=.lastTimestamp | tail -15; }
+if eventually "$WAIT" agent_ready; then
+    T_AGENT=$(elapsed "$T_INSTALL")
+    pass "the agent's pod is Running and Ready by its own probes ($T_AGENT ms after helm install)"
+else
+    fail "the agent's pod is Running and Ready" "$(pod_state)"
+fi
+if eventually "$WAIT" controller_ready; then
+    T_CONTROLLER=$(elapsed "$T_INSTALL")
+    pass "a controller pod is Running and Ready ($T_CONTROLLER ms after helm install)"
+else
+    fail "a controller pod is Running and Ready" "$(pod_state)"
+fi
+
+lspci_functions() { lspci -D | awk '{print $1}' | sort; }
+published() { kubectl get pcidevices -o jsonpath='{range .items[*]}{.status.nodeName} {.status.address}{"\n"}{end}' | awk -v n="$KUBELET_NODE" '$1 == n {print $2}' | sort; }
+all_published() { [ "$(published)" = "$(lspci_functions)" ]; }
+if eventually "$WAIT" all_published; then
+    pass "kubectl get pcidevices = lspci -D, function for function: $(lspci_functions | wc -l) ($(elapsed "$T_INSTALL") ms after helm install)"
+else
+    fail "kubectl get pcidevices = lspci -D" "$(diff <(lspci_functions) <(published))"
+fi
+expect_ok "no claim was made" test "$(kubectl get pcideviceclaims,usbdeviceclaims -A --no-headers 2>/dev/null | wc -l)" -eq 0
+AGENT=$(agent_pod)
+expect_ok "the agent runs under runc with its DaemonSet's mounts: its /readyz answers on the node's address" \
+    nsenter -t "$NODE_NS_PID" -n curl -fsS "http://$NODE_IP:9808/readyz"
+metrics() { nsenter -t "$NODE_NS_PID" -n curl -fsS "http://$NODE_IP:9808/metrics"; }
+expect_contains "its metrics are served through the pod" "$(metrics)" "hostdevd_ready 1"
+LOGS=$(cat "$KUBELET_ROOT"/../../varlog/pods/${NS}_"$AGENT"_*/agent/0.log 2>/dev/null)
+expect_contains "its log is kubelet's container log" "$LOGS" "hostdevd"
+
+HOLDER=$(kubectl -n "$NS" get lease hostdevd-controller -o jsonpath='{.spec.holderIdentity}' 2>/dev/null)
+READY_CTL=$(ready_pods hostdevd-controller)
+expect_contains "the Ready controller replica holds the Lease" "$READY_CTL" "${HOLDER:-no holder}"
+standby() {
+    kubectl -n "$NS" get pods -l app.kubernetes.io/name=hostdevd-controller -o json | jq -e --arg h "$HOLDER" \
+        '[.items[] | select(.metadata.name != $h) | select(.status.phase == "Running")] | length == 1'
+}
+expect_ok "the other replica is Running and stands by" standby
+STANDBY=$(kubectl -n "$NS" get pods -l app.kubernetes.io/name=hostdevd-controller -o jsonpath='{.items[*].metadata.name}' | tr ' ' '\n' | grep -vx "$HOLDER" | head -1)
+expect_contains "... saying so in its log" "$(cat "$KUBELET_ROOT"/../../varlog/pods/${NS}_"$STANDBY"_*/controller/0.log 2>/dev/null)" "Starting hostdevd controller"
+
+echo "--- helm upgrade with a changed value"
+AUDIT=$TEST_DIR/cluster/audit.log
+device_writes() { # from line N of the audit log: the agent's writes to PCIDevices
+    tail -n +"$1" "$AUDIT" | jq -c 'select(.stage == "ResponseComplete" and .objectRef.resource == "pcidevices"
+        and (.verb | IN("create", "update", "patch", "delete"))
+        and (.user.username | endswith(":hostdevd-agent")))' | wc -l
+}
+LINE=$(($(wc -l <"$AUDIT") + 1))
+t0=$(ms)
+expect_ok "helm upgrade --set agent.logLevel=2" \
+    helm upgrade hostdevd charts/hostdevd -n "$NS" --set image.tag="$TAG" --set image.pullPolicy=Never --set agent.logLevel=2
+rolled() { local p; p=$(ready_pods hostdevd-agent); [ -n "$p" ] && [ "$p" != "$AGENT" ]; }
+if eventually "$WAIT" rolled; then
+    pass "the agent's pod is replaced and Ready again ($(elapsed "$t0") ms)"
+else
+    fail "the agent's pod is replaced and Ready again" "$(pod_state)"
+fi
+agent_args() { kubectl -n "$NS" get pod "$(ready_pods hostdevd-agent | head -1)" -o jsonpath='{.spec.containers[0].args}'; }
+expect_contains "... with -v 2" "$(agent_args)" '"-v","2"'
+expect_ok "the devices are not rewritten (0 writes to PCIDevices by the agent in the audit log)" \
+    test "$(device_writes "$LINE")" -eq 0
+expect_ok "all devices still published" all_published
+
+echo "--- helm uninstall"
+expect_ok "helm uninstall" helm uninstall hostdevd -n "$NS" --wait --timeout 120s
+no_pods() { [ -z "$(kubectl -n "$NS" get pods -o name)" ]; }
+if eventually "$WAIT" no_pods; then pass "no hostdevd pod left"; else fail "no hostdevd pod left" "$(pod_state)"; fi
+expect_ok "the CRDs and the devices stay" bash -c "kubectl get crd pcidevices.devices.harvesterhci.io >/dev/null &&
+    test \"\$(kubectl get pcidevices --no-headers | wc -l)\" -eq $(lspci_functions | wc -l)"
+sockets() { find "$DEVICE_PLUGIN_DIR" "$PLUGINS_REGISTRY_DIR" "$KUBELET_ROOT/plugins" -type s ! -name kubelet.sock 2>/dev/null; }
+no_sockets() { [ -z "$(sockets)" ]; }
+expect_ok "no agent socket left in kubelet's directories" eventually 30 no_sockets
+[ -z "$(sockets)" ] || echo "  left: $(sockets | tr '\n' ' ')"
+
+T_TOTAL=$(elapsed "$T_ALL")
+echo "  times: helm install -> agent Ready ${T_AGENT:-?} ms, -> controller Ready ${T_CONTROLLER:-?} ms; the whole test $T_TOTAL ms"
+"$ROOT/hack/kubelet.sh" down "$TEST_DIR/kubelet" >/dev/null 2>&1
+KUBELET_UP=
+if [ -z "$MODULES_EXISTED" ] && [ -d /lib/modules ]; then
+    rmdir /lib/modules 2>/dev/null && echo "  (removed the empty /lib/modules kubelet made for the agent's volume)"
+fi
+finish
