@@ -24,7 +24,10 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 
-VERSION := $(shell git describe --always --dirty 2>/dev/null || echo 0.0.0-dev)
+# One version (the file VERSION) names the image, the manifests' and the chart's image tag, the
+# chart's appVersion and `hostdevd version`; the commit (git describe) is printed beside it.
+VERSION := $(shell cat VERSION)
+COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 CC ?= gcc
 ifeq ($(origin CC),default)
 CC := gcc
@@ -37,7 +40,7 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lev -lpthread
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
         -Wpointer-arith -Wvla -Wwrite-strings -Wundef -Wcast-align \
         -Werror=implicit-function-declaration
-BASE_CFLAGS := -std=gnu11 $(WARN) -Isrc -Ibuild/gen -D_GNU_SOURCE -DHOSTDEVD_VERSION='"$(VERSION)"' \
+BASE_CFLAGS := -std=gnu11 $(WARN) -Isrc -Ibuild/gen -D_GNU_SOURCE -DHOSTDEVD_VERSION='"$(VERSION)"' -DHOSTDEVD_COMMIT='"$(COMMIT)"' \
         -fno-common -MMD -MP
 RELEASE_CFLAGS := $(BASE_CFLAGS) -O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 ASAN_CFLAGS := $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
@@ -174,7 +177,7 @@ image: deps bin/hostdevd
 
 build/version: FORCE
 	@mkdir -p $(@D)
-	@[ "$$(cat $@ 2>/dev/null)" = '$(VERSION)' ] || echo '$(VERSION)' >$@
+	@[ "$$(cat $@ 2>/dev/null)" = '$(VERSION) $(COMMIT)' ] || echo '$(VERSION) $(COMMIT)' >$@
 $(patsubst %.c,build/release/%.o,$(shell grep -l HOSTDEVD_VERSION src/*/*.c src/*/*/*.c)): build/version
 
 deps:

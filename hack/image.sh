@@ -7,13 +7,14 @@
 #
 #   build/image/rootfs/                    the staged root filesystem (hack/image.sh rootfs)
 #   build/image/hostdevd-<version>.tar     the OCI archive of localhost/hostdevd:<version>
+# (hack/image.sh name prints the image's name and the archive's path, building nothing)
 #   build/image/digest                     the image's manifest digest (sha256:...)
 #
 # Reproducible: every mtime, the image's created time and the archive's entries are clamped to
 # SOURCE_DATE_EPOCH (default: the commit time, git log -1 --format=%ct), owners are 0:0, file
 # order is sorted, and nothing of the build host (name, paths, tool versions) gets in; the same
-# commit gives the same digest and the same archive bytes. Environment: VERSION (default git
-# describe --always --dirty, as the Makefile compiles it in; bin/hostdevd must print it),
+# commit gives the same digest and the same archive bytes. Environment: VERSION (default the
+# file VERSION, as the Makefile compiles it in; bin/hostdevd must print it),
 # SOURCE_DATE_EPOCH, IMAGE_NAME (default localhost/hostdevd: the name podman gives a short name,
 # and one containerd's CRI leaves as it is), IMAGE_SOURCE (the org.opencontainers.image.source
 # label), IMAGE_DIR (default build/image). Prints the archive, its digest and sizes on stdout.
@@ -21,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 what=${1:-build}
 
-VERSION=${VERSION:-$(git describe --always --dirty 2>/dev/null || echo 0.0.0-dev)}
+VERSION=${VERSION:-$(cat VERSION)}
 REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 # A fixed value, not the clone's remote: the label is part of the digest. The repository records
@@ -41,7 +42,7 @@ check_version() {
     [ -x "$BIN" ] || die "$BIN missing (make bin/hostdevd)"
     local have
     have=$("$BIN" version)
-    [ "$have" = "hostdevd $VERSION" ] || die "$BIN says \"$have\", expected \"hostdevd $VERSION\" (make bin/hostdevd)"
+    [ "${have% (*}" = "hostdevd $VERSION" ] || die "$BIN says \"$have\", expected \"hostdevd $VERSION (...)\" (make bin/hostdevd)"
 }
 
 # put SRC DEST: copies SRC's content (links followed) to ROOTFS/DEST, mode 0644 or 0755, and
@@ -165,6 +166,7 @@ sizes() {
 }
 
 case "$what" in
+name) echo "$NAME $ARCHIVE" ;;
 rootfs) stage_rootfs ;;
 build) stage_rootfs; build_image; sizes ;;
 *) echo "usage: $0 [rootfs|build]" >&2; exit 2 ;;

@@ -27,6 +27,9 @@
 #ifndef HOSTDEVD_VERSION
 #define HOSTDEVD_VERSION "0.0.0-dev"
 #endif
+#ifndef HOSTDEVD_COMMIT
+#define HOSTDEVD_COMMIT "unknown"
+#endif
 
 static void usage(FILE *f)
 {
@@ -119,7 +122,7 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        puts("hostdevd " HOSTDEVD_VERSION);
+        puts("hostdevd " HOSTDEVD_VERSION " (" HOSTDEVD_COMMIT ")");
         return 0;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

@@ -65,7 +65,7 @@ else
     fail "make image in two clean clones" "$(tail -20 "$A.log" "$B.log" 2>/dev/null)"
     finish
 fi
-VERSION=$(git -C "$A" describe --always --dirty)
+VERSION=$(cat "$A/VERSION")
 NAME=localhost/hostdevd:$VERSION
 TAR=build/image/hostdevd-$VERSION.tar
 DIGEST=$(cat "$A/build/image/digest")
@@ -85,7 +85,8 @@ expect_contains "skopeo reads the archive: digest, version, revision, source lab
 OUT=$(podman_ load -i "$A/$TAR" 2>&1)
 expect_contains "podman loads it as $NAME" "$OUT" "Loaded image: $NAME"
 OUT=$(podman_ run --rm "${RUN[@]}" "hostdevd:$VERSION" version 2>&1)
-check "hostdevd version in the image prints $VERSION" "$OUT" [ "$OUT" = "hostdevd $VERSION" ]
+check "hostdevd version in the image prints $VERSION and its commit" "$OUT" \
+    [ "$OUT" = "hostdevd $VERSION ($(git -C "$A" describe --always --dirty))" ]
 
 mkdir -p "$CD"
 cat >"$CD/config.toml" <<EOF
