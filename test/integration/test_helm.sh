@@ -291,4 +291,18 @@ expect_ok "the CRDs stay (helm never deletes crds/), and with them the devices a
     pcidevice/$X pcideviceclaim/$X -o name
 expect_ok "helm install again over the CRDs that stayed" helm install $REL "$CHART" -n $NS
 expect_ok "helm uninstall again" helm uninstall $REL -n $NS --wait --timeout 60s
+
+echo "--- Helm on a cluster installed with kubectl apply -k manifests/ (or by make demo)"
+lease_ns_gone() { ! kubectl get namespace hostdevd-node-lease >/dev/null 2>&1; }
+eventually 90 lease_ns_gone || fail "hostdevd-node-lease is deleted after the uninstall"
+expect_ok "kubectl apply -k manifests/" kubectl apply -k manifests/
+expect_reject "helm install over those objects is refused without --take-ownership" \
+    "invalid ownership metadata" helm install $REL "$CHART" -n $NS
+# Helm 4 applies server-side: the fields kubectl's client-side apply set are its to take too
+expect_ok "helm install --take-ownership --force-conflicts adopts them, as docs/helm.md says" \
+    helm install $REL "$CHART" -n $NS --take-ownership --force-conflicts
+OUT=$(kubectl get namespace hostdevd-node-lease -o jsonpath='{.metadata.labels.app\.kubernetes\.io/managed-by} {.metadata.annotations.meta\.helm\.sh/release-name}')
+expect_contains "... the objects are the release's now (hostdevd-node-lease: managed-by Helm, release hostdevd)" "$OUT" "Helm hostdevd"
+expect_ok "... and the release upgrades and uninstalls as one installed by Helm" helm upgrade $REL "$CHART" -n $NS
+expect_ok "helm uninstall" helm uninstall $REL -n $NS --wait --timeout 60s
 finish
