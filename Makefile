@@ -62,7 +62,7 @@ REL_OBJS := $(LIB_SRCS:%.c=build/release/%.o) build/release/$(MAIN_SRC:.c=.o)
 ASAN_LIB_OBJS := $(LIB_SRCS:%.c=build/asan/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.c=build/asan/%.o)
 
-.PHONY: mutate mutate-flags all deps deps-demo test test-unit test-integration test-e2e test-long fuzz bench bench-quick deps-bench demo demo-down lint clean k8s format
+.PHONY: mutate mutate-flags all deps deps-demo deps-image test test-unit test-integration test-e2e test-long fuzz bench bench-quick deps-bench demo demo-down lint clean k8s format
 
 all: bin/hostdevd
 
@@ -172,7 +172,7 @@ build/plain/kubetool build/plain/grpctool: build/plain/%: build/plain/test/integ
 # changes, so the same commit gives the same image digest.
 .PHONY: image FORCE
 RELEASE_CFLAGS += -ffile-prefix-map=$(CURDIR)=.
-image: deps bin/hostdevd
+image: deps-image bin/hostdevd
 	@hack/image.sh build
 
 build/version: FORCE
@@ -187,6 +187,10 @@ deps:
 # demo's control plane).
 deps-demo:
 	@hack/deps.sh demo
+
+# What make image needs: the build's libraries, buildah and skopeo (not the test toolchain).
+deps-image:
+	@hack/deps.sh image
 
 # make bench's references and profilers besides (hyperfine, usbutils, heaptrack).
 deps-bench:
