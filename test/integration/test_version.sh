@@ -24,7 +24,7 @@ OUT=$("$HELM" template x charts/hostdevd 2>&1 | grep -oE 'image: *"?[^ "]*hostde
 [ "$(grep -c . <<<"$OUT")" = 1 ] && [[ $OUT == *"hostdevd:$V" ]] &&
     pass "helm template installs hostdevd:$V" || fail "the chart's rendered images" "$OUT"
 OUT=$("$TEST_BIN/hostdevd" version)
-[[ $OUT =~ ^"hostdevd $V ("[0-9a-f]{7,}(-dirty)?")"$ ]] && pass "hostdevd version: $OUT" ||
+[[ $OUT =~ ^"hostdevd $V ("[^\ ()]+")"$ ]] && pass "hostdevd version: $OUT" ||
     fail "hostdevd version prints the version and the commit" "$OUT"
 OUT=$(make -n image 2>&1 | grep 'hack/deps.sh' || true)
 [ "$OUT" = "hack/deps.sh image" ] && pass "make image installs what the image needs (hack/deps.sh image), not the test toolchain" ||
