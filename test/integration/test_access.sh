@@ -387,6 +387,9 @@ reject "dave's write verbs do not let him write a claim's status" \
     "may update pcideviceclaims/status; dave is neither" \
     kubectl --as dave patch pcideviceclaim $X --subresource status --type merge \
     -p '{"status":{"passthroughEnabled":true}}'
+reject "server-side apply of a claim needs patch, which device users are not granted (docs/access-control.md)" \
+    "User \"alice\" cannot patch resource \"pcideviceclaims\"" \
+    kubectl --context alice apply --server-side -f - <<<"$(pci_claim $X 0000:01:00.0 node-a)"
 reject "alice cannot claim GPU Y" \
     "user alice may not claim pcidevices/$Y: claiming needs the verb \"use\" on pcidevices/$Y" \
     kubectl --context alice create -f - <<<"$(pci_claim $Y 0000:01:00.1 node-a)"
@@ -397,7 +400,8 @@ reject "bob cannot claim GPU Y" "claiming needs the verb \"use\" on pcidevices/$
     kubectl --context bob create -f - <<<"$(pci_claim $Y 0000:01:00.1 node-a)"
 reject "alice cannot claim the USB dongle" "claiming needs the verb \"use\" on usbdevices/$DONGLE" \
     kubectl --context alice create -f - <<<"$(usb_claim $DONGLE)"
-expect_ok "bob claims the USB dongle" kubectl --context bob create -f - <<<"$(usb_claim $DONGLE)"
+expect_ok "bob claims the USB dongle with kubectl apply (client-side: a create, which device users may)" \
+    kubectl --context bob apply -f - <<<"$(usb_claim $DONGLE)"
 expect_contains "its userName is bob" \
     "$(kubectl get usbdeviceclaim $DONGLE -o jsonpath='userName={.spec.userName}')" "userName=bob"
 expect_contains "USB claims select by spec.userName too" \
