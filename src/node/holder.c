@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * node/holder.c - which process holds a device node open (see holder.h).
+ * node/holder.c - which process holds a device node: see holder.h.
  */
 #include "node/holder.h"
 

@@ -72,7 +72,8 @@ static void test_pci_bound(void)
                         "\"status\":{\"passthroughEnabled\":true,\"conditions\":[{\"type\":"
                         "\"Ready\",\"status\":\"False\",\"reason\":\"DeviceInUse\"}]}}");
     CU_ASSERT(pciobj_bound(held));
-    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(held, "metadata"), "deletionTimestamp");
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItemCaseSensitive(held, "metadata"),
+                               "deletionTimestamp");
     CU_ASSERT(!pciobj_bound(held)); /* alive: DeviceInUse is no reason to be bound */
     cJSON *restoring = parse("{\"metadata\":{\"deletionTimestamp\":\"2026-11-25T10:00:00Z\"},"
                              "\"status\":{\"passthroughEnabled\":false,\"conditions\":[{\"type\":"

@@ -66,7 +66,7 @@ static void test_next_step(void)
     CU_ASSERT_EQUAL(usbclaim_next_step(held, NAME, enabled, "titan"), USBCLAIM_LET_GO);
     CU_ASSERT_EQUAL(usbclaim_next_step(held, NAME, NULL, "titan"), USBCLAIM_LET_GO);
     CU_ASSERT_EQUAL(usbclaim_next_step(held, NAME, enabled, "titan2"), USBCLAIM_NOTHING);
-    cJSON *cond = cJSON_GetArrayItem(cJSON_GetObjectItem(ready, "conditions"), 0);
+    cJSON *cond = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(ready, "conditions"), 0);
     cJSON_ReplaceItemInObject(cond, "status", cJSON_CreateString("False"));
     cJSON_ReplaceItemInObject(cond, "reason", cJSON_CreateString("DeviceInUse"));
     CU_ASSERT_EQUAL(usbclaim_next_step(held, NAME, enabled, "titan"), USBCLAIM_LET_GO);
