@@ -18,7 +18,8 @@
 # ResourceClaim (the chart's DeviceClass nic.vfio-pci.hostdevd.io) on NIC 0000:00:05.0 is
 # allocated, prepared (the CDI spec in the node's /var/run/cdi, where containerd reads) and gets
 # the CDI devices: /dev/vfio/vfio, /dev/vfio/4 and the metadata file KubeVirt reads; pods gone,
-# the claim is unprepared (the CDI spec removed); helm uninstall leaves no agent socket.
+# the claim is unprepared (the CDI spec removed); the agent logged no warning or error all
+# along; helm uninstall leaves no agent socket.
 # Needs root; skipped otherwise.
 # shellcheck disable=SC2317 # the small functions run through expect_ok and eventually
 SUITE=long-chart-sockets
@@ -213,6 +214,16 @@ fi
 expect_contains "... /dev/vfio/4 opened for writing" "$CLOG" "wrote /dev/vfio/4"
 expect_contains "... and the CDI mount: the metadata file KubeVirt reads, with the pciBusID" "$CLOG" \
     '"apiVersion":"metadata.resource.k8s.io/v1alpha1"' "\"$NIC_DRA\""
+
+echo "--- what the agent said in its container"
+# Its warnings and errors (klog W and E lines) in kubelet's container log: a mount the chart
+# lacks shows here first (a directory it cannot write, a socket it cannot serve).
+agent_log | grep -E ' (stdout|stderr) F [WE][0-9]{4} ' | cut -d' ' -f4- >"$TEST_DIR/agent-warnings.log"
+if [ -s "$TEST_DIR/agent-warnings.log" ]; then
+    fail "the agent logged no warning or error in its container" "$(cat "$TEST_DIR/agent-warnings.log")"
+else
+    pass "the agent logged no warning or error in its container ($(agent_log | wc -l) lines)"
+fi
 
 echo "--- pods deleted, helm uninstall"
 expect_ok "both pods deleted" kubectl delete pod vfio-dp vfio-dra --wait=true --timeout=120s
