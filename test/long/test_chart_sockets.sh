@@ -39,6 +39,11 @@ DRIVER=vfio-pci.hostdevd.io
 NIC_DP=0000:00:04.0  # IOMMU group 3: the device plugin's
 NIC_DRA=0000:00:05.0 # IOMMU group 4: DRA's
 
+# kubelet's --root-dir is not the default here (agent.kubeletDir says where it is): its plugin
+# registry and DRA plugins are under it, its device-plugin directory is not (kubelet's is the
+# constant /var/lib/kubelet/device-plugins), and the chart has to mount each from where kubelet has it.
+KUBELET_DIR=/var/lib/hostdevd-kubelet
+export KUBELET_ROOT_DIR=$KUBELET_DIR
 chart_node_up
 NODE=$KUBELET_NODE
 
@@ -75,9 +80,9 @@ export HELM_PLUGINS=$PLUGINS
 
 echo "--- helm install, the agent on the fake tree"
 T_INSTALL=$(ms)
-expect_ok "helm install --post-renderer hostdevd-test-sysfs (image localhost/hostdevd:$TAG, pullPolicy Never)" \
+expect_ok "helm install --set agent.kubeletDir=$KUBELET_DIR --post-renderer hostdevd-test-sysfs (image localhost/hostdevd:$TAG, pullPolicy Never)" \
     helm install hostdevd charts/hostdevd -n "$NS" --set image.tag="$TAG" --set image.pullPolicy=Never \
-    --post-renderer hostdevd-test-sysfs
+    --set agent.kubeletDir="$KUBELET_DIR" --post-renderer hostdevd-test-sysfs
 volume_path() { kubectl -n "$NS" get daemonset hostdevd-agent -o jsonpath="{.spec.template.spec.volumes[?(@.name==\"$1\")].hostPath.path}"; }
 expect_ok "the DaemonSet's sys volume is the fake tree, its dev volume the node's /dev" \
     test "$(volume_path sys) $(volume_path dev)" = "$SYS /dev"
