@@ -9,7 +9,9 @@
 # /dev (in its own mount namespace only) is the machine's with an overlay adding /dev/vfio/vfio,
 # /dev/vfio/3 and /dev/vfio/4, made with mknod under the test's directory as copies of
 # /dev/null's 1:3 (no device of this machine is touched or bound): what kubelet, containerd and
-# runc see at /dev, and what the agent's /dev volume shows it.
+# runc see at /dev, and what the agent's /dev volume shows it. kubelet's --root-dir is
+# /var/lib/hostdevd-kubelet (hack/kubelet.sh's KUBELET_ROOT_DIR), given to the chart as
+# agent.kubeletDir.
 # Checks: a PCIDeviceClaim on NIC 0000:00:04.0 binds; the agent registers its device plugin with
 # the real kubelet from inside its container (the Node's allocatable has the resource); a pod
 # asking for it, scheduled by kube-scheduler, starts under runc, and from inside the container
@@ -41,7 +43,7 @@ NIC_DRA=0000:00:05.0 # IOMMU group 4: DRA's
 
 # kubelet's --root-dir is not the default here (agent.kubeletDir says where it is): its plugin
 # registry and DRA plugins are under it, its device-plugin directory is not (kubelet's is the
-# constant /var/lib/kubelet/device-plugins), and the chart has to mount each from where kubelet has it.
+# constant /var/lib/kubelet/device-plugins), and the chart mounts each from where kubelet has it.
 KUBELET_DIR=/var/lib/hostdevd-kubelet
 export KUBELET_ROOT_DIR=$KUBELET_DIR
 chart_node_up
