@@ -20,6 +20,10 @@
 #   hack/kubelet.sh down DIR [--purge]         stop everything, restore the sysctls, unmount leftovers
 #   hack/kubelet.sh status DIR                 exit 0 when everything runs and the Node is Ready
 #
+# KUBELET_ROOT_DIR at `up` (remembered until `down`; default /var/lib/kubelet, must be under
+# /var/lib/) is kubelet's --root-dir: a node whose kubelet keeps its plugins elsewhere. Its
+# device-plugin directory stays /var/lib/kubelet/device-plugins, as kubelet's is a constant.
+#
 # Containment: kubelet runs in its own mount namespace (unshare --mount --propagation private)
 # with DIR/varlib bound on /var/lib and DIR/varlog on /var/log, because its device-plugin
 # directory is the constant /var/lib/kubelet/device-plugins whatever --root-dir says. It also
@@ -275,8 +279,8 @@ write_env() {
 KUBELET_RUNTIME=$RUNTIME
 KUBELET_NODE=$NODE
 DEVICE_PLUGIN_DIR=$D/varlib/kubelet/device-plugins
-PLUGINS_REGISTRY_DIR=$D/varlib/kubelet/plugins_registry
-KUBELET_ROOT=$D/varlib/kubelet
+PLUGINS_REGISTRY_DIR=$D/varlib/${ROOT_DIR#/var/lib/}/plugins_registry
+KUBELET_ROOT=$D/varlib/${ROOT_DIR#/var/lib/}
 CRI_RECORD=$D/cri-record.jsonl
 KUBELET_PID=$(pid_of kubelet kubelet)
 KUBELET_LOG=$D/kubelet.log
@@ -510,7 +514,7 @@ start_kubelet() {
         # The node's namespaces have /var/lib and /var/log bound already.
         node_daemon kubelet "$D/kubelet.log" "$K8S_BIN/kubelet" --config "$D/config.yaml" \
             --kubeconfig "$D/kubelet.kubeconfig" --hostname-override "$NODE" --node-ip "$NODE_IP" \
-            --root-dir /var/lib/kubelet --v "$VERBOSITY"
+            --root-dir "$ROOT_DIR" --v "$VERBOSITY"
         return 0
     fi
     # shellcheck disable=SC2016 # expanded by the inner shell
@@ -520,7 +524,7 @@ start_kubelet() {
         shift 3
         exec "$@"' kubelet-ns "$D/varlib" "$D/varlog" "$D/kubelet.pid" \
         "$K8S_BIN/kubelet" --config "$D/config.yaml" --kubeconfig "$D/kubelet.kubeconfig" \
-        --hostname-override "$NODE" --root-dir /var/lib/kubelet --v "$VERBOSITY" \
+        --hostname-override "$NODE" --root-dir "$ROOT_DIR" --v "$VERBOSITY" \
         >>"$D/kubelet.log" 2>&1 </dev/null 8>&- 9>&- &
     wait_file "$D/kubelet.pid" 10 || { log_tail; die "kubelet did not start"; }
 }
@@ -609,8 +613,8 @@ cmd_up() {
     if [ -f "$D/state" ]; then
         local want=$RUNTIME
         # shellcheck disable=SC1091
-        RUNTIME=fake . "$D/state"
-        if [ "$RUNTIME" = "$want" ] && running; then
+        RUNTIME=fake ROOT_DIR=/var/lib/kubelet . "$D/state"
+        if [ "$RUNTIME" = "$want" ] && [ "$ROOT_DIR" = "$want_root" ] && running; then
             [ "$RUNTIME" != containerd ] || containerd_tools
             write_env
             return 0
@@ -622,7 +626,8 @@ cmd_up() {
         cmd_down_locked
         RUNTIME=$want
     fi
-    printf 'CLUSTER_DIR=%q\nNODE=%q\nRUNTIME=%q\n' "$CLUSTER_DIR" "$NODE" "$RUNTIME" >"$D/state"
+    ROOT_DIR=$want_root
+    printf 'CLUSTER_DIR=%q\nNODE=%q\nRUNTIME=%q\nROOT_DIR=%q\n' "$CLUSTER_DIR" "$NODE" "$RUNTIME" "$ROOT_DIR" >"$D/state"
     make_kubeconfig
     write_config
     sysctl_acquire
@@ -692,6 +697,10 @@ main() {
     local cmd=$1
     D=$(realpath -m "$2")
     RUNTIME=${KUBELET_RUNTIME:-fake}
+    ROOT_DIR=/var/lib/kubelet
+    want_root=${KUBELET_ROOT_DIR:-/var/lib/kubelet}
+    want_root=${want_root%/}
+    case "$want_root" in /var/lib/?*) ;; *) die "KUBELET_ROOT_DIR=$want_root: a directory under /var/lib/" ;; esac
     case "$RUNTIME" in fake | containerd) ;; *) die "KUBELET_RUNTIME=$RUNTIME: fake or containerd" ;; esac
     shift 2
     case "$cmd" in

@@ -103,7 +103,7 @@ expect_contains "the agent: image, pull policy, -v 4, node selector, tolerations
     '"release":"devices"' '"image":"example.invalid/hostdevd:1.2.3","imagePullPolicy":"Always"' \
     '"args":["--listen=0.0.0.0:9808","--sysfs-root=/sys","--kubelet-dir=/data/kubelet","--cdi-dir=/var/run/cdi","-v","4"]' \
     '"ns":{"devices":"yes","kubernetes.io/os":"linux"}' '"t":[{"operator":"Exists"}]' \
-    '"l":{"cpu":"200m","memory":"256Mi"}' '"dp":"/data/kubelet/device-plugins"' \
+    '"l":{"cpu":"200m","memory":"256Mi"}' '"dp":"/var/lib/kubelet/device-plugins"' \
     '"m":"/data/kubelet/device-plugins"'
 expect_contains "the controller: replicas, --kubevirt, -v 2, tolerations" \
     "$(jq -c 'select(.kind == "Deployment") | {r: .spec.replicas, a: .spec.template.spec.containers[0].args,

@@ -16,65 +16,27 @@
 SUITE=long-chart-node
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/../integration/lib.sh"
+# shellcheck source=test/long/chart-node-lib.sh
+. "$(dirname "$0")/chart-node-lib.sh"
 cd "$ROOT" || exit 1
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "  SKIP chart on a containerd node: needs root (namespaces, mounts, containerd)"
     finish
 fi
-NS=hostdevd-system
-WAIT=${CHART_NODE_WAIT:-240}
-ms() { date +%s%N; }
-elapsed() { echo $((($(date +%s%N) - $1) / 1000000)); }
-T_ALL=$(ms)
-
-echo "--- tools: helm, containerd, the image"
-HELM=$("$ROOT/hack/helm-build.sh") || { fail "hack/helm-build.sh builds helm"; finish; }
-t0=$(ms)
-"$ROOT/hack/containerd-build.sh" >/dev/null || { fail "hack/containerd-build.sh builds containerd"; finish; }
-echo "  containerd ready in $(elapsed "$t0") ms (built once, then cached)"
-make -s image >"/tmp/hostdevd-chart-node-image.$$" 2>&1 || { fail "make image" "$(tail -5 "/tmp/hostdevd-chart-node-image.$$")"; finish; }
-ARCHIVE=$(sed -n 's/^image: \(build\/image\/hostdevd-.*\.tar\) (.*/\1/p' "/tmp/hostdevd-chart-node-image.$$")
-rm -f "/tmp/hostdevd-chart-node-image.$$"
-TAG=${ARCHIVE#build/image/hostdevd-}
-TAG=${TAG%.tar}
-[ -f "$ARCHIVE" ] || { fail "make image names its archive"; finish; }
-helm() { "$HELM" "$@" 2> >(grep -v 'found symbolic link in path' >&2); }
 
 # /lib/modules: the chart's agent mounts it (DirectoryOrCreate); on a machine without one, what
 # kubelet creates for it is removed again at the end.
 MODULES_EXISTED=yes
 [ -e /lib/modules ] || MODULES_EXISTED=
 
-cluster_start --with-scheduler
-KCM_LOG=$TEST_DIR/workload-controllers.log
-kube-controller-manager --kubeconfig "$TEST_DIR/cluster/controller-manager.kubeconfig" \
-    --controllers daemonset-controller,deployment-controller,replicaset-controller,node-lifecycle-controller,root-ca-certificate-publisher-controller \
-    --secure-port 0 --leader-elect=false --v=1 >"$KCM_LOG" 2>&1 </dev/null &
-track $!
-disown # (killed by cluster_stop; no "Killed" notice)
-KUBELET_RUNTIME=containerd kubelet_start
-echo "  node $KUBELET_NODE Ready on $(kubectl get node "$KUBELET_NODE" -o jsonpath='{.status.nodeInfo.containerRuntimeVersion}')"
-read -r -a CTR_CMD <<<"$CTR"
-expect_ok "ctr imports $ARCHIVE into containerd's k8s.io namespace" "${CTR_CMD[@]}" images import "$ARCHIVE"
-expect_contains "... as localhost/hostdevd:$TAG" "$("${CTR_CMD[@]}" images ls -q 2>/dev/null)" "localhost/hostdevd:$TAG"
-install_kubevirt "{}" || fail "KubeVirt's CRD and CR"
-kubectl create namespace "$NS" >/dev/null
-kubectl label namespace "$NS" pod-security.kubernetes.io/enforce=privileged >/dev/null
+chart_node_up
 
 echo "--- helm install"
 T_INSTALL=$(ms)
 expect_ok "helm install (image localhost/hostdevd:$TAG, pullPolicy Never)" \
     helm install hostdevd charts/hostdevd -n "$NS" --set image.tag="$TAG" --set image.pullPolicy=Never
 
-agent_pod() { kubectl -n "$NS" get pods -l app.kubernetes.io/name=hostdevd-agent -o jsonpath='{.items[0].metadata.name}'; }
-ready_pods() { # app name -> names of Ready pods
-    kubectl -n "$NS" get pods -l "app.kubernetes.io/name=$1" -o json |
-        jq -r '.items[] | select(.metadata.deletionTimestamp == null) | select(any(.status.conditions[]?; .type == "Ready" and .status == "True")) | .metadata.name'
-}
-agent_ready() { [ -n "$(ready_pods hostdevd-agent)" ]; }
-controller_ready() { [ -n "$(ready_pods hostdevd-controller)" ]; }
-pod_state() { kubectl -n "$NS" get pods -o wide; kubectl -n "$NS" get events --sort-by=.lastTimestamp | tail -15; }
 if eventually "$WAIT" agent_ready; then
     T_AGENT=$(elapsed "$T_INSTALL")
     pass "the agent's pod is Running and Ready by its own probes ($T_AGENT ms after helm install)"
@@ -145,8 +107,6 @@ no_pods() { [ -z "$(kubectl -n "$NS" get pods -o name)" ]; }
 if eventually "$WAIT" no_pods; then pass "no hostdevd pod left"; else fail "no hostdevd pod left" "$(pod_state)"; fi
 expect_ok "the CRDs and the devices stay" bash -c "kubectl get crd pcidevices.devices.harvesterhci.io >/dev/null &&
     test \"\$(kubectl get pcidevices --no-headers | wc -l)\" -eq $(lspci_functions | wc -l)"
-sockets() { find "$DEVICE_PLUGIN_DIR" "$PLUGINS_REGISTRY_DIR" "$KUBELET_ROOT/plugins" -type s ! -name kubelet.sock 2>/dev/null; }
-no_sockets() { [ -z "$(sockets)" ]; }
 expect_ok "no agent socket left in kubelet's directories" eventually 30 no_sockets
 [ -z "$(sockets)" ] || echo "  left: $(sockets | tr '\n' ' ')"
 
