@@ -24,10 +24,10 @@
 # along; helm uninstall leaves no agent socket.
 # Needs root; skipped otherwise.
 # shellcheck disable=SC2317 # the small functions run through expect_ok and eventually
-SUITE=long-chart-sockets
+SUITE=chart-sockets
 # shellcheck source=test/integration/lib.sh
-. "$(dirname "$0")/../integration/lib.sh"
-# shellcheck source=test/long/chart-node-lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=test/integration/chart-node-lib.sh
 . "$(dirname "$0")/chart-node-lib.sh"
 cd "$ROOT" || exit 1
 

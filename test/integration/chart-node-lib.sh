@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# test/long/chart-node-lib.sh - the node the chart tests run on (test_chart_node.sh,
+# test/integration/chart-node-lib.sh - the node the chart tests run on (test_chart_node.sh,
 # test_chart_sockets.sh), sourced after test/integration/lib.sh: chart_node_up builds or finds
 # helm, containerd and `make image`'s archive, starts the control plane with kube-scheduler
 # plus a second kube-controller-manager with the workload controllers (DaemonSet, Deployment,

@@ -13,10 +13,10 @@
 # the CRDs and the devices, no hostdevd pod and no agent socket in kubelet's directories.
 # Needs root; skipped otherwise. Prints the times (helm install -> pods Ready -> devices).
 # shellcheck disable=SC2317 # the small functions run through expect_ok and eventually
-SUITE=long-chart-node
+SUITE=chart-node
 # shellcheck source=test/integration/lib.sh
-. "$(dirname "$0")/../integration/lib.sh"
-# shellcheck source=test/long/chart-node-lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=test/integration/chart-node-lib.sh
 . "$(dirname "$0")/chart-node-lib.sh"
 cd "$ROOT" || exit 1
 
