@@ -75,7 +75,7 @@ static void full_address(const char *in, char *out, size_t size)
 {
     char low[32];
     size_t n = 0;
-    for (; in[n] && n < sizeof(low) - 1; n++)
+    for (; n < sizeof(low) - 1 && in[n]; n++)
         low[n] = (char)((in[n] >= 'A' && in[n] <= 'Z') ? in[n] - 'A' + 'a' : in[n]);
     low[n] = 0;
     char with_domain[40];
@@ -88,11 +88,12 @@ static void full_address(const char *in, char *out, size_t size)
 
 static int cmd_name(int argc, char **argv)
 {
-    char name[KUBE_NAME_MAX + 1], address[40];
+    char name[KUBE_NAME_MAX + 1];
     const char *node = argc >= 3 ? argv[2] : "";
     if (argc >= 3 && !names_is_dns_subdomain(node))
         return bad_arg("node", node, "a node name (a DNS subdomain: lower case, digits, '-', '.')");
     if (argc == 4 && strcmp(argv[1], "pci") == 0) {
+        char address[40];
         full_address(argv[3], address, sizeof(address));
         if (!kube_names_is_pci_address(address))
             return bad_arg("address", argv[3],
