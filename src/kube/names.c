@@ -5,6 +5,7 @@
  */
 #include "kube/names.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <string.h>
 
@@ -109,6 +110,20 @@ int kube_names_pcidevice(const char *node, const char *address, char *ret, size_
     int r = buf_printf(&b, "%s-", node);
     if (r == 0)
         r = add_filtered(&b, address, ":.", 0);
+    return finish_name(&b, r, ret, size);
+}
+
+int kube_names_sriovnetdev(const char *node, const char *ifname, char *ret, size_t size)
+{
+    if (!names_is_dns_subdomain(node) || !ifname[0])
+        return -EINVAL;
+    struct buf b;
+    buf_init(&b, KUBE_NAME_MAX);
+    int r = buf_printf(&b, "%s-", node);
+    for (const char *c = ifname; r == 0 && *c; c++)
+        r = buf_printf(&b, "%c", tolower((unsigned char)*c));
+    if (r == 0 && !names_is_dns_subdomain(buf_str(&b)))
+        r = -EINVAL;
     return finish_name(&b, r, ret, size);
 }
 

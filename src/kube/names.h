@@ -48,6 +48,14 @@ int kube_names_usbdevice(const char *node, const char *vid, const char *pid, con
                          char *ret, size_t size);
 
 /*
+ * The SRIOVNetworkDevice name of an SR-IOV PF, as harvester names it: "<node>-<interface>" in
+ * lower case, e.g. "titan", "enp3s0f0" -> "titan-enp3s0f0". Returns 0, -EINVAL when the node is
+ * malformed or the result is not a DNS subdomain (an interface named with '_' or '@'),
+ * -ENAMETOOLONG as kube_names_pcidevice().
+ */
+int kube_names_sriovnetdev(const char *node, const char *ifname, char *ret, size_t size);
+
+/*
  * The node of a USBDevice (or USBDeviceClaim) name: the name without its
  * "-<vid>-<pid>-<bus>-<port>[-<port>...]" suffix, found as the admission policies find it (the
  * leftmost '-' where such a suffix starts and runs to the end; the 4-digit ids cannot be

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "node/sysfs.h"
 #include "node/vfio.h"
 
 #define SHOWN 4 /* group members named in a message; the rest are counted */
@@ -166,6 +167,20 @@ static int use_blockers(struct found *f, int fd, const char *address,
     return 0;
 }
 
+/* An SR-IOV PF with VFs: passing it through removes them (its driver gives them up). */
+static void sriov_blocker(struct found *f, int fd, const char *address)
+{
+    char path[96];
+    long long n = 0;
+    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/sriov_numvfs", address);
+    if (node_sysfs_read_int(fd, path, 10, &n) == 0 && n > 0)
+        add(f, "SRIOVEnabled",
+            "it is an SR-IOV physical function with %lld virtual functions, which passing it "
+            "through would remove: set spec.numVFs of its SRIOVNetworkDevice to 0 first, or "
+            "claim a virtual function instead",
+            n);
+}
+
 int node_blockers_for(int sysfs_fd, const char *address, int iommu_group, const char *driver,
                       const struct node_hostuse *use,
                       bool (*is_claimed)(const char *address, void *arg), void *arg,
@@ -175,6 +190,8 @@ int node_blockers_for(int sysfs_fd, const char *address, int iommu_group, const 
     int r = group_blockers(&f, sysfs_fd, address, iommu_group, use, is_claimed, arg, ret_err);
     if (r == 0 && (!driver || strcmp(driver, NODE_VFIO_DRIVER) != 0))
         r = use_blockers(&f, sysfs_fd, address, use, ret_err);
+    if (r == 0)
+        sriov_blocker(&f, sysfs_fd, address);
     if (r < 0)
         return r;
     size_t k = f.n < max ? f.n : max;

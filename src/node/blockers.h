@@ -11,6 +11,7 @@
  *   MountedFilesystem  it holds a block device that backs a mounted filesystem
  *   Swap               it holds a block device that backs an active swap area
  *   HostNetwork        it holds a network interface with an address or the default route
+ *   SRIOVEnabled       it is an SR-IOV physical function with virtual functions (sriov_numvfs)
  *
  * Messages say what was found and what to do, for people. Reads sysfs below a root fd
  * (node/sysfs.h); blocking (quick reads). No logging.

@@ -517,6 +517,23 @@ static void root_fact(struct scan *s, struct node_pci_dev *out)
     }
 }
 
+/* An SR-IOV PF's network interface: the first entry of its net/ directory, if any (a PF whose
+ * driver is not a network driver, or is unbound, has none). */
+static void netdev_fact(struct scan *s, struct node_pci_dev *out)
+{
+    char path[128], **names = NULL;
+    size_t n = 0;
+    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/net", out->address);
+    int r = node_sysfs_list(s->pci->root_fd, path, &names, &n);
+    if (r < 0 && r != -ENOENT)
+        add_problem(out, "net", r, NULL);
+    else if (n > 0 && strlen(names[0]) < sizeof(out->netdev))
+        memcpy(out->netdev, names[0], strlen(names[0]) + 1);
+    else if (n > 0)
+        add_problem(out, "net", -EFBIG, NULL);
+    node_sysfs_names_free(names);
+}
+
 /* The facts libpci does not give (or caches): driver, IOMMU group, NUMA node, SR-IOV, root. */
 static void read_facts(struct scan *s, struct node_pci_dev *out)
 {
@@ -527,6 +544,9 @@ static void read_facts(struct scan *s, struct node_pci_dev *out)
     int_fact(s, out, "numa_node", -1, &out->numa_node);
     int_fact(s, out, "sriov_totalvfs", 0, &out->sriov_totalvfs);
     int_fact(s, out, "sriov_numvfs", 0, &out->sriov_numvfs);
+    out->sriov_vf_index = -1;
+    if (out->sriov_totalvfs > 0)
+        netdev_fact(s, out);
 }
 
 #define FILL_FLAGS (PCI_FILL_IDENT | PCI_FILL_CLASS | PCI_FILL_CLASS_EXT | PCI_FILL_SUBSYS)
@@ -643,6 +663,37 @@ static int scan_guarded(struct scan *s)
     return scan_devices(s);
 }
 
+static struct node_pci_dev *find_dev(struct node_pci_scan_result *res, const char *address)
+{
+    for (size_t i = 0; i < res->n_devs; i++)
+        if (strcmp(res->devs[i].address, address) == 0)
+            return &res->devs[i];
+    return NULL;
+}
+
+/* Each VF's index: the N of the virtfnN link of its PF that leads to it. A link that cannot be
+ * read leaves that VF's index at -1 and says so on the PF. (A linear search: a node has few
+ * VFs, and mixed domain widths do not sort as strings.) */
+static void index_vfs(struct scan *s)
+{
+    for (size_t i = 0; i < s->res.n_devs; i++) {
+        struct node_pci_dev *pf = &s->res.devs[i];
+        for (int k = 0; k < pf->sriov_numvfs; k++) {
+            char path[128], vf[NODE_PCI_ADDRESS_SIZE];
+            (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/virtfn%d", pf->address, k);
+            int r = node_sysfs_read_link_in(s->pci->root_fd, path, "bus/pci/devices", vf,
+                                            sizeof(vf));
+            if (r < 0) {
+                add_problem(pf, "virtfn", r, "bus/pci/devices");
+                continue;
+            }
+            struct node_pci_dev *d = find_dev(&s->res, vf);
+            if (d && strcmp(d->physfn, pf->address) == 0)
+                d->sriov_vf_index = k;
+        }
+    }
+}
+
 /* Lists and reads the devices into s->res. */
 static int run_scan(struct scan *s, struct err *ret_err)
 {
@@ -665,6 +716,7 @@ static int run_scan(struct scan *s, struct err *ret_err)
         return err_set(ret_err, r, "libpci: %s", s->guard.message);
     if (r < 0)
         return err_set(ret_err, r, "cannot scan bus/pci/devices: %s", strerror(-r));
+    index_vfs(s);
     if (s->res.n_devs == 0) {
         free(s->res.devs);
         s->res.devs = NULL;

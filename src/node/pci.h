@@ -36,6 +36,9 @@
 /* Room for the longest address, "ffffffff:ff:1f.7" (an 8-digit domain), and its NUL. */
 #define NODE_PCI_ADDRESS_SIZE 17
 
+/* A network interface's name and its NUL (the kernel's IFNAMSIZ). */
+#define NODE_PCI_NETDEV_SIZE 16
+
 struct node_pci_dev {
     char address[NODE_PCI_ADDRESS_SIZE]; /* "0000:00:1f.6"; the domain has 4 to 8 hex digits */
     uint16_t vendor_id, device_id, subsystem_vendor_id, subsystem_device_id;
@@ -53,6 +56,9 @@ struct node_pci_dev {
     char pcie_root[24];
     char physfn[NODE_PCI_ADDRESS_SIZE]; /* the PF's address for an SR-IOV VF, else "" */
     int sriov_totalvfs, sriov_numvfs;   /* -1 unless an SR-IOV PF */
+    int sriov_vf_index;                 /* a VF's N in its PF's virtfnN link, else -1 */
+    /* An SR-IOV PF's network interface (the first entry of its net/ directory), else "" */
+    char netdev[NODE_PCI_NETDEV_SIZE];
     bool is_bridge;                     /* class 0x0604 */
     /* What could not be read, for people ("numa_node: malformed; iommu_group: symbolic link
      * loop"); "" when everything could. */

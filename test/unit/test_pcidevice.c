@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "controllers/devices/pcidevice.h"
 
 static struct pcidevice_spec nic(void)
@@ -27,6 +28,7 @@ static struct pcidevice_spec nic(void)
             .driver = "e1000e",
             .sriov_totalvfs = -1,
             .sriov_numvfs = -1,
+            .sriov_vf_index = -1,
     };
     return s;
 }
@@ -192,6 +194,24 @@ static void test_sriov(void)
     cJSON_free(ta);
     cJSON_free(tb);
     cJSON_Delete(a);
+    cJSON_Delete(b);
+    /* a VF's index, and its PF's SRIOVNetworkDevice as harvester's label on the new object */
+    vf.sriov_vf_index = 3;
+    (void)snprintf(vf.sriov_parent, sizeof(vf.sriov_parent), "node-enp59s0f0");
+    b = pcidevice_status(&vf);
+    tb = cJSON_PrintUnformatted(b);
+    CU_ASSERT_PTR_NOT_NULL(
+            strstr(tb, "\"sriov\":{\"physicalFunction\":\"0000:3b:00.0\",\"vfIndex\":3}"));
+    cJSON *o = pcidevice_new_object(&vf, NULL, NULL);
+    const char *label = json_str(json_field(json_field(o, "metadata"), "labels"),
+                                 PCIDEVICE_PARENT_SRIOV_LABEL);
+    CU_ASSERT_STRING_EQUAL(label ? label : "", "node-enp59s0f0");
+    cJSON_Delete(o);
+    o = pcidevice_new_object(&pf, NULL, NULL);
+    CU_ASSERT_PTR_NULL(json_str(json_field(json_field(o, "metadata"), "labels"),
+                                PCIDEVICE_PARENT_SRIOV_LABEL));
+    cJSON_Delete(o);
+    cJSON_free(tb);
     cJSON_Delete(b);
 }
 

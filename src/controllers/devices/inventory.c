@@ -87,7 +87,8 @@ static int spec_from_dev(const char *node, const struct node_pci_dev *d, struct 
 {
     *s = (struct pcidevice_spec){.numa_node = d->numa_node,
                                  .sriov_totalvfs = d->sriov_totalvfs,
-                                 .sriov_numvfs = d->sriov_numvfs};
+                                 .sriov_numvfs = d->sriov_numvfs,
+                                 .sriov_vf_index = d->sriov_vf_index};
     int r = kube_names_pcidevice(node, d->address, s->name, sizeof(s->name));
     if (r < 0)
         return r;
@@ -105,6 +106,7 @@ static int spec_from_dev(const char *node, const struct node_pci_dev *d, struct 
         (void)snprintf(s->iommu_group, sizeof(s->iommu_group), "%d", d->iommu_group);
     (void)snprintf(s->driver, sizeof(s->driver), "%s", d->driver);
     (void)snprintf(s->physfn, sizeof(s->physfn), "%s", d->physfn);
+    (void)snprintf(s->netdev, sizeof(s->netdev), "%s", d->netdev);
     (void)snprintf(s->pcie_root, sizeof(s->pcie_root), "%s", d->pcie_root);
     return names_of(d, s);
 }
@@ -168,6 +170,17 @@ static void add_blockers(struct inventory *inv, const struct node_pci_dev *d,
         map_remove(inv->reported, d->address);
 }
 
+/* A VF's PF's SRIOVNetworkDevice, by the PF's interface ("" when it has none). */
+static void name_parent(const struct inventory *inv, const struct node_pci_scan_result *res,
+                        const struct node_pci_dev *d, struct pcidevice_spec *s)
+{
+    for (size_t i = 0; d->physfn[0] && i < res->n_devs; i++)
+        if (strcmp(res->devs[i].address, d->physfn) == 0 && res->devs[i].netdev[0] &&
+            kube_names_sriovnetdev(inv->cfg.env.node_name, res->devs[i].netdev, s->sriov_parent,
+                                   sizeof(s->sriov_parent)) < 0)
+            s->sriov_parent[0] = '\0';
+}
+
 /* Records an entry the scan skipped as unreadable (its object is kept as it was). */
 static void note_unreadable(struct map *unreadable, const char *entry)
 {
@@ -190,6 +203,8 @@ static void build_want(struct inventory *inv, const struct node_pci_scan_result 
         }
         struct pcidevice_spec *s = malloc(sizeof(*s));
         int r = s ? spec_from_dev(inv->cfg.env.node_name, d, s) : -ENOMEM;
+        if (r == 0)
+            name_parent(inv, res, d, s);
         if (r == 0) {
             add_blockers(inv, d, use, s);
             r = map_put(want, s->name, s);

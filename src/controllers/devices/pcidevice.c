@@ -60,6 +60,8 @@ static cJSON *sriov_json(const struct pcidevice_spec *s)
         return NULL;
     cJSON *o = cJSON_CreateObject();
     add_str(o, "physicalFunction", s->physfn);
+    if (s->physfn[0] && s->sriov_vf_index >= 0)
+        cJSON_AddNumberToObject(o, "vfIndex", s->sriov_vf_index);
     if (s->sriov_totalvfs >= 0) {
         cJSON_AddNumberToObject(o, "totalVFs", s->sriov_totalvfs);
         cJSON_AddNumberToObject(o, "numVFs", s->sriov_numvfs >= 0 ? s->sriov_numvfs : 0);
@@ -125,6 +127,10 @@ cJSON *pcidevice_new_object(const struct pcidevice_spec *s, const char *node_uid
             cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "annotations");
     cJSON_AddStringToObject(ann, KUBE_PCIDEVICE_DRIVER_ANNOTATION,
                             first_driver ? first_driver : s->driver);
+    cJSON *labels = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(o, "metadata"), "labels");
+    if (s->sriov_parent[0] && cJSON_IsObject(labels))
+        cJSON_AddStringToObject(labels, PCIDEVICE_PARENT_SRIOV_LABEL, s->sriov_parent);
     return o;
 }
 

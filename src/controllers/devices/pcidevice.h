@@ -46,6 +46,9 @@ struct pcidevice_spec {
     char physfn[20];    /* SR-IOV VF: the PF's address, else "" */
     int sriov_totalvfs; /* SR-IOV PF: >= 0, else -1 */
     int sriov_numvfs;
+    int sriov_vf_index;     /* SR-IOV VF: its index on the PF, else -1 */
+    char netdev[16];        /* SR-IOV PF: its network interface, else "" */
+    char sriov_parent[254]; /* SR-IOV VF: its PF's SRIOVNetworkDevice, else "" */
     /* status.passthroughBlockers: why it cannot be passed through now (none: it can);
      * malloc'd (most devices have none), freed with pcidevice_spec_free() */
     struct node_blocker *blockers;
@@ -66,8 +69,12 @@ void pcidevice_spec_free(void *spec);
 /* The status object `s` should have (the managed fields only). NULL on OOM. */
 struct cJSON *pcidevice_status(const struct pcidevice_spec *s);
 
-/* The object to create for `s` (metadata only: status goes through /status). `node_uid` may
- * be NULL when the Node's uid is not known yet (no ownerReference then). The annotation of the
+/* The label harvester puts on a VF's PCIDevice: the name of its PF's SRIOVNetworkDevice. */
+#define PCIDEVICE_PARENT_SRIOV_LABEL "harvesterhci.io/parent-sriov-network-device"
+
+/* The object to create for `s` (metadata only: status goes through /status). A VF's object
+ * carries PCIDEVICE_PARENT_SRIOV_LABEL. `node_uid` may
+ * `node_uid` may be NULL when the Node's uid is not known yet (no ownerReference then). The annotation of the
  * driver at first sight is `first_driver` when not NULL (the original driver a claim of the
  * device recorded: an object deleted while its device is on vfio-pci comes back saying e1000e,
  * not vfio-pci), else the driver the scan saw. NULL on OOM. */
