@@ -25,6 +25,8 @@ const struct kube_resource kube_res_usbdevices = {"devices.harvesterhci.io", "v1
                                                   "usbdevices", false};
 const struct kube_resource kube_res_usbdeviceclaims = {"devices.harvesterhci.io", "v1beta1",
                                                        "usbdeviceclaims", false};
+const struct kube_resource kube_res_sriovnetworkdevices = {"devices.harvesterhci.io", "v1beta1",
+                                                           "sriovnetworkdevices", false};
 const struct kube_resource kube_res_nodes = {"", "v1", "nodes", false};
 const struct kube_resource kube_res_kubevirts = {"kubevirt.io", "v1", "kubevirts", true};
 const struct kube_resource kube_res_leases = {"coordination.k8s.io", "v1", "leases", true};

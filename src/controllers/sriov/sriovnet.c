@@ -1,0 +1,691 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controllers/sriov/sriovnet.c - the SRIOVNetworkDevice reconciler (see sriovnet.h).
+ *
+ * Decisions:
+ * - The objects go through the device-object core (devices/devobjs.h: the informer of this
+ *   node's objects, creates, status patches, deletes with a uid precondition); the node work is a
+ *   worker job whose end records what it did and asks for a rescan; the next plan, from the new
+ *   facts, writes the status.
+ * - One plan does one thing: API writes, or node work. The node work comes first when the spec
+ *   asks something the node lacks and nothing refuses it; the status says the outcome after.
+ */
+#include "controllers/sriov/sriovnet.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/map.h"
+#include "base/timefmt.h"
+#include "controllers/devices/devobjs.h"
+#include "controllers/devices/devwrite.h"
+#include "controllers/devices/nodeuid.h"
+#include "controllers/devices/pcidevice.h"
+#include "controllers/objects/claimstatus.h"
+#include "controllers/objects/sriovobj.h"
+#include "controllers/runtime/runner.h"
+#include "controllers/runtime/worker.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+#include "kube/names.h"
+#include "node/sriov.h"
+#include "node/sysfs.h"
+#include "node/vflink.h"
+
+/* The status fields this agent writes. */
+static const char *const managed[] = {
+        "vfAddresses", "vfPCIDevices",        "status",     "interfaceName",
+        "driver",      "totalVFs",            "numVFs",     "vfs",
+        "conditions",  "passthroughBlockers", "observedGeneration",
+};
+#define N_MANAGED (sizeof(managed) / sizeof(managed[0]))
+
+/* --- what a scan found of one PF ------------------------------------------------------------ */
+
+struct vf {
+    int index;
+    char address[20];
+    char pcidevice[254];
+    char driver[64];
+    bool has_link; /* its settings as the PF's driver reports them */
+    struct node_vflink link;
+};
+
+struct pf {
+    char name[254];
+    char address[20];
+    char ifname[16];
+    char driver[64];
+    int total, current;
+    struct node_blocker *blockers; /* the PF's, copied from its PCIDevice */
+    int n_blockers;
+    struct vf *vfs; /* by index */
+    size_t n_vfs;
+    char links_error[256]; /* why the VF settings could not be read, or "" */
+};
+
+static void pf_free(void *v)
+{
+    struct pf *p = v;
+    if (p) {
+        free(p->blockers);
+        free(p->vfs);
+    }
+    free(p);
+}
+
+/* A failed node write, kept so that it is shown rather than tried again and again. */
+struct failure {
+    long long generation;
+    int current;
+    char reason[32];
+    char message[1024];
+};
+
+struct sriovnet {
+    struct devobjs o; /* first: the runner's ctx */
+    struct sriovnet_config cfg;
+    struct kube_informer *claims;
+    struct map *failed; /* name -> struct failure */
+    struct map *said;   /* name -> the last refusal logged */
+    struct metrics_series *node_writes, *node_failures;
+};
+
+/* --- the PFs of a scan ------------------------------------------------------------------------ */
+
+static bool is_network_pf(const struct pcidevice_spec *d)
+{
+    return d->sriov_totalvfs > 0 && strncmp(d->class_id, "02", 2) == 0;
+}
+
+/* The object of PF `address` among the cached ones, by spec.address (a PF that lost its
+ * interface keeps its object). */
+static const char *object_of(const struct sriovnet *s, const char *address)
+{
+    size_t pos = 0;
+    const char *key;
+    const cJSON *obj;
+    struct kube_informer *inf = runner_informer(s->o.runner);
+    while (kube_informer_next(inf, &pos, &key, &obj))
+        if (json_same(json_str(json_field(obj, "spec"), "address"), address) &&
+            !devwrite_foreign(obj, s->o.cfg.env.node_name))
+            return key;
+    return NULL;
+}
+
+static void read_links(struct pf *p)
+{
+    struct node_vflink links[256];
+    size_t n = 0;
+    struct err err = {{0}};
+    if (!p->ifname[0] || p->n_vfs == 0)
+        return;
+    int r = node_vflink_list(p->ifname, links, sizeof(links) / sizeof(links[0]), &n, &err);
+    if (r < 0) {
+        (void)snprintf(p->links_error, sizeof(p->links_error), "%s", err.msg);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < p->n_vfs; k++)
+            if (p->vfs[k].index == links[i].index) {
+                p->vfs[k].link = links[i];
+                p->vfs[k].has_link = true;
+            }
+}
+
+static int compare_vfs(const void *a, const void *b)
+{
+    const struct vf *x = a, *y = b;
+    return x->index - y->index;
+}
+
+static struct pf *pf_of(const struct sriovnet *s, const struct pcidevice_spec *d,
+                        const struct map *pci_want)
+{
+    struct pf *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    const char *existing = object_of(s, d->address);
+    int r = d->netdev[0] ? kube_names_sriovnetdev(s->o.cfg.env.node_name, d->netdev, p->name,
+                                                   sizeof(p->name))
+                         : -ENOENT;
+    if (r < 0 && existing)
+        r = snprintf(p->name, sizeof(p->name), "%s", existing) > 0 ? 0 : -EINVAL;
+    if (r < 0) {
+        if (d->netdev[0])
+            log_warning("SR-IOV PF's interface does not make an object name; not published",
+                        KV_STR("address", d->address), KV_STR("interface", d->netdev));
+        free(p);
+        return NULL;
+    }
+    (void)snprintf(p->address, sizeof(p->address), "%s", d->address);
+    (void)snprintf(p->ifname, sizeof(p->ifname), "%s", d->netdev);
+    (void)snprintf(p->driver, sizeof(p->driver), "%s", d->driver);
+    p->total = d->sriov_totalvfs;
+    p->current = d->sriov_numvfs < 0 ? 0 : d->sriov_numvfs;
+    if (d->n_blockers > 0 && (p->blockers = calloc((size_t)d->n_blockers, sizeof(*p->blockers)))) {
+        for (int i = 0; i < d->n_blockers; i++)
+            if (strcmp(d->blockers[i].reason, "SRIOVEnabled") != 0)
+                p->blockers[p->n_blockers++] = d->blockers[i];
+    }
+    size_t pos = 0, n = 0;
+    const char *key;
+    void *v;
+    while (map_next(pci_want, &pos, &key, &v))
+        n += strcmp(((const struct pcidevice_spec *)v)->physfn, d->address) == 0;
+    p->vfs = n ? calloc(n, sizeof(*p->vfs)) : NULL;
+    for (pos = 0; p->vfs && map_next(pci_want, &pos, &key, &v);) {
+        const struct pcidevice_spec *vf = v;
+        if (strcmp(vf->physfn, d->address) != 0 || p->n_vfs == n)
+            continue;
+        struct vf *out = &p->vfs[p->n_vfs++];
+        out->index = vf->sriov_vf_index;
+        (void)snprintf(out->address, sizeof(out->address), "%s", vf->address);
+        (void)snprintf(out->pcidevice, sizeof(out->pcidevice), "%s", vf->name);
+        (void)snprintf(out->driver, sizeof(out->driver), "%s", vf->driver);
+    }
+    if (p->n_vfs > 1)
+        qsort(p->vfs, p->n_vfs, sizeof(*p->vfs), compare_vfs);
+    read_links(p);
+    return p;
+}
+
+void sriovnet_sync(struct sriovnet *s, const struct map *pci_want)
+{
+    if (!s || !pci_want)
+        return;
+    struct map *want = map_new(pf_free);
+    size_t pos = 0;
+    const char *key;
+    void *v;
+    while (want && map_next(pci_want, &pos, &key, &v)) {
+        if (!is_network_pf(v))
+            continue;
+        struct pf *p = pf_of(s, v, pci_want);
+        if (p && map_put(want, p->name, p) < 0)
+            pf_free(p);
+    }
+    if (want)
+        devobjs_set_want(&s->o, want);
+}
+
+/* --- the plan --------------------------------------------------------------------------------- */
+
+/* The VFs in use, for people: "0000:00:05.1 (PCIDeviceClaim q-000000051), ..." into `b`. */
+static void in_use(const struct sriovnet *s, const struct pf *p, struct buf *b)
+{
+    for (size_t i = 0; i < p->n_vfs; i++) {
+        const struct vf *vf = &p->vfs[i];
+        const char *sep = buf_str(b) && buf_str(b)[0] ? ", " : "";
+        if (s->claims && kube_informer_get(s->claims, vf->pcidevice))
+            (void)buf_printf(b, "%s%s (PCIDeviceClaim %s)", sep, vf->address, vf->pcidevice);
+        else if (strcmp(vf->driver, "vfio-pci") == 0)
+            (void)buf_printf(b, "%s%s (on vfio-pci: a DRA claim or a VM has it)", sep,
+                             vf->address);
+    }
+}
+
+static cJSON *vfs_json(const struct pf *p)
+{
+    cJSON *list = cJSON_CreateArray();
+    for (size_t i = 0; list && i < p->n_vfs; i++) {
+        const struct vf *vf = &p->vfs[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(list, o);
+        if (vf->index >= 0)
+            cJSON_AddNumberToObject(o, "index", vf->index);
+        cJSON_AddStringToObject(o, "address", vf->address);
+        cJSON_AddStringToObject(o, "pciDevice", vf->pcidevice);
+        if (!vf->has_link)
+            continue;
+        char mac[NODE_VFLINK_MAC_STR];
+        node_vflink_mac_format(vf->link.mac, mac);
+        cJSON_AddStringToObject(o, "mac", mac);
+        cJSON_AddNumberToObject(o, "vlan", vf->link.vlan);
+        cJSON_AddNumberToObject(o, "qos", vf->link.qos);
+        if (vf->link.spoofchk >= 0)
+            cJSON_AddBoolToObject(o, "spoofCheck", vf->link.spoofchk);
+        if (vf->link.trust >= 0)
+            cJSON_AddBoolToObject(o, "trust", vf->link.trust);
+    }
+    return list;
+}
+
+static cJSON *blockers_json(const struct pf *p)
+{
+    cJSON *list = cJSON_CreateArray();
+    for (int i = 0; list && i < p->n_blockers; i++) {
+        cJSON *b = cJSON_CreateObject();
+        cJSON_AddStringToObject(b, "reason", p->blockers[i].reason);
+        cJSON_AddStringToObject(b, "message", p->blockers[i].message);
+        cJSON_AddItemToArray(list, b);
+    }
+    return list;
+}
+
+/* The status the facts and `ready` say (every managed field). */
+static cJSON *status_of(const struct pf *p, const cJSON *obj, bool ready, const char *reason,
+                        const char *message)
+{
+    cJSON *st = cJSON_CreateObject(), *addrs = cJSON_AddArrayToObject(st, "vfAddresses"),
+          *names = cJSON_AddArrayToObject(st, "vfPCIDevices");
+    for (size_t i = 0; i < p->n_vfs; i++) {
+        cJSON_AddItemToArray(addrs, cJSON_CreateString(p->vfs[i].address));
+        cJSON_AddItemToArray(names, cJSON_CreateString(p->vfs[i].pcidevice));
+    }
+    cJSON_AddStringToObject(st, "status", p->current > 0 ? SRIOVOBJ_ENABLED : SRIOVOBJ_DISABLED);
+    if (p->ifname[0])
+        cJSON_AddStringToObject(st, "interfaceName", p->ifname);
+    if (p->driver[0])
+        cJSON_AddStringToObject(st, "driver", p->driver);
+    cJSON_AddNumberToObject(st, "totalVFs", p->total);
+    cJSON_AddNumberToObject(st, "numVFs", p->current);
+    cJSON_AddItemToObject(st, "vfs", vfs_json(p));
+    if (p->n_blockers > 0)
+        cJSON_AddItemToObject(st, "passthroughBlockers", blockers_json(p));
+    char now[40];
+    timefmt_now(now, sizeof(now));
+    cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
+    cJSON_AddItemToArray(conds, claimstatus_ready_condition(obj, ready, reason, message, now));
+    const cJSON *gen = json_field(json_field(obj, "metadata"), "generation");
+    cJSON_AddNumberToObject(st, "observedGeneration", cJSON_IsNumber(gen) ? gen->valuedouble : 0);
+    return st;
+}
+
+/* Node work for one key: the count's writes, then the VF settings. */
+struct job {
+    struct worker_job wj;
+    struct runner_job *rj;
+    struct sriovnet *s;
+    char name[254], address[20], ifname[16], driver[64];
+    const char *sysfs_root;
+    long long generation;
+    int current;
+    int writes[2], n_writes;
+    struct node_vflink_want *settings;
+    size_t n_settings;
+    /* the outcome */
+    int r;
+    char reason[32];
+    struct err err;
+};
+
+struct plan {
+    struct devwrite *write; /* API writes, or NULL */
+    struct job *job;        /* node work, or NULL */
+};
+
+static void plan_free(void *v)
+{
+    struct plan *p = v;
+    if (!p)
+        return;
+    if (p->write) {
+        devwrite_done(p->write);
+        free(p->write);
+    }
+    if (p->job) {
+        free(p->job->settings);
+        free(p->job);
+    }
+    free(p);
+}
+
+static struct node_vflink_want want_of(const struct sriovobj_vf *v)
+{
+    struct node_vflink_want w = {.index = v->index,
+                                 .has_mac = v->has_mac,
+                                 .vlan = v->vlan,
+                                 .qos = v->qos,
+                                 .spoofchk = v->spoofchk,
+                                 .trust = v->trust};
+    memcpy(w.mac, v->mac, sizeof(w.mac));
+    return w;
+}
+
+/* The settings the VFs lack (all of them when the count changes: new VFs have none). */
+static int settings_of(const struct pf *p, const struct sriovobj_spec *spec, bool all,
+                       struct job *j)
+{
+    j->settings = spec->n_vfs ? calloc(spec->n_vfs, sizeof(*j->settings)) : NULL;
+    if (spec->n_vfs && !j->settings)
+        return -ENOMEM;
+    for (size_t i = 0; i < spec->n_vfs; i++) {
+        struct node_vflink_want w = want_of(&spec->vfs[i]);
+        const struct vf *have = NULL;
+        for (size_t k = 0; k < p->n_vfs; k++)
+            if (p->vfs[k].index == w.index && p->vfs[k].has_link)
+                have = &p->vfs[k];
+        if (all || !have || !node_vflink_satisfied(&have->link, &w))
+            j->settings[j->n_settings++] = w;
+    }
+    return 0;
+}
+
+/* What the node lacks of what `spec` asks: a job, or a refusal (reason and message), or both
+ * NULL when the node is as asked. */
+static int node_plan(struct sriovnet *s, const struct pf *p, const struct sriovobj_spec *spec,
+                     struct job **ret_job, const char **ret_reason, struct buf *message)
+{
+    *ret_job = NULL;
+    *ret_reason = NULL;
+    struct buf used;
+    buf_init(&used, 2048);
+    in_use(s, p, &used);
+    const struct node_blocker *b = p->n_blockers > 0 ? &p->blockers[0] : NULL;
+    struct sriovobj_facts f = {.total = p->total,
+                               .current = p->current,
+                               .blocker_reason = b ? b->reason : NULL,
+                               .blocker_message = b ? b->message : NULL,
+                               .in_use = buf_str(&used)};
+    struct sriovobj_count_plan cp;
+    sriovobj_count_plan(spec->num_vfs, &f, &cp);
+    buf_free(&used);
+    if (cp.reason) {
+        *ret_reason = cp.reason;
+        return buf_printf(message, "%s", cp.message);
+    }
+    struct job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return -ENOMEM;
+    memcpy(j->writes, cp.writes, sizeof(j->writes));
+    j->n_writes = cp.n_writes;
+    bool ready_for_settings = cp.n_writes > 0 || p->current == spec->num_vfs;
+    int r = ready_for_settings ? settings_of(p, spec, cp.n_writes > 0, j) : 0;
+    if (r < 0 || (j->n_writes == 0 && j->n_settings == 0)) {
+        free(j->settings);
+        free(j);
+        return r;
+    }
+    (void)snprintf(j->name, sizeof(j->name), "%s", p->name);
+    (void)snprintf(j->address, sizeof(j->address), "%s", p->address);
+    (void)snprintf(j->ifname, sizeof(j->ifname), "%s", p->ifname);
+    (void)snprintf(j->driver, sizeof(j->driver), "%s", p->driver);
+    j->sysfs_root = s->o.cfg.env.sysfs_root;
+    j->generation = spec->generation;
+    j->current = p->current;
+    j->s = s;
+    *ret_job = j;
+    return 0;
+}
+
+/* Logs a refusal once per object and message. */
+static void say_refusal(struct sriovnet *s, const char *key, const char *reason,
+                        const char *message)
+{
+    const char *last = map_get(s->said, key);
+    if (last && strcmp(last, message) == 0)
+        return;
+    char *copy = strdup(message);
+    if (copy && map_put(s->said, key, copy) < 0)
+        free(copy);
+    log_warning("SR-IOV change refused", KV_STR("sriovnetworkdevice", key),
+                KV_STR("reason", reason), KV_STR("message", message));
+}
+
+static int plan_existing(struct sriovnet *s, const char *key, const struct pf *p, const cJSON *obj,
+                         struct plan *ret)
+{
+    struct sriovobj_spec *spec = malloc(sizeof(*spec));
+    struct err why = {{0}};
+    struct buf message;
+    buf_init(&message, 2048);
+    const char *reason = NULL;
+    int r = spec ? 0 : -ENOMEM;
+    if (r == 0 && sriovobj_spec(obj, spec, &why) < 0) {
+        reason = SRIOVOBJ_INVALID_SETTING;
+        r = buf_printf(&message, "%s", why.msg);
+    }
+    const struct failure *failed = map_get(s->failed, key);
+    if (r == 0 && !reason && failed &&
+        (failed->generation != spec->generation || failed->current != p->current)) {
+        map_remove(s->failed, key); /* a new spec or a new count: try again */
+        failed = NULL;
+    }
+    if (r == 0 && !reason && failed) {
+        reason = failed->reason;
+        r = buf_printf(&message, "%s", failed->message);
+    }
+    if (r == 0 && !reason)
+        r = node_plan(s, p, spec, &ret->job, &reason, &message);
+    if (r == 0 && !ret->job && !reason && p->links_error[0] && spec->n_vfs > 0) {
+        reason = SRIOVOBJ_WRITE_FAILED;
+        r = buf_printf(&message, "cannot read the VF settings of %s: %s", p->ifname,
+                       p->links_error);
+    }
+    if (r == 0 && !ret->job) {
+        if (reason && (strcmp(reason, SRIOVOBJ_TOO_MANY_VFS) == 0 ||
+                       strcmp(reason, SRIOVOBJ_VFS_IN_USE) == 0 ||
+                       strcmp(reason, SRIOVOBJ_HOST_NEEDS_DEVICE) == 0))
+            say_refusal(s, key, reason, buf_str(&message));
+        else
+            map_remove(s->said, key);
+        if (!reason)
+            (void)buf_printf(&message, "%s has %d of %d VFs%s, as spec asks",
+                             p->ifname[0] ? p->ifname : p->address, p->current, p->total,
+                             spec->n_vfs ? " with the VF settings asked" : "");
+        cJSON *st = status_of(p, obj, reason == NULL, reason ? reason : SRIOVOBJ_CONFIGURED,
+                              buf_str(&message) ? buf_str(&message) : "");
+        char *patch = devwrite_wrap(
+                "status", devwrite_status_diff(st, json_field(obj, "status"), managed, N_MANAGED));
+        cJSON_Delete(st);
+        char *meta = devwrite_wrap("metadata",
+                                   devwrite_meta_diff(json_field(obj, "metadata"),
+                                                      s->o.cfg.env.node_name,
+                                                      nodeuid_get(s->o.cfg.node)));
+        if (patch || meta)
+            ret->write = devobjs_write(&s->o, NULL, patch, meta, false, NULL);
+        r = (patch || meta) && !ret->write ? -ENOMEM : 0;
+    }
+    buf_free(&message);
+    free(spec);
+    return r;
+}
+
+static cJSON *new_object(const struct sriovnet *s, const struct pf *p)
+{
+    cJSON *o = devwrite_new_object("SRIOVNetworkDevice", p->name, s->o.cfg.env.node_name,
+                                   nodeuid_get(s->o.cfg.node));
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+    cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
+    cJSON_AddStringToObject(ann, SRIOVOBJ_INTERFACE_ANNOTATION, p->ifname);
+    cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
+    cJSON_AddStringToObject(spec, "address", p->address);
+    cJSON_AddStringToObject(spec, "nodeName", s->o.cfg.env.node_name);
+    cJSON_AddNumberToObject(spec, "numVFs", p->current); /* adopt: never remove VFs */
+    return o;
+}
+
+static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_plan)
+{
+    struct sriovnet *s = ctx;
+    *ret_plan = NULL;
+    if (obj && devwrite_foreign(obj, s->o.cfg.env.node_name))
+        return 0;
+    const struct pf *p = map_get(s->o.want, key);
+    if (!p && !obj)
+        return 0;
+    struct plan *plan = calloc(1, sizeof(*plan));
+    if (!plan)
+        return -ENOMEM;
+    int r = 0;
+    if (!p) {
+        map_remove(s->failed, key);
+        plan->write = devobjs_write(&s->o, NULL, NULL, NULL, true, kube_meta_str(obj, "uid"));
+    } else if (!obj) {
+        cJSON *st = status_of(p, NULL, true, SRIOVOBJ_CONFIGURED, "adopted as the kernel has it");
+        plan->write = devobjs_write(
+                &s->o, new_object(s, p),
+                devwrite_wrap("status", devwrite_status_diff(st, NULL, managed, N_MANAGED)),
+                NULL, false, NULL);
+        cJSON_Delete(st);
+    } else {
+        r = plan_existing(s, key, p, obj, plan);
+    }
+    if (r == 0 && !p && !plan->write)
+        r = -ENOMEM;
+    if (r < 0 || (!plan->write && !plan->job)) {
+        plan_free(plan);
+        return r;
+    }
+    *ret_plan = plan;
+    return 0;
+}
+
+/* --- the node work ---------------------------------------------------------------------------- */
+
+static void job_run(struct worker_job *wj)
+{
+    struct job *j = (struct job *)wj;
+    int fd = j->n_writes ? node_sysfs_open_root(j->sysfs_root) : 0;
+    if (fd < 0) {
+        j->r = err_set(&j->err, fd, "cannot open the sysfs root %s: %s", j->sysfs_root,
+                       strerror(-fd));
+        (void)snprintf(j->reason, sizeof(j->reason), "%s", SRIOVOBJ_WRITE_FAILED);
+        return;
+    }
+    for (int i = 0; i < j->n_writes && j->r == 0; i++)
+        j->r = node_sriov_set_numvfs(fd, j->address, j->writes[i], &j->err);
+    if (j->n_writes)
+        close(fd);
+    if (j->r < 0) {
+        (void)snprintf(j->reason, sizeof(j->reason), "%s", SRIOVOBJ_WRITE_FAILED);
+        return;
+    }
+    for (size_t i = 0; i < j->n_settings && j->r == 0; i++)
+        j->r = node_vflink_set(j->ifname, j->driver, &j->settings[i], &j->err);
+    if (j->r < 0)
+        (void)snprintf(j->reason, sizeof(j->reason), "%s",
+                       j->r == -EOPNOTSUPP ? SRIOVOBJ_SETTING_UNSUPPORTED
+                                           : SRIOVOBJ_WRITE_FAILED);
+}
+
+static void job_done(struct worker_job *wj, bool cancelled)
+{
+    struct job *j = (struct job *)wj;
+    struct sriovnet *s = j->s;
+    struct runner_job *rj = j->rj;
+    if (cancelled) {
+        runner_job_done(rj, RUNNER_RETRY, 0);
+        return;
+    }
+    metrics_inc(s->node_writes);
+    if (j->r < 0) {
+        metrics_inc(s->node_failures);
+        struct failure *f = calloc(1, sizeof(*f));
+        if (f) {
+            *f = (struct failure){.generation = j->generation, .current = j->current};
+            (void)snprintf(f->reason, sizeof(f->reason), "%s", j->reason);
+            (void)snprintf(f->message, sizeof(f->message), "%s", j->err.msg);
+            if (map_put(s->failed, j->name, f) < 0)
+                free(f);
+        }
+        log_warning("SR-IOV change failed", KV_STR("sriovnetworkdevice", j->name),
+                    KV_STR("reason", j->reason), KV_STR("message", j->err.msg));
+    } else {
+        map_remove(s->failed, j->name);
+        log_info("SR-IOV PF configured", KV_STR("sriovnetworkdevice", j->name),
+                 KV_STR("address", j->address), KV_INT("from", j->current),
+                 KV_INT("numVFs", j->n_writes ? j->writes[j->n_writes - 1] : j->current),
+                 KV_INT("vfSettings", (long long)j->n_settings));
+    }
+    /* the new facts come with the rescan, which queues the key again */
+    runner_job_done(rj, RUNNER_DONE, 0);
+    if (s->cfg.on_written)
+        s->cfg.on_written(s->cfg.userdata);
+}
+
+static void act(struct runner_job *job, void *v, void *ctx)
+{
+    struct sriovnet *s = ctx;
+    struct plan *p = v;
+    if (p->write) {
+        devwrite_run(p->write, job);
+        return;
+    }
+    struct job *j = p->job;
+    p->job = NULL; /* the job frees itself after its done */
+    j->rj = job;
+    j->wj.run = job_run;
+    j->wj.done = job_done;
+    log_info("Configuring SR-IOV PF", KV_STR("sriovnetworkdevice", j->name),
+             KV_STR("address", j->address), KV_INT("numVFs", j->current),
+             KV_INT("writes", j->n_writes), KV_INT("vfSettings", (long long)j->n_settings));
+    worker_submit(s->cfg.worker, &j->wj);
+}
+
+static bool can_start(void *ctx)
+{
+    const struct sriovnet *s = ctx;
+    return s->claims && kube_informer_has_synced(s->claims) && devobjs_can_start(ctx);
+}
+
+static const struct devobjs_kind kind = {
+        .name = "sriovnetworkdevice",
+        .kind = "SRIOVNetworkDevice",
+        .res = &kube_res_sriovnetworkdevices,
+        .written = "SR-IOV PFs written",
+        .gone = "Deleting SRIOVNetworkDevice of a PF that is gone"};
+
+static const struct runner_ops ops = {
+        .plan = plan_key,
+        .act = act,
+        .plan_free = plan_free,
+        .on_event = devobjs_on_event,
+        .can_start = can_start,
+        .on_converged = devobjs_on_converged,
+        .kind = "SRIOVNetworkDevice",
+        .waiting = "no PCI scan has succeeded",
+        .unconverged = "the first SR-IOV PFs are not written yet",
+};
+
+/* --- life ------------------------------------------------------------------------------------- */
+
+struct sriovnet *sriovnet_new(const struct sriovnet_config *cfg)
+{
+    struct devobjs_config dc = {.env = cfg->env, .node = cfg->node};
+    struct sriovnet *s = devobjs_new(sizeof(*s), &dc, &kind, &ops);
+    if (!s)
+        return NULL;
+    s->cfg = *cfg;
+    s->failed = map_new(free);
+    s->said = map_new(free);
+    s->node_writes = metrics_one(cfg->env.metrics, METRICS_COUNTER,
+                                 "hostdevd_sriov_node_writes_total",
+                                 "SR-IOV node changes made (VF counts and VF settings).");
+    s->node_failures = metrics_one(cfg->env.metrics, METRICS_COUNTER,
+                                   "hostdevd_sriov_node_write_failures_total",
+                                   "SR-IOV node changes the kernel or the PF's driver refused.");
+    if (!s->failed || !s->said) {
+        map_free(s->failed);
+        map_free(s->said);
+        devobjs_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void sriovnet_set_claims(struct sriovnet *s, struct kube_informer *claims)
+{
+    s->claims = claims;
+}
+
+static void sriovnet_free(void *self)
+{
+    struct sriovnet *s = self;
+    map_free(s->failed);
+    map_free(s->said);
+    devobjs_free(s);
+}
+
+const struct part_ops sriovnet_part = {.name = "sriovnetworkdevices",
+                                       .runner = devobjs_runner,
+                                       .start = devobjs_start,
+                                       .free = sriovnet_free};
