@@ -33,7 +33,7 @@ ifeq ($(origin CC),default)
 CC := gcc
 endif
 
-PKGS := libcurl libcjson libpci libudev libkmod libnghttp2 libprotobuf-c yaml-0.1
+PKGS := libcurl libcjson libpci libudev libkmod libnghttp2 libprotobuf-c yaml-0.1 libmnl
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lev -lpthread
 
