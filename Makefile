@@ -33,7 +33,7 @@ ifeq ($(origin CC),default)
 CC := gcc
 endif
 
-PKGS := libcurl libcjson libpci libudev libkmod libnghttp2 libprotobuf-c yaml-0.1
+PKGS := libcurl libcjson libpci libudev libkmod libnghttp2 libprotobuf-c yaml-0.1 libmnl
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lev -lpthread
 
@@ -105,6 +105,13 @@ build/asan/grpctool: build/asan/test/integration/grpctool.o $(ASAN_LIB_OBJS)
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 build/release/grpctool: build/release/test/integration/grpctool.o $(LIB_SRCS:%.c=build/release/%.o)
+	$(CC) -o $@ $^ $(PKG_LIBS)
+
+# Drives src/node/vflink against the kernel: a dummy interface, the qemu node's igb VFs.
+build/asan/vflinktool: build/asan/test/integration/vflinktool.o $(ASAN_LIB_OBJS)
+	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+build/release/vflinktool: build/release/test/integration/vflinktool.o $(LIB_SRCS:%.c=build/release/%.o)
 	$(CC) -o $@ $^ $(PKG_LIBS)
 
 build/release/kubebench: build/release/test/integration/kubebench.o $(LIB_SRCS:%.c=build/release/%.o)
@@ -234,7 +241,7 @@ mutate: deps k8s
 
 # The test build is separate (build/asan) so `make` and `make test` never share objects.
 TEST_BINS := build/asan/unit-tests build/asan/hostdevd build/asan/kubetool bin/hostdevd \
-        build/asan/grpctool build/release/grpctool \
+        build/asan/grpctool build/release/grpctool build/asan/vflinktool build/release/vflinktool \
         $(FUZZ_REPLAYS)
 
 test: deps k8s

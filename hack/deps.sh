@@ -19,7 +19,7 @@ HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=(
     gcc make pkg-config
     libcurl4-openssl-dev libcjson-dev libpci-dev libudev-dev libev-dev libkmod-dev
-    libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libyaml-dev
+    libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libyaml-dev libmnl-dev
 )
 demo=(
     # the local control plane (hack/cluster.sh), the module proxy, names of devices

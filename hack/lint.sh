@@ -12,7 +12,7 @@ bad() { printf '%s\n' "$1"; rc=1; }
 mapfile -t files < <(git ls-files --cached --others --exclude-standard -- '*.c' '*.h' | sort -u)
 mapfile -t csrc < <(printf '%s\n' "${files[@]}" | grep -E '\.c$' | grep -v '\.pb-c\.c$')
 [ ${#files[@]} -gt 0 ] || { echo "lint: no C files"; exit 1; }
-PKGS="libcurl libcjson libpci libudev libkmod libnghttp2 libprotobuf-c yaml-0.1"
+PKGS="libcurl libcjson libpci libudev libkmod libnghttp2 libprotobuf-c yaml-0.1 libmnl"
 CFLAGS=(-std=gnu11 -Isrc -Itest/unit -Ibuild/gen -D_GNU_SOURCE -DUNIT_TESTING -DHOSTDEVD_VERSION='"lint"'
     $(pkg-config --cflags $PKGS))
 mkdir -p build/gen
@@ -107,6 +107,7 @@ only_in libudev.h src/node/udev.c
 only_in libkmod.h src/node/kmod.c
 only_in yaml.h src/base/yaml.c
 only_in nghttp2/nghttp2.h src/kubelet/grpc.c
+only_in libmnl/libmnl.h src/node/vflink.c
 # protobuf-c and its generated code are used by kubelet's message files only, one per API
 # (kubelet/dpapi.c, draapi.c, regapi.c).
 pbc=$(grep -lE '#include [<"](protobuf-c/protobuf-c\.h|[a-z/]*\.pb-c\.h)[>"]' src/**/*.[ch] 2>/dev/null | grep -vE '^src/kubelet/([a-z]+api\.c|pbmsg\.h)$')
