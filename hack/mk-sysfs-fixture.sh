@@ -21,7 +21,8 @@
 # 0), sriov_totalvfs=N and sriov_numvfs=N (make the device an SR-IOV PF), physfn=ADDRESS (makes
 # it a VF of that PF; the PF's virtfnN links follow the order of the VF lines), and
 # omit=ATTR[,ATTR...] (attributes or links to leave out, e.g. omit=vendor for a device that
-# vanishes while it is read). Exits 2 on a malformed description.
+# vanishes while it is read), netdev=NAME (a network interface: the directory net/NAME/).
+# Exits 2 on a malformed description.
 #
 # USB devices: lines starting with the word "usb".
 #   usb PORTPATH VENDOR:PRODUCT [key=value ...]
@@ -69,7 +70,7 @@ re_uint='^[0-9]+$'
 re_name='^[A-Za-z0-9_.-]+$'
 
 declare -a addrs=()
-declare -A class progif ven dev subv subd rev drv iommu numa irq totalvfs numvfs physfn omit
+declare -A class progif ven dev subv subd rev drv iommu numa irq totalvfs numvfs physfn omit netdev
 declare -A vfs   # PF address -> its VFs' addresses, space separated, in description order
 declare -A slots # DOMAIN:BUS:DEV -> number of functions
 declare -a usbs=() # USB port paths, in description order
@@ -104,6 +105,8 @@ parse_key() { # address key value lineno
     physfn) [[ $v =~ $re_addr ]] || die "line $n: physfn=$v is not a PCI address"
         physfn[$a]=$v ;;
     omit) omit[$a]=${v//,/ } ;;
+    netdev) [[ $v =~ $re_name && ${#v} -le 15 ]] || die "line $n: bad interface name '$v'"
+        netdev[$a]=$v ;;
     *) die "line $n: unknown key '$k'" ;;
     esac
 }
@@ -336,6 +339,10 @@ write_device() { # address index
     if [ -n "${physfn[$a]:-}" ]; then
         relpeer "$a" "${physfn[$a]}"
         link "$REPLY" "$d/physfn"
+    fi
+    if [ -n "${netdev[$a]:-}" ]; then
+        mkdir -p "$d/net/${netdev[$a]}"
+        printf '%s\n' "${netdev[$a]}" >"$d/net/${netdev[$a]}/ifname"
     fi
     if [ -n "${totalvfs[$a]:-}${numvfs[$a]:-}" ]; then
         write_sriov "$a" "$d"

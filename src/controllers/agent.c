@@ -28,6 +28,7 @@
 #include "controllers/runtime/leasepart.h"
 #include "controllers/runtime/process.h"
 #include "controllers/runtime/runner.h"
+#include "controllers/sriov/sriovnet.h"
 #include "kube/leader.h"
 
 struct agent {
@@ -39,6 +40,7 @@ struct agent {
     struct pciclaim *claims;
     struct usbdevices *usb_devices;
     struct usbclaim *usb_claims;
+    struct sriovnet *sriov;
     struct plugins *plugins;
     struct draslices *slices;
     struct draplugin *dra;
@@ -58,6 +60,7 @@ static void on_scan(struct map *want, const struct map *unreadable, void *userda
 {
     struct agent *a = userdata;
     pcidevices_keep_unreadable(a->devices, want, unreadable);
+    sriovnet_sync(a->sriov, want);
     devobjs_set_want(a->devices, want);
     draslices_sync(a->slices);
     pciclaim_enqueue_all(a->claims);
@@ -116,6 +119,7 @@ static void on_pci_claim(void *userdata)
 {
     struct agent *a = userdata;
     usbclaim_enqueue_all(a->usb_claims);
+    sriovnet_enqueue_all(a->sriov);
     draslices_sync(a->slices);
     plugins_sync(a->plugins);
 }
@@ -176,6 +180,23 @@ static int add_usb_claims(struct agent *a)
 {
     struct usbclaim_config c = {.env = a->env, .on_event = on_usb_claim, .userdata = a};
     return process_add(a->proc, &usbclaim_part, a->usb_claims = usbclaim_new(&c));
+}
+
+/* The SR-IOV PFs changed: their VFs come and go at once (uevents do it too on a real node). */
+static void on_sriov_written(void *userdata)
+{
+    struct agent *a = userdata;
+    inventory_scan(a->inv, "SR-IOV change");
+}
+
+static int add_sriov(struct agent *a)
+{
+    struct sriovnet_config c = {.env = a->env,
+                                .node = a->node,
+                                .worker = process_worker(a->proc),
+                                .on_written = on_sriov_written,
+                                .userdata = a};
+    return process_add(a->proc, &sriovnet_part, a->sriov = sriovnet_new(&c));
 }
 
 static int add_plugins(struct agent *a)
@@ -248,6 +269,7 @@ static int share_caches(struct agent *a)
     plugins_set_caches(a->plugins, &node);
     draplugin_set_caches(a->dra, pciclaim_informer(a->claims), pci_devs);
     pciclaim_set_dra_holder(a->claims, dra_holder, a);
+    sriovnet_set_claims(a->sriov, pciclaim_informer(a->claims));
     return 0;
 }
 
@@ -264,6 +286,7 @@ static int setup(struct agent *a)
             {"the PCIDeviceClaim reconciler", add_claims},
             {"the USBDevice reconciler", add_usb_devices},
             {"the USBDeviceClaim reconciler", add_usb_claims},
+            {"the SRIOVNetworkDevice reconciler", add_sriov},
             {"the device plugins", add_plugins},
             {"the ResourceSlices", add_slices},
             {"the DRA kubelet plugin", add_dra},

@@ -23,6 +23,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
+#include "base/metrics.h"
 #include "base/timefmt.h"
 #include "controllers/devices/devobjs.h"
 #include "controllers/devices/devwrite.h"
@@ -129,7 +130,7 @@ static void read_links(struct pf *p)
         return;
     int r = node_vflink_list(p->ifname, links, sizeof(links) / sizeof(links[0]), &n, &err);
     if (r < 0) {
-        (void)snprintf(p->links_error, sizeof(p->links_error), "%s", err.msg);
+        (void)snprintf(p->links_error, sizeof(p->links_error), "%.250s", err.msg);
         return;
     }
     for (size_t i = 0; i < n; i++)
@@ -644,6 +645,7 @@ static const struct runner_ops ops = {
         .kind = "SRIOVNetworkDevice",
         .waiting = "no PCI scan has succeeded",
         .unconverged = "the first SR-IOV PFs are not written yet",
+        .absent = "SRIOVNetworkDevice CRD not installed; SR-IOV PFs not published until it is",
 };
 
 /* --- life ------------------------------------------------------------------------------------- */
@@ -675,6 +677,12 @@ struct sriovnet *sriovnet_new(const struct sriovnet_config *cfg)
 void sriovnet_set_claims(struct sriovnet *s, struct kube_informer *claims)
 {
     s->claims = claims;
+}
+
+void sriovnet_enqueue_all(struct sriovnet *s)
+{
+    if (s && s->o.want)
+        devobjs_enqueue_all(&s->o);
 }
 
 static void sriovnet_free(void *self)

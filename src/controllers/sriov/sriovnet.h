@@ -47,6 +47,9 @@ struct sriovnet *sriovnet_new(const struct sriovnet_config *cfg);
 /* The PCIDeviceClaims of this node (borrowed): a claimed VF is in use. */
 void sriovnet_set_claims(struct sriovnet *s, struct kube_informer *claims);
 
+/* Queues every key (a claim changed: a VF may have become free or taken). */
+void sriovnet_enqueue_all(struct sriovnet *s);
+
 /* Takes the PFs and VFs of a PCI scan from `pci_want` (name -> struct pcidevice_spec, borrowed
  * for the call), reads each PF's VF settings (netlink) and queues every key. */
 void sriovnet_sync(struct sriovnet *s, const struct map *pci_want);
