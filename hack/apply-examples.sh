@@ -7,15 +7,18 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 kubectl apply -k crds/ >/dev/null
 kubectl wait --for condition=Established --timeout 60s \
     crd/pcidevices.devices.harvesterhci.io crd/pcideviceclaims.devices.harvesterhci.io \
-    crd/usbdevices.devices.harvesterhci.io crd/usbdeviceclaims.devices.harvesterhci.io >/dev/null
+    crd/usbdevices.devices.harvesterhci.io crd/usbdeviceclaims.devices.harvesterhci.io \
+    crd/sriovnetworkdevices.devices.harvesterhci.io >/dev/null
 status() { # kind name file
     kubectl patch "$1" "$2" --subresource status --type merge --patch-file "$3" >/dev/null
 }
-kubectl apply -f examples/pcidevices.yaml -f examples/usbdevices.yaml >/dev/null
+kubectl apply -f examples/pcidevices.yaml -f examples/usbdevices.yaml \
+    -f examples/sriovnetworkdevices.yaml >/dev/null
 for n in titan-0000001f6 titan-000001000 titan-000001001; do
     status pcidevice "$n" "examples/status/$n.yaml"
 done
 status usbdevice titan-0951-1666-2-1-4 examples/status/titan-0951-1666-2-1-4.yaml
+status sriovnetworkdevice titan-enp59s0f0 examples/status/titan-enp59s0f0.yaml
 kubectl apply -f examples/pcideviceclaims.yaml -f examples/usbdeviceclaims.yaml >/dev/null
 status usbdeviceclaim titan-0951-1666-2-1-4 examples/status/claim-titan-0951-1666-2-1-4.yaml
 for n in titan-000001000 titan-000001001; do

@@ -98,7 +98,8 @@ awk -v work="$TEST_DIR/workloads.yaml" -v rest="$TEST_DIR/rest.yaml" '
 expect_ok "namespace, CRDs, RBAC and admission policies apply" \
     kubectl apply -f "$TEST_DIR/rest.yaml"
 expect_ok "the CRDs become Established" kubectl wait --for condition=Established --timeout 60s \
-    crd/pcidevices.$G crd/pcideviceclaims.$G crd/usbdevices.$G crd/usbdeviceclaims.$G
+    crd/pcidevices.$G crd/pcideviceclaims.$G crd/usbdevices.$G crd/usbdeviceclaims.$G \
+    crd/sriovnetworkdevices.$G
 expect_ok "the DaemonSet and the Deployment pass a server-side dry run" \
     kubectl apply --server-side --dry-run=server -f "$TEST_DIR/workloads.yaml" -o json
 WL=$OUT

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# test/integration/test_crds.sh - the four CRDs on a real kube-apiserver, checked with the real
+# test/integration/test_crds.sh - the five CRDs on a real kube-apiserver, checked with the real
 # kubectl: discovery (category, short names), printer columns, explain, selectable fields,
 # valid samples accepted, malformed objects rejected with a message that names the problem,
-# the API formats agreeing with the C rules (test/fixtures/formats.txt), and the garbage
-# collector of kube-controller-manager removing a deleted Node's devices.
+# the API formats agreeing with the C rules (test/fixtures/formats.txt), SRIOVNetworkDevices as
+# harvester's controller writes them and each of their CEL rules, and the garbage collector of
+# kube-controller-manager removing a deleted Node's devices.
 SUITE=crds
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -46,15 +47,17 @@ expect_ok "CRDs apply and become Established" hack/apply-examples.sh
 
 echo "--- discovery and printing"
 OUT=$(kubectl api-resources --categories=hostdevices 2>&1)
-expect_contains "api-resources --categories=hostdevices lists the four kinds with short names" "$OUT" \
+expect_contains "api-resources --categories=hostdevices lists the five kinds with short names" "$OUT" \
     "pcideviceclaims" "pcidevclaim" "PCIDeviceClaim" "pcidevices" "pcidev " "PCIDevice" \
-    "usbdeviceclaims" "usbdevclaim" "USBDeviceClaim" "usbdevices" "usbdev " "USBDevice"
-[ "$(grep -c devices.harvesterhci.io <<<"$OUT")" -eq 4 ] && pass "exactly four kinds in the category" ||
-    fail "exactly four kinds in the category" "$OUT"
+    "usbdeviceclaims" "usbdevclaim" "USBDeviceClaim" "usbdevices" "usbdev " "USBDevice" \
+    "sriovnetworkdevices" "sriovnd" "SRIOVNetworkDevice"
+[ "$(grep -c devices.harvesterhci.io <<<"$OUT")" -eq 5 ] && pass "exactly five kinds in the category" ||
+    fail "exactly five kinds in the category" "$OUT"
 
 expect_ok "kubectl get hostdevices" kubectl get hostdevices
-expect_contains "get hostdevices lists objects of all four kinds" "$OUT" \
+expect_contains "get hostdevices lists objects of all five kinds" "$OUT" \
     "pcidevice.devices.harvesterhci.io/titan-0000001f6" \
+    "sriovnetworkdevice.devices.harvesterhci.io/titan-enp59s0f0" \
     "pcideviceclaim.devices.harvesterhci.io/titan-000001000" \
     "usbdevice.devices.harvesterhci.io/titan-0951-1666-2-1-4" \
     "usbdeviceclaim.devices.harvesterhci.io/titan-0951-1666-2-1-4"
@@ -76,6 +79,15 @@ expect_contains "usbdevices printer columns" "$OUT" "VENDOR ID" "PRODUCT ID" "PC
     "ENABLED" "PORT" "2-1.4" "0000:00:14.0" "false" "kubevirt.io/titan-0951-1666-2-1-4"
 OUT=$(kubectl get usbdevclaim 2>&1)
 expect_contains "usbdeviceclaims printer columns" "$OUT" "NODE NAME" "PCI ADDRESS" "USER NAME"
+# harvester's four columns, then hostdevd's; the interface only with -o wide.
+OUT=$(kubectl get sriovnetworkdevices 2>&1)
+expect_contains "sriovnetworkdevices printer columns (harvester's, then Total, Ready, Reason)" \
+    "$(head -1 <<<"$OUT" | tr -s ' ')" "NAME ADDRESS NODE NAME NUMVFS TOTAL VF ADDRESSES READY REASON AGE"
+expect_contains "... with their values" "$(grep titan-enp59s0f0 <<<"$OUT" | tr -s ' ')" \
+    'titan-enp59s0f0 0000:3b:00.0 titan 2 64 ["0000:3b:02.0","0000:3b:02.1"] True Configured'
+OUT=$(kubectl get sriovnd -o wide 2>&1)
+expect_contains "sriovnetworkdevices wide column: the interface" "$(tr -s ' ' <<<"$OUT")" \
+    "NODE NAME INTERFACE NUMVFS" "titan enp59s0f0 2"
 
 OUT=$(kubectl explain pcidevice.status 2>&1)
 expect_contains "explain pcidevice.status describes the fields" "$OUT" \
@@ -83,6 +95,16 @@ expect_contains "explain pcidevice.status describes the fields" "$OUT" \
     "passthroughBlockers"
 OUT=$(kubectl explain pcideviceclaim.spec.address 2>&1)
 expect_contains "explain pcideviceclaim.spec.address" "$OUT" "PCI address of the device"
+OUT=$(kubectl explain sriovnetworkdevice.spec 2>&1)
+expect_contains "explain sriovnetworkdevice.spec describes the fields" "$OUT" \
+    "How many virtual functions the PF should have" "changes only through 0" "Per-VF settings"
+OUT=$(kubectl explain sriovnetworkdevice.spec.vfs 2>&1)
+expect_contains "explain sriovnetworkdevice.spec.vfs describes each setting" "$OUT" \
+    "MAC address the VF gets" "802.1Q VLAN id" "802.1p priority" "trusted" "spoof"
+OUT=$(kubectl explain sriovnetworkdevice.status 2>&1)
+expect_contains "explain sriovnetworkdevice.status describes the fields" "$OUT" \
+    "PCI addresses of the PF's VFs" "sriovNetworkDeviceEnabled" "sriov_totalvfs" "sriov_numvfs" \
+    "HostNeedsDevice" "VFsInUse"
 
 echo "--- selectable fields"
 OUT=$(kubectl get pcideviceclaims --field-selector spec.nodeName=titan -o name 2>&1)
@@ -91,6 +113,8 @@ OUT=$(kubectl get pcideviceclaims --field-selector spec.nodeName=other -o name 2
 [ -z "$OUT" ] && pass "no claims for another node" || fail "no claims for another node" "$OUT"
 OUT=$(kubectl get pcidevices --field-selector status.nodeName=titan -o name 2>&1)
 expect_contains "devices selected by status.nodeName" "$OUT" "titan-0000001f6"
+OUT=$(kubectl get sriovnetworkdevices --field-selector spec.address=0000:3b:00.0 -o name 2>&1)
+expect_contains "SR-IOV PFs selected by spec.address" "$OUT" "sriovnetworkdevice.devices.harvesterhci.io/titan-enp59s0f0"
 
 echo "--- malformed objects are rejected with a message that says what is wrong"
 expect_reject "claim: function 8 in the address" \
@@ -172,6 +196,93 @@ expect_reject "usb claim: spec changed after creation" "spec is immutable" \
     kubectl patch usbdeviceclaim titan-0951-1666-2-1-4 --type merge -p '{"spec":{"userName":"mallory"}}'
 expect_reject "usb claim: missing spec" "spec: Required value" \
     create_yaml "$(printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: USBDeviceClaim\nmetadata: {name: titan-0951-1666-2-1-4x}\n')"
+
+echo "--- SRIOVNetworkDevice: harvester's objects are valid; hostdevd's rules say what to write"
+# As harvester's sriovdevice controller writes one (pkg/util/nichelper): name
+# lower(<node>-<interface>), label nodename, annotation ...harvesterhi.io/interface-name (sic),
+# spec {address, nodeName, numVFs}, then status {vfAddresses, vfPCIDevices, status}.
+expect_ok "a SRIOVNetworkDevice as harvester's controller creates it" create_yaml 'apiVersion: devices.harvesterhci.io/v1beta1
+kind: SRIOVNetworkDevice
+metadata:
+  name: titan-enp3s0f1
+  labels: {nodename: titan}
+  annotations: {sriov.devices.harvesterhi.io/interface-name: enP3s0f1}
+spec: {address: "0000:03:00.1", nodeName: titan, numVFs: 4}'
+expect_ok "... and its status as harvester's controller writes it" status_patch sriovnetworkdevice titan-enp3s0f1 \
+    '{"status":{"vfAddresses":["0000:03:10.1","0000:03:10.3","0000:03:10.5","0000:03:10.7"],
+      "vfPCIDevices":["titan-000003101","titan-000003103","titan-000003105","titan-000003107"],
+      "status":"sriovNetworkDeviceEnabled"}}'
+expect_contains "... kept as written" \
+    "$(kubectl get sriovnd titan-enp3s0f1 -o jsonpath='{.spec.numVFs} {.status.status} {.status.vfPCIDevices[3]}')" \
+    "4 sriovNetworkDeviceEnabled titan-000003107"
+expect_ok "harvester's disabled object (numVFs 0, status Disabled, no VF lists)" create_yaml 'apiVersion: devices.harvesterhci.io/v1beta1
+kind: SRIOVNetworkDevice
+metadata:
+  name: titan-enp3s0f0
+  labels: {nodename: titan}
+  annotations: {sriov.devices.harvesterhi.io/interface-name: enP3s0f0}
+spec: {address: "0000:03:00.0", nodeName: titan, numVFs: 0}'
+expect_ok "... and its status" status_patch sriovnetworkdevice titan-enp3s0f0 '{"status":{"status":"sriovNetworkDeviceDisabled"}}'
+# The agent reports a PF that supports fewer VFs than spec.numVFs asks (harvester wrote the count,
+# or the card was replaced): status is written (Ready says TooManyVFs), only raising is refused.
+expect_ok "the agent writes totalVFs 2 under a numVFs of 4 it did not set" \
+    status_patch sriovnetworkdevice titan-enp3s0f1 '{"status":{"totalVFs":2,"numVFs":0}}'
+expect_reject "raising numVFs past totalVFs is refused, saying what to write" \
+    "spec.numVFs 5 is more than the 2 virtual functions this PF supports (status.totalVFs): write 2 or less" \
+    kubectl patch sriovnd titan-enp3s0f1 --type merge -p '{"spec":{"numVFs":5}}'
+
+P=titan-enp59s0f0 # the example: numVFs 2, totalVFs 64
+vfs() { kubectl patch sriovnd $P --type merge -p "{\"spec\":{\"vfs\":$1}}"; }
+expect_ok "per-VF settings: MAC (upper case), VLAN with priority, trust, spoof checking" \
+    vfs '[{"index":1,"mac":"0A:BC:00:3B:02:01","vlan":4095,"qos":7,"trust":true,"spoofCheck":false}]'
+expect_ok "numVFs up to totalVFs" kubectl patch sriovnd $P --type merge --dry-run=server -p '{"spec":{"numVFs":64}}'
+expect_reject "numVFs over totalVFs" \
+    "spec.numVFs: Invalid value: spec.numVFs 65 is more than the 64 virtual functions this PF supports (status.totalVFs): write 64 or less" \
+    kubectl patch sriovnd $P --type merge -p '{"spec":{"numVFs":65}}'
+expect_reject "negative numVFs" \
+    "spec.numVFs: Invalid value: -1: the number of virtual functions goes from 0 (none) to status.totalVFs" \
+    kubectl patch sriovnd $P --type merge -p '{"spec":{"numVFs":-1}}'
+expect_reject "a MAC address of five pairs" \
+    'spec.vfs[0].mac: Invalid value: "02:00:00:3b:02": not a MAC address: write six hex pairs separated by ":"' \
+    vfs '[{"index":0,"mac":"02:00:00:3b:02"}]'
+expect_reject "a multicast MAC address, with the unicast one to write" \
+    'spec.vfs[0].mac: Invalid value: "03:00:00:3b:02:00": a multicast address (the first octet is odd): a VF needs a unicast one, e.g. "02:00:00:3b:02:00"' \
+    vfs '[{"index":0,"mac":"03:00:00:3b:02:00"}]'
+expect_reject "the all-zero MAC address" "the all-zero address is none: leave mac out" \
+    vfs '[{"index":0,"mac":"00:00:00:00:00:00"}]'
+expect_reject "VLAN 4096" "spec.vfs[0].vlan: Invalid value: 4096: VLAN ids go from 1 to 4095 (0 means no VLAN)" \
+    vfs '[{"index":0,"vlan":4096}]'
+expect_reject "a VLAN priority of 8" "spec.vfs[0].qos: Invalid value: 8: the VLAN priority goes from 0 to 7" \
+    vfs '[{"index":0,"vlan":100,"qos":8}]'
+expect_reject "a VLAN priority without a VLAN" \
+    "spec.vfs[0].qos: Invalid value: spec.vfs[].qos 3 of VF 0 is a VLAN priority: set vlan too (1 to 4095), or remove qos" \
+    vfs '[{"index":0,"qos":3}]'
+expect_reject "a VF index past numVFs, with the range to write" \
+    "spec.vfs: Invalid value: spec.vfs[1].index 2: the PF will have only 2 VFs (spec.numVFs); indexes go from 0 to 1" \
+    vfs '[{"index":0},{"index":2}]'
+expect_reject "... also when numVFs is lowered under an entry" \
+    "spec.vfs[0].index 1: the PF will have only 1 VFs (spec.numVFs); indexes go from 0 to 0" \
+    kubectl patch sriovnd $P --type merge -p '{"spec":{"numVFs":1}}'
+expect_reject "VF settings with numVFs 0" "with spec.numVFs 0 the PF has no VFs to set: remove spec.vfs, or raise spec.numVFs" \
+    kubectl patch sriovnd $P --type merge -p '{"spec":{"numVFs":0}}'
+expect_ok "... numVFs 0 once spec.vfs is gone" \
+    kubectl patch sriovnd $P --type merge --dry-run=server -p '{"spec":{"numVFs":0,"vfs":null}}'
+expect_reject "a negative VF index" "spec.vfs[0].index: Invalid value: -1: VF indexes go from 0 to spec.numVFs - 1" \
+    vfs '[{"index":-1}]'
+expect_reject "two entries for one VF" "Duplicate value" vfs '[{"index":0},{"index":0,"vlan":5}]'
+expect_reject "changing spec.address" \
+    "spec.address: Forbidden: spec.address cannot change: this object is PF 0000:3b:00.0; the agent publishes one object per PF (for 0000:3b:00.1: kubectl get sriovnetworkdevices --field-selector spec.address=0000:3b:00.1)" \
+    kubectl patch sriovnd $P --type merge -p '{"spec":{"address":"0000:3b:00.1"}}'
+expect_reject "changing spec.nodeName" "spec.nodeName cannot change: this object is a PF of node titan" \
+    kubectl patch sriovnd $P --type merge -p '{"spec":{"nodeName":"other"}}'
+expect_reject "an address without its domain" \
+    'spec.address: Invalid value: "3b:00.0": must be a PCI address with its domain' \
+    create_yaml 'apiVersion: devices.harvesterhci.io/v1beta1
+kind: SRIOVNetworkDevice
+metadata: {name: titan-eth9}
+spec: {address: "3b:00.0", nodeName: titan}'
+expect_reject "status other than harvester's two" 'Unsupported value: "on"' \
+    status_patch sriovnetworkdevice $P '{"status":{"status":"on"}}'
 
 echo "--- the API server and the C rules agree on every value of test/fixtures/formats.txt"
 agree=0 disagree=()

@@ -145,7 +145,8 @@ t0=$SECONDS
 expect_ok "helm install $REL $CHART -n $NS" helm install $REL "$CHART" -n $NS
 echo "  helm install in $((SECONDS - t0))s"
 expect_ok "the CRDs become Established" kubectl wait --for condition=Established --timeout 60s \
-    crd/pcidevices.$G crd/pcideviceclaims.$G crd/usbdevices.$G crd/usbdeviceclaims.$G
+    crd/pcidevices.$G crd/pcideviceclaims.$G crd/usbdevices.$G crd/usbdeviceclaims.$G \
+    crd/sriovnetworkdevices.$G
 # Every object of the chart, looked up by kind, namespace and name.
 expect_ok "every object of the chart exists" kubectl get -f "$TEST_DIR/chart.yaml" -o name
 expect_contains "... all $(wc -l <"$TEST_DIR/c.keys") of them" "$(wc -l <<<"$OUT")" "$(wc -l <"$TEST_DIR/c.keys")"
@@ -285,10 +286,10 @@ LEFT=$(kubectl get "$KINDS" -A -o json 2>/dev/null | jq -r '.items[] | select((.
      .["app.kubernetes.io/managed-by"] == "Helm")) | .kind + " " + (.metadata.namespace // "-") + "/" + .metadata.name' | sort)
 expect_ok "what stays: the CRDs, the release namespace $NS and the leader Lease in it" \
     diff <(printf '%s\n' "$LEFT") <(printf 'CustomResourceDefinition -/%s\n' pcideviceclaims.$G pcidevices.$G \
-        usbdeviceclaims.$G usbdevices.$G; printf 'Lease %s/hostdevd-controller\nNamespace -/%s\n' $NS $NS)
+        sriovnetworkdevices.$G usbdeviceclaims.$G usbdevices.$G; printf 'Lease %s/hostdevd-controller\nNamespace -/%s\n' $NS $NS)
 expect_ok "the CRDs stay (helm never deletes crds/), and with them the devices and claims" \
     kubectl get crd/pcidevices.$G crd/pcideviceclaims.$G crd/usbdevices.$G crd/usbdeviceclaims.$G \
-    pcidevice/$X pcideviceclaim/$X -o name
+    crd/sriovnetworkdevices.$G pcidevice/$X pcideviceclaim/$X -o name
 expect_ok "helm install again over the CRDs that stayed" helm install $REL "$CHART" -n $NS
 expect_ok "helm uninstall again" helm uninstall $REL -n $NS --wait --timeout 60s
 
