@@ -147,49 +147,10 @@ static void test_spec(void)
     }
 }
 
-static void test_mac_and_satisfied(void)
-{
-    uint8_t mac[6];
-    char text[18];
-    CU_ASSERT_EQUAL(sriovobj_parse_mac("52:54:00:Ab:cD:ef", mac), 0);
-    sriovobj_format_mac(mac, text, sizeof(text));
-    CU_ASSERT_STRING_EQUAL(text, "52:54:00:ab:cd:ef");
-    CU_ASSERT_EQUAL(sriovobj_parse_mac("00:00:00:00:00:00", mac), -EINVAL);
-    CU_ASSERT_EQUAL(sriovobj_parse_mac("ff:ff:ff:ff:ff:ff", mac), -EINVAL);
-    CU_ASSERT_EQUAL(sriovobj_parse_mac("52:54:00:ab:cd", mac), -EINVAL);
-    CU_ASSERT_EQUAL(sriovobj_parse_mac("52:54:00:ab:cd:ef:", mac), -EINVAL);
-    CU_ASSERT_EQUAL(sriovobj_parse_mac("5:54:00:ab:cd:ef", mac), -EINVAL);
-
-    struct sriovobj_vf want = {.index = 0, .vlan = -1, .qos = -1, .spoofchk = -1, .trust = -1};
-    struct sriovobj_vf have = {.index = 0, .has_mac = true, .mac = {0x52, 0x54, 0, 0, 0, 1},
-                               .vlan = 0, .qos = 0, .spoofchk = 1, .trust = 0};
-    CU_ASSERT_TRUE(sriovobj_vf_satisfied(&want, &have)); /* nothing asked */
-    want.has_mac = true;
-    memcpy(want.mac, have.mac, 6);
-    want.spoofchk = 1;
-    CU_ASSERT_TRUE(sriovobj_vf_satisfied(&want, &have));
-    want.mac[5] = 2;
-    CU_ASSERT_FALSE(sriovobj_vf_satisfied(&want, &have));
-    want.mac[5] = 1;
-    want.vlan = 100;
-    want.qos = 0;
-    CU_ASSERT_FALSE(sriovobj_vf_satisfied(&want, &have));
-    have.vlan = 100;
-    CU_ASSERT_TRUE(sriovobj_vf_satisfied(&want, &have));
-    want.trust = 1;
-    CU_ASSERT_FALSE(sriovobj_vf_satisfied(&want, &have));
-    have.trust = -1; /* not reported: not satisfied */
-    CU_ASSERT_FALSE(sriovobj_vf_satisfied(&want, &have));
-    have.trust = 1;
-    want.spoofchk = 0;
-    CU_ASSERT_FALSE(sriovobj_vf_satisfied(&want, &have));
-}
-
 static CU_TestInfo tests[] = {
         {"the VF count: every transition", test_transitions},
         {"the VF count: every refusal", test_refusals},
         {"the spec as read, and each wrong one", test_spec},
-        {"MAC addresses; settings already applied", test_mac_and_satisfied},
         CU_TEST_INFO_NULL,
 };
 

@@ -5,50 +5,12 @@
 #include "controllers/objects/sriovobj.h"
 
 #include <cjson/cJSON.h>
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/json.h"
-
-int sriovobj_parse_mac(const char *s, uint8_t ret[6])
-{
-    uint8_t mac[6];
-    for (int i = 0; i < 6; i++, s += 3) {
-        if (!isxdigit((unsigned char)s[0]) || !isxdigit((unsigned char)s[1]) ||
-            s[2] != (i < 5 ? ':' : '\0'))
-            return -EINVAL;
-        char hex[3] = {s[0], s[1], '\0'};
-        mac[i] = (uint8_t)strtoul(hex, NULL, 16);
-    }
-    static const uint8_t zero[6];
-    if ((mac[0] & 1) || memcmp(mac, zero, sizeof(zero)) == 0)
-        return -EINVAL;
-    memcpy(ret, mac, sizeof(mac));
-    return 0;
-}
-
-void sriovobj_format_mac(const uint8_t mac[6], char *buf, size_t size)
-{
-    (void)snprintf(buf, size, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
-                   mac[4], mac[5]);
-}
-
-bool sriovobj_vf_satisfied(const struct sriovobj_vf *want, const struct sriovobj_vf *have)
-{
-    if (want->has_mac && (!have->has_mac || memcmp(want->mac, have->mac, 6) != 0))
-        return false;
-    if (want->vlan >= 0 && want->vlan != have->vlan)
-        return false;
-    if (want->qos >= 0 && want->qos != have->qos)
-        return false;
-    if (want->spoofchk >= 0 && want->spoofchk != have->spoofchk)
-        return false;
-    return want->trust < 0 || want->trust == have->trust;
-}
 
 /* A whole number in [min, max] from field `name` of `o`; `absent` when it has none. */
 static int whole(const cJSON *o, const char *name, long long min, long long max, long long absent,
@@ -74,10 +36,10 @@ static int flag(const cJSON *o, const char *name, int *ret)
     return !v || cJSON_IsBool(v) ? 0 : -EINVAL;
 }
 
-static int vf_entry(const cJSON *e, size_t i, int num_vfs, struct sriovobj_vf *vf, struct err *why)
+static int vf_entry(const cJSON *e, size_t i, int num_vfs, struct node_vflink_want *vf, struct err *why)
 {
     long long index, vlan, qos;
-    *vf = (struct sriovobj_vf){.vlan = -1, .qos = -1, .spoofchk = -1, .trust = -1};
+    *vf = (struct node_vflink_want){.vlan = -1, .qos = -1, .spoofchk = -1, .trust = -1};
     if (!cJSON_IsObject(e) || !json_field(e, "index") ||
         whole(e, "index", 0, 65535, -1, &index) < 0)
         return err_set(why, -EINVAL,
@@ -89,7 +51,7 @@ static int vf_entry(const cJSON *e, size_t i, int num_vfs, struct sriovobj_vf *v
                        "go from 0 to numVFs-1",
                        i, index, num_vfs);
     const char *mac = json_str(e, "mac");
-    if (json_field(e, "mac") && (!mac || sriovobj_parse_mac(mac, vf->mac) < 0))
+    if (json_field(e, "mac") && (!mac || node_vflink_mac_parse(mac, vf->mac, NULL) < 0))
         return err_set(why, -EINVAL,
                        "spec.vfs[%zu].mac is not a unicast MAC address: write six pairs of hex "
                        "digits separated by colons, e.g. 52:54:00:12:34:56",
@@ -97,11 +59,13 @@ static int vf_entry(const cJSON *e, size_t i, int num_vfs, struct sriovobj_vf *v
     vf->has_mac = mac != NULL;
     if (whole(e, "vlan", 0, 4095, -1, &vlan) < 0)
         return err_set(why, -EINVAL, "spec.vfs[%zu].vlan must be 0 (none) to 4095", i);
-    if (whole(e, "qos", 0, 7, -1, &qos) < 0 || (qos >= 0 && vlan < 0))
+    if (whole(e, "qos", 0, 7, -1, &qos) < 0 || (qos > 0 && vlan <= 0))
         return err_set(why, -EINVAL,
-                       "spec.vfs[%zu].qos must be a VLAN priority 0 to 7, with a vlan beside it", i);
+                       "spec.vfs[%zu].qos must be a VLAN priority 0 to 7, above 0 only with a "
+                       "vlan beside it",
+                       i);
     vf->vlan = (int)vlan;
-    vf->qos = vlan >= 0 && qos < 0 ? 0 : (int)qos; /* a VLAN without qos sets priority 0 */
+    vf->qos = vlan < 0 ? -1 : qos < 0 ? 0 : (int)qos; /* the kernel sets both together */
     if (flag(e, "spoofCheck", &vf->spoofchk) < 0 || flag(e, "trust", &vf->trust) < 0)
         return err_set(why, -EINVAL, "spec.vfs[%zu]: spoofCheck and trust are true or false", i);
     return 0;

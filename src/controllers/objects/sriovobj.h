@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "node/vflink.h"
 
 struct cJSON;
 
@@ -45,22 +46,12 @@ struct cJSON;
 /* The annotation harvester puts on each object (sic: "harvesterhi"). */
 #define SRIOVOBJ_INTERFACE_ANNOTATION "sriov.devices.harvesterhi.io/interface-name"
 
-/* One VF's settings: asked (spec.vfs[]) or reported (the PF's driver, over netlink). A field
- * < 0 (`has_mac` false) is not asked, or not reported. */
-struct sriovobj_vf {
-    int index;
-    bool has_mac;
-    uint8_t mac[6];
-    int vlan, qos;
-    int spoofchk, trust; /* 0 or 1 */
-};
-
 /* What an object's spec asks. */
 struct sriovobj_spec {
     char address[20]; /* spec.address: the PF */
     int num_vfs;      /* spec.numVFs (absent: 0) */
     long long generation;
-    struct sriovobj_vf vfs[SRIOVOBJ_VFS_MAX]; /* spec.vfs, in their order */
+    struct node_vflink_want vfs[SRIOVOBJ_VFS_MAX]; /* spec.vfs, in their order */
     size_t n_vfs;
 };
 
@@ -69,18 +60,11 @@ struct sriovobj_spec {
  * and what to write instead (the CRD refuses such specs; this is for objects written before
  * it did): a numVFs that is not a whole number >= 0, a VF entry without an index or with an
  * index >= numVFs, a MAC that is not "aa:bb:cc:dd:ee:ff" or is multicast, a VLAN outside 0..4095,
- * a QoS outside 0..7 or without a VLAN, two entries for one index, more than SRIOVOBJ_VFS_MAX.
+ * a QoS outside 0..7 or above 0 without a VLAN, two entries for one index, more than
+ * SRIOVOBJ_VFS_MAX. Each VF entry is a node_vflink_want (node/vflink.h): what is not asked is
+ * < 0.
  */
 int sriovobj_spec(const struct cJSON *obj, struct sriovobj_spec *ret, struct err *why);
-
-/* Parses "aa:bb:cc:dd:ee:ff" (either case) into `ret`: 0, or -EINVAL. Multicast and all-zero
- * addresses are refused (a VF cannot have them). */
-int sriovobj_parse_mac(const char *s, uint8_t ret[6]);
-/* "aa:bb:cc:dd:ee:ff" into `buf` (18 bytes at least). */
-void sriovobj_format_mac(const uint8_t mac[6], char *buf, size_t size);
-
-/* Whether the reported settings `have` already are what `want` asks (only what it asks). */
-bool sriovobj_vf_satisfied(const struct sriovobj_vf *want, const struct sriovobj_vf *have);
 
 /* What the plan of the VF count knows of the PF. */
 struct sriovobj_facts {

@@ -339,18 +339,6 @@ static void plan_free(void *v)
     free(p);
 }
 
-static struct node_vflink_want want_of(const struct sriovobj_vf *v)
-{
-    struct node_vflink_want w = {.index = v->index,
-                                 .has_mac = v->has_mac,
-                                 .vlan = v->vlan,
-                                 .qos = v->qos,
-                                 .spoofchk = v->spoofchk,
-                                 .trust = v->trust};
-    memcpy(w.mac, v->mac, sizeof(w.mac));
-    return w;
-}
-
 /* The settings the VFs lack (all of them when the count changes: new VFs have none). */
 static int settings_of(const struct pf *p, const struct sriovobj_spec *spec, bool all,
                        struct job *j)
@@ -359,7 +347,7 @@ static int settings_of(const struct pf *p, const struct sriovobj_spec *spec, boo
     if (spec->n_vfs && !j->settings)
         return -ENOMEM;
     for (size_t i = 0; i < spec->n_vfs; i++) {
-        struct node_vflink_want w = want_of(&spec->vfs[i]);
+        const struct node_vflink_want w = spec->vfs[i];
         const struct vf *have = NULL;
         for (size_t k = 0; k < p->n_vfs; k++)
             if (p->vfs[k].index == w.index && p->vfs[k].has_link)
