@@ -21,7 +21,7 @@
 # 0), sriov_totalvfs=N and sriov_numvfs=N (make the device an SR-IOV PF), physfn=ADDRESS (makes
 # it a VF of that PF; the PF's virtfnN links follow the order of the VF lines), and
 # omit=ATTR[,ATTR...] (attributes or links to leave out, e.g. omit=vendor for a device that
-# vanishes while it is read), netdev=NAME (a network interface: the directory net/NAME/).
+# vanishes while it is read), netdev=NAME (a network interface: net/NAME/ and the link class/net/NAME).
 # Exits 2 on a malformed description.
 #
 # USB devices: lines starting with the word "usb".
@@ -341,8 +341,9 @@ write_device() { # address index
         link "$REPLY" "$d/physfn"
     fi
     if [ -n "${netdev[$a]:-}" ]; then
-        mkdir -p "$d/net/${netdev[$a]}"
+        mkdir -p "$d/net/${netdev[$a]}" "$out/class/net"
         printf '%s\n' "${netdev[$a]}" >"$d/net/${netdev[$a]}/ifname"
+        link "../../$rel/net/${netdev[$a]}" "$out/class/net/${netdev[$a]}"
     fi
     if [ -n "${totalvfs[$a]:-}${numvfs[$a]:-}" ]; then
         write_sriov "$a" "$d"

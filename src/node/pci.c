@@ -683,6 +683,8 @@ static void index_vfs(struct scan *s)
             (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/virtfn%d", pf->address, k);
             int r = node_sysfs_read_link_in(s->pci->root_fd, path, "bus/pci/devices", vf,
                                             sizeof(vf));
+            if (r == -ENOENT) /* not made yet (the count just written), or gone */
+                continue;
             if (r < 0) {
                 add_problem(pf, "virtfn", r, "bus/pci/devices");
                 continue;

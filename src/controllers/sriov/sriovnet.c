@@ -368,7 +368,12 @@ static int node_plan(struct sriovnet *s, const struct pf *p, const struct sriovo
     struct buf used;
     buf_init(&used, 2048);
     in_use(s, p, &used);
-    const struct node_blocker *b = p->n_blockers > 0 ? &p->blockers[0] : NULL;
+    const struct node_blocker *b = NULL; /* the host's use of the PF; not its IOMMU group */
+    for (int i = 0; !b && i < p->n_blockers; i++)
+        if (strcmp(p->blockers[i].reason, "HostNetwork") == 0 ||
+            strcmp(p->blockers[i].reason, "MountedFilesystem") == 0 ||
+            strcmp(p->blockers[i].reason, "Swap") == 0)
+            b = &p->blockers[i];
     struct sriovobj_facts f = {.total = p->total,
                                .current = p->current,
                                .blocker_reason = b ? b->reason : NULL,
@@ -563,6 +568,8 @@ static void job_done(struct worker_job *wj, bool cancelled)
     struct runner_job *rj = j->rj;
     if (cancelled) {
         runner_job_done(rj, RUNNER_RETRY, 0);
+        free(j->settings);
+        free(j);
         return;
     }
     metrics_inc(s->node_writes);
@@ -587,6 +594,8 @@ static void job_done(struct worker_job *wj, bool cancelled)
     }
     /* the new facts come with the rescan, which queues the key again */
     runner_job_done(rj, RUNNER_DONE, 0);
+    free(j->settings);
+    free(j);
     if (s->cfg.on_written)
         s->cfg.on_written(s->cfg.userdata);
 }
