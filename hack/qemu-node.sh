@@ -16,6 +16,13 @@
 #       --extra SRC:DEST       also put file SRC at DEST in the guest for this boot (repeatable;
 #                              a static binary: its libraries are not copied)
 #       --no-agent             do not start the supervised agent (agentctl start does)
+#       --sriov                an SR-IOV NIC (igb, an 82576: 7 VFs) behind its own PCIe root port
+#                              (`devices`), igb and igbvf loaded at boot, iproute2's ip as
+#                              /usr/sbin/ip (busybox's sh runs its own `ip` for a bare `ip`).
+#                              igb needs qemu >= 8.0: the host's qemu if it has igb, else
+#                              Debian's <release>-backports qemu (10.0 for bookworm), fetched on
+#                              first use with a private apt state into HOSTDEVD_QEMU_CACHE's
+#                              qemu-backports/ (13 MB download, 39 MB unpacked; 1.5-1.7 s here)
 #       --vmm                  also put a VMM in the guest: the host's qemu-system-x86_64 with its
 #                              libraries, TCG and usb-host modules and SeaBIOS (BUILDDIR/vmm.cpio,
 #                              made on first use, about 50 MB), to start VMs the way libvirt does
@@ -84,6 +91,13 @@ guest PCI address  device                               qemu id   IOMMU group, d
   xhci port 4      free for hotplug: hmp DIR 'device_add usb-kbd,id=k2,bus=xhci.0,port=4'
 0000:00:1f.0/2/3   q35 ICH9 LPC, SATA, SMBus            -         6 (all three), none
 Group numbers are the kernel's order of discovery; the same at every boot of this layout.
+
+With boot --sriov (qemu 10.0, see fetch_sriov_qemu), also (the ICH9 functions' group is then 7):
+0000:00:07.0       pcie-root-port 1b36:000c             sriovrp   6, pcieport
+0000:01:00.0       igb 8086:10c9 (82576 PF, 7 VFs)      sriov0    8, igb; 52:54:00:00:07:00
+0000:01:10.0 ...   its VFs 8086:10ca, VF n at devfn     -         9+n, igbvf (loaded at boot);
+                   0x80+2n: 01:10.0 10.2 10.4 10.6                none until sriov_numvfs is written
+                   11.0 11.2 11.4                                 (0 at every boot)
 EOF
 }
 
