@@ -16,6 +16,13 @@
 #       --extra SRC:DEST       also put file SRC at DEST in the guest for this boot (repeatable;
 #                              a static binary: its libraries are not copied)
 #       --no-agent             do not start the supervised agent (agentctl start does)
+#       --sriov                an SR-IOV NIC (igb, an 82576: 7 VFs) behind its own PCIe root port
+#                              (`devices`), igb and igbvf loaded at boot, iproute2's ip as
+#                              /usr/sbin/ip (busybox's sh runs its own `ip` for a bare `ip`).
+#                              igb needs qemu >= 8.0: the host's qemu if it has igb, else
+#                              Debian's <release>-backports qemu (10.0 for bookworm), fetched on
+#                              first use with a private apt state into HOSTDEVD_QEMU_CACHE's
+#                              qemu-backports/ (13 MB download, 39 MB unpacked; 1.5-1.7 s here)
 #       --vmm                  also put a VMM in the guest: the host's qemu-system-x86_64 with its
 #                              libraries, TCG and usb-host modules and SeaBIOS (BUILDDIR/vmm.cpio,
 #                              made on first use, about 50 MB), to start VMs the way libvirt does
@@ -61,7 +68,7 @@ export DEBIAN_FRONTEND=noninteractive
 # Modules in the image's tree (with their dependencies). The guest loads the drivers of the
 # devices at boot, but not vfio: the agent loads vfio-pci and vfio_iommu_type1 itself.
 BOOT_MODULES="virtio_pci virtio_net e1000 e1000e xhci_pci usb_storage sd_mod usbhid hid_generic"
-TREE_MODULES="$BOOT_MODULES uas vfio_pci vfio_iommu_type1 ${QEMU_NODE_EXTRA_MODULES:-}"
+TREE_MODULES="$BOOT_MODULES uas vfio_pci vfio_iommu_type1 igb igbvf ${QEMU_NODE_EXTRA_MODULES:-}"
 
 die() { echo "qemu-node: $*" >&2; exit 1; }
 note() { echo "qemu-node: $*" >&2; }
@@ -84,6 +91,13 @@ guest PCI address  device                               qemu id   IOMMU group, d
   xhci port 4      free for hotplug: hmp DIR 'device_add usb-kbd,id=k2,bus=xhci.0,port=4'
 0000:00:1f.0/2/3   q35 ICH9 LPC, SATA, SMBus            -         6 (all three), none
 Group numbers are the kernel's order of discovery; the same at every boot of this layout.
+
+With boot --sriov (qemu 10.0, see fetch_sriov_qemu), also (the ICH9 functions' group is then 7):
+0000:00:07.0       pcie-root-port 1b36:000c             sriovrp   6, pcieport
+0000:01:00.0       igb 8086:10c9 (82576 PF, 7 VFs)      sriov0    8, igb; 52:54:00:00:07:00
+0000:01:10.0 ...   its VFs 8086:10ca, VF n at devfn     -         9+n, igbvf (loaded at boot);
+                   0x80+2n: 01:10.0 10.2 10.4 10.6                none until sriov_numvfs is written
+                   11.0 11.2 11.4                                 (0 at every boot)
 EOF
 }
 
@@ -101,6 +115,16 @@ QEMU_DEVICES=(
     -device usb-kbd,id=kbd,bus=xhci.0,port=1
     -device usb-tablet,id=tablet,bus=xhci.0,port=2
 )
+
+# --sriov: an igb (82576, SR-IOV: up to 7 VFs) behind a PCIe root port of its own.
+# shellcheck disable=SC2054 # commas are qemu's
+SRIOV_DEVICES=(
+    -device pcie-root-port,id=sriovrp,bus=pcie.0,addr=07.0,chassis=7,slot=7
+    -netdev user,id=n3,restrict=on
+    -device igb,netdev=n3,id=sriov0,bus=sriovrp,addr=00.0,mac=52:54:00:00:07:00,romfile=
+)
+# loaded at a --sriov boot (a real node's udev would load them for the PF and its VFs)
+SRIOV_BOOT_MODULES="igb igbvf"
 
 # --- host tools ----------------------------------------------------------------------------------
 
@@ -209,6 +233,100 @@ fetch_kernel() {
         exec 8>&-
     fi
     echo "$k"
+}
+
+# --- the SR-IOV qemu (cached) -------------------------------------------------------------------
+
+# --sriov needs qemu's igb (an 82576 with SR-IOV), which qemu has since 8.0. The host's qemu when
+# it has igb; else Debian's <codename>-backports build (10.0 for bookworm), downloaded once with
+# a private apt state (the host's sources stay as they are) and unpacked, not installed, into
+# CACHE/qemu-backports/<version>/root. Its libraries are the host's (those of the host's qemu).
+SRIOV_QEMU_PKGS="qemu-system-x86 qemu-system-common qemu-system-data seabios"
+
+# The apt source line of the backports suite: the URI (and keyring) of the host's source for its
+# own release, from /etc/apt/sources.list or a deb822 file in sources.list.d.
+backports_source() {
+    local codename f line
+    codename=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)
+    [ -n "$codename" ] || die "no VERSION_CODENAME in /etc/os-release"
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -f "$f" ] || continue
+        line=$(awk -v want="$codename" '
+            function flush() {
+                if (deb && uri != "" && (" " suites " ") ~ (" " want " "))
+                    { printf "deb %s%s %s-backports main\n", key, uri, want; found = 1; exit }
+                deb = 0; uri = ""; suites = ""; key = ""
+            }
+            /^[ \t]*#/ { next }
+            /^[ \t]*$/ { flush(); next }
+            tolower($1) == "types:" { for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1 }
+            tolower($1) == "uris:" { uri = $2 }
+            tolower($1) == "suites:" { $1 = ""; suites = $0 }
+            tolower($1) == "signed-by:" && NF == 2 { key = "[signed-by=" $2 "] " }
+            END { if (!found) flush() }' "$f")
+        [ -z "$line" ] || { echo "$line"; return; }
+    done
+    line=$(awk -v want="$codename" '$1 == "deb" {
+            o = ""; i = 2
+            if ($2 ~ /^\[/) { while ($i !~ /\]$/) o = o $(i++) " "; o = o $(i++) " " }
+            if ($(i + 1) == want) { printf "deb %s%s %s-backports main\n", o, $i, want; exit } }' \
+        /etc/apt/sources.list 2>/dev/null)
+    [ -n "$line" ] || die "no apt source for $codename in /etc/apt/sources.list(.d) to take the backports mirror from"
+    echo "$line"
+}
+
+# Prints the qemu-system-x86_64 to run for --sriov ("" = the host's). Network only on first use.
+fetch_sriov_qemu() {
+    local base=$CACHE/qemu-backports q tmp v
+    # (`-device X,help` exits 0 for an unknown X too: its output tells)
+    qemu-system-x86_64 -device igb,help 2>/dev/null | grep -q '^igb options' && return 0
+    mkdir -p "$base"
+    q=$(find "$base" -mindepth 2 -maxdepth 2 -name .complete -printf '%h\n' | sort -V | tail -1)
+    if [ -z "$q" ]; then
+        exec 8>"$CACHE/.lock"
+        flock 8
+        q=$(find "$base" -mindepth 2 -maxdepth 2 -name .complete -printf '%h\n' | sort -V | tail -1)
+        if [ -z "$q" ]; then
+            tmp=$base/.fetch
+            rm -rf "$tmp"
+            mkdir -p "$tmp"/{lists/partial,cache/archives/partial,debs}
+            backports_source >"$tmp/sources.list"
+            note "fetching an SR-IOV capable qemu ($(cut -d' ' -f2- "$tmp/sources.list" | sed 's/\[[^]]*\] //'))"
+            local apt=(-o "Dir::Etc::SourceList=$tmp/sources.list" -o Dir::Etc::SourceParts=/dev/null
+                -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache"
+                -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o APT::Sandbox::User=root)
+            local suite pkgs=() p
+            suite=$(awk '{print $(NF - 1)}' "$tmp/sources.list")
+            for p in $SRIOV_QEMU_PKGS; do pkgs+=("$p/$suite"); done
+            if ! { apt-get "${apt[@]}" update && (cd "$tmp/debs" && apt-get "${apt[@]}" download "${pkgs[@]}"); } \
+                >"$tmp/apt.log" 2>&1; then
+                cat "$tmp/apt.log" >&2
+                die "could not download ${pkgs[*]}"
+            fi
+            v=$(dpkg-deb -f "$tmp"/debs/qemu-system-x86_*.deb Version)
+            v=${v#*:}
+            q=$base/$v
+            rm -rf "$q"
+            mkdir -p "$q/root"
+            for p in "$tmp"/debs/*.deb; do dpkg-deb -x "$p" "$q/root"; done
+            # only what a node needs: the x86_64 system emulator, its modules and firmware
+            rm -rf "$q"/root/usr/share/doc "$q"/root/usr/share/man "$q"/root/usr/bin/qemu-system-i386 \
+                "$q"/root/usr/bin/qemu-system-x86_64-microvm "$q"/root/usr/bin/qemu-*-helper
+            if ldd "$q/root/usr/bin/qemu-system-x86_64" | grep -q 'not found'; then
+                need_qemu # the host's qemu brings the libraries
+                ldd "$q/root/usr/bin/qemu-system-x86_64" | grep 'not found' >&2 &&
+                    die "qemu $v lacks libraries on this host"
+            fi
+            QEMU_MODULE_DIR=$q/root/usr/lib/x86_64-linux-gnu/qemu "$q/root/usr/bin/qemu-system-x86_64" \
+                -device igb,help 2>/dev/null | grep -q '^igb options' || die "qemu $v has no igb device"
+            du -sh "$tmp/debs" | awk '{print "download " $1}' >"$q/fetch.log"
+            rm -rf "$tmp"
+            touch "$q/.complete"
+            note "qemu $v in $q"
+        fi
+        exec 8>&-
+    fi
+    echo "$q/root/usr/bin/qemu-system-x86_64"
 }
 
 # --- the image -----------------------------------------------------------------------------------
@@ -360,6 +478,25 @@ build_vmm_linux() { # BUILDDIR
     rm -rf "$r" "$w"
 }
 
+# What a --sriov boot adds to the image: iproute2's ip (the host's, with its libraries) as
+# /usr/sbin/ip, which prints and sets an interface's VFs (busybox's /sbin/ip does neither).
+# Only for --sriov, so other boots keep busybox's ip. About 1.3 MB.
+build_sriov() { # BUILDDIR
+    local out=$1 r f
+    command -v ip >/dev/null || apt_install iproute2
+    r=$out/sriov-root
+    rm -rf "$r"
+    mkdir -p "$r"
+    copy_with_libs "$(readlink -f "$(command -v ip)")" /usr/sbin/ip "$r"
+    # only what the image lacks
+    (cd "$r" && find . -type f) | while read -r f; do
+        [ ! -e "$out/root/$f" ] || [ "$f" = ./usr/sbin/ip ] || rm -f "$r/$f"
+    done
+    (cd "$r" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$out/sriov.cpio.tmp"
+    mv "$out/sriov.cpio.tmp" "$out/sriov.cpio"
+    rm -rf "$r"
+}
+
 vmm_linux_stale() { # BUILDDIR
     [ -f "$1/vmm-linux.cpio" ] || return 0
     [ "$1/vmm-linux.cpio" -ot "$1/initrd.img" ] && return 0
@@ -400,7 +537,7 @@ squote() { # a value single-quoted for /bin/sh
 cmd_boot() {
     [ $# -ge 1 ] || die "usage: boot DIR [OPTIONS]"
     local dir image kubeconfig="" node=qnode agent_args="" agent_env="" agent="" enabled=1
-    local mem=768 smp=1 timeout=120 wait=1 watch="" extras=() x vmm=0 vmm_linux=0
+    local mem=768 smp=1 timeout=120 wait=1 watch="" extras=() x vmm=0 vmm_linux=0 sriov=0
     dir=$(realpath -m "$1")
     shift
     image=$dir
@@ -415,6 +552,7 @@ cmd_boot() {
         --extra) extras+=("$2"); shift 2 ;;
         --no-agent) enabled=0; shift ;;
         --vmm) vmm=1; shift ;;
+        --sriov) sriov=1; shift ;;
         --vmm-linux) vmm=1; vmm_linux=1; shift ;;
         --memory) mem=$2; shift 2 ;;
         --smp) smp=$2; shift 2 ;;
@@ -426,6 +564,17 @@ cmd_boot() {
     done
     { [ -f "$image/vmlinuz" ] && [ -f "$image/initrd.img" ]; } || die "no image in $image (run: build $image)"
     need_qemu
+    # --sriov: the qemu with igb (fetch_sriov_qemu), its modules and firmware
+    local qemu=qemu-system-x86_64 qemu_env=() qemu_dirs=() q
+    if [ $sriov -eq 1 ]; then
+        q=$(fetch_sriov_qemu)
+        if [ -n "$q" ]; then
+            qemu=$q
+            q=${q%/usr/bin/qemu-system-x86_64}
+            qemu_env=("QEMU_MODULE_DIR=$q/usr/lib/x86_64-linux-gnu/qemu")
+            qemu_dirs=(-L "$q/usr/share/qemu" -L "$q/usr/share/seabios")
+        fi
+    fi
     mkdir -p "$dir"
     [ -z "$(qemu_pid "$dir")" ] || die "a node already runs in $dir (stop it first)"
     rm -f "$dir/ctl.sock" "$dir/qmp.sock" "$dir/qemu.pid"
@@ -439,6 +588,7 @@ cmd_boot() {
         echo "AGENT_ENABLED=$([ -n "$kubeconfig" ] && echo $enabled || echo 0)"
         echo "AGENT_ARGS=$(squote "$agent_args")"
         echo "AGENT_ENV=$(squote "$agent_env")"
+        [ $sriov -eq 0 ] || echo "EXTRA_BOOT_MODULES=$(squote "$SRIOV_BOOT_MODULES")"
     } >"$cfg/etc/hostdevd/node.env"
     if [ -n "$kubeconfig" ]; then
         install -m 600 "$kubeconfig" "$cfg/etc/hostdevd/kubeconfig"
@@ -460,6 +610,12 @@ cmd_boot() {
     if [ $vmm_linux -eq 1 ]; then
         if vmm_linux_stale "$image"; then build_vmm_linux "$image"; fi
         parts+=("$image/vmm-linux.cpio")
+    fi
+    if [ $sriov -eq 1 ]; then
+        if [ ! -f "$image/sriov.cpio" ] || [ "$image/sriov.cpio" -ot "$image/initrd.img" ]; then
+            build_sriov "$image"
+        fi
+        parts+=("$image/sriov.cpio")
     fi
     cat "${parts[@]}" "$dir/boot.cpio" >"$dir/initrd-boot.img"
     [ -f "$dir/stick.img" ] || {
@@ -483,6 +639,7 @@ cmd_boot() {
         -chardev "file,id=con,path=$dir/console.log" -serial chardev:con
         -chardev "socket,id=ctl,path=$dir/ctl.sock,server=on,wait=off" -serial chardev:ctl
         -qmp "unix:$dir/qmp.sock,server=on,wait=off"
+        "${qemu_dirs[@]}"
         "${QEMU_DEVICES[@]}"
         -drive "if=none,id=stick,format=raw,file=$dir/stick.img"
         -device usb-storage,id=stick,bus=xhci.0,port=3,drive=stick,serial=HOSTDEVD-STICK-1
@@ -490,10 +647,11 @@ cmd_boot() {
     )
     # shellcheck disable=SC2206
     args+=(${QEMU_NODE_QEMU_ARGS:-})
-    printf '%q ' qemu-system-x86_64 "${args[@]}" >"$dir/qemu.cmdline"
+    [ $sriov -eq 0 ] || args+=("${SRIOV_DEVICES[@]}")
+    printf '%q ' ${qemu_env[@]+"${qemu_env[@]}"} "$qemu" "${args[@]}" >"$dir/qemu.cmdline"
     echo >>"$dir/qemu.cmdline"
     date +%s.%N >"$dir/boot.started"
-    setsid qemu-system-x86_64 "${args[@]}" </dev/null >"$dir/qemu.log" 2>&1 &
+    env ${qemu_env[@]+"${qemu_env[@]}"} setsid "$qemu" "${args[@]}" </dev/null >"$dir/qemu.log" 2>&1 &
     local launcher=$!
     for _ in $(seq 1 100); do
         [ -S "$dir/ctl.sock" ] && [ -n "$(qemu_pid "$dir")" ] && break

@@ -3,7 +3,8 @@
 # step: runs once at every boot, before the control loop and the agent supervisor start.
 # Drivers of the node's devices (not vfio: the agent loads it), network, hostname.
 # /etc/hostdevd/image.env (written by hack/qemu-node.sh build): BOOT_MODULES.
-# /etc/hostdevd/node.env (written by hack/qemu-node.sh boot, per boot): NODE_NAME, ...
+# /etc/hostdevd/node.env (written by hack/qemu-node.sh boot, per boot): NODE_NAME,
+# EXTRA_BOOT_MODULES (boot --sriov: igb igbvf), ...
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 NODE_NAME=qnode
 # shellcheck source=/dev/null
@@ -12,7 +13,7 @@ NODE_NAME=qnode
 [ -f /etc/hostdevd/node.env ] && . /etc/hostdevd/node.env
 echo /sbin/modprobe >/proc/sys/kernel/modprobe
 # shellcheck disable=SC2086 # a list of module names
-for m in $BOOT_MODULES; do
+for m in $BOOT_MODULES ${EXTRA_BOOT_MODULES:-}; do
     modprobe "$m" || echo "rc.boot: modprobe $m failed"
 done
 hostname "$NODE_NAME"
