@@ -193,6 +193,16 @@ static void test_attributes(void)
     CU_ASSERT_EQUAL(attr(d, "resource.kubernetes.io/numaNode")->valueint, 1);
     CU_ASSERT_STRING_EQUAL(attr(d, "resource.kubernetes.io/numaNode")->string, "int");
     CU_ASSERT_PTR_NULL(attr(d, "resource.kubernetes.io/pcieRoot"));
+    CU_ASSERT_PTR_NULL(attr(d, "sriovPhysicalFunction")); /* not a VF */
+    CU_ASSERT_PTR_NULL(attr(d, "sriovVFIndex"));
+    cJSON_Delete(d);
+    /* an SR-IOV VF: its PF and index */
+    (void)snprintf(s->physfn, sizeof(s->physfn), "0000:65:00.0");
+    s->sriov_vf_index = 3;
+    d = draslices_device(s);
+    CU_ASSERT_STRING_EQUAL(attr(d, "sriovPhysicalFunction")->valuestring, "0000:65:00.0");
+    CU_ASSERT_EQUAL(attr(d, "sriovVFIndex")->valueint, 3);
+    CU_ASSERT_STRING_EQUAL(attr(d, "sriovVFIndex")->string, "int");
     cJSON_Delete(d);
     pcidevice_spec_free(s);
 }

@@ -87,6 +87,10 @@ cJSON *draslices_device(const struct pcidevice_spec *s)
     if (s->iommu_group[0])
         ok = attr_int(attrs, "iommuGroup", strtoll(s->iommu_group, NULL, 10)) && ok;
     ok = attr_str(attrs, "driver", s->driver) && ok;
+    if (s->physfn[0]) /* an SR-IOV VF: "a VF of this PF" is a selector on these */
+        ok = attr_str(attrs, "sriovPhysicalFunction", s->physfn) && ok;
+    if (s->physfn[0] && s->sriov_vf_index >= 0)
+        ok = attr_int(attrs, "sriovVFIndex", s->sriov_vf_index) && ok;
     cut(desc, s->description);
     ok = attr_str(attrs, "description", desc) && ok;
     if (!ok) {
