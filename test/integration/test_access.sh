@@ -52,6 +52,17 @@ sriov_json() { # name spec-node label-node [owner-node] [numVFs]
           spec: {address: "0000:3b:00.0", nodeName: $s, numVFs: $v}}'
 }
 
+# A SRIOVNetworkDevice read by the admin, changed by a jq filter and PUT back as USER: the
+# object (kubectl edit's way) or, with "status", its status subresource.
+sriov_put() { # user name jq-filter [status]
+    if [ "${4:-}" = status ]; then
+        kubectl get sriovnd "$2" -o json | jq -c "$3" |
+            kubectl --as "$1" replace --raw "$API/sriovnetworkdevices/$2/status" -f -
+    else
+        kubectl --as "$1" get sriovnd "$2" -o json | jq -c "$3" | kubectl --as "$1" replace -f -
+    fi
+}
+
 # Creates a device, then writes its status, as the agent does.
 create_with_status() { # token resource name object-json status-json
     api "$1" POST "$API/$2" "$4" >/dev/null && api "$1" PATCH "$API/$2/$3/status" "$5"
@@ -389,9 +400,9 @@ expect_ok "node-a's agent writes its status" api "$TA" PATCH "$API/sriovnetworkd
     '{"status":{"totalVFs":8,"numVFs":2,"status":"sriovNetworkDeviceEnabled","vfAddresses":["0000:3b:02.0","0000:3b:02.1"]}}'
 expect_ok "node-a's agent patches an annotation of its PF" \
     api "$TA" PATCH "$API/sriovnetworkdevices/$PA" '{"metadata":{"annotations":{"example.com/seen":"yes"}}}'
-expect_ok "node-a's agent creates and deletes a PF of its node" \
-    eval 'api "$TA" POST "$API/sriovnetworkdevices" "$(sriov_json node-a-eth3 node-a node-a node-a)" &&
-        api "$TA" DELETE "$API/sriovnetworkdevices/node-a-eth3"'
+expect_ok "node-a's agent creates a PF of its node" \
+    api "$TA" POST "$API/sriovnetworkdevices" "$(sriov_json node-a-eth3 node-a node-a node-a)"
+expect_ok "... and deletes it" api "$TA" DELETE "$API/sriovnetworkdevices/node-a-eth3"
 expect_ok "node-b's agent creates SRIOVNetworkDevice $PB and its status" \
     create_with_status "$TB" sriovnetworkdevices $PB "$(sriov_json $PB node-b node-b node-b)" \
     '{"status":{"totalVFs":64,"numVFs":0,"status":"sriovNetworkDeviceDisabled"}}'
@@ -430,11 +441,10 @@ expect_ok "... and a VF's MAC address and VLAN" \
 expect_contains "... which the PF's object keeps" \
     "$(kubectl get sriovnd $PA -o jsonpath='{.spec.numVFs} {.spec.vfs[0].mac}')" "4 02:00:00:00:00:03"
 expect_ok "... and may edit it (update: get, then PUT)" \
-    eval 'kubectl --as nora get sriovnd $PA -o json | jq ".spec.numVFs = 3 | .spec.vfs = null" | kubectl --as nora replace -f -'
+    sriov_put nora $PA '.spec.numVFs = 3 | .spec.vfs = null'
 reject "nora cannot write a PF's status (the agent's report)" \
     "User \"nora\" cannot update resource \"sriovnetworkdevices/status\"" \
-    eval 'kubectl get sriovnd $PA -o json | jq -c ".status.numVFs = 4" |
-        kubectl --as nora replace --raw "$API/sriovnetworkdevices/$PA/status" -f -'
+    sriov_put nora $PA '.status.numVFs = 4' status
 reject "... nor create a PF (the agents publish them)" "User \"nora\" cannot create resource \"sriovnetworkdevices\"" \
     kubectl --as nora create --dry-run=server -f - <<<"$(sriov_json node-a-eth9 node-a node-a)"
 expect_contains "alice (hostdevd-device-user) reads the PFs" \
