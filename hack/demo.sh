@@ -147,7 +147,7 @@ echo "=== hostdevd demo: the agent published this machine's PCI devices (node \"
 run kubectl get pcidevices -o wide -l "nodename=$NODE"
 run curl -s "http://127.0.0.1:$PORT/readyz"
 echo
-echo "=== the four kinds, with sample objects of a node \"titan\" (examples/: no Node, no agent)"
+echo "=== the five kinds, with sample objects of a node \"titan\" (examples/: no Node, no agent)"
 # examples/status/ says titan's agent bound the GPU; the controller sees there is no Node titan.
 reason() { # kind name
     kubectl get "$1" "$2" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}'

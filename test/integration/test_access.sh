@@ -37,6 +37,32 @@ device_json() { # kind name label-node [owner-node]
           metadata: ({name: $n, labels: {nodename: $l}} + (if $o then {ownerReferences: $o} else {} end))}'
 }
 
+# A SRIOVNetworkDevice as the agent creates it (the status comes next, through /status).
+sriov_json() { # name spec-node label-node [owner-node] [numVFs]
+    local owner=null
+    if [ -n "${4:-}" ]; then
+        owner=$(jq -cn --arg n "$4" --arg u "$(kubectl get node "$4" -o jsonpath='{.metadata.uid}')" \
+            '[{apiVersion: "v1", kind: "Node", name: $n, uid: $u}]')
+    fi
+    jq -cn --arg n "$1" --arg s "$2" --arg l "$3" --argjson o "$owner" --argjson v "${5:-0}" \
+        '{apiVersion: "devices.harvesterhci.io/v1beta1", kind: "SRIOVNetworkDevice",
+          metadata: ({name: $n, labels: {nodename: $l},
+                      annotations: {"sriov.devices.harvesterhi.io/interface-name": ($n | sub("^node-[ab]-"; ""))}}
+                     + (if $o then {ownerReferences: $o} else {} end)),
+          spec: {address: "0000:3b:00.0", nodeName: $s, numVFs: $v}}'
+}
+
+# A SRIOVNetworkDevice read by the admin, changed by a jq filter and PUT back as USER: the
+# object (kubectl edit's way) or, with "status", its status subresource.
+sriov_put() { # user name jq-filter [status]
+    if [ "${4:-}" = status ]; then
+        kubectl get sriovnd "$2" -o json | jq -c "$3" |
+            kubectl --as "$1" replace --raw "$API/sriovnetworkdevices/$2/status" -f -
+    else
+        kubectl --as "$1" get sriovnd "$2" -o json | jq -c "$3" | kubectl --as "$1" replace -f -
+    fi
+}
+
 # Creates a device, then writes its status, as the agent does.
 create_with_status() { # token resource name object-json status-json
     api "$1" POST "$API/$2" "$4" >/dev/null && api "$1" PATCH "$API/$2/$3/status" "$5"
@@ -183,7 +209,8 @@ reject "... refuses a USB selector without product" "$KVP.usb[0].selectors[0].pr
 # Team A (alice) may use GPU X on node-a; team B (bob) the USB dongle on node-b; both are in
 # group developers, which may read devices and create claims (hostdevd-device-user). As in
 # docs/access-control.md. dave has write verbs on devices by (mis)configuration; erin is a
-# cluster admin (ClusterRole cluster-admin); carol has nothing.
+# cluster admin (ClusterRole cluster-admin); carol has nothing; nora administers the nodes'
+# devices (hostdevd-device-admin: SR-IOV VF counts and settings).
 X=node-a-000001000
 Y=node-a-000001001
 DONGLE=node-b-0951-1666-2-1-4
@@ -237,6 +264,12 @@ kind: ClusterRoleBinding
 metadata: {name: erin-cluster-admin}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: erin}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: nora-device-admin}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: hostdevd-device-admin}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: nora}]
 EOF
 
 # TokenRequest bound to the Node objects: the tokens carry the node name, as the Pod-bound
@@ -280,6 +313,8 @@ ready() {
         denied_by hostdevd-agent-claims api "$TA" PATCH \
             "$API/pcideviceclaims/node-b-000009000/status?dryRun=All" '{"status":{"passthroughEnabled":true}}' &&
         denied_by hostdevd-agent-lease api "$TU" POST "$LAPI?dryRun=All" "$(lease node-c node-c)" &&
+        denied_by hostdevd-agent-sriov api "$TA" POST "$API/sriovnetworkdevices?dryRun=All" \
+            "$(sriov_json node-b-eth9 node-b node-b)" &&
         denied_by hostdevd-agent-resourceslices api "$TA" POST "$RAPI?dryRun=All" "$(slice node-b-vfio-pci-0 node-b)" &&
         denied_by hostdevd-controller-claims api "$TC" PATCH \
             "$API/pcideviceclaims/node-b-000009000?dryRun=All" '{"metadata":{"labels":{"x":"y"}}}' &&
@@ -292,7 +327,8 @@ ready() {
         [ "$(kubectl --context alice create --dry-run=server -o jsonpath='{.spec.userName}' -f - \
             <<<"$(pci_claim $X 0000:01:00.0 node-a)")" = alice ] &&
         kubectl auth can-i use usbdevices.$G/$DONGLE --as bob &&
-        kubectl auth can-i '*' '*' --as erin
+        kubectl auth can-i '*' '*' --as erin &&
+        kubectl auth can-i patch sriovnetworkdevices.$G --as nora
 }
 if eventually 60 ready; then
     pass "the admission policies and the test users' bindings are in effect"
@@ -354,6 +390,72 @@ reject "an agent token without a node name cannot create devices" "only with a t
     api "$TU" POST "$API/pcidevices" "$(device_json PCIDevice node-a-000001005 node-a)"
 reject "... nor write a device's status" "only with a token that names its node" \
     api "$TU" PATCH "$API/pcidevices/$X/status" "$(pci_status node-a 0000:01:00.0)"
+
+echo "--- SR-IOV PFs: agents publish their own node's; numVFs and spec.vfs are the users'"
+PA=node-a-enp1s0f0
+PB=node-b-ens2f0
+expect_ok "node-a's agent creates SRIOVNetworkDevice $PA (numVFs 2: the kernel's count)" \
+    api "$TA" POST "$API/sriovnetworkdevices" "$(sriov_json $PA node-a node-a node-a 2)"
+expect_ok "node-a's agent writes its status" api "$TA" PATCH "$API/sriovnetworkdevices/$PA/status" \
+    '{"status":{"totalVFs":8,"numVFs":2,"status":"sriovNetworkDeviceEnabled","vfAddresses":["0000:3b:02.0","0000:3b:02.1"]}}'
+expect_ok "node-a's agent patches an annotation of its PF" \
+    api "$TA" PATCH "$API/sriovnetworkdevices/$PA" '{"metadata":{"annotations":{"example.com/seen":"yes"}}}'
+expect_ok "node-a's agent creates a PF of its node" \
+    api "$TA" POST "$API/sriovnetworkdevices" "$(sriov_json node-a-eth3 node-a node-a node-a)"
+expect_ok "... and deletes it" api "$TA" DELETE "$API/sriovnetworkdevices/node-a-eth3"
+expect_ok "node-b's agent creates SRIOVNetworkDevice $PB and its status" \
+    create_with_status "$TB" sriovnetworkdevices $PB "$(sriov_json $PB node-b node-b node-b)" \
+    '{"status":{"totalVFs":64,"numVFs":0,"status":"sriovNetworkDeviceDisabled"}}'
+SOWN="the agent of node node-a may only write SRIOVNetworkDevices of its own node, with spec.nodeName node-a and label nodename=node-a (before and after the change)"
+reject "node-a's agent cannot create a PF of node-b" "$SOWN; node-b-eth9 has spec.nodeName node-b and nodename=node-b" \
+    api "$TA" POST "$API/sriovnetworkdevices" "$(sriov_json node-b-eth9 node-b node-b)"
+reject "... nor one of node-b labelled for node-a" "$SOWN; node-a-eth9 has spec.nodeName node-b and nodename=node-a" \
+    api "$TA" POST "$API/sriovnetworkdevices" "$(sriov_json node-a-eth9 node-b node-a)"
+reject "... nor one of node-a labelled for node-b" "$SOWN; node-a-eth9 has spec.nodeName node-a and nodename=node-b" \
+    api "$TA" POST "$API/sriovnetworkdevices" "$(sriov_json node-a-eth9 node-a node-b)"
+reject "... nor one owned by Node node-b" "may only make SRIOVNetworkDevices owned by Node node-a" \
+    api "$TA" POST "$API/sriovnetworkdevices" "$(sriov_json node-a-eth9 node-a node-a node-b)"
+reject "node-a's agent cannot write node-b's PF status" "$SOWN; $PB has spec.nodeName node-b" \
+    api "$TA" PATCH "$API/sriovnetworkdevices/$PB/status" '{"status":{"numVFs":0}}'
+reject "... nor its labels" "$SOWN; $PB has spec.nodeName node-b" \
+    api "$TA" PATCH "$API/sriovnetworkdevices/$PB" '{"metadata":{"labels":{"x":"y"}}}'
+reject "... nor its numVFs" "$SOWN; $PB has spec.nodeName node-b" \
+    api "$TA" PATCH "$API/sriovnetworkdevices/$PB" '{"spec":{"numVFs":1}}'
+reject "... nor delete it" "$SOWN; $PB has spec.nodeName node-b" \
+    api "$TA" DELETE "$API/sriovnetworkdevices/$PB"
+reject "node-a's agent cannot give its PF to node-b (label)" "$SOWN" \
+    api "$TA" PATCH "$API/sriovnetworkdevices/$PA" '{"metadata":{"labels":{"nodename":"node-b"}}}'
+SUSER="the hostdevd agent may not change spec.numVFs or spec.vfs of SRIOVNetworkDevice $PA: users set them"
+reject "node-a's agent cannot change spec.numVFs of its own PF" "$SUSER" \
+    api "$TA" PATCH "$API/sriovnetworkdevices/$PA" '{"spec":{"numVFs":0}}'
+reject "... nor spec.vfs" "$SUSER" \
+    api "$TA" PATCH "$API/sriovnetworkdevices/$PA" '{"spec":{"vfs":[{"index":0,"vlan":7}]}}'
+reject "an agent token without a node name writes no PF" "may write SRIOVNetworkDevices only with a token that names its node" \
+    api "$TU" POST "$API/sriovnetworkdevices" "$(sriov_json node-a-eth9 node-a node-a)"
+reject "... nor a PF's status" "only with a token that names its node" \
+    api "$TU" PATCH "$API/sriovnetworkdevices/$PA/status" '{"status":{"numVFs":2}}'
+expect_ok "nora (hostdevd-device-admin) sets numVFs of node-a's PF" \
+    kubectl --as nora patch sriovnd $PA --type merge -p '{"spec":{"numVFs":4}}'
+expect_ok "... and a VF's MAC address and VLAN" \
+    kubectl --as nora patch sriovnd $PA --type merge -p '{"spec":{"vfs":[{"index":3,"mac":"02:00:00:00:00:03","vlan":10}]}}'
+expect_contains "... which the PF's object keeps" \
+    "$(kubectl get sriovnd $PA -o jsonpath='{.spec.numVFs} {.spec.vfs[0].mac}')" "4 02:00:00:00:00:03"
+expect_ok "... and may edit it (update: get, then PUT)" \
+    sriov_put nora $PA '.spec.numVFs = 3 | .spec.vfs = null'
+reject "nora cannot write a PF's status (the agent's report)" \
+    "User \"nora\" cannot update resource \"sriovnetworkdevices/status\"" \
+    sriov_put nora $PA '.status.numVFs = 4' status
+reject "... nor create a PF (the agents publish them)" "User \"nora\" cannot create resource \"sriovnetworkdevices\"" \
+    kubectl --as nora create --dry-run=server -f - <<<"$(sriov_json node-a-eth9 node-a node-a)"
+expect_contains "alice (hostdevd-device-user) reads the PFs" \
+    "$(kubectl --context alice get sriovnetworkdevices -o name 2>&1)" "sriovnetworkdevice.$G/$PA" "sriovnetworkdevice.$G/$PB"
+reject "... but cannot change numVFs" "User \"alice\" cannot patch resource \"sriovnetworkdevices\"" \
+    kubectl --context alice patch sriovnd $PA --type merge -p '{"spec":{"numVFs":8}}'
+reject "dave (write verbs on everything by mistake) still cannot create a PF" \
+    "only the hostdevd agent (for its own node) and cluster admins may create sriovnetworkdevices; dave is neither" \
+    kubectl --as dave create --dry-run=server -f - <<<"$(sriov_json node-b-eth9 node-b node-b)"
+reject "... nor write its status" "may update sriovnetworkdevices/status; dave is neither" \
+    kubectl --as dave patch sriovnd $PB --subresource status --type merge -p '{"status":{"totalVFs":128}}'
 
 echo "--- only agents and cluster admins write devices"
 reject "a user granted write verbs on devices still cannot create one" \
@@ -551,6 +653,18 @@ can_i "agent: no update on the KubeVirt CR" no update kubevirts.kubevirt.io -n k
 can_i "agent: creates PCIDevices" yes create pcidevices.$G --as "$AGENT"
 can_i "agent: patches USBDevice status" yes patch usbdevices.$G --subresource status --as "$AGENT"
 can_i "agent: no create on claims" no create pcideviceclaims.$G --as "$AGENT"
+can_i "agent: creates SRIOVNetworkDevices" yes create sriovnetworkdevices.$G --as "$AGENT"
+can_i "agent: deletes SRIOVNetworkDevices" yes delete sriovnetworkdevices.$G --as "$AGENT"
+can_i "agent: patches SRIOVNetworkDevice status" yes patch sriovnetworkdevices.$G --subresource status --as "$AGENT"
+can_i "agent: no PUT of SRIOVNetworkDevices" no update sriovnetworkdevices.$G --as "$AGENT"
+can_i "device admin: changes numVFs (patch)" yes patch sriovnetworkdevices.$G --as nora
+can_i "device admin: ... and update" yes update sriovnetworkdevices.$G --as nora
+can_i "device admin: no delete of PFs" no delete sriovnetworkdevices.$G --as nora
+can_i "device admin: no patch of their status" no patch sriovnetworkdevices.$G --subresource status --as nora
+can_i "device admin: no claims" no create pcideviceclaims.$G --as nora
+can_i "device user: reads PFs" yes list sriovnetworkdevices.$G --as alice --as-group developers
+can_i "device user: no numVFs" no patch sriovnetworkdevices.$G --as alice --as-group developers
+can_i "controller: no patch on SRIOVNetworkDevices" no patch sriovnetworkdevices.$G --as "$CONTROLLER"
 can_i "agent: no delete on claims" no delete usbdeviceclaims.$G --as "$AGENT"
 can_i "agent: reads Nodes" yes get nodes --as "$AGENT"
 can_i "agent: no patch on Nodes" no patch nodes --as "$AGENT"

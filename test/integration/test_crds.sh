@@ -79,9 +79,10 @@ expect_contains "usbdevices printer columns" "$OUT" "VENDOR ID" "PRODUCT ID" "PC
     "ENABLED" "PORT" "2-1.4" "0000:00:14.0" "false" "kubevirt.io/titan-0951-1666-2-1-4"
 OUT=$(kubectl get usbdevclaim 2>&1)
 expect_contains "usbdeviceclaims printer columns" "$OUT" "NODE NAME" "PCI ADDRESS" "USER NAME"
-# harvester's four columns, then hostdevd's; the interface only with -o wide.
+# harvester's four columns with hostdevd's Total beside NumVFs, then Ready and Reason; the
+# interface only with -o wide.
 OUT=$(kubectl get sriovnetworkdevices 2>&1)
-expect_contains "sriovnetworkdevices printer columns (harvester's, then Total, Ready, Reason)" \
+expect_contains "sriovnetworkdevices printer columns (harvester's, Total, Ready, Reason)" \
     "$(head -1 <<<"$OUT" | tr -s ' ')" "NAME ADDRESS NODE NAME NUMVFS TOTAL VF ADDRESSES READY REASON AGE"
 expect_contains "... with their values" "$(grep titan-enp59s0f0 <<<"$OUT" | tr -s ' ')" \
     'titan-enp59s0f0 0000:3b:00.0 titan 2 64 ["0000:3b:02.0","0000:3b:02.1"] True Configured'
