@@ -27,7 +27,7 @@
 struct cJSON;
 
 /* The most VF entries spec.vfs may hold (the CRD's maxItems). */
-#define SRIOVOBJ_VFS_MAX 256
+#define SRIOVOBJ_VFS_MAX 1024
 
 /* Reasons of the Ready condition. */
 #define SRIOVOBJ_CONFIGURED          "Configured"

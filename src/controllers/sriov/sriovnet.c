@@ -123,13 +123,15 @@ static const char *object_of(const struct sriovnet *s, const char *address)
 
 static void read_links(struct pf *p)
 {
-    struct node_vflink links[256];
-    size_t n = 0;
+    size_t n = 0, max = SRIOVOBJ_VFS_MAX;
     struct err err = {{0}};
     if (!p->ifname[0] || p->n_vfs == 0)
         return;
-    int r = node_vflink_list(p->ifname, links, sizeof(links) / sizeof(links[0]), &n, &err);
+    struct node_vflink *links = calloc(max, sizeof(*links));
+    int r = links ? node_vflink_list(p->ifname, links, max, &n, &err)
+                  : err_set(&err, -ENOMEM, "out of memory");
     if (r < 0) {
+        free(links);
         (void)snprintf(p->links_error, sizeof(p->links_error), "%.250s", err.msg);
         return;
     }
@@ -139,6 +141,7 @@ static void read_links(struct pf *p)
                 p->vfs[k].link = links[i];
                 p->vfs[k].has_link = true;
             }
+    free(links);
 }
 
 static int compare_vfs(const void *a, const void *b)
