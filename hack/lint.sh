@@ -64,7 +64,7 @@ step "module dependencies (docs/layout.md: base; kube, kubelet, node; controller
 # never one after it nor a sibling of its own rank (ranks: the number before each name).
 ORDER=(0:base 1:kube 1:kubelet 1:node 2:controllers/runtime 3:controllers/objects
     4:controllers/devices 5:controllers/claims 6:controllers/deviceplugin 6:controllers/dra
-    6:controllers/kubevirt 6:controllers/cli 7:controllers)
+    6:controllers/kubevirt 6:controllers/cli 6:controllers/sriov 7:controllers)
 rank_of() { # folder -> rank, or nothing
     local e
     for e in "${ORDER[@]}"; do [ "${e#*:}" = "$1" ] && { echo "${e%%:*}"; return; }; done

@@ -152,6 +152,13 @@ static void test_check_reasons(void)
     f.driver = "vfio-pci"; /* passed through already: its USB devices went with it */
     bindplan_check_bind(&f, &o);
     CU_ASSERT_NOT_EQUAL(o.kind, BINDPLAN_REFUSED);
+    /* an SR-IOV PF with VFs: binding it would remove them */
+    f = good();
+    f.sriov_vfs = 4;
+    check(&f, BINDPLAN_REFUSED, "SRIOVEnabled", "with 4 virtual functions, which binding it");
+    f.driver = "vfio-pci"; /* on vfio-pci already (by hand): nothing is removed by the claim */
+    bindplan_check_bind(&f, &o);
+    CU_ASSERT_NOT_EQUAL(o.kind, BINDPLAN_REFUSED);
 }
 
 static void test_check_record_then_go(void)

@@ -96,6 +96,12 @@ void bindplan_check_bind(const struct bindplan_facts *f, struct bindplan_outcome
                     "USB host controller %s has USB devices enabled for passthrough behind it "
                     "(%s), which would go with it: delete their USBDeviceClaims first",
                     f->address, f->usb_enabled);
+    else if (f->sriov_vfs > 0 && strcmp(f->driver, NODE_VFIO_DRIVER) != 0)
+        set_outcome(ret, BINDPLAN_REFUSED, "SRIOVEnabled",
+                    "device %s is an SR-IOV physical function with %d virtual functions, which "
+                    "binding it to vfio-pci would remove: set spec.numVFs of its "
+                    "SRIOVNetworkDevice to 0 first, or claim a virtual function instead",
+                    f->address, f->sriov_vfs);
     else
         check_group(f, ret);
     if (ret->kind == BINDPLAN_GO && !f->recorded) {

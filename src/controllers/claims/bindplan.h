@@ -31,6 +31,7 @@ struct bindplan_facts {
                                 or NULL when none */
     const char *usb_enabled; /* USB devices enabled for passthrough behind this device (a USB
                                 host controller): "titan-0627-0001-1-1, ...", "" none */
+    int sriov_vfs;           /* an SR-IOV PF's VFs now (sriov_numvfs), else 0 */
     bool recorded;           /* the claim recorded the original driver already */
     const char *annotation;  /* the PCIDevice's driver at first sight, "" unknown */
 };
@@ -58,7 +59,7 @@ struct bindplan_outcome {
 };
 
 /* The bind checks, in order: readable, present, IOMMU group, not host-critical (unless it is
- * on vfio-pci already), no USB devices enabled behind it (unless it is on vfio-pci already),
- * group complete; then the original driver is recorded first. Sets
+ * on vfio-pci already), no USB devices enabled behind it and no SR-IOV VFs on it (unless it is
+ * on vfio-pci already), group complete; then the original driver is recorded first. Sets
  * BINDPLAN_REFUSED, BINDPLAN_RECORD or BINDPLAN_GO. */
 void bindplan_check_bind(const struct bindplan_facts *f, struct bindplan_outcome *ret);

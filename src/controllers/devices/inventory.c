@@ -203,9 +203,8 @@ static void build_want(struct inventory *inv, const struct node_pci_scan_result 
         }
         struct pcidevice_spec *s = malloc(sizeof(*s));
         int r = s ? spec_from_dev(inv->cfg.env.node_name, d, s) : -ENOMEM;
-        if (r == 0)
-            name_parent(inv, res, d, s);
         if (r == 0) {
+            name_parent(inv, res, d, s);
             add_blockers(inv, d, use, s);
             r = map_put(want, s->name, s);
         }

@@ -31,7 +31,6 @@ struct cJSON;
 
 /* Reasons of the Ready condition. */
 #define SRIOVOBJ_CONFIGURED          "Configured"
-#define SRIOVOBJ_CONFIGURING         "Configuring"
 #define SRIOVOBJ_TOO_MANY_VFS        "TooManyVFs"
 #define SRIOVOBJ_VFS_IN_USE          "VFsInUse"
 #define SRIOVOBJ_HOST_NEEDS_DEVICE   "HostNeedsDevice"

@@ -125,7 +125,7 @@ static void read_links(struct pf *p)
 {
     size_t n = 0, max = SRIOVOBJ_VFS_MAX;
     struct err err = {{0}};
-    if (!p->ifname[0] || p->n_vfs == 0)
+    if (!p->ifname[0] || p->n_vfs == 0 || !p->vfs)
         return;
     struct node_vflink *links = calloc(max, sizeof(*links));
     int r = links ? node_vflink_list(p->ifname, links, max, &n, &err)
@@ -195,7 +195,7 @@ static struct pf *pf_of(const struct sriovnet *s, const struct pcidevice_spec *d
         (void)snprintf(out->pcidevice, sizeof(out->pcidevice), "%s", vf->name);
         (void)snprintf(out->driver, sizeof(out->driver), "%s", vf->driver);
     }
-    if (p->n_vfs > 1)
+    if (p->vfs && p->n_vfs > 1)
         qsort(p->vfs, p->n_vfs, sizeof(*p->vfs), compare_vfs);
     read_links(p);
     return p;
