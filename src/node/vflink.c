@@ -45,6 +45,7 @@ __attribute__((format(printf, 3, 4))) static int bad(struct reply *r, int k, con
 {
     va_list ap;
     va_start(ap, fmt);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang-analyzer 14 false positive
     (void)vsnprintf(r->why, sizeof(r->why), fmt, ap);
     va_end(ap);
     return k;
