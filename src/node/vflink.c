@@ -45,6 +45,7 @@ __attribute__((format(printf, 3, 4))) static int bad(struct reply *r, int k, con
 {
     va_list ap;
     va_start(ap, fmt);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang-analyzer 14 false positive
     (void)vsnprintf(r->why, sizeof(r->why), fmt, ap);
     va_end(ap);
     return k;
@@ -188,26 +189,32 @@ static int parse_error(const struct nlmsghdr *nlh, struct reply *r)
 }
 
 /* The netlink messages in `len` bytes at `buf` (4-byte aligned); messages with another sequence
- * number than `seq` (0: any) are not ours. */
+ * number than `seq` (0: any) are not ours. Each message's length, padded to 4 bytes, must fit
+ * in what is left: libmnl's mnl_nlmsg_ok() reads a length of 2 GiB or more as negative, and its
+ * attribute walks run to the padded end. */
 static int feed(struct reply *r, const void *buf, size_t len, uint32_t seq)
 {
     if (len > REPLY_MAX)
         return bad(r, -EBADMSG, "an answer of %zu bytes", len);
-    int left = (int)len;
+    size_t left = len;
     const struct nlmsghdr *nlh = buf;
-    for (; mnl_nlmsg_ok(nlh, left); nlh = mnl_nlmsg_next(nlh, &left)) {
-        if (seq && nlh->nlmsg_seq != seq)
-            continue;
+    while (left >= sizeof(*nlh)) {
+        size_t size = MNL_ALIGN((size_t)nlh->nlmsg_len);
+        if (nlh->nlmsg_len < sizeof(*nlh) || size > left)
+            return bad(r, -EBADMSG, "a netlink message of %u bytes in %zu", nlh->nlmsg_len, left);
+        bool ours = !seq || nlh->nlmsg_seq == seq;
         int k = 0;
-        if (nlh->nlmsg_type == RTM_NEWLINK)
+        if (ours && nlh->nlmsg_type == RTM_NEWLINK)
             k = parse_link(nlh, r);
-        else if (nlh->nlmsg_type == NLMSG_ERROR)
+        else if (ours && nlh->nlmsg_type == NLMSG_ERROR)
             k = parse_error(nlh, r);
         if (k < 0)
             return k;
+        left -= size;
+        nlh = (const struct nlmsghdr *)((const char *)nlh + size);
     }
     if (left > 0)
-        return bad(r, -EBADMSG, "%d bytes that are not a whole netlink message", left);
+        return bad(r, -EBADMSG, "%zu bytes that are not a whole netlink message", left);
     return 0;
 }
 
