@@ -59,7 +59,7 @@ struct node_pci_dev {
     int sriov_vf_index;                 /* a VF's N in its PF's virtfnN link, else -1 */
     /* An SR-IOV PF's network interface (the first entry of its net/ directory), else "" */
     char netdev[NODE_PCI_NETDEV_SIZE];
-    bool is_bridge;                     /* class 0x0604 */
+    bool is_bridge; /* class 0x0604 */
     /* What could not be read, for people ("numa_node: malformed; iommu_group: symbolic link
      * loop"); "" when everything could. */
     char problem[256];

@@ -203,8 +203,8 @@ static void test_sriov(void)
     CU_ASSERT_PTR_NOT_NULL(
             strstr(tb, "\"sriov\":{\"physicalFunction\":\"0000:3b:00.0\",\"vfIndex\":3}"));
     cJSON *o = pcidevice_new_object(&vf, NULL, NULL);
-    const char *label = json_str(json_field(json_field(o, "metadata"), "labels"),
-                                 PCIDEVICE_PARENT_SRIOV_LABEL);
+    const char *label =
+            json_str(json_field(json_field(o, "metadata"), "labels"), PCIDEVICE_PARENT_SRIOV_LABEL);
     CU_ASSERT_STRING_EQUAL(label ? label : "", "node-enp59s0f0");
     cJSON_Delete(o);
     o = pcidevice_new_object(&pf, NULL, NULL);

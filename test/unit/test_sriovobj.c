@@ -92,7 +92,8 @@ static void test_spec(void)
     struct sriovobj_spec s = spec_of(
             "{\"metadata\":{\"generation\":3},\"spec\":{\"address\":\"0000:00:05.0\","
             "\"nodeName\":\"q\",\"numVFs\":4,\"vfs\":[{\"index\":1,\"mac\":\"52:54:00:AA:bb:01\","
-            "\"vlan\":100,\"trust\":true,\"spoofCheck\":false},{\"index\":3,\"vlan\":7,\"qos\":5}]}}",
+            "\"vlan\":100,\"trust\":true,\"spoofCheck\":false},{\"index\":3,\"vlan\":7,\"qos\":5}]}"
+            "}",
             &r, &why);
     CU_ASSERT_EQUAL(r, 0);
     CU_ASSERT_STRING_EQUAL(s.address, "0000:00:05.0");
@@ -122,14 +123,16 @@ static void test_spec(void)
             {"{\"numVFs\":1.5}", "spec.numVFs must be a whole number"},
             {"{\"numVFs\":\"2\"}", "spec.numVFs must be a whole number"},
             {"{\"numVFs\":2,\"vfs\":{}}", "spec.vfs must be a list"},
-            {"{\"numVFs\":2,\"vfs\":[{\"mac\":\"52:54:00:00:00:01\"}]}", "spec.vfs[0] has no index"},
+            {"{\"numVFs\":2,\"vfs\":[{\"mac\":\"52:54:00:00:00:01\"}]}",
+             "spec.vfs[0] has no index"},
             {"{\"numVFs\":2,\"vfs\":[{\"index\":2}]}",
              "spec.vfs[0].index 2: the PF has only 2 VFs"},
             {"{\"numVFs\":2,\"vfs\":[{\"index\":0,\"mac\":\"01:00:5e:00:00:01\"}]}",
              "spec.vfs[0].mac is not a unicast MAC address"},
             {"{\"numVFs\":2,\"vfs\":[{\"index\":0,\"mac\":\"52-54-00-00-00-01\"}]}",
              "e.g. 52:54:00:12:34:56"},
-            {"{\"numVFs\":2,\"vfs\":[{\"index\":0,\"vlan\":4096}]}", "vlan must be 0 (none) to 4095"},
+            {"{\"numVFs\":2,\"vfs\":[{\"index\":0,\"vlan\":4096}]}",
+             "vlan must be 0 (none) to 4095"},
             {"{\"numVFs\":2,\"vfs\":[{\"index\":0,\"qos\":3}]}", "with a vlan beside it"},
             {"{\"numVFs\":2,\"vfs\":[{\"index\":0,\"vlan\":1,\"qos\":8}]}", "priority 0 to 7"},
             {"{\"numVFs\":2,\"vfs\":[{\"index\":0,\"trust\":\"yes\"}]}", "true or false"},

@@ -74,10 +74,10 @@ struct cJSON *pcidevice_status(const struct pcidevice_spec *s);
 
 /* The object to create for `s` (metadata only: status goes through /status). A VF's object
  * carries PCIDEVICE_PARENT_SRIOV_LABEL. `node_uid` may
- * `node_uid` may be NULL when the Node's uid is not known yet (no ownerReference then). The annotation of the
- * driver at first sight is `first_driver` when not NULL (the original driver a claim of the
- * device recorded: an object deleted while its device is on vfio-pci comes back saying e1000e,
- * not vfio-pci), else the driver the scan saw. NULL on OOM. */
+ * `node_uid` may be NULL when the Node's uid is not known yet (no ownerReference then). The
+ * annotation of the driver at first sight is `first_driver` when not NULL (the original driver a
+ * claim of the device recorded: an object deleted while its device is on vfio-pci comes back saying
+ * e1000e, not vfio-pci), else the driver the scan saw. NULL on OOM. */
 struct cJSON *pcidevice_new_object(const struct pcidevice_spec *s, const char *node_uid,
                                    const char *first_driver);
 

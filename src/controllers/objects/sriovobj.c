@@ -21,8 +21,8 @@ static int whole(const cJSON *o, const char *name, long long min, long long max,
         *ret = absent;
         return 0;
     }
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < (double)min ||
-        v->valuedouble > (double)max)
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
+        v->valuedouble < (double)min || v->valuedouble > (double)max)
         return -EINVAL;
     *ret = (long long)v->valuedouble;
     return 0;
@@ -36,7 +36,8 @@ static int flag(const cJSON *o, const char *name, int *ret)
     return !v || cJSON_IsBool(v) ? 0 : -EINVAL;
 }
 
-static int vf_entry(const cJSON *e, size_t i, int num_vfs, struct node_vflink_want *vf, struct err *why)
+static int vf_entry(const cJSON *e, size_t i, int num_vfs, struct node_vflink_want *vf,
+                    struct err *why)
 {
     long long index, vlan, qos;
     *vf = (struct node_vflink_want){.vlan = -1, .qos = -1, .spoofchk = -1, .trust = -1};

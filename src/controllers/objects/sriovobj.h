@@ -75,8 +75,8 @@ struct sriovobj_facts {
 };
 
 struct sriovobj_count_plan {
-    int writes[2]; /* the values to write to sriov_numvfs, in order */
-    int n_writes;  /* 0: nothing to write (or refused) */
+    int writes[2];      /* the values to write to sriov_numvfs, in order */
+    int n_writes;       /* 0: nothing to write (or refused) */
     const char *reason; /* a refusal's reason (SRIOVOBJ_*), or NULL */
     char message[1536]; /* the refusal, for people: what is wrong and what to do */
 };

@@ -42,9 +42,9 @@
 
 /* The status fields this agent writes. */
 static const char *const managed[] = {
-        "vfAddresses", "vfPCIDevices",        "status",     "interfaceName",
-        "driver",      "totalVFs",            "numVFs",     "vfs",
-        "conditions",  "passthroughBlockers", "observedGeneration",
+        "vfAddresses",        "vfPCIDevices", "status", "interfaceName", "driver",
+        "totalVFs",           "numVFs",       "vfs",    "conditions",    "passthroughBlockers",
+        "observedGeneration",
 };
 #define N_MANAGED (sizeof(managed) / sizeof(managed[0]))
 
@@ -158,7 +158,7 @@ static struct pf *pf_of(const struct sriovnet *s, const struct pcidevice_spec *d
         return NULL;
     const char *existing = object_of(s, d->address);
     int r = d->netdev[0] ? kube_names_sriovnetdev(s->o.cfg.env.node_name, d->netdev, p->name,
-                                                   sizeof(p->name))
+                                                  sizeof(p->name))
                          : -ENOENT;
     if (r < 0 && existing)
         r = snprintf(p->name, sizeof(p->name), "%s", existing) > 0 ? 0 : -EINVAL;
@@ -231,8 +231,7 @@ static void in_use(const struct sriovnet *s, const struct pf *p, struct buf *b)
         if (s->claims && kube_informer_get(s->claims, vf->pcidevice))
             (void)buf_printf(b, "%s%s (PCIDeviceClaim %s)", sep, vf->address, vf->pcidevice);
         else if (strcmp(vf->driver, "vfio-pci") == 0)
-            (void)buf_printf(b, "%s%s (on vfio-pci: a DRA claim or a VM has it)", sep,
-                             vf->address);
+            (void)buf_printf(b, "%s%s (on vfio-pci: a DRA claim or a VM has it)", sep, vf->address);
     }
 }
 
@@ -473,10 +472,9 @@ static int plan_existing(struct sriovnet *s, const char *key, const struct pf *p
         char *patch = devwrite_wrap(
                 "status", devwrite_status_diff(st, json_field(obj, "status"), managed, N_MANAGED));
         cJSON_Delete(st);
-        char *meta = devwrite_wrap("metadata",
-                                   devwrite_meta_diff(json_field(obj, "metadata"),
-                                                      s->o.cfg.env.node_name,
-                                                      nodeuid_get(s->o.cfg.node)));
+        char *meta = devwrite_wrap("metadata", devwrite_meta_diff(json_field(obj, "metadata"),
+                                                                  s->o.cfg.env.node_name,
+                                                                  nodeuid_get(s->o.cfg.node)));
         if (patch || meta)
             ret->write = devobjs_write(&s->o, NULL, patch, meta, false, NULL);
         r = (patch || meta) && !ret->write ? -ENOMEM : 0;
@@ -520,8 +518,8 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
         cJSON *st = status_of(p, NULL, true, SRIOVOBJ_CONFIGURED, "adopted as the kernel has it");
         plan->write = devobjs_write(
                 &s->o, new_object(s, p),
-                devwrite_wrap("status", devwrite_status_diff(st, NULL, managed, N_MANAGED)),
-                NULL, false, NULL);
+                devwrite_wrap("status", devwrite_status_diff(st, NULL, managed, N_MANAGED)), NULL,
+                false, NULL);
         cJSON_Delete(st);
     } else {
         r = plan_existing(s, key, p, obj, plan);
@@ -560,8 +558,7 @@ static void job_run(struct worker_job *wj)
         j->r = node_vflink_set(j->ifname, j->driver, &j->settings[i], &j->err);
     if (j->r < 0)
         (void)snprintf(j->reason, sizeof(j->reason), "%s",
-                       j->r == -EOPNOTSUPP ? SRIOVOBJ_SETTING_UNSUPPORTED
-                                           : SRIOVOBJ_WRITE_FAILED);
+                       j->r == -EOPNOTSUPP ? SRIOVOBJ_SETTING_UNSUPPORTED : SRIOVOBJ_WRITE_FAILED);
 }
 
 static void job_done(struct worker_job *wj, bool cancelled)
@@ -659,9 +656,9 @@ struct sriovnet *sriovnet_new(const struct sriovnet_config *cfg)
     s->cfg = *cfg;
     s->failed = map_new(free);
     s->said = map_new(free);
-    s->node_writes = metrics_one(cfg->env.metrics, METRICS_COUNTER,
-                                 "hostdevd_sriov_node_writes_total",
-                                 "SR-IOV node changes made (VF counts and VF settings).");
+    s->node_writes =
+            metrics_one(cfg->env.metrics, METRICS_COUNTER, "hostdevd_sriov_node_writes_total",
+                        "SR-IOV node changes made (VF counts and VF settings).");
     s->node_failures = metrics_one(cfg->env.metrics, METRICS_COUNTER,
                                    "hostdevd_sriov_node_write_failures_total",
                                    "SR-IOV node changes the kernel or the PF's driver refused.");
