@@ -94,6 +94,11 @@ expect_contains "the host's PF is published with its blocker, not hidden" "$OUT"
 OUT=$(kubectl get pcidevice "$NODE-00003b104" -o json)
 expect_contains "a VF's PCIDevice names its PF and index, and carries harvester's parent label" "$OUT" \
     '"physicalFunction": "0000:3b:00.0"' '"vfIndex": 1' "\"harvesterhci.io/parent-sriov-network-device\": \"$PF0\""
+slice_vf() { kubectl get resourceslices -o jsonpath='{.items[*].spec.devices[?(@.name=="pci-0000-3b-10-4")].attributes}' 2>/dev/null; }
+has_slice_vf() { [ -n "$(slice_vf)" ]; }
+eventually 30 has_slice_vf || true
+expect_contains "a VF in the DRA pool carries its PF and index (a claim can ask for a VF of this PF)" \
+    "$(slice_vf)" '"sriovPhysicalFunction":{"string":"0000:3b:00.0"}' '"sriovVFIndex":{"int":1}'
 OUT=$(kubectl get pcidevice "$NODE-00003b000" -o jsonpath='{.status.passthroughBlockers[*].reason}')
 expect_contains "the PF with VFs cannot be passed through whole (SRIOVEnabled)" "$OUT" SRIOVEnabled
 OUT=$(kubectl get pcidevice "$NODE-00003b001" -o jsonpath='{.status.passthroughBlockers[*].reason}')
