@@ -24,63 +24,20 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
-#include "base/timefmt.h"
 #include "controllers/devices/devobjs.h"
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
 #include "controllers/devices/pcidevice.h"
-#include "controllers/objects/claimstatus.h"
 #include "controllers/objects/sriovobj.h"
 #include "controllers/runtime/runner.h"
 #include "controllers/runtime/worker.h"
+#include "controllers/sriov/sriovpf.h"
 #include "kube/client.h"
 #include "kube/informer.h"
 #include "kube/names.h"
 #include "node/sriov.h"
 #include "node/sysfs.h"
 #include "node/vflink.h"
-
-/* The status fields this agent writes. */
-static const char *const managed[] = {
-        "vfAddresses",        "vfPCIDevices", "status", "interfaceName", "driver",
-        "totalVFs",           "numVFs",       "vfs",    "conditions",    "passthroughBlockers",
-        "observedGeneration",
-};
-#define N_MANAGED (sizeof(managed) / sizeof(managed[0]))
-
-/* --- what a scan found of one PF ------------------------------------------------------------ */
-
-struct vf {
-    int index;
-    char address[20];
-    char pcidevice[254];
-    char driver[64];
-    bool has_link; /* its settings as the PF's driver reports them */
-    struct node_vflink link;
-};
-
-struct pf {
-    char name[254];
-    char address[20];
-    char ifname[16];
-    char driver[64];
-    int total, current;
-    struct node_blocker *blockers; /* the PF's, copied from its PCIDevice */
-    int n_blockers;
-    struct vf *vfs; /* by index */
-    size_t n_vfs;
-    char links_error[256]; /* why the VF settings could not be read, or "" */
-};
-
-static void pf_free(void *v)
-{
-    struct pf *p = v;
-    if (p) {
-        free(p->blockers);
-        free(p->vfs);
-    }
-    free(p);
-}
 
 /* A failed node write, kept so that it is shown rather than tried again and again. */
 struct failure {
@@ -101,11 +58,6 @@ struct sriovnet {
 
 /* --- the PFs of a scan ------------------------------------------------------------------------ */
 
-static bool is_network_pf(const struct pcidevice_spec *d)
-{
-    return d->sriov_totalvfs > 0 && strncmp(d->class_id, "02", 2) == 0;
-}
-
 /* The object of PF `address` among the cached ones, by spec.address (a PF that lost its
  * interface keeps its object). */
 static const char *object_of(const struct sriovnet *s, const char *address)
@@ -121,186 +73,46 @@ static const char *object_of(const struct sriovnet *s, const char *address)
     return NULL;
 }
 
-static void read_links(struct pf *p)
+/* The PF of `d` as this node's object names it, or NULL (no name yet, or OOM). */
+static struct sriovpf *pf_of(const struct sriovnet *s, const struct pcidevice_spec *d,
+                             const struct map *pci_want)
 {
-    size_t n = 0, max = SRIOVOBJ_VFS_MAX;
-    struct err err = {{0}};
-    if (!p->ifname[0] || p->n_vfs == 0 || !p->vfs)
-        return;
-    struct node_vflink *links = calloc(max, sizeof(*links));
-    int r = links ? node_vflink_list(p->ifname, links, max, &n, &err)
-                  : err_set(&err, -ENOMEM, "out of memory");
-    if (r < 0) {
-        free(links);
-        (void)snprintf(p->links_error, sizeof(p->links_error), "%.250s", err.msg);
-        return;
-    }
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < p->n_vfs; k++)
-            if (p->vfs[k].index == links[i].index) {
-                p->vfs[k].link = links[i];
-                p->vfs[k].has_link = true;
-            }
-    free(links);
-}
-
-static int compare_vfs(const void *a, const void *b)
-{
-    const struct vf *x = a, *y = b;
-    return x->index - y->index;
-}
-
-static struct pf *pf_of(const struct sriovnet *s, const struct pcidevice_spec *d,
-                        const struct map *pci_want)
-{
-    struct pf *p = calloc(1, sizeof(*p));
-    if (!p)
-        return NULL;
+    char name[KUBE_NAME_MAX + 1];
     const char *existing = object_of(s, d->address);
-    int r = d->netdev[0] ? kube_names_sriovnetdev(s->o.cfg.env.node_name, d->netdev, p->name,
-                                                  sizeof(p->name))
-                         : -ENOENT;
+    int r = d->netdev[0]
+                    ? kube_names_sriovnetdev(s->o.cfg.env.node_name, d->netdev, name, sizeof(name))
+                    : -ENOENT;
     if (r < 0 && existing)
-        r = snprintf(p->name, sizeof(p->name), "%s", existing) > 0 ? 0 : -EINVAL;
+        r = snprintf(name, sizeof(name), "%s", existing) > 0 ? 0 : -EINVAL;
     if (r < 0) {
         if (d->netdev[0])
             log_warning("SR-IOV PF's interface does not make an object name; not published",
                         KV_STR("address", d->address), KV_STR("interface", d->netdev));
-        free(p);
         return NULL;
     }
-    (void)snprintf(p->address, sizeof(p->address), "%s", d->address);
-    (void)snprintf(p->ifname, sizeof(p->ifname), "%s", d->netdev);
-    (void)snprintf(p->driver, sizeof(p->driver), "%s", d->driver);
-    p->total = d->sriov_totalvfs;
-    p->current = d->sriov_numvfs < 0 ? 0 : d->sriov_numvfs;
-    if (d->n_blockers > 0 && (p->blockers = calloc((size_t)d->n_blockers, sizeof(*p->blockers)))) {
-        for (int i = 0; i < d->n_blockers; i++)
-            if (strcmp(d->blockers[i].reason, "SRIOVEnabled") != 0)
-                p->blockers[p->n_blockers++] = d->blockers[i];
-    }
-    size_t pos = 0, n = 0;
-    const char *key;
-    void *v;
-    while (map_next(pci_want, &pos, &key, &v))
-        n += strcmp(((const struct pcidevice_spec *)v)->physfn, d->address) == 0;
-    p->vfs = n ? calloc(n, sizeof(*p->vfs)) : NULL;
-    for (pos = 0; p->vfs && map_next(pci_want, &pos, &key, &v);) {
-        const struct pcidevice_spec *vf = v;
-        if (strcmp(vf->physfn, d->address) != 0 || p->n_vfs == n)
-            continue;
-        struct vf *out = &p->vfs[p->n_vfs++];
-        out->index = vf->sriov_vf_index;
-        (void)snprintf(out->address, sizeof(out->address), "%s", vf->address);
-        (void)snprintf(out->pcidevice, sizeof(out->pcidevice), "%s", vf->name);
-        (void)snprintf(out->driver, sizeof(out->driver), "%s", vf->driver);
-    }
-    if (p->vfs && p->n_vfs > 1)
-        qsort(p->vfs, p->n_vfs, sizeof(*p->vfs), compare_vfs);
-    read_links(p);
-    return p;
+    return sriovpf_new(name, d, pci_want);
 }
 
 void sriovnet_sync(struct sriovnet *s, const struct map *pci_want)
 {
     if (!s || !pci_want)
         return;
-    struct map *want = map_new(pf_free);
+    struct map *want = map_new(sriovpf_free);
     size_t pos = 0;
     const char *key;
     void *v;
     while (want && map_next(pci_want, &pos, &key, &v)) {
-        if (!is_network_pf(v))
+        if (!sriovpf_is_network_pf(v))
             continue;
-        struct pf *p = pf_of(s, v, pci_want);
+        struct sriovpf *p = pf_of(s, v, pci_want);
         if (p && map_put(want, p->name, p) < 0)
-            pf_free(p);
+            sriovpf_free(p);
     }
     if (want)
         devobjs_set_want(&s->o, want);
 }
 
 /* --- the plan --------------------------------------------------------------------------------- */
-
-/* The VFs in use, for people: "0000:00:05.1 (PCIDeviceClaim q-000000051), ..." into `b`. */
-static void in_use(const struct sriovnet *s, const struct pf *p, struct buf *b)
-{
-    for (size_t i = 0; i < p->n_vfs; i++) {
-        const struct vf *vf = &p->vfs[i];
-        const char *sep = buf_str(b) && buf_str(b)[0] ? ", " : "";
-        if (s->claims && kube_informer_get(s->claims, vf->pcidevice))
-            (void)buf_printf(b, "%s%s (PCIDeviceClaim %s)", sep, vf->address, vf->pcidevice);
-        else if (strcmp(vf->driver, "vfio-pci") == 0)
-            (void)buf_printf(b, "%s%s (on vfio-pci: a DRA claim or a VM has it)", sep, vf->address);
-    }
-}
-
-static cJSON *vfs_json(const struct pf *p)
-{
-    cJSON *list = cJSON_CreateArray();
-    for (size_t i = 0; list && i < p->n_vfs; i++) {
-        const struct vf *vf = &p->vfs[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddItemToArray(list, o);
-        if (vf->index >= 0)
-            cJSON_AddNumberToObject(o, "index", vf->index);
-        cJSON_AddStringToObject(o, "address", vf->address);
-        cJSON_AddStringToObject(o, "pciDevice", vf->pcidevice);
-        if (!vf->has_link)
-            continue;
-        char mac[NODE_VFLINK_MAC_STR];
-        node_vflink_mac_format(vf->link.mac, mac);
-        cJSON_AddStringToObject(o, "mac", mac);
-        cJSON_AddNumberToObject(o, "vlan", vf->link.vlan);
-        cJSON_AddNumberToObject(o, "qos", vf->link.qos);
-        if (vf->link.spoofchk >= 0)
-            cJSON_AddBoolToObject(o, "spoofCheck", vf->link.spoofchk);
-        if (vf->link.trust >= 0)
-            cJSON_AddBoolToObject(o, "trust", vf->link.trust);
-    }
-    return list;
-}
-
-static cJSON *blockers_json(const struct pf *p)
-{
-    cJSON *list = cJSON_CreateArray();
-    for (int i = 0; list && i < p->n_blockers; i++) {
-        cJSON *b = cJSON_CreateObject();
-        cJSON_AddStringToObject(b, "reason", p->blockers[i].reason);
-        cJSON_AddStringToObject(b, "message", p->blockers[i].message);
-        cJSON_AddItemToArray(list, b);
-    }
-    return list;
-}
-
-/* The status the facts and `ready` say (every managed field). */
-static cJSON *status_of(const struct pf *p, const cJSON *obj, bool ready, const char *reason,
-                        const char *message)
-{
-    cJSON *st = cJSON_CreateObject(), *addrs = cJSON_AddArrayToObject(st, "vfAddresses"),
-          *names = cJSON_AddArrayToObject(st, "vfPCIDevices");
-    for (size_t i = 0; i < p->n_vfs; i++) {
-        cJSON_AddItemToArray(addrs, cJSON_CreateString(p->vfs[i].address));
-        cJSON_AddItemToArray(names, cJSON_CreateString(p->vfs[i].pcidevice));
-    }
-    cJSON_AddStringToObject(st, "status", p->current > 0 ? SRIOVOBJ_ENABLED : SRIOVOBJ_DISABLED);
-    if (p->ifname[0])
-        cJSON_AddStringToObject(st, "interfaceName", p->ifname);
-    if (p->driver[0])
-        cJSON_AddStringToObject(st, "driver", p->driver);
-    cJSON_AddNumberToObject(st, "totalVFs", p->total);
-    cJSON_AddNumberToObject(st, "numVFs", p->current);
-    cJSON_AddItemToObject(st, "vfs", vfs_json(p));
-    if (p->n_blockers > 0)
-        cJSON_AddItemToObject(st, "passthroughBlockers", blockers_json(p));
-    char now[40];
-    timefmt_now(now, sizeof(now));
-    cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
-    cJSON_AddItemToArray(conds, claimstatus_ready_condition(obj, ready, reason, message, now));
-    const cJSON *gen = json_field(json_field(obj, "metadata"), "generation");
-    cJSON_AddNumberToObject(st, "observedGeneration", cJSON_IsNumber(gen) ? gen->valuedouble : 0);
-    return st;
-}
 
 /* Node work for one key: the count's writes, then the VF settings. */
 struct job {
@@ -342,7 +154,7 @@ static void plan_free(void *v)
 }
 
 /* The settings the VFs lack (all of them when the count changes: new VFs have none). */
-static int settings_of(const struct pf *p, const struct sriovobj_spec *spec, bool all,
+static int settings_of(const struct sriovpf *p, const struct sriovobj_spec *spec, bool all,
                        struct job *j)
 {
     j->settings = spec->n_vfs ? calloc(spec->n_vfs, sizeof(*j->settings)) : NULL;
@@ -350,7 +162,7 @@ static int settings_of(const struct pf *p, const struct sriovobj_spec *spec, boo
         return -ENOMEM;
     for (size_t i = 0; i < spec->n_vfs; i++) {
         const struct node_vflink_want w = spec->vfs[i];
-        const struct vf *have = NULL;
+        const struct sriovpf_vf *have = NULL;
         for (size_t k = 0; k < p->n_vfs; k++)
             if (p->vfs[k].index == w.index && p->vfs[k].has_link)
                 have = &p->vfs[k];
@@ -362,14 +174,14 @@ static int settings_of(const struct pf *p, const struct sriovobj_spec *spec, boo
 
 /* What the node lacks of what `spec` asks: a job, or a refusal (reason and message), or both
  * NULL when the node is as asked. */
-static int node_plan(struct sriovnet *s, const struct pf *p, const struct sriovobj_spec *spec,
+static int node_plan(struct sriovnet *s, const struct sriovpf *p, const struct sriovobj_spec *spec,
                      struct job **ret_job, const char **ret_reason, struct buf *message)
 {
     *ret_job = NULL;
     *ret_reason = NULL;
     struct buf used;
     buf_init(&used, 2048);
-    in_use(s, p, &used);
+    sriovpf_in_use(p, s->claims, &used);
     const struct node_blocker *b = NULL; /* the host's use of the PF; not its IOMMU group */
     for (int i = 0; !b && i < p->n_blockers; i++)
         if (strcmp(p->blockers[i].reason, "HostNetwork") == 0 ||
@@ -426,8 +238,8 @@ static void say_refusal(struct sriovnet *s, const char *key, const char *reason,
                 KV_STR("reason", reason), KV_STR("message", message));
 }
 
-static int plan_existing(struct sriovnet *s, const char *key, const struct pf *p, const cJSON *obj,
-                         struct plan *ret)
+static int plan_existing(struct sriovnet *s, const char *key, const struct sriovpf *p,
+                         const cJSON *obj, struct plan *ret)
 {
     struct sriovobj_spec *spec = malloc(sizeof(*spec));
     struct err why = {{0}};
@@ -467,10 +279,11 @@ static int plan_existing(struct sriovnet *s, const char *key, const struct pf *p
             (void)buf_printf(&message, "%s has %d of %d VFs%s, as spec asks",
                              p->ifname[0] ? p->ifname : p->address, p->current, p->total,
                              spec->n_vfs ? " with the VF settings asked" : "");
-        cJSON *st = status_of(p, obj, reason == NULL, reason ? reason : SRIOVOBJ_CONFIGURED,
-                              buf_str(&message) ? buf_str(&message) : "");
-        char *patch = devwrite_wrap(
-                "status", devwrite_status_diff(st, json_field(obj, "status"), managed, N_MANAGED));
+        cJSON *st = sriovpf_status(p, obj, reason == NULL, reason ? reason : SRIOVOBJ_CONFIGURED,
+                                   buf_str(&message) ? buf_str(&message) : "");
+        char *patch =
+                devwrite_wrap("status", devwrite_status_diff(st, json_field(obj, "status"),
+                                                             sriovpf_managed, sriovpf_n_managed));
         cJSON_Delete(st);
         char *meta = devwrite_wrap("metadata", devwrite_meta_diff(json_field(obj, "metadata"),
                                                                   s->o.cfg.env.node_name,
@@ -484,7 +297,7 @@ static int plan_existing(struct sriovnet *s, const char *key, const struct pf *p
     return r;
 }
 
-static cJSON *new_object(const struct sriovnet *s, const struct pf *p)
+static cJSON *new_object(const struct sriovnet *s, const struct sriovpf *p)
 {
     cJSON *o = devwrite_new_object("SRIOVNetworkDevice", p->name, s->o.cfg.env.node_name,
                                    nodeuid_get(s->o.cfg.node));
@@ -504,7 +317,7 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
     *ret_plan = NULL;
     if (obj && devwrite_foreign(obj, s->o.cfg.env.node_name))
         return 0;
-    const struct pf *p = map_get(s->o.want, key);
+    const struct sriovpf *p = map_get(s->o.want, key);
     if (!p && !obj)
         return 0;
     struct plan *plan = calloc(1, sizeof(*plan));
@@ -515,11 +328,13 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
         map_remove(s->failed, key);
         plan->write = devobjs_write(&s->o, NULL, NULL, NULL, true, kube_meta_str(obj, "uid"));
     } else if (!obj) {
-        cJSON *st = status_of(p, NULL, true, SRIOVOBJ_CONFIGURED, "adopted as the kernel has it");
+        cJSON *st =
+                sriovpf_status(p, NULL, true, SRIOVOBJ_CONFIGURED, "adopted as the kernel has it");
         plan->write = devobjs_write(
                 &s->o, new_object(s, p),
-                devwrite_wrap("status", devwrite_status_diff(st, NULL, managed, N_MANAGED)), NULL,
-                false, NULL);
+                devwrite_wrap("status",
+                              devwrite_status_diff(st, NULL, sriovpf_managed, sriovpf_n_managed)),
+                NULL, false, NULL);
         cJSON_Delete(st);
     } else {
         r = plan_existing(s, key, p, obj, plan);
