@@ -281,7 +281,7 @@ start_apiserver() {
 
 start_controller_manager() {
     launch controller-manager --kubeconfig "$D/controller-manager.kubeconfig" \
-        --controllers garbagecollector,namespace,serviceaccount,clusterrole-aggregation,resourceclaim-controller \
+        --controllers garbagecollector,namespace,serviceaccount,clusterrole-aggregation,resourceclaim-controller,resourcequota-controller \
         --secure-port 0 --leader-elect=false --use-service-account-credentials=false \
         --concurrent-gc-syncs 5 --v=1
     wait_for kube-controller-manager kcm_working ||

@@ -8,7 +8,10 @@
 # checked for the names it adds only; KubeVirt's virt-controller (and no same-named impostor)
 # is exempt; Pods asking for owned names directly are refused to everyone else; Pods without
 # extended resources are never evaluated, also before KubeVirt's CRDs exist (and why the Pod
-# policy cannot be failurePolicy Fail); the parameter is live; the CEL cost limit of 12 names.
+# policy cannot be failurePolicy Fail); the parameter is live; the CEL cost limit of 12 names;
+# grants per namespace (a RoleBinding lets that namespace's VMIs and VMs use the device, not
+# another's; the refusal says where the grant goes); quota on a resource name (ResourceQuota on
+# the extended resource a virt-launcher Pod asks for, and on the DRA class's devices).
 SUITE=vmaccess
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -42,6 +45,11 @@ vmi() { # name deviceName...
     jq -cn --arg n "$name" --argjson h "$(devices_json "$@")" '{apiVersion: "kubevirt.io/v1",
         kind: "VirtualMachineInstance", metadata: {name: $n, namespace: "default"},
         spec: {domain: {devices: {hostDevices: $h}}}}'
+}
+vmi_in() { # namespace name deviceName...
+    local ns=$1
+    shift
+    vmi "$@" | jq -c --arg ns "$ns" '.metadata.namespace = $ns'
 }
 vmi_gpu() { # name deviceName
     jq -cn --arg n "$1" --arg d "$2" '{apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance",
@@ -255,6 +263,97 @@ expect_reject "... a kubevirt-controller of another namespace: refused" "may not
     try "token:$TFAKE" "$(pod p "{\"limits\": {\"intel.com/$X\": 1}}")"
 expect_ok "alice: a Pod asking for a foreign extended resource" try alice "$(pod p "{\"limits\": {\"$FOREIGN\": 1}}")"
 expect_ok "alice: a Pod without extended resources" try alice "$PLAIN"
+
+echo "--- grants per namespace"
+# carol and dave (group developers: VM makers) have no cluster-wide grant. A RoleBinding in
+# team-a gives carol "use" on $Y through a ClusterRole; a Role of team-b gives dave the pool.
+expect_ok "namespaces team-a, team-b; carol's grant in team-a, dave's in team-b" kubectl apply -f - <<EOF2
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-b}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: device-y-user}
+rules:
+- {apiGroups: [$G], resources: [pcidevices], resourceNames: [$Y], verbs: [use]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: device-y, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: device-y-user}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: nic-pool, namespace: team-b}
+rules:
+- {apiGroups: [$G], resources: [pcidevicepools], resourceNames: ["$POOL"], verbs: [use]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: nic-pool, namespace: team-b}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: nic-pool}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: dave}]
+EOF2
+carol() { as admin --as carol --as-group developers "$@"; }
+dave() { as admin --as dave --as-group developers "$@"; }
+try_as() { # carol|dave json
+    "$1" create --dry-run=server -f - <<<"$2"
+}
+expect_ok "carol: a VMI in team-a with intel.com/$Y (her RoleBinding there)" \
+    try_as carol "$(vmi_in team-a vm1 "intel.com/$Y")"
+expect_reject "carol: the same VMI in team-b refused, naming the grant and where it goes" \
+    "user carol may not use host device intel.com/$Y in VirtualMachineInstance team-b/vm1: it needs the verb \"use\" on pcidevices/$Y in API group $G (or on pcidevicepools/intel.com/$Y), granted in namespace team-b (a RoleBinding there) or cluster-wide (a ClusterRoleBinding)" \
+    try_as carol "$(vmi_in team-b vm1 "intel.com/$Y")"
+expect_reject "dave (no grant for $Y anywhere): refused in team-a" \
+    "user dave may not use host device intel.com/$Y in VirtualMachineInstance team-a/vm1" \
+    try_as dave "$(vmi_in team-a vm1 "intel.com/$Y")"
+expect_ok "dave: the pool in team-b (a Role of team-b)" try_as dave "$(vmi_in team-b vm1 "$POOL")"
+expect_reject "dave: the pool in team-a refused" "in VirtualMachineInstance team-a/vm1: it needs the verb \"use\" on pcidevicepools/$POOL" \
+    try_as dave "$(vmi_in team-a vm1 "$POOL")"
+expect_ok "carol: a VM in team-a with intel.com/$Y" \
+    try_as carol "$(vm vm-c "intel.com/$Y" | jq -c '.metadata.namespace = "team-a"')"
+expect_reject "carol: a VM in team-b refused" "in VirtualMachine team-b/vm-c" \
+    try_as carol "$(vm vm-c "intel.com/$Y" | jq -c '.metadata.namespace = "team-b"')"
+expect_ok "alice (a ClusterRoleBinding): intel.com/$X in team-b too" try alice "$(vmi_in team-b vm1 "intel.com/$X")"
+
+echo "--- quota: a namespace's share of a resource name"
+expect_ok "team-a's ResourceQuota: one intel.com/$Y (the extended resource), one device of the DRA class" \
+    kubectl apply -f - <<EOF2
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: devices, namespace: team-a}
+spec:
+  hard:
+    requests.intel.com/$Y: "1"
+    vfio-pci.hostdevd.io.deviceclass.resource.k8s.io/devices: "1"
+EOF2
+quota_known() { [ -n "$(kubectl get resourcequota devices -n team-a -o jsonpath='{.status.hard}')" ]; }
+eventually 30 quota_known || fail "the quota controller fills the quota's status" "$(kubectl get resourcequota -n team-a -o yaml)"
+launcher() { # name count: a virt-launcher-like Pod in team-a asking for N of intel.com/$Y
+    pod "$1" "{\"limits\": {\"intel.com/$Y\": $2}}" | jq -c '.metadata.namespace = "team-a"'
+}
+expect_ok "virt-controller: a launcher Pod with one intel.com/$Y (within the quota)" \
+    try "token:$TKV" "$(launcher virt-launcher-a 1)"
+expect_reject "virt-controller: a launcher Pod with two refused by the quota, with its message" \
+    "exceeded quota: devices, requested: requests.intel.com/$Y=2, used: requests.intel.com/$Y=0, limited: requests.intel.com/$Y=1" \
+    try "token:$TKV" "$(launcher virt-launcher-a 2)"
+claim2() { # name count: a ResourceClaim in team-a for N devices of the DRA class
+    jq -cn --arg n "$1" --argjson c "$2" '{apiVersion: "resource.k8s.io/v1", kind: "ResourceClaim",
+        metadata: {name: $n, namespace: "team-a"},
+        spec: {devices: {requests: [{name: "nic", exactly: {deviceClassName: "vfio-pci.hostdevd.io",
+               allocationMode: "ExactCount", count: $c}}]}}}'
+}
+expect_ok "a ResourceClaim for one device of vfio-pci.hostdevd.io (within the quota)" \
+    kubectl create --dry-run=server -f - <<<"$(claim2 nic1 1)"
+expect_reject "a ResourceClaim for two refused by the quota" \
+    "exceeded quota: devices, requested: vfio-pci.hostdevd.io.deviceclass.resource.k8s.io/devices=2" \
+    kubectl create --dry-run=server -f - <<<"$(claim2 nic2 2)"
 
 echo "--- the CEL cost limit: 12 new names per request"
 kubectl apply -f - >/dev/null <<EOF
