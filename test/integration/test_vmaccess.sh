@@ -68,6 +68,14 @@ vm() { # name deviceName...
         spec: {runStrategy: "Halted",
                template: {spec: {domain: {devices: {hostDevices: $h}}}}}}'
 }
+revision() { # namespace name deviceName...: a ControllerRevision holding an instance type (as
+    local ns=$1 name=$2 # virt-controller stores them), with the devices as hostDevices
+    shift 2
+    jq -cn --arg ns "$ns" --arg n "$name" --argjson h "$(devices_json "$@")" '{apiVersion: "apps/v1",
+        kind: "ControllerRevision", metadata: {name: $n, namespace: $ns}, revision: 1,
+        data: {apiVersion: "instancetype.kubevirt.io/v1beta1", kind: "VirtualMachineInstancetype",
+               metadata: {name: "it"}, spec: {cpu: {guest: 1}, memory: {guest: "1Gi"}, hostDevices: $h}}}'
+}
 pod() { # name container-resources-json [initContainer-resources-json]
     jq -cn --arg n "$1" --argjson r "$2" --argjson i "${3:-null}" '{apiVersion: "v1", kind: "Pod",
         metadata: {name: $n, namespace: "default"},
@@ -111,6 +119,7 @@ rules:
 - {apiGroups: [clone.kubevirt.io], resources: [virtualmachineclones], verbs: ["*"]}
 - {apiGroups: [snapshot.kubevirt.io], resources: [virtualmachinerestores], verbs: ["*"]}
 - {apiGroups: [""], resources: [pods], verbs: [create]}
+- {apiGroups: [apps], resources: [controllerrevisions], verbs: [create]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
@@ -156,6 +165,8 @@ expect_ok "hostdevd-pod-use (Ignore): a Pod without extended resources is create
     eventually 20 try alice "$PLAIN"
 expect_ok "... and one asking for an extended resource (no KubeVirt CR, nothing owned)" \
     try alice "$(pod ext "{\"limits\": {\"$POOL\": 1}}")"
+expect_ok "hostdevd-revision-use (Ignore): a ControllerRevision holding an instance type with a device" \
+    try alice "$(revision default rev "$POOL")"
 
 echo "--- fixtures: KubeVirt's CRDs and CR (ownership annotation), roles"
 KVCRDS=$(hack/kubevirt-crds.sh) || fail "hack/kubevirt-crds.sh gives KubeVirt's CRDs"
@@ -504,6 +515,24 @@ expect_reject "cluster instance type: alice adding intel.com/$Y refused" \
     as alice patch virtualmachineclusterinstancetypes ci-x --type json -p \
     '[{"op": "add", "path": "/spec/hostDevices/-", "value": {"name": "y", "deviceName": "intel.com/'"$Y"'"}}]'
 expect_ok "cluster instance type: bob's with $FOREIGN (not owned)" try bob "$(itype "" ci-f "$FOREIGN")"
+
+# ControllerRevisions: a VM's spec.instancetype.revisionName names one; only KubeVirt writes
+# those holding owned names, or a user with "use" on every device.
+expect_reject "revision: bob's holding intel.com/$X refused, naming the door and the grant" \
+    "user bob may not create ControllerRevision default/rev1 holding host device intel.com/$X: a VirtualMachine naming it in spec.instancetype.revisionName would get it unchecked; only KubeVirt (system:serviceaccount:kubevirt:kubevirt-controller) writes these, or a user with the verb \"use\" on every device: on pcidevicepools in API group $G, a rule without resourceNames, granted in namespace default (a RoleBinding there)" \
+    try bob "$(revision default rev1 "intel.com/$X")"
+expect_reject "revision: alice (use on intel.com/$X, not on every device) refused too" \
+    "user alice may not create ControllerRevision default/rev1 holding host device intel.com/$X" \
+    try alice "$(revision default rev1 "intel.com/$X")"
+expect_ok "revision: erin's in team-a (every device there)" \
+    erin create --dry-run=server -f - <<<"$(revision team-a rev1 "intel.com/$X")"
+expect_ok "revision: KubeVirt's virt-controller exempt" try "token:$TKV" "$(revision default rev1 "intel.com/$X")"
+expect_reject "... a kubevirt-controller of another namespace is not" \
+    "user system:serviceaccount:default:kubevirt-controller may not create ControllerRevision" \
+    try "token:$TFAKE" "$(revision default rev1 "intel.com/$X")"
+expect_ok "revision: bob's with $FOREIGN (not owned)" try bob "$(revision default rev1 "$FOREIGN")"
+expect_ok "revision: bob's without devices (a StatefulSet's, say)" \
+    try bob "$(revision default rev1 | jq -c '.data = {spec: {template: {metadata: {labels: {a: "b"}}}}}')"
 
 # Clones and restores: the source cannot be read; refused without "use" on every device.
 COPYMSG="user bob may not create VirtualMachineClone default/c1: KubeVirt would make a VirtualMachine with the host devices of a VirtualMachine or snapshot that an admission policy cannot read (and with its patches), so while hostdevd owns host devices it needs the verb \"use\" on every device: on pcidevicepools in API group $G, a rule without resourceNames, granted in namespace default (a RoleBinding there) or cluster-wide (a ClusterRoleBinding)"
