@@ -14,8 +14,9 @@
 # the extended resource a virt-launcher Pod asks for, and on the DRA class's devices); the doors
 # around the check, each on its own KubeVirt CRD: replica sets and pools (their templates, on
 # create and for names added), instance types (namespaced: a grant there; cluster: a cluster-wide
-# grant; a VM referring to one is not checked), clones and restores (refused without "use" on
-# every device while hostdevd owns names; not checked when it owns none).
+# grant; a VM referring to one is not checked), ControllerRevisions holding an instance type
+# with owned names (KubeVirt's or with "use" on every device), clones and restores (refused
+# without "use" on every device while hostdevd owns names; not checked when it owns none).
 SUITE=vmaccess
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
