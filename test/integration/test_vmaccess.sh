@@ -166,7 +166,22 @@ expect_ok "hostdevd-pod-use (Ignore): a Pod without extended resources is create
     eventually 20 try alice "$PLAIN"
 expect_ok "... and one asking for an extended resource (no KubeVirt CR, nothing owned)" \
     try alice "$(pod ext "{\"limits\": {\"$POOL\": 1}}")"
-expect_ok "hostdevd-revision-use (Ignore): a ControllerRevision holding an instance type with a device" \
+# The same for the ControllerRevision policy: with Fail, every ControllerRevision (StatefulSets',
+# DaemonSets') would be refused until KubeVirt is installed.
+sed -e 's/name: hostdevd-revision-use/name: fail-revision-use/; s/policyName: hostdevd-revision-use/policyName: fail-revision-use/' \
+    -e 's/failurePolicy: Ignore/failurePolicy: Fail/' manifests/policies-kubevirt.yaml |
+    awk 'BEGIN { RS = "---\n"; ORS = "---\n" } /fail-revision-use/' >"$TEST_DIR/fail-revision.yaml"
+kubectl apply -f "$TEST_DIR/fail-revision.yaml" >/dev/null
+PLAINREV=$(revision default plain | jq -c '.data = {spec: {template: {metadata: {labels: {a: "b"}}}}}')
+if eventually 20 denied_with fail-revision-use "failed to find resource referenced by paramKind" try alice "$PLAINREV"; then
+    pass "(failurePolicy Fail would refuse every ControllerRevision without KubeVirt's CRDs, a StatefulSet's too)"
+else
+    fail "failurePolicy Fail without KubeVirt's CRDs, ControllerRevisions" "$(try alice "$PLAINREV" 2>&1)"
+fi
+kubectl delete -f "$TEST_DIR/fail-revision.yaml" >/dev/null
+expect_ok "hostdevd-revision-use (Ignore): a ControllerRevision without devices is created" \
+    eventually 20 try alice "$PLAINREV"
+expect_ok "... and one holding an instance type with a device (nothing owned)" \
     try alice "$(revision default rev "$POOL")"
 
 echo "--- fixtures: KubeVirt's CRDs and CR (ownership annotation), roles"
