@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # KubeVirt v1.9.0's own CRDs for kubevirts, virtualmachineinstances and virtualmachines
-# (kubevirt.io), test infrastructure only: test/kubevirtcrds, built against the
+# (kubevirt.io), and for what virt-controller makes VMIs or VMs from (replica sets, pools,
+# instance types, cluster instance types, clones, restores), test infrastructure only: test/kubevirtcrds, built against the
 # kubevirt.io/kubevirt@v1.9.0 module from the Go module proxy, runs virt-operator's CRD
 # constructors (pkg/virt-operator/resource/generate/components), as tools/resource-generator
 # does. The kubevirts CRD it writes must be byte-identical to the module's shipped
@@ -8,7 +9,7 @@
 # others). Output goes to a
 # cache outside the repo, keyed by the Go version and a hash of the sources and this script, with
 # a completion stamp; a second run prints the path at once. Prints the directory (one
-# <plural>.kubevirt.io.yaml per CRD) on stdout; progress on stderr.
+# <plural>.<group>.yaml per CRD) on stdout; progress on stderr.
 #
 # The components package as a whole imports virt-template modules the proxy does not serve, so,
 # as for test/kubevirtenv, go.mod's replace directive points at a copy (./kubevirt) of just the

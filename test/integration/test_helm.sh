@@ -123,7 +123,8 @@ expect_contains "the policies name the service accounts of the release namespace
 expect_contains "the KubeVirt policies' bindings look for the KubeVirt CR in harvester-system" \
     "$(jq -c 'select(.kind == "ValidatingAdmissionPolicyBinding" and .spec.paramRef) |
         {(.metadata.name): .spec.paramRef.namespace}' <<<"$OP")" \
-    '{"hostdevd-vm-use":"harvester-system"}' '{"hostdevd-pod-use":"harvester-system"}'
+    '{"hostdevd-vm-use":"harvester-system"}' '{"hostdevd-pod-use":"harvester-system"}' \
+    '{"hostdevd-vm-copies":"harvester-system"}' '{"hostdevd-revision-use":"harvester-system"}'
 expect_contains "RBAC subjects in the release namespace; Roles where manifests/ has them" \
     "$(jq -r 'select(.kind | test("Role")) | .kind + " " + (.metadata.namespace // "-") + "/" +
         .metadata.name + " " + ([.subjects[]?.namespace] | join(","))' <<<"$OP")" \

@@ -11,7 +11,12 @@
 # policy cannot be failurePolicy Fail); the parameter is live; the CEL cost limit of 12 names;
 # grants per namespace (a RoleBinding lets that namespace's VMIs and VMs use the device, not
 # another's; the refusal says where the grant goes); quota on a resource name (ResourceQuota on
-# the extended resource a virt-launcher Pod asks for, and on the DRA class's devices).
+# the extended resource a virt-launcher Pod asks for, and on the DRA class's devices); the doors
+# around the check, each on its own KubeVirt CRD: replica sets and pools (their templates, on
+# create and for names added), instance types (namespaced: a grant there; cluster: a cluster-wide
+# grant; a VM referring to one is not checked), ControllerRevisions holding an instance type
+# with owned names (KubeVirt's or with "use" on every device), clones and restores (refused
+# without "use" on every device while hostdevd owns names; not checked when it owns none).
 SUITE=vmaccess
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -64,6 +69,14 @@ vm() { # name deviceName...
         spec: {runStrategy: "Halted",
                template: {spec: {domain: {devices: {hostDevices: $h}}}}}}'
 }
+revision() { # namespace name deviceName...: a ControllerRevision holding an instance type (as
+    local ns=$1 name=$2 # virt-controller stores them), with the devices as hostDevices
+    shift 2
+    jq -cn --arg ns "$ns" --arg n "$name" --argjson h "$(devices_json "$@")" '{apiVersion: "apps/v1",
+        kind: "ControllerRevision", metadata: {name: $n, namespace: $ns}, revision: 1,
+        data: {apiVersion: "instancetype.kubevirt.io/v1beta1", kind: "VirtualMachineInstancetype",
+               metadata: {name: "it"}, spec: {cpu: {guest: 1}, memory: {guest: "1Gi"}, hostDevices: $h}}}'
+}
 pod() { # name container-resources-json [initContainer-resources-json]
     jq -cn --arg n "$1" --argjson r "$2" --argjson i "${3:-null}" '{apiVersion: "v1", kind: "Pod",
         metadata: {name: $n, namespace: "default"},
@@ -101,8 +114,13 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: vm-maker}
 rules:
-- {apiGroups: [kubevirt.io], resources: [virtualmachineinstances, virtualmachines], verbs: ["*"]}
+- {apiGroups: [kubevirt.io], resources: [virtualmachineinstances, virtualmachines, virtualmachineinstancereplicasets], verbs: ["*"]}
+- {apiGroups: [pool.kubevirt.io], resources: [virtualmachinepools], verbs: ["*"]}
+- {apiGroups: [instancetype.kubevirt.io], resources: [virtualmachineinstancetypes, virtualmachineclusterinstancetypes], verbs: ["*"]}
+- {apiGroups: [clone.kubevirt.io], resources: [virtualmachineclones], verbs: ["*"]}
+- {apiGroups: [snapshot.kubevirt.io], resources: [virtualmachinerestores], verbs: ["*"]}
 - {apiGroups: [""], resources: [pods], verbs: [create]}
+- {apiGroups: [apps], resources: [controllerrevisions], verbs: [create]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
@@ -148,14 +166,37 @@ expect_ok "hostdevd-pod-use (Ignore): a Pod without extended resources is create
     eventually 20 try alice "$PLAIN"
 expect_ok "... and one asking for an extended resource (no KubeVirt CR, nothing owned)" \
     try alice "$(pod ext "{\"limits\": {\"$POOL\": 1}}")"
+# The same for the ControllerRevision policy: with Fail, every ControllerRevision (StatefulSets',
+# DaemonSets') would be refused until KubeVirt is installed.
+sed -e 's/name: hostdevd-revision-use/name: fail-revision-use/; s/policyName: hostdevd-revision-use/policyName: fail-revision-use/' \
+    -e 's/failurePolicy: Ignore/failurePolicy: Fail/' manifests/policies-kubevirt.yaml |
+    awk 'BEGIN { RS = "---\n"; ORS = "---\n" } /fail-revision-use/' >"$TEST_DIR/fail-revision.yaml"
+kubectl apply -f "$TEST_DIR/fail-revision.yaml" >/dev/null
+PLAINREV=$(revision default plain | jq -c '.data = {spec: {template: {metadata: {labels: {a: "b"}}}}}')
+if eventually 20 denied_with fail-revision-use "failed to find resource referenced by paramKind" try alice "$PLAINREV"; then
+    pass "(failurePolicy Fail would refuse every ControllerRevision without KubeVirt's CRDs, a StatefulSet's too)"
+else
+    fail "failurePolicy Fail without KubeVirt's CRDs, ControllerRevisions" "$(try alice "$PLAINREV" 2>&1)"
+fi
+kubectl delete -f "$TEST_DIR/fail-revision.yaml" >/dev/null
+expect_ok "hostdevd-revision-use (Ignore): a ControllerRevision without devices is created" \
+    eventually 20 try alice "$PLAINREV"
+expect_ok "... and one holding an instance type with a device (nothing owned)" \
+    try alice "$(revision default rev "$POOL")"
 
 echo "--- fixtures: KubeVirt's CRDs and CR (ownership annotation), roles"
 KVCRDS=$(hack/kubevirt-crds.sh) || fail "hack/kubevirt-crds.sh gives KubeVirt's CRDs"
-expect_ok "KubeVirt v1.9.0's kubevirts, virtualmachineinstances and virtualmachines CRDs" \
-    kubectl create -f "$KVCRDS/kubevirts.kubevirt.io.yaml" \
-    -f "$KVCRDS/virtualmachineinstances.kubevirt.io.yaml" -f "$KVCRDS/virtualmachines.kubevirt.io.yaml"
-kubectl wait --for condition=Established --timeout 60s crd/kubevirts.kubevirt.io \
-    crd/virtualmachineinstances.kubevirt.io crd/virtualmachines.kubevirt.io >/dev/null
+# With the kinds virt-controller makes VMIs or VMs from (the doors, checked further down).
+KVKINDS=(kubevirts.kubevirt.io virtualmachineinstances.kubevirt.io virtualmachines.kubevirt.io
+    virtualmachineinstancereplicasets.kubevirt.io virtualmachinepools.pool.kubevirt.io
+    virtualmachineinstancetypes.instancetype.kubevirt.io
+    virtualmachineclusterinstancetypes.instancetype.kubevirt.io
+    virtualmachineclones.clone.kubevirt.io virtualmachinerestores.snapshot.kubevirt.io)
+KVFILES=()
+for k in "${KVKINDS[@]}"; do KVFILES+=(-f "$KVCRDS/$k.yaml"); done
+expect_ok "KubeVirt v1.9.0's CRDs: kubevirts, VMIs, VMs, replica sets, pools, instance types, clones, restores" \
+    kubectl create "${KVFILES[@]}"
+kubectl wait --for condition=Established --timeout 60s "${KVKINDS[@]/#/crd/}" >/dev/null
 OWNED=$(owned_annotation "intel.com/$X" "intel.com/$Y" "kubevirt.io/$USB" "$POOL" "${MANY[@]}")
 expect_ok "namespace kubevirt, KubeVirt's service account, the KubeVirt CR with owned names" \
     kubectl apply -f - <<EOF
@@ -377,6 +418,163 @@ expect_reject "alice: 13 refused with the reason" "asks for 13 hostdevd host dev
 expect_reject "bob: 12, none allowed: refused naming the first" "user bob may not use host device ${MANY[0]} in" \
     try bob "$(vmi vm1 "${MANY[@]:0:12}")"
 
+echo "--- the doors: what virt-controller makes VMIs and VMs from"
+# Objects of the other kinds, as JSON: devices as hostDevices h0, h1, ...
+rs() { # namespace name deviceName...
+    local ns=$1 name=$2
+    shift 2
+    jq -cn --arg ns "$ns" --arg n "$name" --argjson h "$(devices_json "$@")" '{apiVersion: "kubevirt.io/v1",
+        kind: "VirtualMachineInstanceReplicaSet", metadata: {name: $n, namespace: $ns},
+        spec: {replicas: 0, selector: {matchLabels: {rs: $n}},
+               template: {metadata: {labels: {rs: $n}}, spec: {domain: {devices: {hostDevices: $h}}}}}}'
+}
+vmpool() { # namespace name deviceName...
+    local ns=$1 name=$2
+    shift 2
+    jq -cn --arg ns "$ns" --arg n "$name" --argjson h "$(devices_json "$@")" '{apiVersion: "pool.kubevirt.io/v1beta1",
+        kind: "VirtualMachinePool", metadata: {name: $n, namespace: $ns},
+        spec: {replicas: 0, selector: {matchLabels: {pool: $n}},
+               virtualMachineTemplate: {metadata: {labels: {pool: $n}}, spec: {runStrategy: "Halted",
+                   template: {spec: {domain: {devices: {hostDevices: $h}}}}}}}}'
+}
+itype() { # namespace|"" name deviceName...: a VirtualMachineInstancetype, or (no namespace) a
+    local ns=$1 name=$2 # VirtualMachineClusterInstancetype
+    shift 2
+    jq -cn --arg ns "$ns" --arg n "$name" --argjson h "$(devices_json "$@")" '{
+        apiVersion: "instancetype.kubevirt.io/v1beta1",
+        kind: (if $ns == "" then "VirtualMachineClusterInstancetype" else "VirtualMachineInstancetype" end),
+        metadata: ({name: $n} + (if $ns == "" then {} else {namespace: $ns} end)),
+        spec: {cpu: {guest: 1}, memory: {guest: "1Gi"}, hostDevices: $h}}'
+}
+vmclone() { # namespace name source-VM
+    jq -cn --arg ns "$1" --arg n "$2" --arg s "$3" '{apiVersion: "clone.kubevirt.io/v1beta1",
+        kind: "VirtualMachineClone", metadata: {name: $n, namespace: $ns},
+        spec: {source: {apiGroup: "kubevirt.io", kind: "VirtualMachine", name: $s},
+               target: {apiGroup: "kubevirt.io", kind: "VirtualMachine", name: ($s + "-copy")}}}'
+}
+vmrestore() { # namespace name target-VM
+    jq -cn --arg ns "$1" --arg n "$2" --arg t "$3" '{apiVersion: "snapshot.kubevirt.io/v1beta1",
+        kind: "VirtualMachineRestore", metadata: {name: $n, namespace: $ns},
+        spec: {target: {apiGroup: "kubevirt.io", kind: "VirtualMachine", name: $t},
+               virtualMachineSnapshotName: ($t + "-snap")}}'
+}
+# erin (a VM maker) may use every device in team-a: a pcidevicepools rule without resourceNames.
+expect_ok "erin: every hostdevd device, in team-a" kubectl apply -f - <<EOF2
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: every-device}
+rules:
+- {apiGroups: [$G], resources: [pcidevicepools], verbs: [use]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: every-device, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: every-device}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: erin}]
+EOF2
+erin() { as admin --as erin --as-group developers "$@"; }
+
+# Replica sets: the VMI template, like a VM.
+expect_reject "replica set: bob refused, the message names the grant" \
+    "user bob may not use host device intel.com/$X in VirtualMachineInstanceReplicaSet default/rs1: it needs the verb \"use\" on pcidevices/$X in API group $G (or on pcidevicepools/intel.com/$X), granted in namespace default (a RoleBinding there) or cluster-wide (a ClusterRoleBinding)" \
+    try bob "$(rs default rs1 "intel.com/$X")"
+expect_ok "replica set: alice's with intel.com/$X created" as alice create -f - <<<"$(rs default rs1 "intel.com/$X")"
+expect_reject "replica set: alice adding intel.com/$Y refused" \
+    "may not use host device intel.com/$Y in VirtualMachineInstanceReplicaSet default/rs1" \
+    as alice patch virtualmachineinstancereplicasets rs1 --type json -p \
+    '[{"op": "add", "path": "/spec/template/spec/domain/devices/hostDevices/-", "value": {"name": "y", "deviceName": "intel.com/'"$Y"'"}}]'
+expect_ok "replica set: bob scaling it (no names added)" \
+    as bob patch virtualmachineinstancereplicasets rs1 --type merge -p '{"spec": {"replicas": 2}}'
+expect_ok "replica set: KubeVirt's virt-controller exempt" try "token:$TKV" "$(rs default rs2 "intel.com/$Y")"
+expect_reject "... a kubevirt-controller of another namespace is not" \
+    "user system:serviceaccount:default:kubevirt-controller may not use host device intel.com/$Y in VirtualMachineInstanceReplicaSet" \
+    try "token:$TFAKE" "$(rs default rs2 "intel.com/$Y")"
+
+# Pools: the VM template's VMI template.
+expect_reject "pool: bob refused" \
+    "user bob may not use host device $POOL in VirtualMachinePool default/pool1: it needs the verb \"use\" on pcidevicepools/$POOL in API group $G" \
+    try bob "$(vmpool default pool1 "$POOL")"
+expect_ok "pool: alice's with the pool created" as alice create -f - <<<"$(vmpool default pool1 "$POOL")"
+expect_reject "pool: bob adding kubevirt.io/$USB to it refused" \
+    "user bob may not use host device kubevirt.io/$USB in VirtualMachinePool default/pool1" \
+    as bob patch virtualmachinepools pool1 --type json -p \
+    '[{"op": "add", "path": "/spec/virtualMachineTemplate/spec/template/spec/domain/devices/hostDevices/-", "value": {"name": "u", "deviceName": "kubevirt.io/'"$USB"'"}}]'
+expect_ok "pool: dave's in team-b (a Role of team-b grants the pool)" try_as dave "$(vmpool team-b pool1 "$POOL")"
+expect_reject "pool: dave's in team-a refused" "in VirtualMachinePool team-a/pool1" \
+    try_as dave "$(vmpool team-a pool1 "$POOL")"
+
+# Instance types: checked themselves; a VM referring to one is not (a policy cannot read it).
+expect_ok "instance type: carol's in team-a with intel.com/$Y as a GPU (her RoleBinding there)" \
+    carol create -f - <<<"$(itype team-a it-y "intel.com/$Y" | jq -c '.spec.gpus = .spec.hostDevices | del(.spec.hostDevices)')"
+expect_reject "instance type: carol's in team-b refused, naming the grant and where" \
+    "user carol may not use host device intel.com/$Y in VirtualMachineInstancetype team-b/it-y: it needs the verb \"use\" on pcidevices/$Y in API group $G (or on pcidevicepools/intel.com/$Y), granted in namespace team-b (a RoleBinding there)" \
+    try_as carol "$(itype team-b it-y "intel.com/$Y" | jq -c '.spec.gpus = .spec.hostDevices | del(.spec.hostDevices)')"
+expect_reject "instance type: bob's in default with intel.com/$X refused" \
+    "user bob may not use host device intel.com/$X in VirtualMachineInstancetype default/it-x" \
+    try bob "$(itype default it-x "intel.com/$X")"
+expect_reject "instance type: carol adding intel.com/$X to hers refused" \
+    "user carol may not use host device intel.com/$X in VirtualMachineInstancetype team-a/it-y" \
+    carol patch virtualmachineinstancetypes it-y -n team-a --type json -p \
+    '[{"op": "add", "path": "/spec/hostDevices", "value": [{"name": "x", "deviceName": "intel.com/'"$X"'"}]}]'
+expect_ok "instance type: dave (no grant) may refer to carol's in a VM of team-a (its devices were checked)" \
+    try_as dave "$(jq -cn '{apiVersion: "kubevirt.io/v1", kind: "VirtualMachine",
+        metadata: {name: "vm-it", namespace: "team-a"},
+        spec: {runStrategy: "Halted", instancetype: {kind: "VirtualMachineInstancetype", name: "it-y"},
+               template: {spec: {domain: {devices: {}}}}}}')"
+expect_reject "cluster instance type: carol (a grant in team-a only) refused, it needs a cluster-wide grant" \
+    "user carol may not use host device intel.com/$Y in VirtualMachineClusterInstancetype ci-y: it needs the verb \"use\" on pcidevices/$Y in API group $G (or on pcidevicepools/intel.com/$Y), granted cluster-wide (a ClusterRoleBinding)" \
+    try_as carol "$(itype "" ci-y "intel.com/$Y")"
+expect_ok "cluster instance type: alice's with intel.com/$X (a ClusterRoleBinding) created" \
+    as alice create -f - <<<"$(itype "" ci-x "intel.com/$X")"
+expect_reject "cluster instance type: alice adding intel.com/$Y refused" \
+    "user alice may not use host device intel.com/$Y in VirtualMachineClusterInstancetype ci-x" \
+    as alice patch virtualmachineclusterinstancetypes ci-x --type json -p \
+    '[{"op": "add", "path": "/spec/hostDevices/-", "value": {"name": "y", "deviceName": "intel.com/'"$Y"'"}}]'
+expect_ok "cluster instance type: bob's with $FOREIGN (not owned)" try bob "$(itype "" ci-f "$FOREIGN")"
+
+# ControllerRevisions: a VM's spec.instancetype.revisionName names one; only KubeVirt writes
+# those holding owned names, or a user with "use" on every device.
+expect_reject "revision: bob's holding intel.com/$X refused, naming the door and the grant" \
+    "user bob may not create ControllerRevision default/rev1 holding host device intel.com/$X: a VirtualMachine naming it in spec.instancetype.revisionName would get it unchecked; only KubeVirt (system:serviceaccount:kubevirt:kubevirt-controller) writes these, or a user with the verb \"use\" on every device: on pcidevicepools in API group $G, a rule without resourceNames, granted in namespace default (a RoleBinding there)" \
+    try bob "$(revision default rev1 "intel.com/$X")"
+expect_reject "revision: alice (use on intel.com/$X, not on every device) refused too" \
+    "user alice may not create ControllerRevision default/rev1 holding host device intel.com/$X" \
+    try alice "$(revision default rev1 "intel.com/$X")"
+expect_ok "revision: erin's in team-a (every device there)" \
+    erin create --dry-run=server -f - <<<"$(revision team-a rev1 "intel.com/$X")"
+expect_ok "revision: KubeVirt's virt-controller exempt" try "token:$TKV" "$(revision default rev1 "intel.com/$X")"
+expect_reject "... a kubevirt-controller of another namespace is not" \
+    "user system:serviceaccount:default:kubevirt-controller may not create ControllerRevision" \
+    try "token:$TFAKE" "$(revision default rev1 "intel.com/$X")"
+expect_ok "revision: bob's with $FOREIGN (not owned)" try bob "$(revision default rev1 "$FOREIGN")"
+expect_ok "revision: bob's without devices (a StatefulSet's, say)" \
+    try bob "$(revision default rev1 | jq -c '.data = {spec: {template: {metadata: {labels: {a: "b"}}}}}')"
+
+# Clones and restores: the source cannot be read; refused without "use" on every device.
+COPYMSG="user bob may not create VirtualMachineClone default/c1: KubeVirt would make a VirtualMachine with the host devices of a VirtualMachine or snapshot that an admission policy cannot read (and with its patches), so while hostdevd owns host devices it needs the verb \"use\" on every device: on pcidevicepools in API group $G, a rule without resourceNames, granted in namespace default (a RoleBinding there) or cluster-wide (a ClusterRoleBinding)"
+expect_reject "clone: bob refused, the message says why and names the grant" "$COPYMSG" \
+    try bob "$(vmclone default c1 vm-a)"
+expect_reject "clone: alice (grants for some devices, not all) refused" \
+    "user alice may not create VirtualMachineClone default/c1" try alice "$(vmclone default c1 vm-a)"
+expect_ok "clone: erin in team-a (every device there)" erin create --dry-run=server -f - <<<"$(vmclone team-a c1 vm-c)"
+expect_reject "clone: erin in team-b refused" \
+    "user erin may not create VirtualMachineClone team-b/c1: KubeVirt would make" \
+    erin create --dry-run=server -f - <<<"$(vmclone team-b c1 vm-c)"
+expect_ok "clone: a cluster admin" try admin "$(vmclone default c1 vm-a)"
+expect_ok "clone: KubeVirt's virt-controller exempt" try "token:$TKV" "$(vmclone default c1 vm-a)"
+expect_reject "... a kubevirt-controller of another namespace is not" \
+    "user system:serviceaccount:default:kubevirt-controller may not create VirtualMachineClone" \
+    try "token:$TFAKE" "$(vmclone default c1 vm-a)"
+expect_reject "restore: bob refused" \
+    "user bob may not create VirtualMachineRestore default/r1: KubeVirt would make a VirtualMachine" \
+    try bob "$(vmrestore default r1 vm-a)"
+expect_ok "restore: erin in team-a" erin create --dry-run=server -f - <<<"$(vmrestore team-a r1 vm-c)"
+expect_ok "restore: a cluster admin's, stored" as admin create -f - <<<"$(vmrestore default r1 vm-a)"
+expect_reject "restore: bob changing its spec refused" "user bob may not change the spec of VirtualMachineRestore default/r1" \
+    as bob patch virtualmachinerestores r1 --type merge -p '{"spec": {"virtualMachineSnapshotName": "other"}}'
+expect_ok "restore: bob changing its labels (spec unchanged) admitted" \
+    as bob label virtualmachinerestores r1 seen-by=bob
+
 echo "--- the parameter is live"
 expect_ok "intel.com/$X dropped from the ownership annotation" kubectl annotate kubevirt -n kubevirt kubevirt \
     --overwrite "hostdevd.io/owned-host-devices=$(owned_annotation "intel.com/$Y" "kubevirt.io/$USB" "$POOL")"
@@ -394,5 +592,6 @@ if eventually 20 try bob "$(vmi vm1 "kubevirt.io/$USB")"; then
 else
     fail "no KubeVirt CR: nothing checked" "$(try bob "$(vmi vm1 "kubevirt.io/$USB")" 2>&1)"
 fi
+expect_ok "... clones and restores neither" try bob "$(vmclone default c1 vm-a)"
 echo "  checks done in $((SECONDS - T0))s after the control plane"
 finish

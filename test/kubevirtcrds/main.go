@@ -7,8 +7,12 @@
 //
 //	kubevirtcrds DIR
 //
-// Writes DIR/<plural>.kubevirt.io.yaml for kubevirts, virtualmachineinstances and
-// virtualmachines, each checked to read back as the object it was made from.
+// Writes DIR/<plural>.<group>.yaml for kubevirts, virtualmachineinstances, virtualmachines, and
+// what virt-controller makes VMIs or VMs from: virtualmachineinstancereplicasets,
+// virtualmachinepools (pool.kubevirt.io), virtualmachineinstancetypes and
+// virtualmachineclusterinstancetypes (instancetype.kubevirt.io), virtualmachineclones
+// (clone.kubevirt.io) and virtualmachinerestores (snapshot.kubevirt.io); each checked to read
+// back as the object it was made from.
 package main
 
 import (
@@ -64,6 +68,13 @@ func main() {
 		components.NewKubeVirtCrd,
 		components.NewVirtualMachineInstanceCrd,
 		components.NewVirtualMachineCrd,
+		// What virt-controller makes VMIs or VMs from (docs/access-control.md, "the doors").
+		components.NewReplicaSetCrd,
+		components.NewVirtualMachinePoolCrd,
+		components.NewVirtualMachineInstancetypeCrd,
+		components.NewVirtualMachineClusterInstancetypeCrd,
+		components.NewVirtualMachineCloneCrd,
+		components.NewVirtualMachineRestoreCrd,
 	} {
 		crd, err := gen()
 		if err == nil {
