@@ -45,6 +45,9 @@ static const char *const managed[] = {
         "description",
         "kernelDriverInUse",
         "sriov",
+        "serialNumber",
+        "serialNumberSource",
+        "physicalSlot",
         "passthroughBlockers",
 };
 
@@ -113,6 +116,9 @@ cJSON *pcidevice_status(const struct pcidevice_spec *s)
     cJSON *sriov = sriov_json(s);
     if (sriov)
         cJSON_AddItemToObject(st, "sriov", sriov);
+    add_str(st, "serialNumber", s->serial);
+    add_str(st, "serialNumberSource", s->serial[0] ? s->serial_source : "");
+    add_str(st, "physicalSlot", s->slot);
     cJSON *blockers = blockers_json(s);
     if (blockers)
         cJSON_AddItemToObject(st, "passthroughBlockers", blockers);
