@@ -627,8 +627,8 @@ static void identity_facts(struct scan *s, struct node_pci_dev *out, const uint3
     const char *slot = node_pciident_slot_of(s->slots, out->address);
     if (slot)
         (void)snprintf(out->slot, sizeof(out->slot), "%s", slot);
-    char dsn_text[24];
     if (dsn) {
+        char dsn_text[24];
         node_pciident_format_dsn(dsn[0], dsn[1], dsn_text);
         memcpy(out->serial, dsn_text, sizeof(dsn_text));
         out->serial_source = NODE_PCIIDENT_DSN;

@@ -31,24 +31,15 @@
 
 /* The status fields this agent writes; any other field is someone else's. */
 static const char *const managed[] = {
-        "address",
-        "vendorId",
-        "deviceId",
-        "subsystemVendorId",
-        "subsystemDeviceId",
-        "classId",
-        "revision",
-        "iommuGroup",
-        "numaNode",
-        "nodeName",
-        "resourceName",
-        "description",
-        "kernelDriverInUse",
-        "sriov",
-        "serialNumber",
-        "serialNumberSource",
-        "physicalSlot",
-        "passthroughBlockers",
+        "address",           "vendorId",
+        "deviceId",          "subsystemVendorId",
+        "subsystemDeviceId", "classId",
+        "revision",          "iommuGroup",
+        "numaNode",          "nodeName",
+        "resourceName",      "description",
+        "kernelDriverInUse", "sriov",
+        "serialNumber",      "serialNumberSource",
+        "physicalSlot",      "passthroughBlockers",
 };
 
 static void add_str(cJSON *o, const char *key, const char *value)
