@@ -601,10 +601,11 @@ static int dsn_jump(struct guard *g, struct pci_dev *d, uint32_t ret[2])
     if (sigsetjmp(g->jmp, 0) != 0)
         return -EIO;
     struct pci_cap *cap = pci_find_cap(d, PCI_EXT_CAP_ID_DSN, PCI_CAP_EXTENDED);
-    if (!cap)
+    if (!cap || cap->addr > 0xff0) /* (an offset in the 4096 bytes of config space) */
         return 0;
-    ret[0] = pci_read_long(d, cap->addr + 4);
-    ret[1] = pci_read_long(d, cap->addr + 8);
+    int pos = (int)cap->addr;
+    ret[0] = pci_read_long(d, pos + 4);
+    ret[1] = pci_read_long(d, pos + 8);
     return 1;
 }
 

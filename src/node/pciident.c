@@ -217,17 +217,30 @@ static int ioctl_perm_mac(const char *ifname, long long ifindex, char *buf, size
     return r < 0 ? r : format_mac(req.data, buf, size);
 }
 
-/* "52:54:00:12:34:56\n" (sysfs's form) into 6 bytes; -EINVAL when it is not one. */
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* "52:54:00:12:34:56" (sysfs's form, its newline cut) into 6 bytes; -EINVAL when it is not
+ * one. */
 static int parse_mac(const char *s, unsigned char m[6])
 {
-    unsigned v[6];
-    int used = 0;
-    if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &used) !=
-                6 ||
-        used != 17 || s[used] != '\0')
+    if (strlen(s) != 17)
         return -EINVAL;
-    for (int i = 0; i < 6; i++)
-        m[i] = (unsigned char)v[i];
+    for (size_t i = 0; i < 6; i++) {
+        const char *b = s + 3 * i;
+        int hi = hex_digit(b[0]), lo = hex_digit(b[1]);
+        if (hi < 0 || lo < 0 || (i < 5 && b[2] != ':'))
+            return -EINVAL;
+        m[i] = (unsigned char)(hi << 4 | lo);
+    }
     return 0;
 }
 

@@ -992,20 +992,22 @@ static void test_large_tree(void)
  * that reports nothing. */
 #define IDENT_DESC                                                                                 \
     "0000:00:00.0 0600 8086:29c0\n"                                                                \
-    "0000:00:1c.0 0604 8086:a190 driver=pcieport slot=3\n"                                        \
-    "0000:3b:00.0 0200 8086:1521 driver=igb dsn=0011223344556677 slot=7 netdev=hdid0 "            \
+    "0000:00:1c.0 0604 8086:a190 driver=pcieport slot=3\n"                                         \
+    "0000:3b:00.0 0200 8086:1521 driver=igb dsn=0011223344556677 slot=7 netdev=hdid0 "             \
     "mac=52:54:00:00:00:01\n"                                                                      \
-    "0000:3b:00.1 0200 8086:1521 driver=igb dsn=0011223344556677 slot=7\n"                        \
-    "0000:5e:00.0 010802 144d:a808 driver=nvme nvme_serial=S4EWNX0R123456______ slot=12\n"        \
-    "0000:60:00.0 0200 8086:10d3 driver=e1000e netdev=hdid2 mac=52:54:00:AB:CD:03\n"              \
-    "0000:61:00.0 0200 8086:10d3 driver=e1000e netdev=hdid3 mac=52:54:00:00:00:04 mac_assign=3\n" \
+    "0000:3b:00.1 0200 8086:1521 driver=igb dsn=0011223344556677 slot=7\n"                         \
+    "0000:5e:00.0 010802 144d:a808 driver=nvme nvme_serial=S4EWNX0R123456______ slot=12\n"         \
+    "0000:60:00.0 0200 8086:10d3 driver=e1000e netdev=hdid2 mac=52:54:00:AB:CD:03\n"               \
+    "0000:61:00.0 0200 8086:10d3 driver=e1000e netdev=hdid3 mac=52:54:00:00:00:04 mac_assign=3\n"  \
     "0000:62:00.0 0300 10de:2204 driver=vfio-pci\n"
 
 static void expect_ident(const struct node_pci_scan_result *res, const char *address,
                          const char *serial, enum node_pciident_source source, const char *slot)
 {
     const struct node_pci_dev *d = find_dev(res->devs, res->n_devs, address);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_PTR_NOT_NULL(d);
+    if (!d)
+        return;
     CU_ASSERT_STRING_EQUAL(d->serial, serial);
     CU_ASSERT_EQUAL(d->serial_source, source);
     CU_ASSERT_STRING_EQUAL(d->slot, slot);
@@ -1032,9 +1034,9 @@ static void test_identity(void)
     node_pci_scan_result_done(&res);
     /* config space cut to the 64 bytes others than root read: no DSN, the MAC then */
     char config[64] = {0};
-    CU_ASSERT_EQUAL(sysfs_tree_put(&t, "devices/pci0000:3b/0000:3b:00.0/config", config,
-                                   sizeof(config)),
-                    0);
+    CU_ASSERT_EQUAL(
+            sysfs_tree_put(&t, "devices/pci0000:3b/0000:3b:00.0/config", config, sizeof(config)),
+            0);
     CU_ASSERT_EQUAL_FATAL(node_pci_scan(p, &res, NULL), 0);
     expect_ident(&res, "0000:3b:00.0", "52:54:00:00:00:01", NODE_PCIIDENT_MAC, "7");
     expect_ident(&res, "0000:3b:00.1", "00-11-22-33-44-55-66-77", NODE_PCIIDENT_DSN, "7");
