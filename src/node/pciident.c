@@ -135,14 +135,14 @@ void node_pciident_slots_free(struct node_pciident_slots *s)
     free(s);
 }
 
-/* The first entry of the device's directory `dir` whose name starts with `prefix`, into
- * `buf`. Returns 0, -ENOENT, -EFBIG or the errno of the listing. */
+/* The first entry of the device's directory `dir` ("" for the device's own) whose name starts
+ * with `prefix`, into `buf`. Returns 0, -ENOENT, -EFBIG or the errno of the listing. */
 static int first_entry(int root_fd, const char *address, const char *dir, const char *prefix,
                        char *buf, size_t size)
 {
-    char path[128], **names = NULL;
+    char path[160], **names = NULL;
     size_t n = 0;
-    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/%s", address, dir);
+    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s%s%s", address, dir[0] ? "/" : "", dir);
     int r = node_sysfs_list(root_fd, path, &names, &n);
     if (r < 0)
         return r;
@@ -244,25 +244,39 @@ static int parse_mac(const char *s, unsigned char m[6])
     return 0;
 }
 
+/* The function's first network interface into `ifname` and the directory it is in into `dir`:
+ * net/, or virtio<N>/net/ for a virtio function (its interface hangs off its virtio device).
+ * Returns 0, -ENOENT or -errno. */
+static int interface_of(int root_fd, const char *address, char dir[64], char ifname[IFNAMSIZ])
+{
+    char virtio[32];
+    (void)snprintf(dir, 64, "net");
+    int r = first_entry(root_fd, address, dir, "", ifname, IFNAMSIZ);
+    if (r != -ENOENT || first_entry(root_fd, address, "", "virtio", virtio, sizeof(virtio)) < 0)
+        return r;
+    (void)snprintf(dir, 64, "%s/net", virtio);
+    return first_entry(root_fd, address, dir, "", ifname, IFNAMSIZ);
+}
+
 int node_pciident_perm_mac(int root_fd, const char *address, char *buf, size_t size)
 {
-    char ifname[IFNAMSIZ], path[160], text[64];
+    char dir[64], ifname[IFNAMSIZ], path[192], text[64];
     long long v;
     unsigned char m[6];
     buf[0] = '\0';
-    int r = first_entry(root_fd, address, "net", "", ifname, sizeof(ifname));
+    int r = interface_of(root_fd, address, dir, ifname);
     if (r < 0)
         return r;
-    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/net/%s/ifindex", address, ifname);
+    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/%s/%s/ifindex", address, dir, ifname);
     if (node_sysfs_read_int(root_fd, path, 10, &v) == 0 && v > 0 &&
         ioctl_perm_mac(ifname, v, buf, size) == 0)
         return 0;
-    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/net/%s/addr_assign_type", address,
+    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/%s/%s/addr_assign_type", address, dir,
                    ifname);
     r = node_sysfs_read_int(root_fd, path, 10, &v);
     if (r < 0 || v != 0) /* NET_ADDR_PERM; random, stolen or set addresses are not the card's */
         return r == 0 || r == -ENOENT ? -ENOENT : r;
-    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/net/%s/address", address, ifname);
+    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/%s/%s/address", address, dir, ifname);
     r = node_sysfs_read(root_fd, path, text, sizeof(text));
     if (r >= 0)
         r = parse_mac(text, m);

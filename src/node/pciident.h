@@ -60,6 +60,7 @@ void node_pciident_slots_free(struct node_pciident_slots *s);
 int node_pciident_nvme_serial(int root_fd, const char *address, char *buf, size_t size);
 
 /* A network function's permanent MAC address ("52:54:00:12:34:56") of its first interface (the
- * first entry of net/) into `buf`. Returns 0, -ENOENT when it has no interface or no permanent
- * address can be told (an all-zero one included), or the errno of node/sysfs. */
+ * first entry of net/, or of virtio<N>/net/ for a virtio function) into `buf`. Returns 0, -ENOENT
+ * when it has no interface or no permanent address can be told (an all-zero one included), or the
+ * errno of node/sysfs. */
 int node_pciident_perm_mac(int root_fd, const char *address, char *buf, size_t size);

@@ -999,7 +999,8 @@ static void test_large_tree(void)
     "0000:5e:00.0 010802 144d:a808 driver=nvme nvme_serial=S4EWNX0R123456______ slot=12\n"         \
     "0000:60:00.0 0200 8086:10d3 driver=e1000e netdev=hdid2 mac=52:54:00:AB:CD:03\n"               \
     "0000:61:00.0 0200 8086:10d3 driver=e1000e netdev=hdid3 mac=52:54:00:00:00:04 mac_assign=3\n"  \
-    "0000:62:00.0 0300 10de:2204 driver=vfio-pci\n"
+    "0000:62:00.0 0300 10de:2204 driver=vfio-pci\n"                                                \
+    "0000:63:00.0 0200 1af4:1041 driver=virtio-pci\n"
 
 static void expect_ident(const struct node_pci_scan_result *res, const char *address,
                          const char *serial, enum node_pciident_source source, const char *slot)
@@ -1029,6 +1030,7 @@ static void test_identity(void)
     expect_ident(&res, "0000:60:00.0", "52:54:00:ab:cd:03", NODE_PCIIDENT_MAC, "");
     expect_ident(&res, "0000:61:00.0", "", NODE_PCIIDENT_NONE, "");
     expect_ident(&res, "0000:62:00.0", "", NODE_PCIIDENT_NONE, "");
+    expect_ident(&res, "0000:63:00.0", "", NODE_PCIIDENT_NONE, ""); /* no interface yet */
     /* a bridge's identity is not read (bridges are not published) */
     expect_ident(&res, "0000:00:1c.0", "", NODE_PCIIDENT_NONE, "");
     node_pci_scan_result_done(&res);
@@ -1037,8 +1039,22 @@ static void test_identity(void)
     CU_ASSERT_EQUAL(
             sysfs_tree_put(&t, "devices/pci0000:3b/0000:3b:00.0/config", config, sizeof(config)),
             0);
+    /* a virtio NIC's interface hangs off its virtio device */
+    char dir[512];
+    const char *vdir = "devices/pci0000:63/0000:63:00.0/virtio0";
+    (void)snprintf(dir, sizeof(dir), "%s/%s", t.root, vdir);
+    CU_ASSERT_EQUAL(mkdir(dir, 0755), 0);
+    (void)snprintf(dir, sizeof(dir), "%s/%s/net", t.root, vdir);
+    CU_ASSERT_EQUAL(mkdir(dir, 0755), 0);
+    (void)snprintf(dir, sizeof(dir), "%s/%s/net/eth9", t.root, vdir);
+    CU_ASSERT_EQUAL(mkdir(dir, 0755), 0);
+    (void)snprintf(dir, sizeof(dir), "%s/net/eth9/address", vdir);
+    CU_ASSERT_EQUAL(sysfs_tree_put(&t, dir, "52:54:00:00:02:00\n", 18), 0);
+    (void)snprintf(dir, sizeof(dir), "%s/net/eth9/addr_assign_type", vdir);
+    CU_ASSERT_EQUAL(sysfs_tree_put(&t, dir, "0\n", 2), 0);
     CU_ASSERT_EQUAL_FATAL(node_pci_scan(p, &res, NULL), 0);
     expect_ident(&res, "0000:3b:00.0", "52:54:00:00:00:01", NODE_PCIIDENT_MAC, "7");
+    expect_ident(&res, "0000:63:00.0", "52:54:00:00:02:00", NODE_PCIIDENT_MAC, "");
     expect_ident(&res, "0000:3b:00.1", "00-11-22-33-44-55-66-77", NODE_PCIIDENT_DSN, "7");
     node_pci_scan_result_done(&res);
     node_pci_free(p);
