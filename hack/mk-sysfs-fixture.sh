@@ -21,7 +21,14 @@
 # 0), sriov_totalvfs=N and sriov_numvfs=N (make the device an SR-IOV PF), physfn=ADDRESS (makes
 # it a VF of that PF; the PF's virtfnN links follow the order of the VF lines), and
 # omit=ATTR[,ATTR...] (attributes or links to leave out, e.g. omit=vendor for a device that
-# vanishes while it is read), netdev=NAME (a network interface: net/NAME/ and the link class/net/NAME).
+# vanishes while it is read), netdev=NAME (a network interface: net/NAME/ and the link class/net/NAME),
+# mac=AA:BB:CC:DD:EE:FF (with netdev: net/NAME/address, and addr_assign_type 0, "permanent",
+# unless mac_assign=N gives another), dsn=16HEXDIGITS (a PCIe Device Serial Number: config
+# grows to the 4096 bytes of PCIe config space, with a capability list holding the PCI Express
+# capability at 0x40 and the DSN extended capability at 0x100; not on bridges),
+# nvme_serial=STRING (nvme/nvme0/serial; '_' is a space, %XX the byte XX, as for USB strings),
+# slot=NAME (bus/pci/slots/NAME/address holds DOMAIN:BUS:DEV; every function of that device
+# that gives slot= must give the same NAME, and a NAME names one device).
 # Exits 2 on a malformed description.
 #
 # USB devices: lines starting with the word "usb".
@@ -71,6 +78,7 @@ re_name='^[A-Za-z0-9_.-]+$'
 
 declare -a addrs=()
 declare -A class progif ven dev subv subd rev drv iommu numa irq totalvfs numvfs physfn omit netdev
+declare -A mac mac_assign dsn nvme_serial slot slot_addr
 declare -A vfs   # PF address -> its VFs' addresses, space separated, in description order
 declare -A slots # DOMAIN:BUS:DEV -> number of functions
 declare -a usbs=() # USB port paths, in description order
@@ -107,6 +115,19 @@ parse_key() { # address key value lineno
     omit) omit[$a]=${v//,/ } ;;
     netdev) [[ $v =~ $re_name && ${#v} -le 15 ]] || die "line $n: bad interface name '$v'"
         netdev[$a]=$v ;;
+    mac) v=${v,,}
+        [[ $v =~ ^($hex{2}:){5}$hex{2}$ ]] || die "line $n: mac=$v is not AA:BB:CC:DD:EE:FF"
+        mac[$a]=$v ;;
+    mac_assign) [[ $v =~ $re_uint ]] || die "line $n: mac_assign=$v is not a number"
+        mac_assign[$a]=$v ;;
+    dsn) v=${v,,}
+        [[ $v =~ ^$hex{16}$ ]] || die "line $n: dsn=$v is not 16 hex digits"
+        dsn[$a]=$v ;;
+    nvme_serial) decode_str "$v" "$n"
+        nvme_serial[$a]=$REPLY ;;
+    slot) [[ $v =~ $re_name ]] || die "line $n: bad slot name '$v'"
+        [ "${slot_addr[$v]:-${a%.*}}" = "${a%.*}" ] || die "line $n: slot $v is another device's"
+        slot[$a]=$v slot_addr[$v]=${a%.*} ;;
     *) die "line $n: unknown key '$k'" ;;
     esac
 }
@@ -191,6 +212,8 @@ parse() {
         done
     done <"$desc"
     for a in "${addrs[@]}"; do
+        [ -z "${mac[$a]:-}${mac_assign[$a]:-}" ] || [ -n "${netdev[$a]:-}" ] || die "$a: mac= needs netdev="
+        [ -z "${dsn[$a]:-}" ] || [ "${class[$a]}" != 0604 ] || die "$a: dsn= on a bridge"
         [ -n "${physfn[$a]:-}" ] || continue
         [ -n "${class[${physfn[$a]}]:-}" ] || die "$a: physfn ${physfn[$a]} is not described"
         vfs[${physfn[$a]}]+="$a "
@@ -213,10 +236,12 @@ printf -v zeros12 '\\x00%.0s' {1..12}
 printf -v zeros24 '\\x00%.0s' {1..24}
 printf -v zeros32 '\\x00%.0s' {1..32}
 printf -v zeros192 '\\x00%.0s' {1..192}
+zeros188='' zeros3828='' # made on first use (dsn=)
 
 # 256 bytes of configuration space: the type 0 or type 1 header, then zeros.
 write_config() { # address file bar0(8 hex digits)
-    local a=$1 f=$2 bar=$3 h='' hdr=0 cmd=0000 pin=00 line
+    local a=$1 f=$2 bar=$3 h='' hdr=0 cmd=0000 pin=00 line status='\x00\x00' capptr='\x00'
+    [ -z "${dsn[$a]:-}" ] || status='\x10\x00' capptr='\x40' # a capability list
     [ "${class[$a]}" = 0604 ] && hdr=1
     [ "${slots[${a%.*}]}" -gt 1 ] && hdr=$((hdr | 0x80))
     printf -v hdr '%02x' "$hdr"
@@ -225,7 +250,7 @@ write_config() { # address file bar0(8 hex digits)
     [ "${irq[$a]:-0}" != 0 ] && pin=01
     le16 "${ven[$a]}"; h+=$REPLY
     le16 "${dev[$a]}"; h+=$REPLY
-    le16 "$cmd"; h+="$REPLY\\x00\\x00"
+    le16 "$cmd"; h+="$REPLY$status"
     h+="\\x${rev[$a]:-00}\\x${progif[$a]:-00}\\x${class[$a]:2:2}\\x${class[$a]:0:2}"
     h+="\\x10\\x00\\x$hdr\\x00"
     if [ "$hdr" = 01 ] || [ "$hdr" = 81 ]; then
@@ -237,9 +262,19 @@ write_config() { # address file bar0(8 hex digits)
         h+=$zeros24                                  # BAR1-5, CardBus CIS
         le16 "${subv[$a]:-0000}"; h+=$REPLY
         le16 "${subd[$a]:-0000}"; h+=$REPLY
-        h+=$zeros12                                  # ROM, capabilities, reserved
+        h+="${zeros12:0:16}$capptr${zeros12:20}"     # ROM, capabilities, reserved
     fi
-    h+="\\x$line\\x$pin\\x00\\x00$zeros192"
+    h+="\\x$line\\x$pin\\x00\\x00"
+    if [ -n "${dsn[$a]:-}" ]; then
+        [ -n "$zeros188" ] || printf -v zeros188 '\\x00%.0s' {1..188}
+        [ -n "$zeros3828" ] || printf -v zeros3828 '\\x00%.0s' {1..3828}
+        h+="\\x10\\x00\\x02\\x00$zeros188"            # PCI Express (v2), the last capability
+        h+="\\x03\\x00\\x01\\x00"                        # DSN, version 1, the last extended one
+        le32 "${dsn[$a]:8:8}"; h+=$REPLY               # low dword
+        le32 "${dsn[$a]:0:8}"; h+="$REPLY$zeros3828"   # high dword
+    else
+        h+=$zeros192
+    fi
     printf "$h" >"$f"
 }
 
@@ -343,7 +378,19 @@ write_device() { # address index
     if [ -n "${netdev[$a]:-}" ]; then
         mkdir -p "$d/net/${netdev[$a]}" "$out/class/net"
         printf '%s\n' "${netdev[$a]}" >"$d/net/${netdev[$a]}/ifname"
+        if [ -n "${mac[$a]:-}" ]; then
+            printf '%s\n' "${mac[$a]}" >"$d/net/${netdev[$a]}/address"
+            printf '%s\n' "${mac_assign[$a]:-0}" >"$d/net/${netdev[$a]}/addr_assign_type"
+        fi
         link "../../$rel/net/${netdev[$a]}" "$out/class/net/${netdev[$a]}"
+    fi
+    if [ -n "${nvme_serial[$a]+set}" ]; then
+        mkdir -p "$d/nvme/nvme0"
+        printf '%s\n' "${nvme_serial[$a]}" >"$d/nvme/nvme0/serial"
+    fi
+    if [ -n "${slot[$a]:-}" ] && [ ! -e "$out/bus/pci/slots/${slot[$a]}" ]; then
+        mkdir -p "$out/bus/pci/slots/${slot[$a]}"
+        printf '%s\n' "${a%.*}" >"$out/bus/pci/slots/${slot[$a]}/address"
     fi
     if [ -n "${totalvfs[$a]:-}${numvfs[$a]:-}" ]; then
         write_sriov "$a" "$d"

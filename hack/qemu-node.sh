@@ -668,7 +668,8 @@ cmd_boot() {
         # Ends qemu when the process that booted it is gone (a killed test leaves no VM behind).
         (
             while kill -0 "$watch" 2>/dev/null && kill -0 "$qpid" 2>/dev/null; do sleep 2; done
-            [ -z "$(qemu_pid "$dir")" ] || cmd_stop "$dir"
+            # only this boot's qemu: after a stop, DIR may have been booted again already
+            [ "$(qemu_pid "$dir")" != "$qpid" ] || cmd_stop "$dir"
         ) </dev/null >/dev/null 2>&1 &
         disown
     fi

@@ -25,6 +25,12 @@
  *   "none" values; one that exists but cannot be read or parsed gives them too, and the
  *   device's problem names it. A driver, iommu_group or physfn link counts only when it leads to
  *   the directory of that name in bus/pci/drivers, kernel/iommu_groups or bus/pci/devices.
+ * - The identity (serial, slot; not read for bridges) is best effort: what cannot be read is
+ *   left empty and is no problem of the device (it says nothing of whether passthrough is
+ *   safe). The DSN is read after the device's facts, under a guard of its own whose warnings
+ *   are dropped: without root, sysfs gives 64 bytes of config space and the capability list
+ *   reads as absent. A DSN of all zeros or all ones counts as none. The slots are read once a
+ *   scan.
  */
 #include "node/pci.h"
 
@@ -35,6 +41,7 @@
 #include <pci/pci.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,6 +325,7 @@ struct scan {
     struct entry *entries;
     size_t n_entries, skipped_alloc;
     struct node_sysfs_dirmap *drivers, *groups; /* bus/pci/drivers, kernel/iommu_groups */
+    struct node_pciident_slots *slots;          /* bus/pci/slots */
     struct node_pci_scan_result res;
 };
 
@@ -586,6 +594,58 @@ static void copy_ident(const struct pci_dev *d, struct node_pci_dev *out)
     out->is_bridge = d->device_class == PCI_CLASS_BRIDGE_PCI;
 }
 
+/* The Device Serial Number's two dwords (low, high) under g. Returns 1 with them, 0 when the
+ * device has none, -EIO when libpci raised an error. */
+static int dsn_jump(struct guard *g, struct pci_dev *d, uint32_t ret[2])
+{
+    if (sigsetjmp(g->jmp, 0) != 0)
+        return -EIO;
+    struct pci_cap *cap = pci_find_cap(d, PCI_EXT_CAP_ID_DSN, PCI_CAP_EXTENDED);
+    if (!cap || cap->addr > 0xff0) /* (an offset in the 4096 bytes of config space) */
+        return 0;
+    int pos = (int)cap->addr;
+    ret[0] = pci_read_long(d, pos + 4);
+    ret[1] = pci_read_long(d, pos + 8);
+    return 1;
+}
+
+/* Whether the device has a DSN (into `ret`): dsn_jump() under the device guard, its warnings
+ * dropped. */
+static bool dsn_guarded(struct scan *s, struct pci_dev *d, uint32_t ret[2])
+{
+    struct guard *g = &s->dev_guard;
+    g->collect = false;
+    guard_push(g);
+    int r = dsn_jump(g, d, ret);
+    guard_pop(g);
+    bool none = (ret[0] == 0 && ret[1] == 0) || (ret[0] == UINT32_MAX && ret[1] == UINT32_MAX);
+    return r > 0 && !none;
+}
+
+/* The serial and the slot (node/pciident): the DSN when `dsn`, else the function's own. */
+static void identity_facts(struct scan *s, struct node_pci_dev *out, const uint32_t *dsn)
+{
+    const char *slot = node_pciident_slot_of(s->slots, out->address);
+    if (slot)
+        (void)snprintf(out->slot, sizeof(out->slot), "%s", slot);
+    if (dsn) {
+        char dsn_text[24];
+        node_pciident_format_dsn(dsn[0], dsn[1], dsn_text);
+        memcpy(out->serial, dsn_text, sizeof(dsn_text));
+        out->serial_source = NODE_PCIIDENT_DSN;
+    } else if (out->class_id >> 8 == 0x02 &&
+               node_pciident_perm_mac(s->pci->root_fd, out->address, out->serial,
+                                      sizeof(out->serial)) == 0) {
+        out->serial_source = NODE_PCIIDENT_MAC;
+    } else if (out->class_id == 0x0108 &&
+               node_pciident_nvme_serial(s->pci->root_fd, out->address, out->serial,
+                                         sizeof(out->serial)) == 0) {
+        out->serial_source = NODE_PCIIDENT_NVME;
+    } else {
+        out->serial[0] = '\0';
+    }
+}
+
 /* libpci parses the vendor and device attributes with strtol, so "0xZZZZ" reads as 0000: they
  * are read again, strictly. Fills `why` and returns -EINVAL or -ERANGE for a malformed one; 0
  * otherwise (an attribute that cannot be read at all is libpci's to report). */
@@ -614,10 +674,13 @@ static int read_device(struct scan *s, const struct entry *e)
     memset(out, 0, sizeof(*out));
     s->current = pci_get_dev(s->access, (int)e->domain, (int)e->bus, (int)e->dev, (int)e->func);
     int r = fill_guarded(s, s->current);
+    uint32_t dsn[2] = {0, 0};
+    bool has_dsn = false;
     if (r == 0) {
         memcpy(out->address, e->address, sizeof(out->address));
         copy_ident(s->current, out);
         append(out->problem, sizeof(out->problem), s->dev_guard.notes);
+        has_dsn = !out->is_bridge && dsn_guarded(s, s->current, dsn);
     }
     pci_free_dev(s->current);
     s->current = NULL;
@@ -628,6 +691,8 @@ static int read_device(struct scan *s, const struct entry *e)
         return skip(s, e->address, why);
     name_device(s->pci, out);
     read_facts(s, out);
+    if (!out->is_bridge)
+        identity_facts(s, out, has_dsn ? dsn : NULL);
     s->res.n_devs++;
     return 0;
 }
@@ -707,6 +772,8 @@ static int run_scan(struct scan *s, struct err *ret_err)
         s->drivers = NULL;
     if (node_sysfs_dirmap_new(s->pci->root_fd, "kernel/iommu_groups", &s->groups) < 0)
         s->groups = NULL;
+    if (node_pciident_slots_read(s->pci->root_fd, &s->slots) < 0)
+        return err_set(ret_err, -ENOMEM, "out of memory");
     guard_push(&s->guard);
     r = scan_guarded(s);
     guard_pop(&s->guard);
@@ -749,6 +816,7 @@ int node_pci_scan(struct node_pci *p, struct node_pci_scan_result *ret, struct e
     node_pci_scan_result_done(&s->res);
     node_sysfs_dirmap_free(s->drivers);
     node_sysfs_dirmap_free(s->groups);
+    node_pciident_slots_free(s->slots);
     free(s->entries);
     free(s);
     return r;

@@ -6,8 +6,9 @@
  * libpci is pointed at) and one libpci context used only for name lookups, which loads pci.ids
  * once. node_pci_scan() lists bus/pci/devices itself (through the root fd, node/sysfs), makes a
  * fresh libpci context for every scan, asks it for each listed device (pci_get_dev) and takes
- * identity and class from libpci, the driver, IOMMU group, NUMA node, SR-IOV facts and the PCI
- * root (from the device's link in bus/pci/devices) from sysfs.
+ * identity, class and the Device Serial Number (config space) from libpci, the driver, IOMMU
+ * group, NUMA node, SR-IOV facts, the PCI root (from the device's link in bus/pci/devices), the
+ * physical slot and the function's own serial (node/pciident) from sysfs.
  *
  * One bad device never hides the others. An entry of bus/pci/devices whose name is not a PCI
  * address, that is not a directory (a regular file, a dangling link, a link loop), or whose
@@ -31,6 +32,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "node/pciident.h"
 #include "node/sysfs.h"
 
 /* Room for the longest address, "ffffffff:ff:1f.7" (an 8-digit domain), and its NUL. */
@@ -59,6 +61,15 @@ struct node_pci_dev {
     int sriov_vf_index;                 /* a VF's N in its PF's virtfnN link, else -1 */
     /* An SR-IOV PF's network interface (the first entry of its net/ directory), else "" */
     char netdev[NODE_PCI_NETDEV_SIZE];
+    /* What identifies it when its address changes (node/pciident.h): the PCIe Device Serial
+     * Number ("00-11-22-33-44-55-66-77", the same on every function of a card), else a network
+     * function's permanent MAC address, else an NVMe controller's serial; "" (source NONE) when
+     * it has none that can be read. The DSN needs all of config space, which sysfs gives only to
+     * root (others read 64 bytes). */
+    char serial[NODE_PCIIDENT_SERIAL_SIZE];
+    enum node_pciident_source serial_source;
+    /* The physical slot it sits in (the name of its bus/pci/slots entry), else "" */
+    char slot[NODE_PCIIDENT_SLOT_SIZE];
     bool is_bridge; /* class 0x0604 */
     /* What could not be read, for people ("numa_node: malformed; iommu_group: symbolic link
      * loop"); "" when everything could. */

@@ -183,6 +183,9 @@ static void test_attributes(void)
     CU_ASSERT_STRING_EQUAL(attr(d, "iommuGroup")->string, "int");
     CU_ASSERT_EQUAL(attr(d, "iommuGroup")->valueint, 13);
     CU_ASSERT_STRING_EQUAL(attr(d, "driver")->valuestring, "");
+    /* no serial, no slot: present and "" (a selector on them never meets a missing one) */
+    CU_ASSERT_STRING_EQUAL(attr(d, "serialNumber")->valuestring, "");
+    CU_ASSERT_STRING_EQUAL(attr(d, "physicalSlot")->valuestring, "");
     const char *desc = attr(d, "description")->valuestring;
     CU_ASSERT_EQUAL(strlen(desc), 64);
     CU_ASSERT_EQUAL(strcmp(desc + 60, "\xc3\xa9\xc3\xa9"), 0);
@@ -195,6 +198,15 @@ static void test_attributes(void)
     CU_ASSERT_PTR_NULL(attr(d, "resource.kubernetes.io/pcieRoot"));
     CU_ASSERT_PTR_NULL(attr(d, "sriovPhysicalFunction")); /* not a VF */
     CU_ASSERT_PTR_NULL(attr(d, "sriovVFIndex"));
+    cJSON_Delete(d);
+    /* a card's serial and slot */
+    (void)snprintf(s->serial, sizeof(s->serial), "00-11-22-33-44-55-66-77");
+    (void)snprintf(s->serial_source, sizeof(s->serial_source), "DSN");
+    (void)snprintf(s->slot, sizeof(s->slot), "7");
+    d = draslices_device(s);
+    CU_ASSERT_STRING_EQUAL(attr(d, "serialNumber")->valuestring, "00-11-22-33-44-55-66-77");
+    CU_ASSERT_STRING_EQUAL(attr(d, "physicalSlot")->valuestring, "7");
+    CU_ASSERT_PTR_NULL(attr(d, "serialNumberSource")); /* the PCIDevice's, not an attribute */
     cJSON_Delete(d);
     /* an SR-IOV VF: its PF and index */
     (void)snprintf(s->physfn, sizeof(s->physfn), "0000:65:00.0");

@@ -987,6 +987,101 @@ static void test_large_tree(void)
     sysfs_tree_remove(&t);
 }
 
+/* A card of two functions with a DSN in slot 7, an NVMe drive that reports its serial in slot
+ * 12, a NIC with a permanent MAC address, one whose address was set (not the card's), and a GPU
+ * that reports nothing. */
+#define IDENT_DESC                                                                                 \
+    "0000:00:00.0 0600 8086:29c0\n"                                                                \
+    "0000:00:1c.0 0604 8086:a190 driver=pcieport slot=3\n"                                         \
+    "0000:3b:00.0 0200 8086:1521 driver=igb dsn=0011223344556677 slot=7 netdev=hdid0 "             \
+    "mac=52:54:00:00:00:01\n"                                                                      \
+    "0000:3b:00.1 0200 8086:1521 driver=igb dsn=0011223344556677 slot=7\n"                         \
+    "0000:5e:00.0 010802 144d:a808 driver=nvme nvme_serial=S4EWNX0R123456______ slot=12\n"         \
+    "0000:60:00.0 0200 8086:10d3 driver=e1000e netdev=hdid2 mac=52:54:00:AB:CD:03\n"               \
+    "0000:61:00.0 0200 8086:10d3 driver=e1000e netdev=hdid3 mac=52:54:00:00:00:04 mac_assign=3\n"  \
+    "0000:62:00.0 0300 10de:2204 driver=vfio-pci\n"                                                \
+    "0000:63:00.0 0200 1af4:1041 driver=virtio-pci\n"
+
+static void expect_ident(const struct node_pci_scan_result *res, const char *address,
+                         const char *serial, enum node_pciident_source source, const char *slot)
+{
+    const struct node_pci_dev *d = find_dev(res->devs, res->n_devs, address);
+    CU_ASSERT_PTR_NOT_NULL(d);
+    if (!d)
+        return;
+    CU_ASSERT_STRING_EQUAL(d->serial, serial);
+    CU_ASSERT_EQUAL(d->serial_source, source);
+    CU_ASSERT_STRING_EQUAL(d->slot, slot);
+    CU_ASSERT_STRING_EQUAL(d->problem, "");
+}
+
+static void test_identity(void)
+{
+    struct sysfs_tree t = {0};
+    struct node_pci *p = NULL;
+    struct node_pci_scan_result res = {0};
+    CU_ASSERT_EQUAL_FATAL(sysfs_tree_make_text(&t, IDENT_DESC), 0);
+    CU_ASSERT_EQUAL_FATAL(node_pci_new(t.root, PCI_IDS, &p), 0);
+    CU_ASSERT_EQUAL_FATAL(node_pci_scan(p, &res, NULL), 0);
+    /* the DSN wins over the MAC address; both functions of the card carry it */
+    expect_ident(&res, "0000:3b:00.0", "00-11-22-33-44-55-66-77", NODE_PCIIDENT_DSN, "7");
+    expect_ident(&res, "0000:3b:00.1", "00-11-22-33-44-55-66-77", NODE_PCIIDENT_DSN, "7");
+    expect_ident(&res, "0000:5e:00.0", "S4EWNX0R123456", NODE_PCIIDENT_NVME, "12");
+    expect_ident(&res, "0000:60:00.0", "52:54:00:ab:cd:03", NODE_PCIIDENT_MAC, "");
+    expect_ident(&res, "0000:61:00.0", "", NODE_PCIIDENT_NONE, "");
+    expect_ident(&res, "0000:62:00.0", "", NODE_PCIIDENT_NONE, "");
+    expect_ident(&res, "0000:63:00.0", "", NODE_PCIIDENT_NONE, ""); /* no interface yet */
+    /* a bridge's identity is not read (bridges are not published) */
+    expect_ident(&res, "0000:00:1c.0", "", NODE_PCIIDENT_NONE, "");
+    node_pci_scan_result_done(&res);
+    /* config space cut to the 64 bytes others than root read: no DSN, the MAC then */
+    char config[64] = {0};
+    CU_ASSERT_EQUAL(
+            sysfs_tree_put(&t, "devices/pci0000:3b/0000:3b:00.0/config", config, sizeof(config)),
+            0);
+    /* a virtio NIC's interface hangs off its virtio device */
+    char dir[512];
+    const char *vdir = "devices/pci0000:63/0000:63:00.0/virtio0";
+    (void)snprintf(dir, sizeof(dir), "%s/%s", t.root, vdir);
+    CU_ASSERT_EQUAL(mkdir(dir, 0755), 0);
+    (void)snprintf(dir, sizeof(dir), "%s/%s/net", t.root, vdir);
+    CU_ASSERT_EQUAL(mkdir(dir, 0755), 0);
+    (void)snprintf(dir, sizeof(dir), "%s/%s/net/eth9", t.root, vdir);
+    CU_ASSERT_EQUAL(mkdir(dir, 0755), 0);
+    (void)snprintf(dir, sizeof(dir), "%s/net/eth9/address", vdir);
+    CU_ASSERT_EQUAL(sysfs_tree_put(&t, dir, "52:54:00:00:02:00\n", 18), 0);
+    (void)snprintf(dir, sizeof(dir), "%s/net/eth9/addr_assign_type", vdir);
+    CU_ASSERT_EQUAL(sysfs_tree_put(&t, dir, "0\n", 2), 0);
+    CU_ASSERT_EQUAL_FATAL(node_pci_scan(p, &res, NULL), 0);
+    expect_ident(&res, "0000:3b:00.0", "52:54:00:00:00:01", NODE_PCIIDENT_MAC, "7");
+    expect_ident(&res, "0000:63:00.0", "52:54:00:00:02:00", NODE_PCIIDENT_MAC, "");
+    expect_ident(&res, "0000:3b:00.1", "00-11-22-33-44-55-66-77", NODE_PCIIDENT_DSN, "7");
+    node_pci_scan_result_done(&res);
+    node_pci_free(p);
+    sysfs_tree_remove(&t);
+}
+
+static void test_identity_pure(void)
+{
+    char buf[24];
+    node_pciident_format_dsn(0x44556677u, 0x00112233u, buf);
+    CU_ASSERT_STRING_EQUAL(buf, "00-11-22-33-44-55-66-77");
+    /* qemu's e1000e makes its DSN of its MAC address 52:54:00:12:34:56 */
+    node_pciident_format_dsn(0xff123456u, 0x525400ffu, buf);
+    CU_ASSERT_STRING_EQUAL(buf, "52-54-00-ff-ff-12-34-56");
+    CU_ASSERT_TRUE(node_pciident_slot_matches("0000:3b:00", "0000:3b:00.1"));
+    CU_ASSERT_TRUE(node_pciident_slot_matches("10000:01:00", "10000:01:00.0"));
+    CU_ASSERT_FALSE(node_pciident_slot_matches("0000:3b:00", "0000:3b:01.0"));
+    CU_ASSERT_FALSE(node_pciident_slot_matches("0000:3b", "0000:3b:00.0")); /* no device number */
+    CU_ASSERT_FALSE(node_pciident_slot_matches("0000:3b:0", "0000:3b:00.0"));
+    CU_ASSERT_FALSE(node_pciident_slot_matches("0000:3b:00.0", "0000:3b:00.0"));
+    CU_ASSERT_FALSE(node_pciident_slot_matches("", "0000:3b:00.0"));
+    CU_ASSERT_STRING_EQUAL(node_pciident_source_name(NODE_PCIIDENT_DSN), "DSN");
+    CU_ASSERT_STRING_EQUAL(node_pciident_source_name(NODE_PCIIDENT_MAC), "PermanentMAC");
+    CU_ASSERT_STRING_EQUAL(node_pciident_source_name(NODE_PCIIDENT_NVME), "NVMeSerial");
+    CU_ASSERT_STRING_EQUAL(node_pciident_source_name(NODE_PCIIDENT_NONE), "");
+}
+
 static CU_TestInfo tests[] = {
         {"scan matches the description", test_scan_matches_description},
         {"names from pci.ids", test_names_from_pci_ids},
@@ -1014,6 +1109,8 @@ static CU_TestInfo tests[] = {
         {"new errors", test_new_errors},
         {"empty tree", test_empty_tree},
         {"1024-function tree", test_large_tree},
+        {"identity: DSN, MAC, NVMe serial, slot", test_identity},
+        {"identity: DSN format, slot match", test_identity_pure},
         CU_TEST_INFO_NULL,
 };
 

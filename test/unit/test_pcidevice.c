@@ -127,6 +127,33 @@ static void test_removed_fields_become_null(void)
     cJSON_Delete(have);
 }
 
+static void test_identity_fields(void)
+{
+    struct pcidevice_spec s = nic();
+    cJSON *st = pcidevice_status(&s);
+    CU_ASSERT_PTR_NULL(cJSON_GetObjectItemCaseSensitive(st, "serialNumber")); /* none: absent */
+    CU_ASSERT_PTR_NULL(cJSON_GetObjectItemCaseSensitive(st, "serialNumberSource"));
+    CU_ASSERT_PTR_NULL(cJSON_GetObjectItemCaseSensitive(st, "physicalSlot"));
+    cJSON_Delete(st);
+    cJSON *have = stored(&s, "node-uid");
+    (void)snprintf(s.serial, sizeof(s.serial), "52:54:00:12:34:56");
+    (void)snprintf(s.serial_source, sizeof(s.serial_source), "PermanentMAC");
+    (void)snprintf(s.slot, sizeof(s.slot), "9");
+    struct pcidevice_plan p;
+    CU_ASSERT_EQUAL(pcidevice_plan(&s, have, "node-uid", &p), 0);
+    CU_ASSERT_STRING_EQUAL(p.status_patch ? p.status_patch : "",
+                           "{\"status\":{\"serialNumber\":\"52:54:00:12:34:56\","
+                           "\"serialNumberSource\":\"PermanentMAC\",\"physicalSlot\":\"9\"}}");
+    pcidevice_plan_done(&p);
+    cJSON_Delete(have);
+    /* written once: nothing more to write */
+    have = stored(&s, "node-uid");
+    CU_ASSERT_EQUAL(pcidevice_plan(&s, have, "node-uid", &p), 0);
+    CU_ASSERT_TRUE(pcidevice_plan_empty(&p));
+    pcidevice_plan_done(&p);
+    cJSON_Delete(have);
+}
+
 static void test_label_and_owner_repaired(void)
 {
     struct pcidevice_spec s = nic();
@@ -239,6 +266,7 @@ static CU_TestInfo tests[] = {
         {"nothing when equal", test_nothing_when_equal},
         {"only changed fields", test_only_changed_fields},
         {"removed fields become null", test_removed_fields_become_null},
+        {"identity fields: absent when unknown, written once", test_identity_fields},
         {"label and owner repaired", test_label_and_owner_repaired},
         {"no owner without node uid", test_no_owner_without_node_uid},
         {"delete when gone", test_delete_when_gone},

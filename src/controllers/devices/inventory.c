@@ -108,6 +108,10 @@ static int spec_from_dev(const char *node, const struct node_pci_dev *d, struct 
     (void)snprintf(s->physfn, sizeof(s->physfn), "%s", d->physfn);
     (void)snprintf(s->netdev, sizeof(s->netdev), "%s", d->netdev);
     (void)snprintf(s->pcie_root, sizeof(s->pcie_root), "%s", d->pcie_root);
+    (void)snprintf(s->serial, sizeof(s->serial), "%s", d->serial);
+    (void)snprintf(s->serial_source, sizeof(s->serial_source), "%s",
+                   node_pciident_source_name(d->serial_source));
+    (void)snprintf(s->slot, sizeof(s->slot), "%s", d->slot);
     return names_of(d, s);
 }
 

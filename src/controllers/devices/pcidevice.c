@@ -31,21 +31,15 @@
 
 /* The status fields this agent writes; any other field is someone else's. */
 static const char *const managed[] = {
-        "address",
-        "vendorId",
-        "deviceId",
-        "subsystemVendorId",
-        "subsystemDeviceId",
-        "classId",
-        "revision",
-        "iommuGroup",
-        "numaNode",
-        "nodeName",
-        "resourceName",
-        "description",
-        "kernelDriverInUse",
-        "sriov",
-        "passthroughBlockers",
+        "address",           "vendorId",
+        "deviceId",          "subsystemVendorId",
+        "subsystemDeviceId", "classId",
+        "revision",          "iommuGroup",
+        "numaNode",          "nodeName",
+        "resourceName",      "description",
+        "kernelDriverInUse", "sriov",
+        "serialNumber",      "serialNumberSource",
+        "physicalSlot",      "passthroughBlockers",
 };
 
 static void add_str(cJSON *o, const char *key, const char *value)
@@ -113,6 +107,9 @@ cJSON *pcidevice_status(const struct pcidevice_spec *s)
     cJSON *sriov = sriov_json(s);
     if (sriov)
         cJSON_AddItemToObject(st, "sriov", sriov);
+    add_str(st, "serialNumber", s->serial);
+    add_str(st, "serialNumberSource", s->serial[0] ? s->serial_source : "");
+    add_str(st, "physicalSlot", s->slot);
     cJSON *blockers = blockers_json(s);
     if (blockers)
         cJSON_AddItemToObject(st, "passthroughBlockers", blockers);

@@ -49,6 +49,10 @@ struct pcidevice_spec {
     int sriov_vf_index;     /* SR-IOV VF: its index on the PF, else -1 */
     char netdev[16];        /* SR-IOV PF: its network interface, else "" */
     char sriov_parent[254]; /* SR-IOV VF: its PF's SRIOVNetworkDevice, else "" */
+    /* What identifies it when its address changes (node/pciident.h); "" when unknown */
+    char serial[65];        /* the DSN, else its permanent MAC address or NVMe serial */
+    char serial_source[16]; /* "DSN", "PermanentMAC", "NVMeSerial"; "" with no serial */
+    char slot[65];          /* its physical slot's name */
     /* status.passthroughBlockers: why it cannot be passed through now (none: it can);
      * malloc'd (most devices have none), freed with pcidevice_spec_free() */
     struct node_blocker *blockers;

@@ -87,6 +87,9 @@ cJSON *draslices_device(const struct pcidevice_spec *s)
     if (s->iommu_group[0])
         ok = attr_int(attrs, "iommuGroup", strtoll(s->iommu_group, NULL, 10)) && ok;
     ok = attr_str(attrs, "driver", s->driver) && ok;
+    /* "" when unknown, as driver: a selector on them never meets a missing attribute */
+    ok = attr_str(attrs, "serialNumber", s->serial) && ok;
+    ok = attr_str(attrs, "physicalSlot", s->slot) && ok;
     if (s->physfn[0]) /* an SR-IOV VF: "a VF of this PF" is a selector on these */
         ok = attr_str(attrs, "sriovPhysicalFunction", s->physfn) && ok;
     if (s->physfn[0] && s->sriov_vf_index >= 0)
