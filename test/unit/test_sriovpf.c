@@ -14,8 +14,8 @@
 #include "controllers/devices/pcidevice.h"
 #include "controllers/sriov/sriovpf.h"
 
-static struct pcidevice_spec *dev(struct map *m, const char *address, const char *physfn,
-                                  int index, const char *driver)
+static struct pcidevice_spec *dev(struct map *m, const char *address, const char *physfn, int index,
+                                  const char *driver)
 {
     struct pcidevice_spec *s = calloc(1, sizeof(*s));
     (void)snprintf(s->address, sizeof(s->address), "%s", address);

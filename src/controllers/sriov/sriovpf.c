@@ -72,7 +72,7 @@ static int compare_vfs(const void *a, const void *b)
 }
 
 struct sriovpf *sriovpf_new(const char *name, const struct pcidevice_spec *d,
-                           const struct map *pci_want)
+                            const struct map *pci_want)
 {
     struct sriovpf *p = calloc(1, sizeof(*p));
     if (!p)
@@ -161,7 +161,7 @@ static cJSON *blockers_json(const struct sriovpf *p)
 }
 
 cJSON *sriovpf_status(const struct sriovpf *p, const cJSON *obj, bool ready, const char *reason,
-                        const char *message)
+                      const char *message)
 {
     cJSON *st = cJSON_CreateObject(), *addrs = cJSON_AddArrayToObject(st, "vfAddresses"),
           *names = cJSON_AddArrayToObject(st, "vfPCIDevices");
@@ -187,4 +187,3 @@ cJSON *sriovpf_status(const struct sriovpf *p, const cJSON *obj, bool ready, con
     cJSON_AddNumberToObject(st, "observedGeneration", cJSON_IsNumber(gen) ? gen->valuedouble : 0);
     return st;
 }
-
