@@ -7,8 +7,9 @@
 # Claims and devices are written as the agents would write them. Checks: the annotation removed
 # with kubectl, then edited (one name dropped), is written back by the controller, in one write
 # each, the foreign entry staying foreign; the VM policy refuses a VMI asking for the device
-# without "use" on the first request after each edit and after the restore (and admits the user
-# who has "use"); the controller says so in its log and metric.
+# without "use" on the first request after each edit, around it (a probe: admitted only in the
+# window) and after the restore (and admits the user who has "use"), the Pod policy a Pod asking
+# for the name; the controller says so in its log and metric.
 # Prints the window between each edit and the controller's write (audit log, API server clock).
 SUITE=ownrecord
 # shellcheck source=test/integration/lib.sh
@@ -50,6 +51,7 @@ kind: ClusterRole
 metadata: {name: vm-maker}
 rules:
 - {apiGroups: [kubevirt.io], resources: [virtualmachineinstances, virtualmachines], verbs: ["*"]}
+- {apiGroups: [""], resources: [pods], verbs: [create]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
@@ -173,11 +175,16 @@ edit() {
         fail "bob refused $name right after the edit" "$(try bob "$name" 2>&1); record: $(record)"
     if eventually 20 restored; then pass "... the controller writes the record back ($WANT)"; else
         fail "record restored" "$(record)"; fi
-    for n in "${NAMES[@]}"; do
-        refused bob "$n" || fail "bob refused $n after the restore" "$(try bob "$n" 2>&1)"
-    done
-    pass "... bob's VMIs with each of the three names refused after the restore"
+    local n bad=""
+    for n in "${NAMES[@]}"; do refused bob "$n" || bad+="$n: $(try bob "$n" 2>&1)"$'\n'; done
+    [ -z "$bad" ] && pass "... bob's VMIs with each of the three names refused after the restore" ||
+        fail "bob refused after the restore" "$bad"
     expect_ok "... alice's (use on each) admitted" try alice "$name"
+    expect_reject "... bob's Pod asking for $name refused (hostdevd-pod-use)" \
+        "user bob may not create Pod default/p asking for host device $name" \
+        kubectl --context bob create --dry-run=server -f - <<<"$(jq -cn --arg r "$name" '{apiVersion: "v1",
+            kind: "Pod", metadata: {name: "p", namespace: "default"},
+            spec: {containers: [{name: "c", image: "x", resources: {limits: {($r): 1}}}]}}')"
     sleep 2 # any second write would have come by now
     [ "$(ctl_writes "$line")" = 1 ] && pass "... in one write of the CR" ||
         fail "one write per edit" "$(ctl_writes "$line") writes"
