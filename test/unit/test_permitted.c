@@ -75,6 +75,34 @@ static const char *find(const char *patch, const char *what)
     return patch ? strstr(patch, what) : NULL;
 }
 
+/* The CR's ownership record ("" when absent), copied into out. */
+static const char *record(const cJSON *o, char *out, size_t size)
+{
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"),
+                                             "annotations"),
+            "hostdevd.io/owned-host-devices"));
+    (void)snprintf(out, size, "%s", s ? s : "");
+    return out;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The names sorted and comma-separated, as the record lists them (a static buffer). */
+static const char *sorted(const char **names, size_t n)
+{
+    static char out[1024];
+    size_t len = 0;
+    qsort(names, n, sizeof(*names), cmp_str);
+    out[0] = '\0';
+    for (size_t i = 0; i < n && len < sizeof(out); i++)
+        len += (size_t)snprintf(out + len, sizeof(out) - len, "%s%s", i ? "," : "", names[i]);
+    return out;
+}
+
 static struct permitted_want want_of(const struct permitted_entry *const *e, size_t n)
 {
     struct permitted_want w = {0};
@@ -154,11 +182,12 @@ static void test_foreign_kept_in_order_owned_removed(void)
 static void test_rewritten_and_conflict(void)
 {
     /* our GPU entry edited by someone (externalResourceProvider dropped): rewritten in place;
-     * a needed name a foreign entry lists: left to it, reported */
+     * a needed name a foreign entry lists with another selector (ours would be 8086:1583): left
+     * to it, reported */
     cJSON *o = cr("nvidia.com/TU104GL",
                   "{\"pciHostDevices\":[{\"pciVendorSelector\":\"10de:1eb8\",\"resourceName\":"
                   "\"nvidia.com/TU104GL\"}," FOREIGN_B "]}");
-    struct permitted_entry x710 = {"intel.com/X710", false, "8086", "1572"};
+    struct permitted_entry x710 = {"intel.com/X710", false, "8086", "1583"};
     const struct permitted_entry *e[] = {&gpu, &x710};
     struct permitted_want w = want_of(e, 2);
     struct permitted_result r;
@@ -358,17 +387,48 @@ static void check_ours_removed(const struct name_case *c)
     cJSON_Delete(o);
 }
 
-/* A claim needs the foreign entry's name too: left to it (a conflict of that name only), and
- * nothing is written. */
+/* A claim needs the foreign entry's name too, with another selector: left to it (a conflict of
+ * that name only), and nothing is written. */
 static void check_foreign_name_wanted(const struct name_case *c)
 {
     cJSON *o = cr(c->owned, c->phd);
-    struct permitted_want w = want_ours(c, true);
+    struct permitted_entry other = *c->foreign;
+    (void)snprintf(other.product, sizeof(other.product), "ffff");
+    struct permitted_want w = want_ours(c, false);
+    CU_ASSERT_EQUAL(permitted_want_add(&w, &other), 0);
     struct permitted_result r;
     CU_ASSERT_EQUAL(w.n, c->ours[1] ? 3 : 2);
     CU_ASSERT_EQUAL_FATAL(permitted_plan(o, &w, &r), 0);
     CU_ASSERT_STRING_EQUAL(r.conflicts, c->foreign->resource);
     CU_ASSERT_PTR_NULL(r.patch);
+    free(r.patch);
+    permitted_want_done(&w);
+    cJSON_Delete(o);
+}
+
+/* A claim needs the foreign entry's name with exactly its selector: the entry is what hostdevd
+ * would write, so it is taken into the record (by its exact name, ours untouched), and the next
+ * plan writes nothing. */
+static void check_foreign_name_adopted(const struct name_case *c)
+{
+    cJSON *o = cr(c->owned, c->phd);
+    struct permitted_want w = want_ours(c, true);
+    struct permitted_result r;
+    char owned[512];
+    CU_ASSERT_EQUAL_FATAL(permitted_plan(o, &w, &r), 0);
+    CU_ASSERT_EQUAL(r.adopted, 1);
+    CU_ASSERT_STRING_EQUAL(r.adopted_names, c->foreign->resource);
+    CU_ASSERT_STRING_EQUAL(r.conflicts, "");
+    CU_ASSERT_EQUAL(r.added + r.removed + r.rewritten, 0);
+    CU_ASSERT_PTR_NULL(find(r.patch, "\"spec\"")); /* the lists are not written */
+    const char *names[3] = {c->ours[0]->resource, c->foreign->resource,
+                            c->ours[1] ? c->ours[1]->resource : NULL};
+    apply(o, r.patch);
+    CU_ASSERT_STRING_EQUAL(record(o, owned, sizeof(owned)), sorted(names, c->ours[1] ? 3 : 2));
+    free(r.patch);
+    CU_ASSERT_EQUAL(permitted_plan(o, &w, &r), 0);
+    CU_ASSERT_PTR_NULL(r.patch);
+    CU_ASSERT_EQUAL(r.adopted, 0);
     free(r.patch);
     permitted_want_done(&w);
     cJSON_Delete(o);
@@ -380,6 +440,7 @@ static void test_near_names_foreign(void)
         check_left_alone(&name_cases[i]);
         check_ours_removed(&name_cases[i]);
         check_foreign_name_wanted(&name_cases[i]);
+        check_foreign_name_adopted(&name_cases[i]);
     }
 }
 
@@ -417,6 +478,130 @@ static void test_ownership_moves_to_near_name(void)
     }
 }
 
+/* --- the record removed or edited from outside (issue 33) ---------------------------------------
+ * The entries are there as hostdevd wrote them; the annotation lost their names. */
+
+#define MINE_NIC   PCI_ENTRY("intel.com/82574L", "8086:10d3")
+#define MINE_STICK USB_ENTRY("kubevirt.io/titan-0951-1666-2-1-4", "0951", "1666")
+
+/* Plans, expects only the record rewritten to `want_record` (names `adopted` taken back), applies
+ * it, and expects the next plan to write nothing: the restored CR is stable. */
+static void expect_restored(cJSON *o, const struct permitted_want *w, const char *adopted,
+                            const char *want_record)
+{
+    struct permitted_result r;
+    char got[1024];
+    char before[4096], after[4096];
+    list_names(o, before, sizeof(before));
+    CU_ASSERT_EQUAL_FATAL(permitted_plan(o, w, &r), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r.patch);
+    CU_ASSERT_STRING_EQUAL(r.adopted_names, adopted);
+    CU_ASSERT_STRING_EQUAL(r.conflicts, "");
+    CU_ASSERT_EQUAL(r.added + r.removed + r.rewritten, 0);
+    CU_ASSERT_PTR_NULL(find(r.patch, "\"spec\"")); /* nothing else changed */
+    CU_ASSERT_PTR_NOT_NULL(find(r.patch, "\"resourceVersion\":\"7\""));
+    apply(o, r.patch);
+    free(r.patch);
+    CU_ASSERT_STRING_EQUAL(record(o, got, sizeof(got)), want_record);
+    list_names(o, after, sizeof(after));
+    CU_ASSERT_STRING_EQUAL(after, before);
+    CU_ASSERT_EQUAL_FATAL(permitted_plan(o, w, &r), 0);
+    CU_ASSERT_PTR_NULL(r.patch); /* idempotent */
+    CU_ASSERT_EQUAL(r.adopted, 0);
+    CU_ASSERT_STRING_EQUAL(r.conflicts, "");
+    free(r.patch);
+}
+
+static void test_record_removed_restored(void)
+{
+    const struct permitted_entry *e[] = {&nic, &stick};
+    struct permitted_want w = want_of(e, 2);
+    /* no annotation, or an empty one; foreign entries around ours; a GPU entry exactly as ours
+     * would be, but no claim needs it: not listed, so not ours (left) */
+    const char *records[] = {NULL, ""};
+    for (size_t i = 0; i < 2; i++) {
+        cJSON *o = cr(records[i], "{\"pciHostDevices\":[" FOREIGN_A "," MINE_NIC "," MINE_GPU
+                                  "," FOREIGN_B "],\"usb\":[" MINE_STICK "]}");
+        expect_restored(o, &w, "intel.com/82574L,kubevirt.io/titan-0951-1666-2-1-4",
+                        "intel.com/82574L,kubevirt.io/titan-0951-1666-2-1-4");
+        cJSON_Delete(o);
+    }
+    permitted_want_done(&w);
+}
+
+static void test_record_edited_restored(void)
+{
+    const struct permitted_entry *e[] = {&nic, &gpu, &stick};
+    struct permitted_want w = want_of(e, 3);
+    /* one name dropped from the list: the first, the middle, the last */
+    const char *records[] = {"kubevirt.io/titan-0951-1666-2-1-4,nvidia.com/TU104GL",
+                             "intel.com/82574L,kubevirt.io/titan-0951-1666-2-1-4",
+                             "intel.com/82574L,nvidia.com/TU104GL"};
+    const char *dropped[] = {"intel.com/82574L", "nvidia.com/TU104GL",
+                             "kubevirt.io/titan-0951-1666-2-1-4"};
+    for (size_t i = 0; i < 3; i++) {
+        cJSON *o = cr(records[i], "{\"pciHostDevices\":[" MINE_GPU "," FOREIGN_A "," MINE_NIC
+                                  "],\"usb\":[" MINE_STICK "]}");
+        expect_restored(o, &w, dropped[i],
+                        "intel.com/82574L,kubevirt.io/titan-0951-1666-2-1-4,nvidia.com/TU104GL");
+        cJSON_Delete(o);
+    }
+    permitted_want_done(&w);
+}
+
+/* Entries named like one a claim needs, that hostdevd would not have written so: someone else's,
+ * however the record reads. */
+static const char *const not_ours[] = {
+        /* another selector */
+        "{\"pciHostDevices\":[" PCI_ENTRY("intel.com/82574L", "8086:10d4") "]}",
+        /* the same but in upper case */
+        "{\"pciHostDevices\":[" PCI_ENTRY("intel.com/82574L", "8086:10D3") "]}",
+        /* externalResourceProvider false, or missing (KubeVirt's own device plugin) */
+        "{\"pciHostDevices\":[{\"pciVendorSelector\":\"8086:10d3\",\"resourceName\":"
+        "\"intel.com/82574L\",\"externalResourceProvider\":false}]}",
+        "{\"pciHostDevices\":[{\"pciVendorSelector\":\"8086:10d3\",\"resourceName\":"
+        "\"intel.com/82574L\"}]}",
+        /* a field more */
+        "{\"pciHostDevices\":[{\"pciVendorSelector\":\"8086:10d3\",\"resourceName\":"
+        "\"intel.com/82574L\",\"externalResourceProvider\":true,\"x\":1}]}",
+        /* in the other list */
+        "{\"usb\":[" USB_ENTRY("intel.com/82574L", "8086", "10d3") "]}",
+        /* ours exactly, but a second entry of the name that is not */
+        "{\"pciHostDevices\":[" MINE_NIC "," PCI_ENTRY("intel.com/82574L", "8086:10d4") "]}",
+        "{\"pciHostDevices\":[" MINE_NIC
+        "],\"usb\":[" USB_ENTRY("intel.com/82574L", "8086", "10d3") "]}",
+};
+
+static void test_foreign_same_name_not_adopted(void)
+{
+    const struct permitted_entry *e[] = {&nic};
+    struct permitted_want w = want_of(e, 1);
+    const char *records[] = {NULL, "nvidia.com/TU104GL"}; /* removed; edited (another name) */
+    for (size_t i = 0; i < sizeof(not_ours) / sizeof(not_ours[0]); i++) {
+        for (size_t k = 0; k < 2; k++) {
+            cJSON *o = cr(records[k], not_ours[i]);
+            char names[512];
+            list_names(o, names, sizeof(names));
+            struct permitted_result r;
+            CU_ASSERT_EQUAL_FATAL(permitted_plan(o, &w, &r), 0);
+            if (r.adopted)
+                fprintf(stderr, "\n  adopted from %s\n", not_ours[i]);
+            CU_ASSERT_EQUAL(r.adopted, 0);
+            CU_ASSERT_STRING_EQUAL(r.conflicts, "intel.com/82574L");
+            CU_ASSERT_PTR_NULL(find(r.patch, "intel.com/82574L")); /* not in the record */
+            CU_ASSERT_PTR_NULL(find(r.patch, "\"spec\""));         /* its entries left alone */
+            if (r.patch)
+                apply(o, r.patch);
+            free(r.patch);
+            char after[512];
+            list_names(o, after, sizeof(after));
+            CU_ASSERT_STRING_EQUAL(after, names);
+            cJSON_Delete(o);
+        }
+    }
+    permitted_want_done(&w);
+}
+
 static void test_gate_and_errors(void)
 {
     cJSON *o = cr(NULL, NULL);
@@ -441,6 +626,10 @@ static CU_TestInfo tests[] = {
         {"a foreign name in the other list is a conflict", test_conflict_across_lists},
         {"near names (prefix, case) are foreign", test_near_names_foreign},
         {"ownership moves to a near name exactly", test_ownership_moves_to_near_name},
+        {"the record removed: restored, nothing else changed", test_record_removed_restored},
+        {"a name dropped from the record: restored", test_record_edited_restored},
+        {"a same-named entry hostdevd did not write: a conflict, not adopted",
+         test_foreign_same_name_not_adopted},
         {"feature gate; errors", test_gate_and_errors},
         CU_TEST_INFO_NULL,
 };

@@ -38,7 +38,7 @@ struct kvpermit {
     bool gate_reported, count_reported;
     size_t count_told; /* the count of CRs count_reported was about */
     struct map *told;  /* uids of the claims told that the feature gate is off */
-    struct metrics_series *writes, *conflicts, *entries;
+    struct metrics_series *writes, *conflicts, *entries, *restored;
 };
 
 struct kvjob {
@@ -46,6 +46,8 @@ struct kvjob {
     struct runner_job *job;
     char ns[254], name[254];
     char *patch;
+    size_t adopted;           /* names the write puts back into the ownership record */
+    char adopted_names[1024]; /* (permitted.h) */
 };
 
 /* --- what the claims need ------------------------------------------------------------------ */
@@ -199,11 +201,13 @@ static int plan_cr(void *ctx, const char *key, const cJSON *obj, void **ret_plan
     }
     j->k = k;
     j->patch = res.patch;
+    j->adopted = res.adopted;
+    (void)snprintf(j->adopted_names, sizeof(j->adopted_names), "%s", res.adopted_names);
     (void)snprintf(j->ns, sizeof(j->ns), "%s", json_str(json_field(obj, "metadata"), "namespace"));
     (void)snprintf(j->name, sizeof(j->name), "%s", json_str(json_field(obj, "metadata"), "name"));
     log_info("Updating KubeVirt permittedHostDevices", KV_STR("kubevirt", key),
              KV_INT("added", res.added), KV_INT("removed", res.removed),
-             KV_INT("rewritten", res.rewritten));
+             KV_INT("rewritten", res.rewritten), KV_INT("adopted", res.adopted));
     *ret_plan = j;
     return 0;
 }
@@ -228,6 +232,14 @@ static void on_written(const struct kube_err *err, const cJSON *obj, void *userd
         return;
     }
     metrics_inc(j->k->writes);
+    if (j->adopted) {
+        metrics_add(j->k->restored, (double)j->adopted);
+        log_warning("The ownership record of the KubeVirt CR had lost names of entries hostdevd "
+                    "wrote (removed or edited from outside); restored",
+                    KV_STR("kubevirt", runner_job_key(j->job)),
+                    KV_STR("annotation", PERMITTED_OWNED_ANNOTATION),
+                    KV_STR("resources", j->adopted_names));
+    }
     runner_job_wrote(j->job, obj);
     runner_job_done(j->job, RUNNER_DONE, 0);
 }
@@ -304,6 +316,10 @@ struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg)
                         "KubeVirt CR writes refused for a stale resourceVersion (retried).");
     k->entries = metrics_one(cfg->env.metrics, METRICS_GAUGE, "hostdevd_kubevirt_entries",
                              "permittedHostDevices entries the Ready claims need.");
+    k->restored = metrics_one(
+            cfg->env.metrics, METRICS_COUNTER, "hostdevd_kubevirt_ownership_restored_total",
+            "Resource names put back into the KubeVirt CR's ownership record after it was removed "
+            "or edited from outside.");
     return k;
 }
 

@@ -114,9 +114,21 @@ struct pass { /* one list being rebuilt */
     bool usb;
     bool *emitted;  /* per want entry: placed already */
     bool *conflict; /* per want entry: a foreign entry serves it */
+    bool *adopted;  /* per want entry: not in the record, but its entries are ours (taken back) */
     struct permitted_result *res;
-    struct buf *conflicts;
+    struct buf *conflicts, *adopted_names;
 };
+
+/* Whether `rn` is hostdevd's: listed in the record, or taken back by this plan. */
+static bool owns(const struct pass *p, const char *rn)
+{
+    if (listed(p->owned, rn))
+        return true;
+    for (size_t i = 0; i < p->w->n; i++)
+        if (p->adopted[i] && strcmp(p->w->entries[i].resource, rn) == 0)
+            return true;
+    return false;
+}
 
 /* Rebuilds one current list: foreign entries as they are, owned ones kept or dropped. */
 static void keep_current(struct pass *p, const cJSON *current, cJSON *out)
@@ -127,7 +139,7 @@ static void keep_current(struct pass *p, const cJSON *current, cJSON *out)
         const char *rn = json_str(item, "resourceName");
         const struct permitted_entry *e = wanted(p->w, rn, p->usb);
         size_t idx = e ? (size_t)(e - p->w->entries) : 0;
-        if (!rn || !listed(p->owned, rn)) {
+        if (!rn || !owns(p, rn)) {
             cJSON_AddItemToArray(out, cJSON_Duplicate(item, true)); /* foreign */
         } else if (!e || p->emitted[idx]) {
             p->res->removed++; /* no longer needed, or a duplicate */
@@ -141,22 +153,51 @@ static void keep_current(struct pass *p, const cJSON *current, cJSON *out)
     }
 }
 
-/* Marks the needed names that a foreign entry of either list serves: they are left to it
- * (conflicts). Both lists first: a name owned for one list must not make a foreign entry of the
- * same name in the other list look owned next time (it was removed then). */
+static const char *const lists[] = {"pciHostDevices", "usb"};
+
+/* Whether every entry of either list named like `e` is exactly what hostdevd writes for `e` (in
+ * its list, nothing more, nothing less): such entries are ours, whatever the record says. */
+static bool all_ours(const cJSON *phd, const struct permitted_entry *e)
+{
+    cJSON *mine = entry_json(e);
+    bool ours = mine != NULL;
+    for (size_t l = 0; ours && l < 2; l++) {
+        const cJSON *item;
+        cJSON_ArrayForEach(item, json_field(phd, lists[l]))
+        {
+            const char *rn = json_str(item, "resourceName");
+            if (rn && strcmp(rn, e->resource) == 0 &&
+                ((l == 1) != e->usb || !cJSON_Compare(mine, item, true)))
+                ours = false;
+        }
+    }
+    cJSON_Delete(mine);
+    return ours;
+}
+
+/* Decides the needed names the record does not list but an entry of either list does: taken
+ * back when all such entries are exactly ours (the record was removed or edited), else left to
+ * the foreign entry (a conflict). Both lists first: a name owned for one list must not make a
+ * foreign entry of the same name in the other list look owned next time (it was removed then). */
 static void find_conflicts(struct pass *p, const cJSON *phd)
 {
-    static const char *const lists[] = {"pciHostDevices", "usb"};
     for (size_t l = 0; l < 2; l++) {
         const cJSON *item;
         cJSON_ArrayForEach(item, json_field(phd, lists[l]))
         {
             const char *rn = json_str(item, "resourceName");
             for (size_t i = 0; rn && !listed(p->owned, rn) && i < p->w->n; i++) {
-                if (p->emitted[i] || strcmp(p->w->entries[i].resource, rn) != 0)
+                if (p->emitted[i] || p->adopted[i] || strcmp(p->w->entries[i].resource, rn) != 0)
                     continue;
-                (void)buf_printf(p->conflicts, "%s%s", p->conflicts->len ? "," : "", rn);
-                p->emitted[i] = p->conflict[i] = true;
+                struct buf *names = p->conflicts;
+                if (all_ours(phd, &p->w->entries[i])) {
+                    names = p->adopted_names;
+                    p->adopted[i] = true;
+                    p->res->adopted++;
+                } else {
+                    p->emitted[i] = p->conflict[i] = true;
+                }
+                (void)buf_printf(names, "%s%s", names->len ? "," : "", rn);
             }
         }
     }
@@ -240,23 +281,27 @@ int permitted_plan(const cJSON *kubevirt, const struct permitted_want *w,
         return -EINVAL;
     const cJSON *phd = json_field(json_field(json_field(kubevirt, "spec"), "configuration"),
                                   "permittedHostDevices");
-    struct buf conflicts;
+    struct buf conflicts, adopted;
     buf_init(&conflicts, sizeof(ret->conflicts) - 1);
-    bool *emitted = calloc(2 * (w->n + 1), sizeof(*emitted)); /* and conflict */
-    if (!emitted)
+    buf_init(&adopted, sizeof(ret->adopted_names) - 1);
+    bool *flags = calloc(3 * (w->n + 1), sizeof(*flags)); /* emitted, conflict, adopted */
+    if (!flags)
         return -ENOMEM;
     struct pass p = {.w = w,
                      .owned = owned_list(kubevirt),
-                     .emitted = emitted,
-                     .conflict = emitted + w->n + 1,
+                     .emitted = flags,
+                     .conflict = flags + w->n + 1,
+                     .adopted = flags + 2 * (w->n + 1),
                      .res = ret,
-                     .conflicts = &conflicts};
+                     .conflicts = &conflicts,
+                     .adopted_names = &adopted};
     find_conflicts(&p, phd);
     cJSON *pci = rebuild(&p, json_field(phd, "pciHostDevices"));
     p.usb = true;
     cJSON *usb = rebuild(&p, json_field(phd, "usb"));
     char *owned = new_owned(w, p.conflict);
     (void)snprintf(ret->conflicts, sizeof(ret->conflicts), "%s", buf_str(&conflicts));
+    (void)snprintf(ret->adopted_names, sizeof(ret->adopted_names), "%s", buf_str(&adopted));
     ret->patch = owned ? patch_of(kubevirt, pci, usb, owned) : NULL;
     if (!ret->patch) { /* patch_of took them otherwise */
         cJSON_Delete(pci);
@@ -264,7 +309,8 @@ int permitted_plan(const cJSON *kubevirt, const struct permitted_want *w,
     }
     int r = owned ? 0 : -ENOMEM;
     free(owned);
-    free(emitted);
+    free(flags);
     buf_free(&conflicts);
+    buf_free(&adopted);
     return r;
 }

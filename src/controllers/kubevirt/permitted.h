@@ -11,8 +11,22 @@
  *   - an owned entry no claim needs is removed; one a claim needs is kept in its place (rewritten
  *     if someone changed it); a needed entry that is missing is appended; a duplicate of an owned
  *     entry (a second writer's) is dropped;
- *   - a needed resource name that a foreign entry already lists is left to that entry (reported
- *     as a conflict: hostdevd does not take over or duplicate it);
+ *   - the record restored: a needed resource name the annotation does not list (it was removed or
+ *     edited from outside) whose entries, in both lists, are all exactly what hostdevd writes for
+ *     it is taken back ("adopted"): those entries are owned again and the annotation lists the
+ *     name again, in the same write. Exactly means the JSON of entry_json(): in its own list
+ *     (pciHostDevices for PCI, usb for USB), for PCI {pciVendorSelector: "<vendor>:<device>" as
+ *     the PCIDevice reports them, resourceName, externalResourceProvider: true},
+ *     for USB {resourceName, selectors: [{vendor, product}], externalResourceProvider: true},
+ *     no other field. Such an entry cannot be told from one hostdevd wrote; made by someone else
+ *     for a name a Ready claim needs, it is taken all the same (the policies then check it, and
+ *     it goes when no claim needs the name), which is the safe side;
+ *   - a needed resource name that any other entry lists (another selector, in upper case, more
+ *     selectors, externalResourceProvider false or missing, in the other list, an extra field)
+ *     is left to that entry and every entry of that name (reported as a conflict: hostdevd does
+ *     not take over or duplicate it); so is an entry of a name no Ready claim needs that the
+ *     annotation does not list (whatever its selector: nothing says what ours would be). Names
+ *     the annotation lists are hostdevd's, needed or not (unchanged);
  *   - a missing or null permittedHostDevices, pciHostDevices or usb is an empty one; mediated
  *     devices and every other field are never touched.
  *
@@ -47,11 +61,13 @@ int permitted_want_add(struct permitted_want *w, const struct permitted_entry *e
 void permitted_want_done(struct permitted_want *w);
 
 struct permitted_result {
-    char *patch;          /* the merge patch to write, or NULL: already exact */
-    size_t added;         /* entries appended */
-    size_t removed;       /* owned entries dropped (no claim needs them, or duplicates) */
-    size_t rewritten;     /* owned entries changed back */
-    char conflicts[1024]; /* needed resource names a foreign entry lists, comma-separated */
+    char *patch;              /* the merge patch to write, or NULL: already exact */
+    size_t added;             /* entries appended */
+    size_t removed;           /* owned entries dropped (no claim needs them, or duplicates) */
+    size_t rewritten;         /* owned entries changed back */
+    char conflicts[1024];     /* needed resource names a foreign entry lists, comma-separated */
+    size_t adopted;           /* needed names taken back into the record (see above) */
+    char adopted_names[1024]; /* those names, comma-separated */
 };
 
 /* Decides the write for the KubeVirt CR `kubevirt` (as cached). Returns 0 (ret filled; free
