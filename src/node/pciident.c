@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "node/sysfs.h"
+#include "node/vflink.h"
 
 /* The most slots read from bus/pci/slots (a server has tens). */
 #define SLOTS_MAX 1024
@@ -217,33 +218,6 @@ static int ioctl_perm_mac(const char *ifname, long long ifindex, char *buf, size
     return r < 0 ? r : format_mac(req.data, buf, size);
 }
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* "52:54:00:12:34:56" (sysfs's form, its newline cut) into 6 bytes; -EINVAL when it is not
- * one. */
-static int parse_mac(const char *s, unsigned char m[6])
-{
-    if (strlen(s) != 17)
-        return -EINVAL;
-    for (size_t i = 0; i < 6; i++) {
-        const char *b = s + 3 * i;
-        int hi = hex_digit(b[0]), lo = hex_digit(b[1]);
-        if (hi < 0 || lo < 0 || (i < 5 && b[2] != ':'))
-            return -EINVAL;
-        m[i] = (unsigned char)(hi << 4 | lo);
-    }
-    return 0;
-}
-
 /* The function's first network interface into `ifname` and the directory it is in into `dir`:
  * net/, or virtio<N>/net/ for a virtio function (its interface hangs off its virtio device).
  * Returns 0, -ENOENT or -errno. */
@@ -279,6 +253,6 @@ int node_pciident_perm_mac(int root_fd, const char *address, char *buf, size_t s
     (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/%s/%s/address", address, dir, ifname);
     r = node_sysfs_read(root_fd, path, text, sizeof(text));
     if (r >= 0)
-        r = parse_mac(text, m);
+        r = node_vflink_mac_parse(text, m, NULL); /* (a zero or multicast one is no identity) */
     return r < 0 ? r : format_mac(m, buf, size);
 }
