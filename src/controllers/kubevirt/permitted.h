@@ -6,8 +6,8 @@
  * CR say exactly that, touching nothing else:
  *
  *   - entries hostdevd owns are those whose resourceName is listed in the CR's annotation
- *     PERMITTED_OWNED_ANNOTATION (a sorted, comma-separated list); every other entry is foreign:
- *     kept as it is, where it is;
+ *     PERMITTED_OWNED_ANNOTATION (a sorted, comma-separated list: the record), and those it takes
+ *     back below; every other entry is foreign: kept as it is, where it is;
  *   - an owned entry no claim needs is removed; one a claim needs is kept in its place (rewritten
  *     if someone changed it); a needed entry that is missing is appended; a duplicate of an owned
  *     entry (a second writer's) is dropped;
@@ -21,12 +21,13 @@
  *     no other field. Such an entry cannot be told from one hostdevd wrote; made by someone else
  *     for a name a Ready claim needs, it is taken all the same (the policies then check it, and
  *     it goes when no claim needs the name), which is the safe side;
- *   - a needed resource name that any other entry lists (another selector, in upper case, more
- *     selectors, externalResourceProvider false or missing, in the other list, an extra field)
- *     is left to that entry and every entry of that name (reported as a conflict: hostdevd does
- *     not take over or duplicate it); so is an entry of a name no Ready claim needs that the
- *     annotation does not list (whatever its selector: nothing says what ours would be). Names
- *     the annotation lists are hostdevd's, needed or not (unchanged);
+ *   - a needed resource name the record does not list and any other entry lists (another
+ *     selector, the same in upper case, more selectors, externalResourceProvider false or
+ *     missing, in the other list, an extra field) is left to that entry and every entry of that
+ *     name, exactly-ours ones included (reported as a conflict: hostdevd does not take over or
+ *     duplicate it). An unlisted entry of a name no Ready claim needs stays foreign whatever its
+ *     shape (nothing says what ours would be). Names the record lists are hostdevd's, needed or
+ *     not, whatever their entries look like (rewritten or removed);
  *   - a missing or null permittedHostDevices, pciHostDevices or usb is an empty one; mediated
  *     devices and every other field are never touched.
  *
