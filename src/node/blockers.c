@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node/sysfs.h"
+#include "node/sriov.h"
 #include "node/vfio.h"
 
 #define SHOWN 4 /* group members named in a message; the rest are counted */
@@ -170,12 +170,10 @@ static int use_blockers(struct found *f, int fd, const char *address,
 /* An SR-IOV PF with VFs: passing it through removes them (its driver gives them up). */
 static void sriov_blocker(struct found *f, int fd, const char *address)
 {
-    char path[96];
-    long long n = 0;
-    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/sriov_numvfs", address);
-    if (node_sysfs_read_int(fd, path, 10, &n) == 0 && n > 0)
+    int n = node_sriov_numvfs(fd, address);
+    if (n > 0)
         add(f, "SRIOVEnabled",
-            "it is an SR-IOV physical function with %lld virtual functions, which passing it "
+            "it is an SR-IOV physical function with %d virtual functions, which passing it "
             "through would remove: set spec.numVFs of its SRIOVNetworkDevice to 0 first, or "
             "claim a virtual function instead",
             n);

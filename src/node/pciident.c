@@ -187,7 +187,9 @@ static int format_mac(const unsigned char *m, char *buf, size_t size)
 {
     if (!(m[0] | m[1] | m[2] | m[3] | m[4] | m[5]))
         return -ENOENT;
-    (void)snprintf(buf, size, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+    if (size < NODE_VFLINK_MAC_STR)
+        return -EFBIG;
+    node_vflink_mac_format(m, buf);
     return 0;
 }
 

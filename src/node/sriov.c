@@ -31,6 +31,14 @@ static const char *meaning(int r)
     }
 }
 
+int node_sriov_numvfs(int root_fd, const char *address)
+{
+    char path[96];
+    long long n = 0;
+    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/sriov_numvfs", address);
+    return node_sysfs_read_int(root_fd, path, 10, &n) == 0 && n > 0 && n < 65536 ? (int)n : 0;
+}
+
 int node_sriov_set_numvfs(int root_fd, const char *address, int n, struct err *ret_err)
 {
     char path[96], value[16];

@@ -17,6 +17,7 @@
 #include "kube/names.h"
 #include "node/hostuse.h"
 #include "node/kmod.h"
+#include "node/sriov.h"
 #include "node/sysfs.h"
 #include "node/vfio.h"
 
@@ -87,15 +88,6 @@ static int group_blockers(struct pcibind_job *j, int group, const struct node_ho
     return count;
 }
 
-/* An SR-IOV PF's VF count now; 0 for any other device (or when it cannot be read). */
-static int sriov_vfs(int fd, const char *address)
-{
-    char path[96];
-    long long n = 0;
-    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/sriov_numvfs", address);
-    return node_sysfs_read_int(fd, path, 10, &n) == 0 && n > 0 && n < 65536 ? (int)n : 0;
-}
-
 /* Observes the device and checks it; the outcome is REFUSED, RECORD or GO. */
 static void check(struct pcibind_job *j, struct node_vfio_dev *d)
 {
@@ -126,7 +118,7 @@ static void check(struct pcibind_job *j, struct node_vfio_dev *d)
                     group_blockers(j, d->iommu_group, u == 0 ? &use : NULL, &blockers, &unsafe);
         f.blockers = buf_str(&blockers) ? buf_str(&blockers) : "";
         f.unsafe = buf_str(&unsafe) ? buf_str(&unsafe) : "";
-        f.sriov_vfs = sriov_vfs(fd, j->address);
+        f.sriov_vfs = node_sriov_numvfs(fd, j->address);
     }
     bindplan_check_bind(&f, &j->out);
     node_hostuse_done(&use);
