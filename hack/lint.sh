@@ -54,6 +54,7 @@ shfiles+=(hack/toxiproxy-build.sh test/integration/faults-lib.sh test/integratio
     test/long/test_faults_long.sh) # API faults
 shfiles+=(hack/mutate.sh hack/mutate-informer.sh hack/universalmutator-build.sh) # make mutate
 shfiles+=(hack/fuzz.sh) # make fuzz
+shfiles+=(hack/run-tests.sh) # make test's runner
 mapfile -t bench < <(git ls-files --cached --others --exclude-standard -- 'hack/bench/*.sh' | sort -u)
 shfiles+=(hack/bench.sh "${bench[@]}") # make bench
 for f in "${guest[@]}"; do is_sh "$f" && shfiles+=("$f"); done

@@ -53,7 +53,7 @@ if eventually 60 vmm_lists_e1000e; then pass "the VMM realizes the device: query
 T_SEEN=$(now)
 BARS=$(vmm_bars 32902 4307)
 if [ "$BARS" = "0:131072 1:131072 2:32 3:16384" ]; then pass "... with the e1000e's BARs (128 KiB, 128 KiB, 32 ports, 16 KiB)"; else fail "... with the e1000e's BARs" "$BARS"; fi
-if eventually 5 vmm_holds_group "$GROUP"; then pass "the VMM holds /dev/vfio/$GROUP open"; else fail "the VMM holds /dev/vfio/$GROUP open" "$(guest 'ls -l /proc/$(cat /tmp/vmm.pid)/fd')"; fi
+if eventually 30 vmm_holds_group "$GROUP"; then pass "the VMM holds /dev/vfio/$GROUP open"; else fail "the VMM holds /dev/vfio/$GROUP open" "$(guest 'ls -l /proc/$(cat /tmp/vmm.pid)/fd')"; fi
 if eventually 60 vmm_bios_saw_e1000e; then pass "the nested SeaBIOS reads the device through vfio (PCI: init ... id=8086:10d3)"; else fail "the nested SeaBIOS reads the device" "$(guest 'tail -20 /tmp/vmm.bios')"; fi
 echo "  claim created -> device listed in the nested machine: $(secs "$T0" "$T_SEEN") s"
 

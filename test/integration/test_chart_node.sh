@@ -13,6 +13,7 @@
 # the CRDs and the devices, no hostdevd pod and no agent socket in kubelet's directories.
 # Needs root; skipped otherwise. Prints the times (helm install -> pods Ready -> devices).
 # shellcheck disable=SC2317 # the small functions run through expect_ok and eventually
+# test-lock: kubelet (the kubelet harness: its sysctls are global; see hack/run-tests.sh)
 SUITE=chart-node
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"

@@ -24,6 +24,7 @@
 # along; helm uninstall leaves no agent socket.
 # Needs root; skipped otherwise.
 # shellcheck disable=SC2317 # the small functions run through expect_ok and eventually
+# test-lock: kubelet (the kubelet harness: its sysctls are global; see hack/run-tests.sh)
 SUITE=chart-sockets
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"

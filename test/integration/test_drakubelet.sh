@@ -18,6 +18,7 @@
 # cleared); a malformed DRA request is refused and the plugin serves on; a device found on
 # vfio-pci whose PCIDevice says another driver at first sight gets that one recorded and given
 # back on unprepare. Prints pod created -> device prepared.
+# test-lock: kubelet (the kubelet harness: its sysctls are global; see hack/run-tests.sh)
 SUITE=drakubelet
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"

@@ -6,6 +6,7 @@
 # container again and the Node is Ready again; `down` leaves no process, mount or changed sysctl.
 # Needs root (mount namespace, bind mounts, kubelet's sysctls): skipped otherwise.
 # shellcheck disable=SC2317 # the small functions run through expect_ok and eventually
+# test-lock: kubelet (the kubelet harness: its sysctls are global; see hack/run-tests.sh)
 SUITE=kubelet
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"

@@ -16,6 +16,7 @@
 # unplugged stays in the list as Unhealthy (allocatable 0, capacity 1) and turns Healthy when
 # plugged back. Prints claim Ready -> allocatable, and restart -> re-registered (median and
 # worst).
+# test-lock: kubelet (the kubelet harness: its sysctls are global; see hack/run-tests.sh)
 SUITE=plugins
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
