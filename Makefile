@@ -29,6 +29,8 @@ SHELL := /bin/bash
 VERSION := $(shell cat VERSION)
 COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 CC ?= gcc
+# make test builds its binaries with one job per core.
+NPROC := $(shell nproc 2>/dev/null || echo 1)
 ifeq ($(origin CC),default)
 CC := gcc
 endif
@@ -245,24 +247,24 @@ TEST_BINS := build/asan/unit-tests build/asan/hostdevd build/asan/kubetool bin/h
         $(FUZZ_REPLAYS)
 
 test: deps k8s
-	@$(MAKE) --no-print-directory $(TEST_BINS)
+	@$(MAKE) --no-print-directory -j$(NPROC) $(TEST_BINS)
 	@hack/run-tests.sh all
 
 test-unit: deps
-	@$(MAKE) --no-print-directory $(TEST_BINS)
+	@$(MAKE) --no-print-directory -j$(NPROC) $(TEST_BINS)
 	@hack/run-tests.sh unit
 
 test-integration: deps k8s
-	@$(MAKE) --no-print-directory $(TEST_BINS)
+	@$(MAKE) --no-print-directory -j$(NPROC) $(TEST_BINS)
 	@hack/run-tests.sh integration
 
 test-e2e: deps k8s
-	@$(MAKE) --no-print-directory $(TEST_BINS)
+	@$(MAKE) --no-print-directory -j$(NPROC) $(TEST_BINS)
 	@hack/run-tests.sh e2e
 
 # make test-long: test/long/ (an idle cluster's writes over 5 minutes, LONG_IDLE_SECONDS).
 test-long: deps k8s
-	@$(MAKE) --no-print-directory $(TEST_BINS) $(PLAIN_BINS)
+	@$(MAKE) --no-print-directory -j$(NPROC) $(TEST_BINS) $(PLAIN_BINS)
 	@hack/run-tests.sh long
 
 # make fuzz [FUZZ_RUNS=1000000] [FUZZ_TARGETS="watch status"]: runs each target from its corpus
