@@ -603,6 +603,10 @@ cmd_boot() {
     done
     (cd "$cfg" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$dir/boot.cpio"
     local parts=("$image/initrd.img")
+    # The image's extras are built by the first boot that needs them; boots of one image may run
+    # side by side (make test's qemu suites), so they build and read them one at a time.
+    exec 9>"$image/.extras.lock"
+    flock 9
     if [ $vmm -eq 1 ]; then
         [ -f "$image/vmm.cpio" ] || build_vmm "$image"
         parts+=("$image/vmm.cpio")
@@ -618,6 +622,7 @@ cmd_boot() {
         parts+=("$image/sriov.cpio")
     fi
     cat "${parts[@]}" "$dir/boot.cpio" >"$dir/initrd-boot.img"
+    exec 9>&-
     [ -f "$dir/stick.img" ] || {
         truncate -s 16M "$dir/stick.img"
         printf 'hostdevd test stick\n' | dd of="$dir/stick.img" conv=notrunc status=none

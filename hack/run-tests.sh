@@ -7,10 +7,10 @@
 # Suites run side by side, HOSTDEVD_TEST_JOBS at a time (default: the cores plus one; 1 runs
 # them one after another). Each suite has its own control plane on free ports and its own
 # directories, so most share the machine without noticing; those that cannot say so in their
-# header with a line "# test-lock: NAME": suites naming the same lock never overlap (kubelet: the
-# kubelet harness sets global sysctls that test_kubelet.sh checks are restored; qemu: the qemu
-# nodes' TCG guests, which a second guest on two cores would slow past their waits). The
-# longest suites start first, by the times of the previous run (build/results/times.tsv), else
+# header with a line "# test-lock: NAME": no more than the lock's limit of the suites naming it
+# run at once (kubelet, 1: the kubelet harness sets global sysctls that test_kubelet.sh checks
+# are restored; qemu, HOSTDEVD_TEST_QEMU_JOBS or 2: the e2e suites' TCG guests, which wait far
+# more than they compute, but each takes a core while it boots). The longest suites start first, by the times of the previous run (build/results/times.tsv), else
 # the qemu suites first and then by size. A suite's output is printed whole when it ends.
 #
 # The summary lists each suite's wall time and CPU time (its processes' CPU, from a cgroup of its
@@ -183,12 +183,12 @@ run_job() {
     return $r
 }
 
-declare -A RUNNING=() HELD=()
+declare -A RUNNING=() HELD=() LIMIT=([qemu]=${HOSTDEVD_TEST_QEMU_JOBS:-2})
 started=0
 declare -A STARTED=()
 can_start() {
     local l=${LOCKS[$1]}
-    [ -z "$l" ] || [ -z "${HELD[$l]:-}" ]
+    [ -z "$l" ] || [ "${HELD[$l]:-0}" -lt "${LIMIT[$l]:-1}" ]
 }
 # The qemu suites' node image (kernel + initramfs with the agent) is built once for all of them.
 for l in "${LOCKS[@]}"; do
@@ -213,7 +213,7 @@ while [ $started -lt ${#ORDER[@]} ] || [ ${#RUNNING[@]} -gt 0 ]; do
         [ -n "$pick" ] || break
         STARTED[$pick]=started
         started=$((started + 1))
-        [ -z "${LOCKS[$pick]}" ] || HELD[${LOCKS[$pick]}]=$pick
+        [ -z "${LOCKS[$pick]}" ] || HELD[${LOCKS[$pick]}]=$((${HELD[${LOCKS[$pick]}]:-0} + 1))
         run_job "$pick" &
         RUNNING[$!]=$pick
     done
@@ -222,7 +222,7 @@ while [ $started -lt ${#ORDER[@]} ] || [ ${#RUNNING[@]} -gt 0 ]; do
     r=$?
     i=${RUNNING[$fin]}
     unset "RUNNING[$fin]"
-    [ -z "${LOCKS[$i]}" ] || unset "HELD[${LOCKS[$i]}]"
+    [ -z "${LOCKS[$i]}" ] || HELD[${LOCKS[$i]}]=$((HELD[${LOCKS[$i]}] - 1))
     cat "$logs/${NAMES[$i]}.log"
     [ $r -eq 0 ] || rc=1
 done
@@ -241,6 +241,12 @@ WALL=$((SECONDS - T0))
         "$results/times.tsv"
     sum=$(awk -F'\t' '{s += $2} END {print s + 0}' "$results/times.tsv")
     cpu=$(awk -F'\t' '$3 ~ /^[0-9]+$/ {s += $3} END {print s + 0}' "$results/times.tsv")
+    # where the waiting goes: control planes started (hack/cluster.sh) and qemu boots, as the
+    # suites print them ("control plane up in 5s", "boots (4.7s)", "rebooted (7.1s)")
+    grep -hoE "control plane up in [0-9]+s|(boots|rebooted)[^(]*\([0-9.]+s\)|back after [0-9.]+s" \
+        "$logs"/*.log 2>/dev/null | sed -E 's/\(([0-9.]+)s\)/\1/; s/([0-9.]+)s$/\1/' |
+        awk '/control plane/ {n++; t += $NF; next} {b++; bt += $NF}
+             END {printf "  control planes started: %d, %.0f s in all; qemu boots: %d, %.0f s in all\n", n, t, b, bt}'
     echo "  all suites: $WALL s wall with $JOBS at a time (one after another: $sum s; CPU $cpu s on $(nproc) cores)"
 }
 
