@@ -79,17 +79,7 @@ stop_component() {
 }
 
 # Picks N free TCP ports on 127.0.0.1 (held together while choosing, so they differ).
-free_ports() {
-    python3 - "$1" <<'EOF'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
-}
+free_ports() { python3 "$HACK/free-ports.py" "$1"; } # below the ephemeral range: hack/free-ports.py
 
 port_free() {
     python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$1" \
@@ -379,16 +369,28 @@ cmd_up() { # [--with-scheduler]
     fi
     COMPONENTS=("${want[@]}")
     echo "${COMPONENTS[*]}" >"$D/components"
-    choose_ports
-    make_pki
-    write_kubeconfigs
-    write_audit_policy
-    if ! start_etcd || ! start_apiserver || ! start_controller_manager ||
-        { [ "${#want[@]}" -gt "${#BASE_COMPONENTS[@]}" ] && ! start_scheduler; }; then
+    local attempt c
+    for attempt in 1 2 3; do
+        choose_ports
+        make_pki
+        write_kubeconfigs
+        write_audit_policy
+        if start_etcd && start_apiserver && start_controller_manager &&
+            { [ "${#want[@]}" -eq "${#BASE_COMPONENTS[@]}" ] || start_scheduler; }; then
+            print_usage
+            return 0
+        fi
         cmd_down_locked
-        die "could not start the control plane; logs in $D"
-    fi
-    print_usage
+        # A port chosen free can be taken before its server binds it (other tests side by side):
+        # choose again. Any other failure is final.
+        grep -qs "address already in use" "$D"/*.log || break
+        note "a port was taken before its server bound it: choosing new ports (attempt $((attempt + 1)))"
+        rm -f "$D/ports.env" "$D/scheduler.port"
+        for c in "${ALL_COMPONENTS[@]}"; do
+            [ ! -f "$D/$c.log" ] || mv "$D/$c.log" "$D/$c.log.$attempt"
+        done
+    done
+    die "could not start the control plane; logs in $D"
 }
 
 cmd_down_locked() {

@@ -122,17 +122,7 @@ wait_file() { # file seconds
     done
 }
 
-free_ports() {
-    python3 - "$1" <<'EOF'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
-}
+free_ports() { python3 "$HACK/free-ports.py" "$1"; } # below the ephemeral range: hack/free-ports.py
 
 # --- sysctls -----------------------------------------------------------------------------------
 

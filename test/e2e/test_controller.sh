@@ -31,7 +31,7 @@ install_kubevirt "{pciHostDevices: [$FOREIGN]}" || fail "KubeVirt's CRD and CR"
 # The controller's identity: a token of its ServiceAccount (as its Pod would have), on the host.
 CTL_KUBECONFIG=$TEST_DIR/controller.kubeconfig
 sa_kubeconfig hostdevd-system hostdevd-controller "$CTL_KUBECONFIG" || fail "controller kubeconfig"
-CTL_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+CTL_PORT=$(free_port)
 "$CTL" controller --kubeconfig "$CTL_KUBECONFIG" --listen "127.0.0.1:$CTL_PORT" --id e2e \
     -v 1 >>"$TEST_DIR/controller.log" 2>&1 &
 CTL_PID=$!

@@ -148,7 +148,7 @@ fake_proc() {
 }
 
 # A free TCP port on 127.0.0.1 (for an agent's --listen).
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() { python3 "$ROOT/hack/free-ports.py"; } # below the ephemeral range (its comment says why)
 
 # The project's CRDs, installed and Established.
 # The CRDs and the project's namespaces (hostdevd-system; hostdevd-node-lease, where agents
