@@ -664,6 +664,19 @@ static int check_ident(struct scan *s, char *why, size_t size)
     return 0;
 }
 
+/* libpci reads an empty or malformed class attribute as 0: it is read again, strictly, so that
+ * such a device is published with the problem (and the blockers' checks, which take the class
+ * from the scan, read it themselves and fail as they would). */
+static void check_class(struct scan *s, struct node_pci_dev *out)
+{
+    long long v = 0;
+    int r = node_sysfs_read_int(s->dev_fd, "class", 16, &v);
+    if (r == 0 && v > 0xffffff)
+        r = -ERANGE;
+    if (r < 0 && r != -ENOENT) /* (absent: libpci's to report) */
+        add_problem(out, "class", r, NULL);
+}
+
 /* Reads the device of entry `e` (its directory open in s->dev_fd) into the next slot of
  * s->res.devs, or skips it. */
 static int read_opened(struct scan *s, const struct entry *e)
@@ -688,6 +701,7 @@ static int read_opened(struct scan *s, const struct entry *e)
     if (check_ident(s, why, sizeof(why)) < 0)
         return skip(s, e->address, why);
     name_device(s->pci, out);
+    check_class(s, out);
     read_facts(s, out);
     if (!out->is_bridge)
         identity_facts(s, out, has_dsn ? dsn : NULL);
