@@ -69,10 +69,8 @@ static bool member_from_scan(const struct node_pci_scan_result *scan,
                              const struct node_pci_dev *self, const char *name,
                              struct node_vfio_dev *ret)
 {
-    const struct node_pci_dev *d = strcmp(self->address, name) == 0 ? self : NULL;
-    for (size_t i = 0; scan && !d && i < scan->n_devs; i++)
-        if (strcmp(scan->devs[i].address, name) == 0)
-            d = &scan->devs[i];
+    const struct node_pci_dev *d =
+            strcmp(self->address, name) == 0 ? self : node_pci_scan_find(scan, name);
     if (!d || d->problem[0] || strlen(name) >= sizeof(ret->address))
         return false;
     *ret = (struct node_vfio_dev){.present = true, .iommu_group = d->iommu_group,

@@ -758,12 +758,23 @@ static int scan_guarded(struct scan *s)
     return scan_devices(s);
 }
 
-static struct node_pci_dev *find_dev(struct node_pci_scan_result *res, const char *address)
+/* bsearch(3)'s order of an entry (the key) against a device of a scan's result. */
+static int compare_key_dev(const void *key, const void *dev)
 {
-    for (size_t i = 0; i < res->n_devs; i++)
-        if (strcmp(res->devs[i].address, address) == 0)
-            return &res->devs[i];
-    return NULL;
+    struct entry e;
+    const struct node_pci_dev *d = dev;
+    if (!parse_address(d->address, &e)) /* (cannot be: the scan took it as one) */
+        return strcmp(((const struct entry *)key)->address, d->address);
+    return compare_entries(key, &e);
+}
+
+const struct node_pci_dev *node_pci_scan_find(const struct node_pci_scan_result *r,
+                                              const char *address)
+{
+    struct entry key;
+    if (!r || !r->devs || strlen(address) >= sizeof(key.address) || !parse_address(address, &key))
+        return NULL;
+    return bsearch(&key, r->devs, r->n_devs, sizeof(*r->devs), compare_key_dev);
 }
 
 /* Each VF's index: the N of the virtfnN link of its PF that leads to it. A link that cannot be
@@ -784,7 +795,7 @@ static void index_vfs(struct scan *s)
                 add_problem(pf, "virtfn", r, "bus/pci/devices");
                 continue;
             }
-            struct node_pci_dev *d = find_dev(&s->res, vf);
+            struct node_pci_dev *d = (struct node_pci_dev *)node_pci_scan_find(&s->res, vf);
             if (d && strcmp(d->physfn, pf->address) == 0)
                 d->sriov_vf_index = k;
         }

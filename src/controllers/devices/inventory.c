@@ -179,11 +179,11 @@ static void add_blockers(struct inventory *inv, const struct node_pci_scan_resul
 static void name_parent(const struct inventory *inv, const struct node_pci_scan_result *res,
                         const struct node_pci_dev *d, struct pcidevice_spec *s)
 {
-    for (size_t i = 0; d->physfn[0] && i < res->n_devs; i++)
-        if (strcmp(res->devs[i].address, d->physfn) == 0 && res->devs[i].netdev[0] &&
-            kube_names_sriovnetdev(inv->cfg.env.node_name, res->devs[i].netdev, s->sriov_parent,
-                                   sizeof(s->sriov_parent)) < 0)
-            s->sriov_parent[0] = '\0';
+    const struct node_pci_dev *pf = d->physfn[0] ? node_pci_scan_find(res, d->physfn) : NULL;
+    if (pf && pf->netdev[0] &&
+        kube_names_sriovnetdev(inv->cfg.env.node_name, pf->netdev, s->sriov_parent,
+                               sizeof(s->sriov_parent)) < 0)
+        s->sriov_parent[0] = '\0';
 }
 
 /* Records an entry the scan skipped as unreadable (its object is kept as it was). */
