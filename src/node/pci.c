@@ -635,7 +635,8 @@ static void identity_facts(struct scan *s, struct node_pci_dev *out, const uint3
         memcpy(out->serial, dsn_text, sizeof(dsn_text));
         out->serial_source = NODE_PCIIDENT_DSN;
     } else if (out->class_id >> 8 == 0x02 &&
-               node_pciident_perm_mac(s->dev_fd, out->serial, sizeof(out->serial)) == 0) {
+               node_pciident_perm_mac(s->dev_fd, out->vendor_id == 0x1af4, out->serial,
+                                      sizeof(out->serial)) == 0) {
         out->serial_source = NODE_PCIIDENT_MAC;
     } else if (out->class_id == 0x0108 &&
                node_pciident_nvme_serial(s->dev_fd, out->serial, sizeof(out->serial)) == 0) {

@@ -221,24 +221,24 @@ static int ioctl_perm_mac(const char *ifname, long long ifindex, char *buf, size
 /* The function's first network interface into `ifname` and the directory it is in into `dir`:
  * net/, or virtio<N>/net/ for a virtio function (its interface hangs off its virtio device).
  * Returns 0, -ENOENT or -errno. */
-static int interface_of(int dev_fd, char dir[64], char ifname[IFNAMSIZ])
+static int interface_of(int dev_fd, bool virtio_fn, char dir[64], char ifname[IFNAMSIZ])
 {
     char virtio[32];
     (void)snprintf(dir, 64, "net");
     int r = first_entry(dev_fd, dir, "", ifname, IFNAMSIZ);
-    if (r != -ENOENT || first_entry(dev_fd, ".", "virtio", virtio, sizeof(virtio)) < 0)
+    if (r != -ENOENT || !virtio_fn || first_entry(dev_fd, ".", "virtio", virtio, sizeof(virtio)) < 0)
         return r;
     (void)snprintf(dir, 64, "%s/net", virtio);
     return first_entry(dev_fd, dir, "", ifname, IFNAMSIZ);
 }
 
-int node_pciident_perm_mac(int dev_fd, char *buf, size_t size)
+int node_pciident_perm_mac(int dev_fd, bool virtio, char *buf, size_t size)
 {
     char dir[64], ifname[IFNAMSIZ], path[128], text[64];
     long long v;
     unsigned char m[6];
     buf[0] = '\0';
-    int r = interface_of(dev_fd, dir, ifname);
+    int r = interface_of(dev_fd, virtio, dir, ifname);
     if (r < 0)
         return r;
     (void)snprintf(path, sizeof(path), "%s/%s/ifindex", dir, ifname);
