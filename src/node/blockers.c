@@ -73,7 +73,8 @@ static bool member_from_scan(const struct node_pci_scan_result *scan,
             strcmp(self->address, name) == 0 ? self : node_pci_scan_find(scan, name);
     if (!d || d->problem[0] || strlen(name) >= sizeof(ret->address))
         return false;
-    *ret = (struct node_vfio_dev){.present = true, .iommu_group = d->iommu_group,
+    *ret = (struct node_vfio_dev){.present = true,
+                                  .iommu_group = d->iommu_group,
                                   .class_id = (uint32_t)d->class_id << 8 | d->prog_if};
     memcpy(ret->address, name, strlen(name) + 1);
     memcpy(ret->driver, d->driver, sizeof(ret->driver));

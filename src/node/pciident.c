@@ -226,7 +226,8 @@ static int interface_of(int dev_fd, bool virtio_fn, char dir[64], char ifname[IF
     char virtio[32];
     (void)snprintf(dir, 64, "net");
     int r = first_entry(dev_fd, dir, "", ifname, IFNAMSIZ);
-    if (r != -ENOENT || !virtio_fn || first_entry(dev_fd, ".", "virtio", virtio, sizeof(virtio)) < 0)
+    if (r != -ENOENT || !virtio_fn ||
+        first_entry(dev_fd, ".", "virtio", virtio, sizeof(virtio)) < 0)
         return r;
     (void)snprintf(dir, 64, "%s/net", virtio);
     return first_entry(dev_fd, dir, "", ifname, IFNAMSIZ);

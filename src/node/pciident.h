@@ -55,8 +55,8 @@ const char *node_pciident_slot_of(const struct node_pciident_slots *s, const cha
 void node_pciident_slots_free(struct node_pciident_slots *s);
 
 /* An NVMe controller's serial (nvme/nvme<N>/serial of the device, trailing spaces cut) into
- * `buf`. `dev_fd` is the device's directory, from node_sysfs_open_dir(). Returns 0, -ENOENT when it has none, -EINVAL when it is not printable ASCII, or the
- * errno of node/sysfs. */
+ * `buf`. `dev_fd` is the device's directory, from node_sysfs_open_dir(). Returns 0, -ENOENT
+ * when it has none, -EINVAL when it is not printable ASCII, or the errno of node/sysfs. */
 int node_pciident_nvme_serial(int dev_fd, char *buf, size_t size);
 
 /* A network function's permanent MAC address ("52:54:00:12:34:56") of its first interface (the

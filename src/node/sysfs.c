@@ -4,6 +4,7 @@
  */
 #include "node/sysfs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -337,20 +338,11 @@ static int add_name(char ***names, size_t *count, size_t *alloc, const char *nam
     return 0;
 }
 
-/* A getdents64(2) record (glibc before 2.30 has no getdents64 wrapper). */
-struct dirent64_rec {
-    uint64_t ino;
-    int64_t off;
-    unsigned short reclen;
-    unsigned char type;
-    char name[];
-};
-
 /* Adds the names of the open directory `fd` ("." and ".." excluded). getdents64 straight: the
  * fstat and two fcntl calls of fdopendir(3) are a third of a small listing's calls. */
 static int add_entries(int fd, char ***names, size_t *count, size_t *alloc)
 {
-    _Alignas(struct dirent64_rec) char buf[32768];
+    _Alignas(struct dirent64) char buf[16384]; /* (its layout is the kernel's on 64-bit) */
     for (;;) {
         long n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
         if (n < 0 && errno == EINTR)
@@ -358,11 +350,11 @@ static int add_entries(int fd, char ***names, size_t *count, size_t *alloc)
         if (n <= 0)
             return n < 0 ? -errno : 0;
         for (long off = 0; off < n;) {
-            const struct dirent64_rec *e = (const void *)(buf + off);
-            off += e->reclen;
-            if (strcmp(e->name, ".") == 0 || strcmp(e->name, "..") == 0)
+            const struct dirent64 *e = (const void *)(buf + off);
+            off += e->d_reclen;
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
                 continue;
-            int r = add_name(names, count, alloc, e->name);
+            int r = add_name(names, count, alloc, e->d_name);
             if (r < 0)
                 return r;
         }
