@@ -33,6 +33,31 @@ bench_record section="$S" name="PCI: hostdevd inventory -o json, 1024-function t
     ref_name="lspci -D -vmm (pciutils $(lspci --version | awk '{print $3}'))" n="$runs" \
     how="hyperfine -N, $runs runs after 3 warm-ups; whole processes: start, ids database, scan, output"
 
+# The goal (issue 34): the whole process at most half of lspci's time, as a ratio of the two
+# measured side by side in one run; the CPU time (user + system, hyperfine's means) too.
+read -r wall_ratio cpu_ratio < <(python3 -c '
+import json, sys
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+h, l = r["hostdevd"], r["lspci"]
+print("%.2f %.2f" % (h["median"] / l["median"], (h["user"] + h["system"]) / (l["user"] + l["system"])))' "$T/pci.json")
+echo "  ratio to lspci: wall $wall_ratio, CPU $cpu_ratio"
+bench_record section="$S" name="PCI: hostdevd inventory -o json against lspci -D -vmm, 1024-function tree: wall time, ratio of the medians" \
+    value="$wall_ratio" unit="×" goal="≤ 0.5× lspci -D -vmm" \
+    met="$(python3 -c 'import sys; print("yes" if float(sys.argv[1]) <= 0.5 else "no")' "$wall_ratio")" n="$runs" \
+    how="the hyperfine run above: hostdevd's median over lspci's, measured side by side"
+bench_record section="$S" name="PCI: hostdevd inventory -o json against lspci -D -vmm, 1024-function tree: CPU time (user + system), ratio" \
+    value="$cpu_ratio" unit="×" n="$runs" \
+    how="the hyperfine run above: hostdevd's mean user + system time over lspci's"
+if command -v strace >/dev/null; then
+    calls() { strace -f -c -o "$T/strace.txt" "$@" >/dev/null 2>&1; awk '$NF == "total" {print $4}' "$T/strace.txt"; }
+    h_calls=$(calls bin/hostdevd inventory --sysfs-root "$T/sys-1024" --proc-root /nonexistent -o json)
+    l_calls=$(calls lspci -D -vmm -A linux-sysfs -O sysfs.path="$T/sys-1024/bus/pci")
+    echo "  system calls: hostdevd $h_calls, lspci $l_calls"
+    bench_record section="$S" name="PCI: system calls of hostdevd inventory -o json, 1024-function tree" \
+        value="$h_calls" unit=calls ref="$l_calls" ref_name="lspci -D -vmm" n=1 \
+        how="strace -f -c, one run of each (process start included)"
+fi
+
 echo "=== $S: hostdevd inventory against lsusb -v, USB server tree"
 n_usb=$(grep -c '^usb' test/fixtures/sysfs/usb-server.txt)
 n_fn=$(grep -cE '^[0-9a-f]{4}' test/fixtures/sysfs/usb-server.txt)

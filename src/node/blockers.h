@@ -23,6 +23,7 @@
 
 #include "base/err.h"
 #include "node/hostuse.h"
+#include "node/pci.h"
 
 /* The most blockers one device can have: a group reason and a host-use reason, with room. */
 #define NODE_BLOCKERS_MAX 4
@@ -45,3 +46,15 @@ int node_blockers_for(int sysfs_fd, const char *address, int iommu_group, const 
                       const struct node_hostuse *use,
                       bool (*is_claimed)(const char *address, void *arg), void *arg,
                       struct node_blocker *ret, size_t max, struct err *ret_err);
+
+/*
+ * As node_blockers_for(), for device `d` of `scan` (a scan just made, which owns `d`): what the
+ * scan read whole (no problem noted) is not read again, i.e. the class, driver and IOMMU group
+ * of the group's members and the device's SR-IOV VF count. The group's member list is still
+ * read from sysfs, and a member the scan skipped or read with a problem is read as
+ * node_blockers_for() reads it, so that one unreadable device still stands in the way.
+ */
+int node_blockers_for_scanned(int sysfs_fd, const struct node_pci_scan_result *scan,
+                              const struct node_pci_dev *d, const struct node_hostuse *use,
+                              bool (*is_claimed)(const char *address, void *arg), void *arg,
+                              struct node_blocker *ret, size_t max, struct err *ret_err);

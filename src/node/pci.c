@@ -326,6 +326,8 @@ struct scan {
     size_t n_entries, skipped_alloc;
     struct node_sysfs_dirmap *drivers, *groups; /* bus/pci/drivers, kernel/iommu_groups */
     struct node_pciident_slots *slots;          /* bus/pci/slots */
+    int bus_fd; /* bus/pci/devices, for the links named after the devices; -1: go by path */
+    int dev_fd; /* the directory of the device being read; its attributes are read below it */
     struct node_pci_scan_result res;
 };
 
@@ -472,11 +474,9 @@ static void group_fact(struct scan *s, struct node_pci_dev *out)
 /* A decimal attribute of the device in [min, INT_MAX]; -1 when absent or unusable. */
 static void int_fact(struct scan *s, struct node_pci_dev *out, const char *name, int min, int *ret)
 {
-    char path[128];
     long long v;
     *ret = -1;
-    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/%s", out->address, name);
-    int r = node_sysfs_read_int(s->pci->root_fd, path, 10, &v);
+    int r = node_sysfs_read_int(s->dev_fd, name, 10, &v);
     if (r == -ENOENT)
         return;
     if (r == 0 && (v < min || v > INT_MAX))
@@ -509,7 +509,9 @@ static void root_fact(struct scan *s, struct node_pci_dev *out)
     char path[64], target[512];
     (void)snprintf(path, sizeof(path), "bus/pci/devices/%s", out->address);
     out->pcie_root[0] = '\0';
-    int r = node_sysfs_read_link_target(s->pci->root_fd, path, target, sizeof(target));
+    int r = s->bus_fd >= 0
+                    ? node_sysfs_read_link_target(s->bus_fd, out->address, target, sizeof(target))
+                    : node_sysfs_read_link_target(s->pci->root_fd, path, target, sizeof(target));
     if (r < 0) {
         if (r != -ENOENT && r != -EINVAL) /* not a link: a tree without devices/ */
             add_problem(out, "PCI root", r, NULL);
@@ -529,10 +531,9 @@ static void root_fact(struct scan *s, struct node_pci_dev *out)
  * driver is not a network driver, or is unbound, has none). */
 static void netdev_fact(struct scan *s, struct node_pci_dev *out)
 {
-    char path[128], **names = NULL;
+    char **names = NULL;
     size_t n = 0;
-    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/net", out->address);
-    int r = node_sysfs_list(s->pci->root_fd, path, &names, &n);
+    int r = node_sysfs_list(s->dev_fd, "net", &names, &n);
     if (r < 0 && r != -ENOENT)
         add_problem(out, "net", r, NULL);
     else if (n > 0 && strlen(names[0]) < sizeof(out->netdev))
@@ -634,12 +635,11 @@ static void identity_facts(struct scan *s, struct node_pci_dev *out, const uint3
         memcpy(out->serial, dsn_text, sizeof(dsn_text));
         out->serial_source = NODE_PCIIDENT_DSN;
     } else if (out->class_id >> 8 == 0x02 &&
-               node_pciident_perm_mac(s->pci->root_fd, out->address, out->serial,
+               node_pciident_perm_mac(s->dev_fd, out->vendor_id == 0x1af4, out->serial,
                                       sizeof(out->serial)) == 0) {
         out->serial_source = NODE_PCIIDENT_MAC;
     } else if (out->class_id == 0x0108 &&
-               node_pciident_nvme_serial(s->pci->root_fd, out->address, out->serial,
-                                         sizeof(out->serial)) == 0) {
+               node_pciident_nvme_serial(s->dev_fd, out->serial, sizeof(out->serial)) == 0) {
         out->serial_source = NODE_PCIIDENT_NVME;
     } else {
         out->serial[0] = '\0';
@@ -649,14 +649,12 @@ static void identity_facts(struct scan *s, struct node_pci_dev *out, const uint3
 /* libpci parses the vendor and device attributes with strtol, so "0xZZZZ" reads as 0000: they
  * are read again, strictly. Fills `why` and returns -EINVAL or -ERANGE for a malformed one; 0
  * otherwise (an attribute that cannot be read at all is libpci's to report). */
-static int check_ident(struct scan *s, const char *address, char *why, size_t size)
+static int check_ident(struct scan *s, char *why, size_t size)
 {
     static const char *const attrs[] = {"vendor", "device"};
     for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
-        char path[96];
         long long v = 0;
-        (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/%s", address, attrs[i]);
-        int r = node_sysfs_read_int(s->pci->root_fd, path, 16, &v);
+        int r = node_sysfs_read_int(s->dev_fd, attrs[i], 16, &v);
         if (r == 0 && v > 0xffff)
             r = -ERANGE;
         if (r == -EINVAL || r == -ERANGE) {
@@ -667,8 +665,22 @@ static int check_ident(struct scan *s, const char *address, char *why, size_t si
     return 0;
 }
 
-/* Reads the device of entry `e` into the next slot of s->res.devs, or skips it. */
-static int read_device(struct scan *s, const struct entry *e)
+/* libpci reads an empty or malformed class attribute as 0: it is read again, strictly, so that
+ * such a device is published with the problem (and the blockers' checks, which take the class
+ * from the scan, read it themselves and fail as they would). */
+static void check_class(struct scan *s, struct node_pci_dev *out)
+{
+    long long v = 0;
+    int r = node_sysfs_read_int(s->dev_fd, "class", 16, &v);
+    if (r == 0 && v > 0xffffff)
+        r = -ERANGE;
+    if (r < 0 && r != -ENOENT) /* (absent: libpci's to report) */
+        add_problem(out, "class", r, NULL);
+}
+
+/* Reads the device of entry `e` (its directory open in s->dev_fd) into the next slot of
+ * s->res.devs, or skips it. */
+static int read_opened(struct scan *s, const struct entry *e)
 {
     struct node_pci_dev *out = &s->res.devs[s->res.n_devs];
     memset(out, 0, sizeof(*out));
@@ -687,14 +699,33 @@ static int read_device(struct scan *s, const struct entry *e)
     if (r < 0)
         return skip(s, e->address, s->dev_guard.message);
     char why[64];
-    if (check_ident(s, e->address, why, sizeof(why)) < 0)
+    if (check_ident(s, why, sizeof(why)) < 0)
         return skip(s, e->address, why);
     name_device(s->pci, out);
+    check_class(s, out);
     read_facts(s, out);
     if (!out->is_bridge)
         identity_facts(s, out, has_dsn ? dsn : NULL);
     s->res.n_devs++;
     return 0;
+}
+
+/* Reads the device of entry `e`: its directory is opened once, inside the root, and its
+ * attributes read below that directory (the one opened, whatever its path leads to later). */
+static int read_device(struct scan *s, const struct entry *e)
+{
+    char path[64];
+    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s", e->address);
+    s->dev_fd = node_sysfs_open_dir(s->pci->root_fd, path);
+    if (s->dev_fd < 0) { /* (gone, or replaced, since the listing) */
+        char why[160];
+        (void)snprintf(why, sizeof(why), "%s: %s", path, trouble(s->dev_fd));
+        return skip(s, e->address, why);
+    }
+    int r = read_opened(s, e);
+    close(s->dev_fd);
+    s->dev_fd = -1;
+    return r;
 }
 
 /* The scan proper, after the listing; runs under s->guard, leaves what it allocates in `s`. */
@@ -728,12 +759,23 @@ static int scan_guarded(struct scan *s)
     return scan_devices(s);
 }
 
-static struct node_pci_dev *find_dev(struct node_pci_scan_result *res, const char *address)
+/* bsearch(3)'s order of an entry (the key) against a device of a scan's result. */
+static int compare_key_dev(const void *key, const void *dev)
 {
-    for (size_t i = 0; i < res->n_devs; i++)
-        if (strcmp(res->devs[i].address, address) == 0)
-            return &res->devs[i];
-    return NULL;
+    struct entry e;
+    const struct node_pci_dev *d = dev;
+    if (!parse_address(d->address, &e)) /* (cannot be: the scan took it as one) */
+        return strcmp(((const struct entry *)key)->address, d->address);
+    return compare_entries(key, &e);
+}
+
+const struct node_pci_dev *node_pci_scan_find(const struct node_pci_scan_result *r,
+                                              const char *address)
+{
+    struct entry key;
+    if (!r || !r->devs || strlen(address) >= sizeof(key.address) || !parse_address(address, &key))
+        return NULL;
+    return bsearch(&key, r->devs, r->n_devs, sizeof(*r->devs), compare_key_dev);
 }
 
 /* Each VF's index: the N of the virtfnN link of its PF that leads to it. A link that cannot be
@@ -754,7 +796,7 @@ static void index_vfs(struct scan *s)
                 add_problem(pf, "virtfn", r, "bus/pci/devices");
                 continue;
             }
-            struct node_pci_dev *d = find_dev(&s->res, vf);
+            struct node_pci_dev *d = (struct node_pci_dev *)node_pci_scan_find(&s->res, vf);
             if (d && strcmp(d->physfn, pf->address) == 0)
                 d->sriov_vf_index = k;
         }
@@ -772,6 +814,7 @@ static int run_scan(struct scan *s, struct err *ret_err)
         s->drivers = NULL;
     if (node_sysfs_dirmap_new(s->pci->root_fd, "kernel/iommu_groups", &s->groups) < 0)
         s->groups = NULL;
+    s->bus_fd = node_sysfs_open_dir(s->pci->root_fd, "bus/pci/devices");
     if (node_pciident_slots_read(s->pci->root_fd, &s->slots) < 0)
         return err_set(ret_err, -ENOMEM, "out of memory");
     guard_push(&s->guard);
@@ -779,6 +822,8 @@ static int run_scan(struct scan *s, struct err *ret_err)
     guard_pop(&s->guard);
     if (s->current)
         pci_free_dev(s->current);
+    if (s->dev_fd >= 0) /* (a libpci error jumped out of read_opened) */
+        close(s->dev_fd);
     if (s->access)
         pci_cleanup(s->access);
     if (r == -EIO && s->guard.message[0])
@@ -807,6 +852,7 @@ int node_pci_scan(struct node_pci *p, struct node_pci_scan_result *ret, struct e
     if (!s)
         return err_set(ret_err, -ENOMEM, "out of memory");
     s->pci = p;
+    s->bus_fd = s->dev_fd = -1;
     int r = run_scan(s, ret_err);
     names_close(p);
     if (r == 0) {
@@ -817,6 +863,8 @@ int node_pci_scan(struct node_pci *p, struct node_pci_scan_result *ret, struct e
     node_sysfs_dirmap_free(s->drivers);
     node_sysfs_dirmap_free(s->groups);
     node_pciident_slots_free(s->slots);
+    if (s->bus_fd >= 0)
+        close(s->bus_fd);
     free(s->entries);
     free(s);
     return r;

@@ -110,3 +110,8 @@ int node_pci_scan(struct node_pci *p, struct node_pci_scan_result *ret, struct e
 
 /* Frees what a scan result holds and zeroes it. Takes NULL. */
 void node_pci_scan_result_done(struct node_pci_scan_result *r);
+
+/* The device at `address` in a scan's result (a binary search in its order), NULL when the
+ * result has none (or `address` is not a PCI address as the kernel names devices). */
+const struct node_pci_dev *node_pci_scan_find(const struct node_pci_scan_result *r,
+                                              const char *address);

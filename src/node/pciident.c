@@ -136,15 +136,13 @@ void node_pciident_slots_free(struct node_pciident_slots *s)
     free(s);
 }
 
-/* The first entry of the device's directory `dir` ("" for the device's own) whose name starts
+/* The first entry of the device's directory `dir` ("." for the device's own) whose name starts
  * with `prefix`, into `buf`. Returns 0, -ENOENT, -EFBIG or the errno of the listing. */
-static int first_entry(int root_fd, const char *address, const char *dir, const char *prefix,
-                       char *buf, size_t size)
+static int first_entry(int dev_fd, const char *dir, const char *prefix, char *buf, size_t size)
 {
-    char path[160], **names = NULL;
+    char **names = NULL;
     size_t n = 0;
-    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s%s%s", address, dir[0] ? "/" : "", dir);
-    int r = node_sysfs_list(root_fd, path, &names, &n);
+    int r = node_sysfs_list(dev_fd, dir, &names, &n);
     if (r < 0)
         return r;
     r = -ENOENT;
@@ -160,15 +158,15 @@ static int first_entry(int root_fd, const char *address, const char *dir, const 
     return r;
 }
 
-int node_pciident_nvme_serial(int root_fd, const char *address, char *buf, size_t size)
+int node_pciident_nvme_serial(int dev_fd, char *buf, size_t size)
 {
-    char ctrl[64], path[192];
+    char ctrl[64], path[96];
     buf[0] = '\0';
-    int r = first_entry(root_fd, address, "nvme", "nvme", ctrl, sizeof(ctrl));
+    int r = first_entry(dev_fd, "nvme", "nvme", ctrl, sizeof(ctrl));
     if (r < 0)
         return r;
-    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/nvme/%s/serial", address, ctrl);
-    r = node_sysfs_read(root_fd, path, buf, size);
+    (void)snprintf(path, sizeof(path), "nvme/%s/serial", ctrl);
+    r = node_sysfs_read(dev_fd, path, buf, size);
     if (r < 0)
         return r;
     size_t n = (size_t)r;
@@ -223,37 +221,37 @@ static int ioctl_perm_mac(const char *ifname, long long ifindex, char *buf, size
 /* The function's first network interface into `ifname` and the directory it is in into `dir`:
  * net/, or virtio<N>/net/ for a virtio function (its interface hangs off its virtio device).
  * Returns 0, -ENOENT or -errno. */
-static int interface_of(int root_fd, const char *address, char dir[64], char ifname[IFNAMSIZ])
+static int interface_of(int dev_fd, bool virtio_fn, char dir[64], char ifname[IFNAMSIZ])
 {
     char virtio[32];
     (void)snprintf(dir, 64, "net");
-    int r = first_entry(root_fd, address, dir, "", ifname, IFNAMSIZ);
-    if (r != -ENOENT || first_entry(root_fd, address, "", "virtio", virtio, sizeof(virtio)) < 0)
+    int r = first_entry(dev_fd, dir, "", ifname, IFNAMSIZ);
+    if (r != -ENOENT || !virtio_fn ||
+        first_entry(dev_fd, ".", "virtio", virtio, sizeof(virtio)) < 0)
         return r;
     (void)snprintf(dir, 64, "%s/net", virtio);
-    return first_entry(root_fd, address, dir, "", ifname, IFNAMSIZ);
+    return first_entry(dev_fd, dir, "", ifname, IFNAMSIZ);
 }
 
-int node_pciident_perm_mac(int root_fd, const char *address, char *buf, size_t size)
+int node_pciident_perm_mac(int dev_fd, bool virtio, char *buf, size_t size)
 {
-    char dir[64], ifname[IFNAMSIZ], path[192], text[64];
+    char dir[64], ifname[IFNAMSIZ], path[128], text[64];
     long long v;
     unsigned char m[6];
     buf[0] = '\0';
-    int r = interface_of(root_fd, address, dir, ifname);
+    int r = interface_of(dev_fd, virtio, dir, ifname);
     if (r < 0)
         return r;
-    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/%s/%s/ifindex", address, dir, ifname);
-    if (node_sysfs_read_int(root_fd, path, 10, &v) == 0 && v > 0 &&
+    (void)snprintf(path, sizeof(path), "%s/%s/ifindex", dir, ifname);
+    if (node_sysfs_read_int(dev_fd, path, 10, &v) == 0 && v > 0 &&
         ioctl_perm_mac(ifname, v, buf, size) == 0)
         return 0;
-    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/%s/%s/addr_assign_type", address, dir,
-                   ifname);
-    r = node_sysfs_read_int(root_fd, path, 10, &v);
+    (void)snprintf(path, sizeof(path), "%s/%s/addr_assign_type", dir, ifname);
+    r = node_sysfs_read_int(dev_fd, path, 10, &v);
     if (r < 0 || v != 0) /* NET_ADDR_PERM; random, stolen or set addresses are not the card's */
         return r == 0 || r == -ENOENT ? -ENOENT : r;
-    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/%s/%s/address", address, dir, ifname);
-    r = node_sysfs_read(root_fd, path, text, sizeof(text));
+    (void)snprintf(path, sizeof(path), "%s/%s/address", dir, ifname);
+    r = node_sysfs_read(dev_fd, path, text, sizeof(text));
     if (r >= 0)
         r = node_vflink_mac_parse(text, m, NULL); /* (a zero or multicast one is no identity) */
     return r < 0 ? r : format_mac(m, buf, size);

@@ -55,12 +55,13 @@ const char *node_pciident_slot_of(const struct node_pciident_slots *s, const cha
 void node_pciident_slots_free(struct node_pciident_slots *s);
 
 /* An NVMe controller's serial (nvme/nvme<N>/serial of the device, trailing spaces cut) into
- * `buf`. Returns 0, -ENOENT when it has none, -EINVAL when it is not printable ASCII, or the
- * errno of node/sysfs. */
-int node_pciident_nvme_serial(int root_fd, const char *address, char *buf, size_t size);
+ * `buf`. `dev_fd` is the device's directory, from node_sysfs_open_dir(). Returns 0, -ENOENT
+ * when it has none, -EINVAL when it is not printable ASCII, or the errno of node/sysfs. */
+int node_pciident_nvme_serial(int dev_fd, char *buf, size_t size);
 
 /* A network function's permanent MAC address ("52:54:00:12:34:56") of its first interface (the
- * first entry of net/, or of virtio<N>/net/ for a virtio function) into `buf`. Returns 0, -ENOENT
+ * first entry of net/, or of virtio<N>/net/ for a virtio function, `virtio`: vendor 0x1af4) into
+ * `buf`; `dev_fd` is the device's directory, from node_sysfs_open_dir(). Returns 0, -ENOENT
  * when it has no interface or no permanent address can be told (an all-zero one included), or the
  * errno of node/sysfs. */
-int node_pciident_perm_mac(int root_fd, const char *address, char *buf, size_t size);
+int node_pciident_perm_mac(int dev_fd, bool virtio, char *buf, size_t size);

@@ -77,6 +77,18 @@ int node_sysfs_read_link_target(int root_fd, const char *path, char *buf, size_t
  */
 int node_sysfs_read_link_in(int root_fd, const char *path, const char *dir, char *buf, size_t size);
 
+/*
+ * Opens directory `path` below the root (links on the way followed inside the root) as an
+ * O_PATH descriptor, e.g. a device's directory "bus/pci/devices/0000:3b:00.0", whose attributes
+ * are then read by passing it as the `root_fd` of the functions here: their paths resolve inside
+ * that directory (a link in it that leads out, by ".." or an absolute target, stays in it, as
+ * one from the root does), and what is read is the directory opened even when its path is
+ * replaced afterwards. One lookup from the root per device rather than one per attribute.
+ * Returns the fd (>= 0, close it) or -errno: -ENOENT (absent, or a dangling link), -ENOTDIR,
+ * -ELOOP, -EINVAL (a bad path).
+ */
+int node_sysfs_open_dir(int root_fd, const char *path);
+
 /* Whether `path` is (or leads, through links inside the root, to) a directory: 0, or -ENOENT
  * (absent, or a dangling link), -ENOTDIR, -ELOOP (a link loop), -EINVAL (a bad path), -errno. */
 int node_sysfs_check_dir(int root_fd, const char *path);

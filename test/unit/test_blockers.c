@@ -8,6 +8,7 @@
 #include <CUnit/CUnit.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -287,6 +288,48 @@ static void test_errors(void)
     CU_ASSERT_EQUAL(r, -EINVAL);
 }
 
+/* A scanned device of the GPU's group (group 2): `driver` as the scan read it. */
+static struct node_pci_dev scanned(const char *address, uint16_t class_id, const char *driver)
+{
+    struct node_pci_dev d = {.class_id = class_id, .iommu_group = 2, .sriov_numvfs = -1};
+    snprintf(d.address, sizeof(d.address), "%s", address);
+    snprintf(d.driver, sizeof(d.driver), "%s", driver);
+    return d;
+}
+
+/* node_blockers_for_scanned takes the members from the scan when it read them whole, and reads
+ * from sysfs a member it read with a problem or skipped, which still stands in the way. */
+static void test_from_scan(void)
+{
+    struct node_blocker b[NODE_BLOCKERS_MAX];
+    struct node_pci_dev devs[2] = {scanned("0000:01:00.0", 0x0300, "nvidia"),
+                                   scanned("0000:01:00.1", 0x0403, "vfio-pci")};
+    struct node_pci_scan_result res = {.devs = devs, .n_devs = 2};
+    /* sysfs has the audio function on snd_hda_intel; the scan saw it on vfio-pci */
+    int n = node_blockers_for_scanned(root, &res, &devs[0], NULL, NULL, NULL, b, NODE_BLOCKERS_MAX,
+                                      NULL);
+    CU_ASSERT_EQUAL(n, 0);
+    /* read with a problem: read again from sysfs */
+    snprintf(devs[1].problem, sizeof(devs[1].problem), "driver: a symbolic link loop");
+    n = node_blockers_for_scanned(root, &res, &devs[0], NULL, NULL, NULL, b, NODE_BLOCKERS_MAX,
+                                  NULL);
+    CU_ASSERT_EQUAL(n, 1);
+    if (n == 1)
+        expect_message(&b[0], "0000:01:00.1 (snd_hda_intel)");
+    /* skipped by the scan: the same */
+    res.n_devs = 1;
+    n = node_blockers_for_scanned(root, &res, &devs[0], NULL, NULL, NULL, b, NODE_BLOCKERS_MAX,
+                                  NULL);
+    CU_ASSERT_EQUAL(n, 1);
+    /* the SR-IOV VF count is the scan's */
+    devs[0].sriov_numvfs = 3;
+    n = node_blockers_for_scanned(root, &res, &devs[0], NULL, NULL, NULL, b, NODE_BLOCKERS_MAX,
+                                  NULL);
+    CU_ASSERT_EQUAL(n, 2);
+    if (n == 2)
+        CU_ASSERT_STRING_EQUAL(b[1].reason, "SRIOVEnabled");
+}
+
 static CU_TestInfo tests[] = {
         {"nothing in the way", test_none},
         {"PlatformDevice: the platform's own devices", test_platform_device},
@@ -296,6 +339,7 @@ static CU_TestInfo tests[] = {
         {"MountedFilesystem, Swap, HostNetwork", test_host_use},
         {"several blockers and the cap", test_several_and_cap},
         {"errors", test_errors},
+        {"members taken from the scan, unless it could not read them", test_from_scan},
         CU_TEST_INFO_NULL,
 };
 

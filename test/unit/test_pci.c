@@ -599,6 +599,48 @@ static void test_device_link_loop(void)
     hostile_close();
 }
 
+/* A device entry that leads out of the root, by an absolute link or by "..": it resolves
+ * inside the root (where there is nothing), so the device is skipped and nothing outside is read;
+ * the others are published. */
+static void test_device_link_out_of_root(void)
+{
+    if (!hostile_open())
+        return;
+    link_to(BAD_BUS, "/proc/self");
+    expect_skipped(BAD, "leads nowhere");
+    link_to(BAD_BUS, "../../../../../../../../../../../../../../proc/self");
+    expect_skipped(BAD, "leads nowhere");
+    hostile_close();
+}
+
+/* An attribute that is a link out of the device's directory (to a number outside the root, or
+ * to another device's attribute) is read below the opened directory, where it leads nowhere:
+ * absent, as if there were none; nothing outside the directory is read. */
+static void test_attribute_link_out_of_device(void)
+{
+    char outside[] = "/tmp/hostdevd-outside-XXXXXX";
+    int fd = mkstemp(outside);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(write(fd, "7\n", 2), 2);
+    close(fd);
+    if (!hostile_open()) {
+        unlink(outside);
+        return;
+    }
+    put("devices/pci0000:00/0000:00:00.0/sriov_totalvfs", "4\n");
+    link_to(BAD_DIR "numa_node", outside);
+    link_to(BAD_DIR "sriov_totalvfs", "../0000:00:00.0/sriov_totalvfs");
+    struct node_pci_dev d = expect_problem("");
+    CU_ASSERT_EQUAL(d.numa_node, -1);
+    CU_ASSERT_EQUAL(d.sriov_totalvfs, -1);
+    /* a link that stays in the directory is followed */
+    put(BAD_DIR "numa_real", "1\n");
+    link_to(BAD_DIR "numa_node", "numa_real");
+    CU_ASSERT_EQUAL(expect_problem("").numa_node, 1);
+    hostile_close();
+    unlink(outside);
+}
+
 /* The PCI root is the first pci<domain>:<bus> element of the device's real path. */
 static void test_pcie_root(void)
 {
@@ -1096,6 +1138,8 @@ static CU_TestInfo tests[] = {
         {"hostile: device entry a dangling link", test_device_dangling_link},
         {"PCI root from the device's real path", test_pcie_root},
         {"hostile: device entry a link loop", test_device_link_loop},
+        {"hostile: device entry a link out of the root", test_device_link_out_of_root},
+        {"hostile: attribute a link out of the device", test_attribute_link_out_of_device},
         {"hostile: entries that are not addresses", test_entry_not_an_address},
         {"hostile: identity unreadable (libpci error)", test_identity_unreadable},
         {"hostile: bad optional attributes", test_bad_optional_attribute},

@@ -397,6 +397,56 @@ static void test_links_stay_in_root(void)
     CU_ASSERT_EQUAL(node_sysfs_read(root, "inside-abs", buf, sizeof(buf)), 6);
 }
 
+/* A directory opened once: a link to it that leads out of the root resolves inside the root;
+ * what is read below it stays in it (links in it that lead out, by ".." or an absolute target,
+ * lead nowhere); and it is the directory opened that is read, even when its path is replaced
+ * (by a link out of the root) between the open and the reads. */
+static void test_open_dir(void)
+{
+    char path[PATH_MAX + 16], moved[PATH_MAX + 32], devdir[PATH_MAX], buf[64];
+    if (!have_openat2())
+        return; /* (the fallback follows links like open(2)) */
+    CU_ASSERT_EQUAL(node_sysfs_open_dir(root, PF "vendor"), -ENOTDIR);
+    CU_ASSERT_EQUAL(node_sysfs_open_dir(root, "../x"), -EINVAL);
+    snprintf(path, sizeof(path), "%s/dir-out-abs", tree.root);
+    CU_ASSERT_EQUAL(symlink("/proc/self", path), 0);
+    CU_ASSERT_EQUAL(node_sysfs_open_dir(root, "dir-out-abs"), -ENOENT);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/dir-out-rel", tree.root);
+    CU_ASSERT_EQUAL(symlink("../../../../../../../../../../proc/self", path), 0);
+    CU_ASSERT_EQUAL(node_sysfs_open_dir(root, "dir-out-rel"), -ENOENT);
+    unlink(path);
+
+    snprintf(path, sizeof(path), "%s/bus/pci/devices/0000:3b:00.0", tree.root);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(realpath(path, devdir));
+    int dev = node_sysfs_open_dir(root, "bus/pci/devices/0000:3b:00.0");
+    CU_ASSERT_FATAL(dev >= 0);
+    CU_ASSERT_EQUAL(node_sysfs_read(dev, "vendor", buf, sizeof(buf)), 6);
+    CU_ASSERT_STRING_EQUAL(buf, "0x15b3");
+    CU_ASSERT_EQUAL(node_sysfs_read(dev, "../0000:3b:00.1/vendor", buf, sizeof(buf)), -EINVAL);
+    snprintf(path, sizeof(path), "%s/out-abs", devdir);
+    CU_ASSERT_EQUAL(symlink("/proc/self/comm", path), 0);
+    CU_ASSERT_EQUAL(node_sysfs_read(dev, "out-abs", buf, sizeof(buf)), -ENOENT);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/out-rel", devdir);
+    CU_ASSERT_EQUAL(symlink("../0000:3b:00.1/vendor", path), 0); /* another device's */
+    CU_ASSERT_EQUAL(node_sysfs_read(dev, "out-rel", buf, sizeof(buf)), -ENOENT);
+    unlink(path);
+
+    /* the directory renamed away and a link out of the root put in its place */
+    snprintf(path, sizeof(path), "%s", devdir);
+    snprintf(moved, sizeof(moved), "%s.moved", devdir);
+    CU_ASSERT_EQUAL_FATAL(rename(path, moved), 0);
+    CU_ASSERT_EQUAL(symlink("/proc/self", path), 0);
+    CU_ASSERT_EQUAL(node_sysfs_read(dev, "vendor", buf, sizeof(buf)), 6);
+    CU_ASSERT_STRING_EQUAL(buf, "0x15b3");
+    CU_ASSERT_EQUAL(node_sysfs_read(dev, "comm", buf, sizeof(buf)), -ENOENT);
+    CU_ASSERT_EQUAL(node_sysfs_open_dir(root, "bus/pci/devices/0000:3b:00.0"), -ENOENT);
+    unlink(path);
+    CU_ASSERT_EQUAL(rename(moved, path), 0);
+    close(dev);
+}
+
 static void test_list(void)
 {
     char **names = NULL;
@@ -476,6 +526,7 @@ static CU_TestInfo tests[] = {
         {"read links with odd targets", test_read_link_odd_targets},
         {"read a whole link target", test_read_link_target},
         {"links stay in the root", test_links_stay_in_root},
+        {"a directory opened once", test_open_dir},
         {"list directories", test_list},
         {"list empty directories and errors", test_list_empty_and_errors},
         {"write attributes", test_write},

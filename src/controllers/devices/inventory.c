@@ -146,13 +146,14 @@ static void report(struct inventory *inv, const char *key, const char *what, con
 }
 
 /* status.passthroughBlockers: the claim's checks, and a device whose sysfs is unreadable. */
-static void add_blockers(struct inventory *inv, const struct node_pci_dev *d,
-                         const struct node_hostuse *use, struct pcidevice_spec *s)
+static void add_blockers(struct inventory *inv, const struct node_pci_scan_result *res,
+                         const struct node_pci_dev *d, const struct node_hostuse *use,
+                         struct pcidevice_spec *s)
 {
     struct err err = {{0}};
     struct node_blocker found[NODE_BLOCKERS_MAX];
-    int n = node_blockers_for(inv->sysfs_fd, d->address, d->iommu_group, d->driver, use, NULL, NULL,
-                              found, NODE_BLOCKERS_MAX, &err);
+    int n = node_blockers_for_scanned(inv->sysfs_fd, res, d, use, NULL, NULL, found,
+                                      NODE_BLOCKERS_MAX, &err);
     int kept = n < 0 ? 0 : n < NODE_BLOCKERS_MAX ? n : NODE_BLOCKERS_MAX;
     const char *problem = d->problem[0] ? d->problem : n < 0 ? err.msg : NULL;
     if (problem && kept < NODE_BLOCKERS_MAX) {
@@ -178,11 +179,11 @@ static void add_blockers(struct inventory *inv, const struct node_pci_dev *d,
 static void name_parent(const struct inventory *inv, const struct node_pci_scan_result *res,
                         const struct node_pci_dev *d, struct pcidevice_spec *s)
 {
-    for (size_t i = 0; d->physfn[0] && i < res->n_devs; i++)
-        if (strcmp(res->devs[i].address, d->physfn) == 0 && res->devs[i].netdev[0] &&
-            kube_names_sriovnetdev(inv->cfg.env.node_name, res->devs[i].netdev, s->sriov_parent,
-                                   sizeof(s->sriov_parent)) < 0)
-            s->sriov_parent[0] = '\0';
+    const struct node_pci_dev *pf = d->physfn[0] ? node_pci_scan_find(res, d->physfn) : NULL;
+    if (pf && pf->netdev[0] &&
+        kube_names_sriovnetdev(inv->cfg.env.node_name, pf->netdev, s->sriov_parent,
+                               sizeof(s->sriov_parent)) < 0)
+        s->sriov_parent[0] = '\0';
 }
 
 /* Records an entry the scan skipped as unreadable (its object is kept as it was). */
@@ -209,7 +210,7 @@ static void build_want(struct inventory *inv, const struct node_pci_scan_result 
         int r = s ? spec_from_dev(inv->cfg.env.node_name, d, s) : -ENOMEM;
         if (r == 0) {
             name_parent(inv, res, d, s);
-            add_blockers(inv, d, use, s);
+            add_blockers(inv, res, d, use, s);
             r = map_put(want, s->name, s);
         }
         if (r < 0) {
