@@ -149,7 +149,7 @@ expect_ok "flowControl.priorityLevel and leasePriorityLevel" helm template $REL 
     --set flowControl.priorityLevel.limitResponse.queuing.queueLengthLimit=256 \
     --set flowControl.leasePriorityLevel.lendablePercent=10
 expect_contains "... merged over manifests/flowcontrol.yaml's spec.limited, the rest kept" \
-    "$(kubectl create --dry-run=client -o json -f - <<<"$OUT" | jq -c '.items[] | select(.kind == "PriorityLevelConfiguration") |
+    "$(kubectl create --dry-run=client -o json -f - <<<"$OUT" | jq -c '(if .kind == "List" then .items else [.] end)[] | select(.kind == "PriorityLevelConfiguration") |
         {(.metadata.name): .spec.limited}')" \
     '{"hostdevd":{"lendablePercent":50,"limitResponse":{"queuing":{"handSize":8,"queueLengthLimit":256,"queues":64},"type":"Queue"},"nominalConcurrencyShares":40}}' \
     '{"hostdevd-leases":{"lendablePercent":10,"limitResponse":{"queuing":{"handSize":4,"queueLengthLimit":100,"queues":16},"type":"Queue"},"nominalConcurrencyShares":10}}'
