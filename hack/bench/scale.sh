@@ -21,6 +21,8 @@
 # start also: 429s as a fraction of all requests, "Forcing ... watcher close due to
 # unresponsiveness" lines in the API server's log, requests per device, API server CPU per
 # request, etcd bytes per PCIDevice, open watches, and which priority level served hostdevd.
+# BENCH_SCALE_FIRST=with measures those N with the FlowSchemas first (to see the order's effect);
+# BENCH_SCALE_PHASES=cold measures only the cold starts (no idle, change or claims phases).
 # BENCH_SCALE_KEEP=1 keeps the scratch directory (agents' logs, audit logs) for a look afterwards.
 # BENCH_SCALE_IDENTITY=admin runs the agents with the admin's client certificate instead
 # (system:masters: exempt from APF and from the policies), for comparison.
@@ -41,6 +43,8 @@ else
     WITHOUT=${BENCH_SCALE_WITHOUT-200}
 fi
 CLAIMS=${BENCH_SCALE_CLAIMS:-100}
+FIRST=${BENCH_SCALE_FIRST:-without}
+PHASES=${BENCH_SCALE_PHASES:-all}
 IDENTITY=${BENCH_SCALE_IDENTITY:-agent}
 TIMEOUT=${BENCH_SCALE_TIMEOUT:-900} # for each phase; a phase that takes longer cannot measure
 AUDIT_PY=$BENCH_ROOT/hack/bench/audit.py
@@ -317,7 +321,7 @@ run() {
     bench_record section="$S" name="$L: etcd memory" value="$(rss_mib "$etcd")" unit=MiB how="VmRSS after the cold start"
     bench_record section="$S" name="$L: agents' memory, all together" value="$(agents_rss_mib)" unit=MiB \
         how="sum of VmRSS after the cold start"
-    if [ "$APF" != with ]; then
+    if [ "$APF" != with ] || [ "$PHASES" = cold ]; then
         stop_all
         plane_down "$PLANE"
         PLANE=""
@@ -407,6 +411,9 @@ bench_fake_proc "$T/proc"
 bin/hostdevd inventory --sysfs-root "$T/template" --proc-root "$T/proc" -o table |
     awk '$1 == "pci" {print $3, $7}' >"$T/resources"
 for n in $NODES; do
-    for w in $WITHOUT; do [ "$w" != "$n" ] || run "$n" without; done
-    run "$n" with
+    modes=with
+    for w in $WITHOUT; do
+        [ "$w" != "$n" ] || { [ "$FIRST" = with ] && modes="with without" || modes="without with"; }
+    done
+    for m in $modes; do run "$n" "$m"; done
 done
