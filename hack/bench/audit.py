@@ -22,7 +22,9 @@ account and "agent" for anyone else.
 """
 import collections
 import datetime
+import glob
 import json
+import os
 import re
 import sys
 import time
@@ -64,34 +66,48 @@ def who(e):
     return "controller" if e["user"]["username"].endswith(":hostdevd-controller") else "agent"
 
 
+def rotated(f, log):
+    """True when LOG is no longer the open file f (the API server rotated it: --audit-log-maxsize)."""
+    try:
+        return os.stat(log).st_ino != os.fstat(f.fileno()).st_ino
+    except OSError:
+        return False
+
+
 def follow(log, count, timeout, resource, verb, name_re, since):
     want, seen, deadline = re.compile(name_re), set(), time.monotonic() + timeout
-    with open(log) as f:
-        for e in events(f):
-            if e is None:
-                if time.monotonic() > deadline:
-                    print(f"audit: {len(seen)} of {count}", file=sys.stderr)
-                    return 1
-                time.sleep(0.05)
-                continue
-            o = e.get("objectRef", {})
-            if (ours(e) and ok(e) and e["verb"] == verb and o.get("resource") == resource
-                    and want.search(o.get("name", "")) and epoch(e["stageTimestamp"]) > since):
-                seen.add(o.get("name"))
-                if len(seen) >= count:
-                    print(f'{epoch(e["stageTimestamp"]):.3f}')
-                    return 0
+    while True:
+        with open(log) as f:
+            for e in events(f):
+                if e is None:
+                    if rotated(f, log):
+                        break  # the rest of this file was read: on with the new one
+                    if time.monotonic() > deadline:
+                        print(f"audit: {len(seen)} of {count}", file=sys.stderr)
+                        return 1
+                    time.sleep(0.05)
+                    continue
+                o = e.get("objectRef", {})
+                if (ours(e) and ok(e) and e["verb"] == verb and o.get("resource") == resource
+                        and want.search(o.get("name", "")) and epoch(e["stageTimestamp"]) > since):
+                    seen.add(o.get("name"))
+                    if len(seen) >= count:
+                        print(f'{epoch(e["stageTimestamp"]):.3f}')
+                        return 0
 
 
 def completed(log):
-    with open(log) as f:
-        for line in f:
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue
-            if e.get("stage") == "ResponseComplete":
-                yield e
+    """Completed requests of LOG and of its rotated backups (audit-<time>.log), oldest first."""
+    base, ext = os.path.splitext(log)
+    for path in sorted(glob.glob(f"{glob.escape(base)}-*{ext}")) + [log]:
+        with open(path) as f:
+            for line in f:
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue
+                if e.get("stage") == "ResponseComplete":
+                    yield e
 
 
 def last(log, since, resource_re, verb_re, name_re=""):

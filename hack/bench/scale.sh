@@ -14,6 +14,15 @@
 #     last of their PCIDevices shows it
 #   claims: 100 PCIDeviceClaims over the nodes at once, until all are Ready and the KubeVirt
 #     CR lists their resource names
+# API Priority and Fairness: the install's FlowSchemas and priority levels
+# (manifests/flowcontrol.yaml) are in place; for each N of BENCH_SCALE_WITHOUT (200; quick: 25)
+# the cold start is measured first without them (the agents in the built-in "service-accounts"
+# schema, level workload-low, as before they existed), side by side in the same run. Per cold
+# start also: 429s as a fraction of all requests, "Forcing ... watcher close due to
+# unresponsiveness" lines in the API server's log, requests per device, API server CPU per
+# request, etcd bytes per PCIDevice, open watches, and which priority level served hostdevd.
+# BENCH_SCALE_FIRST=with measures those N with the FlowSchemas first (to see the order's effect);
+# BENCH_SCALE_PHASES=cold measures only the cold starts (no idle, change or claims phases).
 # BENCH_SCALE_KEEP=1 keeps the scratch directory (agents' logs, audit logs) for a look afterwards.
 # BENCH_SCALE_IDENTITY=admin runs the agents with the admin's client certificate instead
 # (system:masters: exempt from APF and from the policies), for comparison.
@@ -27,11 +36,15 @@ S="Scale"
 if [ "$BENCH_QUICK" = 1 ]; then
     NODES=${BENCH_SCALE_NODES:-25}
     IDLE=${BENCH_SCALE_IDLE_SECONDS:-30}
+    WITHOUT=${BENCH_SCALE_WITHOUT-25}
 else
     NODES=${BENCH_SCALE_NODES:-25 50 100 200}
     IDLE=${BENCH_SCALE_IDLE_SECONDS:-600}
+    WITHOUT=${BENCH_SCALE_WITHOUT-200}
 fi
 CLAIMS=${BENCH_SCALE_CLAIMS:-100}
+FIRST=${BENCH_SCALE_FIRST:-without}
+PHASES=${BENCH_SCALE_PHASES:-all}
 IDENTITY=${BENCH_SCALE_IDENTITY:-agent}
 TIMEOUT=${BENCH_SCALE_TIMEOUT:-900} # for each phase; a phase that takes longer cannot measure
 AUDIT_PY=$BENCH_ROOT/hack/bench/audit.py
@@ -92,12 +105,16 @@ HD='^(agent|controller)$' # the window lines of hostdevd's requests
 
 # The install as `kubectl apply -k manifests/` makes it, without the DaemonSet and Deployment,
 # KubeVirt's CRD and a CR with the HostDevices gate, and the controller's kubeconfig.
+# APF=without leaves out the FlowSchemas and priority levels too.
+APF=with
 install() {
     bench_kubevirt
-    kubectl kustomize manifests/ | awk '
+    local drop='DaemonSet|Deployment'
+    [ "$APF" = with ] || drop="$drop|FlowSchema|PriorityLevelConfiguration"
+    kubectl kustomize manifests/ | awk -v drop="^kind: ($drop)\$" '
         function flush() { if (doc != "" && !wl) printf "---\n%s", doc; doc = ""; wl = 0 }
         /^---$/ { flush(); next }
-        /^kind: (DaemonSet|Deployment)$/ { wl = 1 }
+        $0 ~ drop { wl = 1 }
         { doc = doc $0 "\n" }
         END { flush() }' | kubectl apply -f - >/dev/null
     # The policies take effect asynchronously: wait until an unbound agent token is refused a
@@ -197,8 +214,22 @@ agents_cpu_s() {
     for p in "${AGENTS[@]}"; do bench_cpu_s "$p"; done | awk '{s += $1} END {printf "%.1f", s}'
 }
 
+# etcd's database in use, bytes (its own metric)
+etcd_bytes() {
+    curl -fsS "$ETCD_ENDPOINT/metrics" | awk '$1 == "etcd_mvcc_db_total_size_in_use_in_bytes" {printf "%d", $2}'
+}
+# apf_served LEVEL: requests of that priority level dispatched so far (the API server's metric)
+apf_served() {
+    kubectl get --raw /metrics | awk -v l="priority_level=\"$1\"" \
+        '/^apiserver_flowcontrol_dispatched_requests_total/ && index($0, l) {s += $NF} END {printf "%d", s}'
+}
+
+# run N with|without: a fresh plane, the install (with or without the FlowSchemas), N agents; the
+# run without the FlowSchemas measures the cold start only.
 run() {
     local n=$1 L="$1 nodes"
+    APF=$2
+    [ "$APF" = with ] || L="$n nodes, no FlowSchema"
     PLANE=$T/c$n
     AUDIT=$PLANE/audit.log
     rm -rf "$T/n"
@@ -217,8 +248,13 @@ run() {
     apid=$(cat "$PLANE/apiserver.pid")
     etcd=$(cat "$PLANE/etcd.pid")
 
-    echo "=== $S: $n agents x 64 PCIDevices ($IDENTITY identity), started at once"
-    local want=$((n * 64)) t0 a0 t_exist t_ready t_last t_end
+    local level=hostdevd
+    [ "$APF" = with ] || level=workload-low
+    echo "=== $S: $n agents x 64 PCIDevices ($IDENTITY identity, $APF the FlowSchemas), started at once"
+    local want=$((n * 64)) t0 a0 t_exist t_ready t_last t_end e0 s0 w0
+    e0=$(etcd_bytes)
+    s0=$(apf_served "$level")
+    w0=$(grep -c 'watcher close due to unresponsiveness' "$PLANE/apiserver.log" || true)
     a0=$(bench_cpu_s "$apid")
     t0=$(now)
     start_agents "$n"
@@ -236,7 +272,13 @@ run() {
     # API Priority and Fairness: rejections and queue waits by priority level (the agents'
     # service account is one flow of workload-low; admin is exempt)
     kubectl get --raw /metrics | grep -E '^apiserver_flowcontrol_(rejected_requests_total|request_wait_duration_seconds_(sum|count))' |
-        grep -E 'workload-low|global-default|exempt|rejected' | sed 's/^/  | apf /' || true
+        grep -E 'hostdevd|workload-low|global-default|exempt|rejected' | sed 's/^/  | apf /' || true
+    local closes sample watches served
+    closes=$(($(grep -c 'watcher close due to unresponsiveness' "$PLANE/apiserver.log" || true) - w0))
+    sample=$(grep 'watcher close due to unresponsiveness' "$PLANE/apiserver.log" | tail -1 | sed 's/^.*\] //' || true)
+    [ -z "$sample" ] || echo "  | apiserver: $sample"
+    watches=$(kubectl get --raw /metrics | awk '/^apiserver_longrunning_requests\{/ && /verb="WATCH"/ && /resource="pcidevices"/ {s += $NF} END {printf "%d", s}')
+    served=$(($(apf_served "$level") - s0))
     local got
     got=$(kubectl get pcidevices -o name | wc -l)
     local goal=() # the goal is set for 100 nodes
@@ -252,8 +294,26 @@ run() {
     bench_record section="$S" name="$L: hostdevd API requests during the cold start" \
         value="$(field '^agent$' . . "$T/conv-$n")" \
         how="audit log, start to the last write other than a Lease; writes: $(field '^agent$' "$WR" . "$T/conv-$n")"
-    bench_record section="$S" name="$L: 429 answers during the cold start" value="$(field '^any$' '^429$' . "$T/conv-$n")" \
-        how="audit log, any client"
+    local all r429 ok_agent cpu
+    all=$(field '^any$' '^all$' . "$T/conv-$n")
+    r429=$(field '^any$' '^429$' . "$T/conv-$n")
+    ok_agent=$(($(field '^agent$' . . "$T/conv-$n") - $(field '^429$' . . "$T/conv-$n")))
+    cpu=$(awk -v a="$a0" -v b="$(bench_cpu_s "$apid")" 'BEGIN {printf "%.2f", b - a}')
+    bench_record section="$S" name="$L: 429 answers during the cold start" value="$r429" \
+        how="audit log, any client; $(awk -v a="$r429" -v b="$all" 'BEGIN {printf "%.1f", (b ? 100 * a / b : 0)}')% of all $all requests; served by the priority level $level: $served requests"
+    bench_record section="$S" name="$L: 429 share of the cold start's requests" \
+        value="$(awk -v a="$r429" -v b="$all" 'BEGIN {printf "%.1f", (b ? 100 * a / b : 0)}')" unit=% how="audit log, any client"
+    bench_record section="$S" name="$L: \"Forcing pcidevices watcher close due to unresponsiveness\" during the cold start" \
+        value="$closes" how="kube-apiserver log (-v=1); $watches PCIDevice watches open after it${sample:+; the last: $sample}"
+    bench_record section="$S" name="$L: hostdevd requests answered per device, cold start" \
+        value="$(awk -v a="$ok_agent" -v b="$want" 'BEGIN {printf "%.2f", a / b}')" \
+        how="audit log: the agents' requests other than 429s, start to the last write, over $want devices"
+    bench_record section="$S" name="$L: kube-apiserver CPU per request, cold start" \
+        value="$(awk -v c="$cpu" -v b="$all" 'BEGIN {printf "%.2f", (b ? 1000 * c / b : 0)}')" unit=ms \
+        how="/proc/PID/stat over the cold start ($cpu s, to the last write) over every request of the audit log in it ($all, 429s included)"
+    bench_record section="$S" name="$L: etcd bytes per PCIDevice" \
+        value="$(awk -v a="$e0" -v b="$(etcd_bytes)" -v n="$want" 'BEGIN {printf "%.0f", (b - a) / n}')" unit=B \
+        how="etcd_mvcc_db_total_size_in_use_in_bytes before and after the cold start, over $want PCIDevices (ResourceSlices, Leases and Events included)"
     bench_record section="$S" name="$L: kube-apiserver CPU during the cold start" \
         value="$(awk -v a="$a0" -v b="$a1" 'BEGIN {printf "%.1f", b - a}')" unit=s \
         how="/proc/PID/stat, start to every agent ready; the agents together: $c1 s"
@@ -261,6 +321,12 @@ run() {
     bench_record section="$S" name="$L: etcd memory" value="$(rss_mib "$etcd")" unit=MiB how="VmRSS after the cold start"
     bench_record section="$S" name="$L: agents' memory, all together" value="$(agents_rss_mib)" unit=MiB \
         how="sum of VmRSS after the cold start"
+    if [ "$APF" != with ] || [ "$PHASES" = cold ]; then
+        stop_all
+        plane_down "$PLANE"
+        PLANE=""
+        return 0
+    fi
 
     echo "=== $S: $n nodes idle for $IDLE s"
     local i0 i1
@@ -344,4 +410,10 @@ bench_fake_proc "$T/proc"
 # address -> resource name, for the KubeVirt CR entries the claims need
 bin/hostdevd inventory --sysfs-root "$T/template" --proc-root "$T/proc" -o table |
     awk '$1 == "pci" {print $3, $7}' >"$T/resources"
-for n in $NODES; do run "$n"; done
+for n in $NODES; do
+    modes=with
+    for w in $WITHOUT; do
+        [ "$w" != "$n" ] || { [ "$FIRST" = with ] && modes="with without" || modes="without with"; }
+    done
+    for m in $modes; do run "$n" "$m"; done
+done

@@ -11,6 +11,8 @@
 SUITE=helm
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=test/integration/apf-lib.sh
+. "$(dirname "$0")/apf-lib.sh"
 cd "$ROOT" || exit 1
 
 G=devices.harvesterhci.io
@@ -47,6 +49,8 @@ expect_reject "values.schema.json refuses a misspelt value" "additional properti
     helm template $REL "$CHART" --set agent.kubeletdir=/data/kubelet
 expect_reject "... and a log level that is no number" "at '/controller/logLevel': got string, want integer" \
     helm template $REL "$CHART" --set-string controller.logLevel=debug
+expect_reject "... and a priority level field that APF does not have" \
+    "additional properties 'queues' not allowed" helm template $REL "$CHART" --set flowControl.priorityLevel.queues=8
 expect_reject "the release namespace may not be hostdevd-node-lease" \
     "hostdevd-node-lease holds the agents' heartbeats" helm template $REL "$CHART" -n hostdevd-node-lease
 
@@ -131,6 +135,24 @@ expect_contains "RBAC subjects in the release namespace; Roles where manifests/ 
     "RoleBinding devices/hostdevd-controller-leader-election devices" \
     "RoleBinding hostdevd-node-lease/hostdevd-agent-heartbeat devices" \
     "RoleBinding default/hostdevd-agent-events devices" "ClusterRoleBinding -/hostdevd-agent devices"
+expect_contains "the FlowSchemas name the service accounts and the leader Lease of the release namespace" \
+    "$(jq -c 'select(.kind == "FlowSchema") | {(.metadata.name): [.spec.rules[] | (.subjects[].serviceAccount.namespace),
+        (.resourceRules[].namespaces[])] | unique}' <<<"$OP")" \
+    '{"hostdevd-leases":["devices","hostdevd-node-lease"]}' '{"hostdevd":["*","devices"]}'
+expect_contains "admissionPolicies.enabled=false leaves the FlowSchemas and priority levels" \
+    "$(jq -r .kind <<<"$O" | sort | uniq -c | tr -s ' ')" "2 FlowSchema" "2 PriorityLevelConfiguration"
+expect_ok "flowControl.enabled=false, priority level values" helm template $REL "$CHART" -n devices \
+    --set flowControl.enabled=false
+expect_contains "... no FlowSchema, no priority level" "$(grep -c '^kind: \(FlowSchema\|PriorityLevelConfiguration\)$' <<<"$OUT")" 0
+expect_ok "flowControl.priorityLevel and leasePriorityLevel" helm template $REL "$CHART" -n devices \
+    --set flowControl.priorityLevel.nominalConcurrencyShares=40 \
+    --set flowControl.priorityLevel.limitResponse.queuing.queueLengthLimit=256 \
+    --set flowControl.leasePriorityLevel.lendablePercent=10
+expect_contains "... merged over manifests/flowcontrol.yaml's spec.limited, the rest kept" \
+    "$(kubectl create --dry-run=client -o json -f - <<<"$OUT" | jq -c '(if .kind == "List" then .items else [.] end)[] | select(.kind == "PriorityLevelConfiguration") |
+        {(.metadata.name): .spec.limited}')" \
+    '{"hostdevd":{"lendablePercent":50,"limitResponse":{"queuing":{"handSize":8,"queueLengthLimit":256,"queues":64},"type":"Queue"},"nominalConcurrencyShares":40}}' \
+    '{"hostdevd-leases":{"lendablePercent":10,"limitResponse":{"queuing":{"handSize":4,"queueLengthLimit":100,"queues":16},"type":"Queue"},"nominalConcurrencyShares":10}}'
 if grep -n "$NS" <<<"$OP"; then
     fail "nothing names $NS with another release namespace"
 else
@@ -155,6 +177,8 @@ expect_contains "the release is deployed" "$(helm list -n $NS -o json)" '"name":
 expect_contains "the DaemonSet and the Deployment are there (no kubelet here: no Pods)" \
     "$(kubectl get ds,deploy -n $NS -o jsonpath='{range .items[*]}{.kind}/{.metadata.name} {.spec.template.spec.containers[0].image}{"\n"}{end}')" \
     "DaemonSet/hostdevd-agent localhost/hostdevd:0.1.0" "Deployment/hostdevd-controller localhost/hostdevd:0.1.0"
+
+apf_check "helm install" $NS
 
 echo "--- the admission policies act as with kubectl apply -k manifests/"
 X=node-a-000001000
@@ -251,6 +275,17 @@ expect_contains "the controller reads the heartbeats, writes no device; the agen
     $'yes\nno\nno'
 
 echo "--- helm upgrade"
+expect_ok "helm upgrade: flowControl.enabled=false" helm upgrade $REL "$CHART" -n $NS --set flowControl.enabled=false
+if eventually 30 apf_is $NS hostdevd-agent "/apis/$G/v1beta1/pcidevices?limit=1" "service-accounts workload-low"; then
+    pass "... the FlowSchemas are gone: the agent's requests are the built-in service-accounts' again"
+else
+    fail "... the FlowSchemas are gone: the agent's requests are the built-in service-accounts' again" \
+        "$(apf_class $NS hostdevd-agent "/apis/$G/v1beta1/pcidevices?limit=1")"
+fi
+expect_ok "helm upgrade: back, with 40 shares" helm upgrade $REL "$CHART" -n $NS \
+    --set flowControl.priorityLevel.nominalConcurrencyShares=40
+expect_contains "... the level hostdevd has them" \
+    "$(kubectl get prioritylevelconfiguration hostdevd -o jsonpath='{.spec.limited.nominalConcurrencyShares}')" 40
 expect_ok "helm upgrade: one controller replica, KubeVirt in harvester-system" \
     helm upgrade $REL "$CHART" -n $NS --set controller.replicas=1 --set kubevirt.namespace=harvester-system
 expect_contains "... the Deployment and the bindings follow" \

@@ -12,6 +12,8 @@
 SUITE=install-docs
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=test/integration/apf-lib.sh
+. "$(dirname "$0")/apf-lib.sh"
 cd "$ROOT" || exit 1
 
 V=$(cat VERSION)
@@ -78,7 +80,7 @@ grant_and_claim() { # round [readme: its own line granted team-a alone what step
 
 # nothing of hostdevd's left but the namespace a user made for Helm
 left() {
-    kubectl get crd,clusterrole,clusterrolebinding,validatingadmissionpolicy,mutatingadmissionpolicy,ns -o name 2>&1 |
+    kubectl get crd,clusterrole,clusterrolebinding,validatingadmissionpolicy,mutatingadmissionpolicy,flowschema,prioritylevelconfiguration,ns -o name 2>&1 |
         grep -E 'hostdevd|harvesterhci|team-a|device-users' | grep -v "^namespace/hostdevd-system$" || true
 }
 ns_gone() { ! kubectl get ns "$1" >/dev/null 2>&1; }
@@ -98,6 +100,7 @@ uninstall() { # round [helm]
 echo "--- README's install"
 block README.md Installing 1 | run "README: install"
 block docs/install.md "Install with kustomize" 4 | run "README: check it (docs/install.md, which README points to)"
+apf_check README hostdevd-system
 grant_and_claim README readme
 # (README's binding device-users is the one the uninstall deletes: the kustomize line stands for
 # the overlay of docs/install.md, which does not exist in this round)
@@ -116,6 +119,7 @@ block docs/install.md "Install with kustomize" 3 | run "kustomize: the overlay"
 OUT=$(kubectl get ds -n hostdevd-system hostdevd-agent -o jsonpath='{.spec.template.spec.containers[0].image}')
 [ "$OUT" = "localhost/hostdevd:$V" ] && pass "kustomize: the agent's image is localhost/hostdevd:$V" || fail "the overlay's image" "$OUT"
 block docs/install.md "Install with kustomize" 4 | run "kustomize: check it"
+apf_check kustomize hostdevd-system
 grant_and_claim kustomize
 uninstall kustomize
 eventually 60 ns_gone hostdevd-system || true
@@ -123,6 +127,7 @@ eventually 60 ns_gone hostdevd-system || true
 echo "--- docs/install.md: Helm"
 block docs/install.md "Install with Helm" 1 | run "Helm: install"
 block docs/install.md "Install with kustomize" 4 | run "Helm: check it (as docs/install.md says)"
+apf_check Helm hostdevd-system
 grant_and_claim Helm
 uninstall Helm helm
 finish
