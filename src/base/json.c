@@ -14,8 +14,8 @@
 
 #include "base/map.h"
 
-#define INTERN_KEY_MAX   64
-#define INTERN_KEYS_MAX  4096
+#define INTERN_KEY_MAX  64
+#define INTERN_KEYS_MAX 4096
 
 static bool is_json_space(char c)
 {

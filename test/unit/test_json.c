@@ -99,9 +99,10 @@ static void test_intern_keys(void)
     memset(longname, 'k', sizeof(longname) - 1);
     longname[sizeof(longname) - 1] = '\0';
     char doc[256];
-    (void)snprintf(doc, sizeof(doc),
-                   "{\"metadata\":{\"name\":\"a\",\"labels\":{\"%s\":\"v\"}},\"items\":[{\"x\":1}]}",
-                   longname);
+    (void)snprintf(
+            doc, sizeof(doc),
+            "{\"metadata\":{\"name\":\"a\",\"labels\":{\"%s\":\"v\"}},\"items\":[{\"x\":1}]}",
+            longname);
     cJSON *a = NULL, *b = NULL;
     CU_ASSERT_EQUAL_FATAL(json_parse_strict(doc, strlen(doc), &a, NULL), 0);
     CU_ASSERT_EQUAL_FATAL(json_parse_strict(doc, strlen(doc), &b, NULL), 0);
