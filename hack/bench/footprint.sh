@@ -28,13 +28,14 @@ cd "$BENCH_ROOT"
 T=$(mktemp -d "${BENCH_TMP:-${TMPDIR:-/tmp}}/bench-footprint.XXXXXX")
 AGENT=
 CGROUPS=()
+FRESHDIR=
 cleanup() {
     [ -z "$AGENT" ] || kill -TERM "$AGENT" 2>/dev/null || true
     [ -z "$AGENT" ] || wait "$AGENT" 2>/dev/null || true
     local d
     for d in "${CGROUPS[@]}"; do rmdir "$d" 2>/dev/null || true; done
     bench_plane_down "$T/cluster" >/dev/null 2>&1 || true
-    rm -rf "$T"
+    rm -rf "$T" "$FRESHDIR"
 }
 trap cleanup EXIT
 S="Footprint"
@@ -76,11 +77,16 @@ CGPARENT=
 cgroup_parent
 [ -n "$CGPARENT" ] || echo "  (no writable memory cgroup: the working set is not measured)"
 
-# fresh NAME BIN: private copies of BIN, its libraries and the dynamic loader in $T/fresh-NAME,
+# fresh NAME BIN: private copies of BIN, its libraries and the dynamic loader in $FRESHDIR/NAME,
 # out of the page cache (what a container's first start reads from its image). Sets FRESH, the
-# command that runs them.
+# command that runs them. On a disk: tmpfs pages cannot leave the page cache and stay charged
+# to the shell that wrote them.
+FRESHDIR=$T/fresh
+if [ "$(stat -f -c %T "$T")" = tmpfs ]; then
+    FRESHDIR=$BENCH_ROOT/build/bench/footprint-fresh.$$
+fi
 fresh() {
-    local d=$T/fresh-$1 f loader
+    local d=$FRESHDIR/$1 f loader
     rm -rf "$d"
     mkdir -p "$d"
     cp "$2" "$d/hostdevd"
@@ -193,7 +199,7 @@ EOF
     [ -z "$CG" ] || read -r ws usage cganon cgfile < <(working_set)
     stop_agent
     [ -z "$CG" ] || rmdir "$CG" 2>/dev/null || true
-    rm -rf "$T/fresh-$name"
+    rm -rf "${FRESHDIR:?}/$name"
     FRESH=()
 }
 
