@@ -7,8 +7,15 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "base/map.h"
+
+#define INTERN_KEY_MAX  64
+#define INTERN_KEYS_MAX 4096
 
 static bool is_json_space(char c)
 {
@@ -57,4 +64,47 @@ const char *json_str(const cJSON *o, const char *name)
 bool json_same(const char *a, const char *b)
 {
     return a && b && strcmp(a, b) == 0;
+}
+
+/* --- shared member names -------------------------------------------------------------------- */
+
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct map *intern_names; /* name -> its shared copy (never freed) */
+
+/* The shared copy of `name`, or NULL (too long, the table full, out of memory). Locked. */
+static const char *interned(const char *name)
+{
+    if (strlen(name) > INTERN_KEY_MAX)
+        return NULL;
+    if (!intern_names && !(intern_names = map_new(NULL)))
+        return NULL;
+    char *copy = map_get(intern_names, name);
+    if (copy || map_size(intern_names) >= INTERN_KEYS_MAX)
+        return copy;
+    copy = strdup(name);
+    if (copy && map_put(intern_names, name, copy) < 0) {
+        free(copy);
+        copy = NULL;
+    }
+    return copy;
+}
+
+static void intern_tree(cJSON *o)
+{
+    for (cJSON *c = o ? o->child : NULL; c; c = c->next) {
+        const char *shared;
+        if (c->string && !(c->type & cJSON_StringIsConst) && (shared = interned(c->string))) {
+            free(c->string);
+            c->string = (char *)shared; /* cJSON's field is not const; it is never written */
+            c->type |= cJSON_StringIsConst;
+        }
+        intern_tree(c);
+    }
+}
+
+void json_intern_keys(cJSON *o)
+{
+    (void)pthread_mutex_lock(&intern_lock);
+    intern_tree(o);
+    (void)pthread_mutex_unlock(&intern_lock);
 }

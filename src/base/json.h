@@ -13,6 +13,9 @@
  * Also the accessors every reader of a parsed object uses (json_field, json_str, json_same):
  * case-sensitive, and NULL-safe so that a path of lookups needs no check between steps.
  * Pure: no I/O, no logging.
+ *
+ * And json_intern_keys, which makes a tree kept for long (an informer's cache) share one copy
+ * of each member name with every other such tree.
  */
 #pragma once
 
@@ -41,3 +44,12 @@ const char *json_str(const struct cJSON *o, const char *name);
 
 /* Whether `a` and `b` are both set and equal (NULL equals nothing, not even NULL). */
 bool json_same(const char *a, const char *b);
+
+/*
+ * Makes the member names of the tree `o` shared, never-freed copies (flagged
+ * cJSON_StringIsConst, which cJSON_Delete, cJSON_Duplicate and cJSON_AddItemToObject honour):
+ * a cached PCIDevice has about fifty members, each name its own allocation otherwise, and the
+ * names are a small vocabulary. Names longer than 64 bytes, and new names once 4096 are held,
+ * stay the tree's own. Thread-safe. Without memory for a new name, that name stays the tree's.
+ */
+void json_intern_keys(struct cJSON *o);

@@ -181,6 +181,10 @@ void kube_informer_diff(const struct map *store, const struct map *list,
 /* Replaces the store with the LIST just assembled, telling the handlers what changed. */
 static void replace_store(struct kube_informer *inf)
 {
+    void *obj;
+    size_t pos = 0;
+    while (map_next(inf->pending, &pos, NULL, &obj))
+        json_intern_keys(obj);
     kube_informer_diff(inf->store, inf->pending, &inf->handlers, inf->userdata);
     map_free(inf->store);
     inf->store = TAKE_PTR(inf->pending);
@@ -422,8 +426,10 @@ static int apply_object(struct kube_informer *inf, const struct kube_watch_event
         return 0;
     }
     cJSON *copy = cJSON_Duplicate(ev->object, true);
-    if (copy)
+    if (copy) {
         trim(inf, copy);
+        json_intern_keys(copy);
+    }
     if (!copy || map_put(inf->store, key, copy) < 0) {
         cJSON_Delete(copy);
         cJSON_Delete(old);

@@ -3,7 +3,8 @@
 # at different paths each build the image (make image: release build, hack/image.sh, buildah);
 # both must give the same digest and the same archive bytes; the size is printed and the
 # archive must stay under 20 MB. The archive's labels carry the version and revision, podman
-# loads it as localhost/hostdevd:<version> (whose `hostdevd version` prints that version) and
+# loads it as localhost/hostdevd:<version> (its environment has GNUTLS_NO_IMPLICIT_INIT=1; its
+# `hostdevd version` prints that version) and
 # containerd's ctr imports it under the same name and digest. Then, with podman (runc, host
 # network, private storage) against the real control plane: the agent in the image, privileged
 # with the host paths its DaemonSet mounts and a read-only root, publishes a fake sysfs tree's
@@ -84,6 +85,9 @@ expect_contains "skopeo reads the archive: digest, version, revision, source lab
     "\"org.opencontainers.image.revision\": \"$REV\"" "\"org.opencontainers.image.source\": "
 OUT=$(podman_ load -i "$A/$TAR" 2>&1)
 expect_contains "podman loads it as $NAME" "$OUT" "Loaded image: $NAME"
+OUT=$(podman_ image inspect --format '{{.Config.Env}}' "hostdevd:$VERSION" 2>&1)
+expect_contains "the image's environment keeps GnuTLS from initialising itself" "$OUT" \
+    "GNUTLS_NO_IMPLICIT_INIT=1"
 OUT=$(podman_ run --rm "${RUN[@]}" "hostdevd:$VERSION" version 2>&1)
 check "hostdevd version in the image prints $VERSION and its commit" "$OUT" \
     [ "$OUT" = "hostdevd $VERSION ($(git -C "$A" describe --always --dirty))" ]
