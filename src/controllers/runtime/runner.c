@@ -189,14 +189,27 @@ static void requeue(struct runner *r, const char *key, enum runner_result result
 }
 
 /* A stale write: when the informer has moved since the plan, the cache may hold the newer
- * version already (a plain retry); otherwise the version the API server has is still on its
- * way, and its event queues the key: until then (at most STALE_WAIT) the key waits, instead of
- * conflicting again every few milliseconds of the retry backoff. */
+ * version already (a plain retry, once: the informer moves for any object, so a key that
+ * conflicts again after a retry had not its own newer version yet). Otherwise the version the
+ * API server has is still on its way: the key waits for the informer to move past where it
+ * is now (an expectation, which also holds back the key's other triggers, such as another
+ * informer's events) and at most STALE_WAIT. Without that wait a watch broken for a while
+ * meant one 409 per trigger (seen: five in a row on one ResourceSlice). */
 static enum runner_result stale(struct runner_job *job, double *after)
 {
-    const char *now = kube_informer_resource_version(job->r->inf);
-    if (!job->informer_rv || strcmp(now, job->informer_rv) != 0)
+    struct runner *r = job->r;
+    const char *now = kube_informer_resource_version(r->inf);
+    bool moved = !job->informer_rv || strcmp(now, job->informer_rv) != 0;
+    if (moved && wq_num_requeues(r->wq, job->key) == 0)
         return RUNNER_RETRY;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long rv = now ? strtoull(now, &end, 10) : 0;
+    char next[32];
+    if (now && *now && end && !*end && errno == 0 &&
+        snprintf(next, sizeof(next), "%llu", rv + 1) < (int)sizeof(next))
+        expect_write(r->expect, job->key, next, kube_informer_get(r->inf, job->key),
+                     ev_now(r->loop));
     *after = STALE_WAIT;
     return RUNNER_REQUEUE_AFTER;
 }
