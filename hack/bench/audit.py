@@ -34,6 +34,15 @@ def epoch(ts):
     return datetime.datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
 
 
+def completed_event(line):
+    """The audit event of one log line when it is a completed request, else None."""
+    try:
+        e = json.loads(line)
+    except ValueError:
+        return None
+    return e if e.get("stage") == "ResponseComplete" else None
+
+
 def events(f):
     """Completed requests from an open file, as they are appended (a partial last line waits)."""
     buf = ""
@@ -46,11 +55,8 @@ def events(f):
         if not buf.endswith("\n"):
             continue
         line, buf = buf, ""
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue
-        if e.get("stage") == "ResponseComplete":
+        e = completed_event(line)
+        if e:
             yield e
 
 
@@ -102,11 +108,8 @@ def completed(log):
     for path in sorted(glob.glob(f"{glob.escape(base)}-*{ext}")) + [log]:
         with open(path) as f:
             for line in f:
-                try:
-                    e = json.loads(line)
-                except ValueError:
-                    continue
-                if e.get("stage") == "ResponseComplete":
+                e = completed_event(line)
+                if e:
                     yield e
 
 
