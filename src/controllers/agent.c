@@ -236,7 +236,7 @@ static int add_heartbeat(struct agent *a)
                                     .lease_duration = a->cfg->heartbeat,
                                     .renew_deadline = a->cfg->heartbeat * 5 / 6,
                                     .retry_period = a->cfg->heartbeat / 3};
-    return leasepart_add(a->proc, &leasepart_heartbeat, &lc, NULL, &a->heartbeat);
+    return leasepart_add(a->proc, &leasepart_heartbeat, &lc, &a->heartbeat);
 }
 
 /* Last: its first scan goes to reconcilers whose informers have started. */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "controllers/claims/nodeclaims.h"
@@ -69,6 +70,17 @@ static void on_stopped(void *userdata)
     log_warning("Lost the lead; standing by", KV_STR("identity", c->identity));
 }
 
+static void on_lease_problem(const char *problem, void *userdata)
+{
+    const struct controller *c = userdata;
+    if (problem)
+        log_error("Cannot hold the leader Lease; not ready", KV_STR("identity", c->identity),
+                  KV_STR("problem", problem));
+    else
+        log_info("The leader Lease can be read and written again",
+                 KV_STR("identity", c->identity));
+}
+
 static bool leads(void *userdata)
 {
     const struct controller *c = userdata;
@@ -85,11 +97,11 @@ static int add_leader(struct controller *c)
                                     .retry_period = c->cfg->lease_duration / 7.5,
                                     .on_started_leading = on_started,
                                     .on_stopped_leading = on_stopped,
+                                    .on_problem = on_lease_problem,
                                     .userdata = c};
     c->leading = metrics_one(process_metrics(c->proc), METRICS_GAUGE, "hostdevd_leader",
                              "1 while this replica leads.");
-    return leasepart_add(c->proc, &leasepart_leader, &lc, "standby: another replica leads",
-                         &c->leader);
+    return leasepart_add(c->proc, &leasepart_leader, &lc, &c->leader);
 }
 
 /* --- caches and the reconciler ------------------------------------------------------------- */
@@ -172,6 +184,18 @@ static void caches_stop(void *userdata)
         kube_informer_stop(c->caches[i]);
 }
 
+/* A replica can serve (lead at once) when its caches are synced. */
+static bool caches_ready(struct buf *why, void *userdata)
+{
+    const struct controller *c = userdata;
+    for (int i = 0; i < N_CACHES; i++)
+        if (!kube_informer_has_synced(c->caches[i])) {
+            (void)buf_printf(why, "%s has not synced", c->cache[i].log.name);
+            return false;
+        }
+    return true;
+}
+
 static int add_caches(struct controller *c)
 {
     static const struct kube_resource *const res[N_CACHES] = {
@@ -196,7 +220,11 @@ static int add_caches(struct controller *c)
             return -ENOMEM;
     }
     static const struct part_ops caches = {
-            .name = "caches", .start = caches_start, .stop = caches_stop, .free = caches_free};
+            .name = "caches",
+            .start = caches_start,
+            .ready = caches_ready,
+            .stop = caches_stop,
+            .free = caches_free};
     return process_add(c->proc, &caches, c);
 }
 

@@ -33,8 +33,11 @@ struct kube_leader {
     double duration, deadline, retry;
     void (*on_started)(void *userdata);
     void (*on_stopped)(void *userdata);
+    void (*on_problem)(const char *problem, void *userdata);
     void *userdata;
     const struct clock *clock; /* NULL: the loop's time */
+    char *problem;             /* why the last round could not read or write the Lease, or NULL */
+    char problem_kind[128];    /* its verb, HTTP status and reason: a change of it is reported */
 
     ev_timer timer;
     struct kube_req *req; /* the request in flight, or NULL */
@@ -129,6 +132,38 @@ static void forget_mine(struct kube_leader *l)
     l->mine = NULL;
 }
 
+/* The last round read or wrote the Lease (NULL err), or could not: a conflict is another
+ * candidate's write, not a problem; anything else is, and on_problem hears of each new kind. */
+static void note_round(struct kube_leader *l, const char *verb, const struct kube_err *err)
+{
+    if (err && kube_err_is_conflict(err))
+        return;
+    char kind[sizeof(l->problem_kind)] = "";
+    if (err)
+        (void)snprintf(kind, sizeof(kind), "%s %d %s %d", verb, err->http, err->reason,
+                       err->transport);
+    if (strcmp(kind, l->problem_kind) == 0 && (!err || l->problem))
+        return;
+    (void)snprintf(l->problem_kind, sizeof(l->problem_kind), "%s", kind);
+    free(l->problem);
+    l->problem = NULL;
+    if (err) {
+        char text[KUBE_ERR_MESSAGE_MAX + 512];
+        const char *what = err->message[0] ? err->message
+                           : err->transport ? strerror(-err->transport)
+                                            : err->reason;
+        if (err->http)
+            (void)snprintf(text, sizeof(text), "cannot %s Lease %s/%s: %s (HTTP %d %s)", verb,
+                           l->ns, l->name, what, err->http, err->reason);
+        else
+            (void)snprintf(text, sizeof(text), "cannot %s Lease %s/%s: %s", verb, l->ns, l->name,
+                           what);
+        l->problem = strdup(text);
+    }
+    if (l->on_problem)
+        l->on_problem(l->problem, l->userdata);
+}
+
 static void step_down(struct kube_leader *l)
 {
     forget_mine(l);
@@ -174,9 +209,12 @@ static void on_write(const struct kube_err *err, const cJSON *obj, void *userdat
             round_start(l);
             return;
         }
+        if (err)
+            note_round(l, "write", err);
         round_failed(l);
         return;
     }
+    note_round(l, "write", NULL);
     observe(l, obj);
     l->mine = cJSON_Duplicate(obj, true); /* (out of memory: the next round GETs) */
     l->last_renew = now(l);
@@ -260,12 +298,14 @@ static void on_get(const struct kube_err *err, const cJSON *obj, void *userdata)
     if (!l->running)
         return;
     if (err && !kube_err_is_not_found(err)) {
+        note_round(l, "read", err);
         round_failed(l);
         return;
     }
     if (obj)
         observe(l, obj);
     if (obj && !can_take(l, obj)) {
+        note_round(l, "read", NULL); /* a standby that can read the Lease is well */
         step_down(l);
         schedule(l);
         return;
@@ -307,6 +347,7 @@ struct kube_leader *kube_leader_new(struct ev_loop *loop, struct kube_http *http
     l->retry = cfg->retry_period > 0 ? cfg->retry_period : 2.0;
     l->on_started = cfg->on_started_leading;
     l->on_stopped = cfg->on_stopped_leading;
+    l->on_problem = cfg->on_problem;
     l->userdata = cfg->userdata;
     l->clock = cfg->clock;
     l->ns = cfg->namespace ? strdup(cfg->namespace) : NULL;
@@ -330,6 +371,11 @@ int kube_leader_start(struct kube_leader *l)
 bool kube_leader_is_leader(const struct kube_leader *l)
 {
     return l->leading;
+}
+
+const char *kube_leader_problem(const struct kube_leader *l)
+{
+    return l->problem;
 }
 
 static void on_released(const struct kube_err *err, const cJSON *obj, void *userdata)
@@ -377,6 +423,7 @@ struct kube_leader *kube_leader_free(struct kube_leader *l)
     free(l->name);
     free(l->identity);
     free(l->observed);
+    free(l->problem);
     cJSON_Delete(l->owner);
     cJSON_Delete(l->mine);
     free(l);

@@ -27,6 +27,10 @@ struct kube_leader_config {
     double retry_period;   /* 0 = 2 s */
     void (*on_started_leading)(void *userdata);
     void (*on_stopped_leading)(void *userdata);
+    /* The Lease could not be read or written for a new reason (`problem`: "cannot write Lease
+     * NS/NAME: namespaces \"NS\" not found (HTTP 404 NotFound)"), or can again (NULL). Once per
+     * change, not per retry; a conflict (another candidate wrote first) is no problem. */
+    void (*on_problem)(const char *problem, void *userdata);
     void *userdata;
     const struct clock *clock; /* the time the deadlines are measured in; NULL: the loop's */
 };
@@ -39,6 +43,9 @@ struct kube_leader *kube_leader_new(struct ev_loop *loop, struct kube_http *http
 int kube_leader_start(struct kube_leader *l);
 
 bool kube_leader_is_leader(const struct kube_leader *l);
+
+/* Why the last round could not read or write the Lease (see on_problem), or NULL. */
+const char *kube_leader_problem(const struct kube_leader *l);
 
 /* From the next write on, the Lease is owned by `owner` (an ownerReference JSON object, copied;
  * e.g. the Node whose agent holds it, so the garbage collector removes the Lease with the Node).

@@ -41,7 +41,7 @@ cluster_stop() {
     kill -KILL "$CTL_PID" 2>/dev/null
     _ctl_cluster_stop
 }
-leading() { curl -fsS "http://127.0.0.1:$CTL_PORT/readyz" >/dev/null 2>&1; }
+leading() { curl -fsS "http://127.0.0.1:$CTL_PORT/metrics" 2>/dev/null | grep -qx "hostdevd_leader 1"; }
 
 echo "--- boot"
 if node_boot "$NODE"; then pass "node $NODE boots (${BOOT_SECONDS}s)"; else fail "node boots"; finish; fi

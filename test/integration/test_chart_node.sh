@@ -35,8 +35,10 @@ chart_node_up
 
 echo "--- helm install"
 T_INSTALL=$(ms)
-expect_ok "helm install (image localhost/hostdevd:$TAG, pullPolicy Never)" \
-    helm install hostdevd charts/hostdevd -n "$NS" --set image.tag="$TAG" --set image.pullPolicy=Never
+# --wait: every Deployment Available and the DaemonSet's pods Ready (a controller whose standby
+# is never Ready would never be Available: helm would time out).
+expect_ok "helm install --wait (image localhost/hostdevd:$TAG, pullPolicy Never) returns: the install is Available" \
+    helm install hostdevd charts/hostdevd -n "$NS" --set image.tag="$TAG" --set image.pullPolicy=Never --wait --timeout "${WAIT}s"
 
 if eventually "$WAIT" agent_ready; then
     T_AGENT=$(elapsed "$T_INSTALL")
@@ -70,14 +72,16 @@ expect_contains "its log is kubelet's container log" "$LOGS" "hostdevd"
 
 HOLDER=$(kubectl -n "$NS" get lease hostdevd-controller -o jsonpath='{.spec.holderIdentity}' 2>/dev/null)
 READY_CTL=$(ready_pods hostdevd-controller)
-expect_contains "the Ready controller replica holds the Lease" "$READY_CTL" "${HOLDER:-no holder}"
-standby() {
-    kubectl -n "$NS" get pods -l app.kubernetes.io/name=hostdevd-controller -o json | jq -e --arg h "$HOLDER" \
-        '[.items[] | select(.metadata.name != $h) | select(.status.phase == "Running")] | length == 1'
-}
-expect_ok "the other replica is Running and stands by" standby
-STANDBY=$(kubectl -n "$NS" get pods -l app.kubernetes.io/name=hostdevd-controller -o jsonpath='{.items[*].metadata.name}' | tr ' ' '\n' | grep -vx "$HOLDER" | head -1)
-expect_contains "... saying so in its log" "$(cat "$KUBELET_ROOT"/../../varlog/pods/${NS}_"$STANDBY"_*/controller/0.log 2>/dev/null)" "Starting hostdevd controller"
+expect_ok "both controller replicas are Ready (the standby can take over): $(echo $READY_CTL)" test "$(wc -w <<<"$READY_CTL")" -eq 2
+expect_contains "... one of them holds the Lease" "$READY_CTL" "${HOLDER:-no holder}"
+expect_ok "kubectl rollout status deploy/hostdevd-controller completes (docs/install.md's check)" \
+    kubectl -n "$NS" rollout status deploy/hostdevd-controller --timeout 60s
+available() { kubectl -n "$NS" get deploy hostdevd-controller -o jsonpath='{.status.conditions[?(@.type=="Available")].status}'; }
+expect_ok "the controller Deployment is Available" test "$(available)" = True
+ctl_log() { cat "$KUBELET_ROOT"/../../varlog/pods/${NS}_"$1"_*/controller/0.log 2>/dev/null; }
+STANDBY=$(grep -vx "$HOLDER" <<<"$READY_CTL" | head -1)
+expect_contains "the leader says so in its log" "$(ctl_log "$HOLDER")" '"Leading:'
+expect_ok "... the other does not" bash -c "! grep -q '\"Leading:' <<<\"\$1\"" _ "$(ctl_log "$STANDBY")"
 
 echo "--- helm upgrade with a changed value"
 AUDIT=$TEST_DIR/cluster/audit.log
@@ -88,8 +92,36 @@ device_writes() { # from line N of the audit log: the agent's writes to PCIDevic
 }
 LINE=$(($(wc -l <"$AUDIT") + 1))
 t0=$(ms)
-expect_ok "helm upgrade --set agent.logLevel=2" \
-    helm upgrade hostdevd charts/hostdevd -n "$NS" --set image.tag="$TAG" --set image.pullPolicy=Never --set agent.logLevel=2
+# The Lease's holder through the upgrade, every change the API server sends.
+kubectl -n "$NS" get lease hostdevd-controller -w -o jsonpath='{.spec.holderIdentity}{"\n"}' >"$TEST_DIR/holders.txt" 2>/dev/null &
+WATCH_PID=$!
+track "$WATCH_PID"
+OLD_RS=$(kubectl -n "$NS" get rs -l app.kubernetes.io/name=hostdevd-controller -o jsonpath='{.items[0].metadata.name}')
+expect_ok "helm upgrade --wait --set agent.logLevel=2 --set controller.logLevel=2 returns (both pod templates change)" \
+    helm upgrade hostdevd charts/hostdevd -n "$NS" --set image.tag="$TAG" --set image.pullPolicy=Never \
+    --set agent.logLevel=2 --set controller.logLevel=2 --wait --timeout "${WAIT}s"
+T_UPGRADE=$(elapsed "$t0")
+echo "  helm upgrade --wait: $T_UPGRADE ms"
+expect_ok "kubectl rollout status deploy/hostdevd-controller completes" \
+    kubectl -n "$NS" rollout status deploy/hostdevd-controller --timeout 60s
+expect_ok "the controller Deployment is Available" test "$(available)" = True
+NEW_HOLDER=$(kubectl -n "$NS" get lease hostdevd-controller -o jsonpath='{.spec.holderIdentity}')
+holder_args() { kubectl -n "$NS" get pod "$NEW_HOLDER" -o jsonpath='{.spec.containers[0].args}' 2>/dev/null; }
+holder_rs() { kubectl -n "$NS" get pod "$NEW_HOLDER" -o jsonpath='{.metadata.ownerReferences[0].name}' 2>/dev/null; }
+expect_contains "the new pod template leads: the Lease's holder $NEW_HOLDER runs with -v 2" "$(holder_args)" '"-v","2"'
+expect_ok "... of the new ReplicaSet (not $OLD_RS)" bash -c "[ -n \"\$1\" ] && [ \"\$1\" != \"\$2\" ]" _ "$(holder_rs)" "$OLD_RS"
+ctl_pods() { kubectl -n "$NS" get pods -l app.kubernetes.io/name=hostdevd-controller -o jsonpath='{.items[*].metadata.name}' | wc -w; }
+no_old_ctl() { [ "$(ctl_pods)" -eq 2 ]; }
+expect_ok "two controller pods, no old one left" eventually 60 no_old_ctl
+kill "$WATCH_PID" 2>/dev/null
+# One leader at every moment: the holder changes only through an empty Lease (the old leader
+# released it on SIGTERM before the next took it), never from one live holder to another.
+handovers() {
+    awk 'NR > 1 && $0 != prev && prev != "" && $0 != "" {bad++} {prev = $0} END {print bad + 0}' "$TEST_DIR/holders.txt"
+}
+echo "  the Lease's holders through the upgrade: $(uniq "$TEST_DIR/holders.txt" | sed 's/^$/(released)/' | tr '\n' ' ')"
+expect_ok "the Lease went from holder to holder only through a release (one leader at every moment)" test "$(handovers)" -eq 0
+expect_ok "... and changed hands at least once" test "$(sort -u "$TEST_DIR/holders.txt" | grep -c .)" -ge 2
 rolled() { local p; p=$(ready_pods hostdevd-agent); [ -n "$p" ] && [ "$p" != "$AGENT" ]; }
 if eventually "$WAIT" rolled; then
     pass "the agent's pod is replaced and Ready again ($(elapsed "$t0") ms)"

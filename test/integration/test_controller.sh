@@ -45,13 +45,21 @@ start_ctl() { # index
     PIDS[$1]=$!
     track "${PIDS[$1]}"
 }
-leading() { curl -fsS "http://127.0.0.1:${PORTS[$1]}/readyz" >/dev/null 2>&1; }
+# Leadership is the metric hostdevd_leader (and the Lease); /readyz says a replica can serve,
+# which a standby able to take over does too.
+leading() { curl -fsS "http://127.0.0.1:${PORTS[$1]}/metrics" 2>/dev/null | grep -qx 'hostdevd_leader 1'; }
+ready() { curl -fsS "http://127.0.0.1:${PORTS[$1]}/readyz" >/dev/null 2>&1; }
 leader() { for i in 0 1; do leading "$i" && { echo "$i"; return 0; }; done; return 1; }
 # The replicas stop with the test, whatever way it ends (then the control plane).
 # (the replicas are tracked: they stop with the test, whatever way it ends)
 start_ctl 0
 start_ctl 1
-if eventually 30 leader; then pass "one replica leads (/readyz), the other stands by"; else fail "a leader" "$(tail -5 "$TEST_DIR"/controller-*.log)"; finish; fi
+if eventually 30 leader; then pass "one replica leads (hostdevd_leader 1), the other stands by"; else fail "a leader" "$(tail -5 "$TEST_DIR"/controller-*.log)"; finish; fi
+both_ready() { ready 0 && ready 1; }
+one_leader() { [ "$( (leading 0 && echo x; leading 1 && echo x) | wc -l)" -eq 1 ]; }
+if eventually 30 both_ready; then pass "both replicas are Ready (/readyz 200: the standby can take over), so a Deployment of them is Available"; else
+    fail "both replicas Ready" "$(for i in 0 1; do curl -sS "http://127.0.0.1:${PORTS[$i]}/readyz"; done)"; fi
+expect_ok "... and exactly one leads" one_leader
 
 cr_json() { kubectl get kubevirt -n kubevirt kubevirt -o json; }
 cr_writes() { hack/audit-requests.py "$TEST_DIR/cluster/audit.log" --resource kubevirts | cut -d" " -f2; }
@@ -319,6 +327,52 @@ if eventually 60 only_foreign; then pass "our entries removed, the foreign ones 
     pass "ownership record emptied" || fail "ownership annotation" "$(kubectl get kubevirt -n kubevirt kubevirt -o jsonpath='{.metadata.annotations}')"
 echo "  claim Ready -> entry ${STATS:-?}; CR writes in the concurrent run: ${WRITES:-?}"
 mkdir -p "$ROOT/build/results" && echo "ready-to-entry ${STATS:-?}; concurrent writes ${WRITES:-?}" >"$ROOT/build/results/controller.txt"
+echo "--- a Lease that cannot be written: the replica says why, once, and is not Ready"
+# lease_rounds NS: the Lease requests of the API server's audit log in namespace NS.
+lease_rounds() { grep -c "\"namespace\":\"$1\".*\"resource\":\"leases\"\|\"resource\":\"leases\",\"namespace\":\"$1\"" "$TEST_DIR/cluster/audit.log"; }
+lost_replica() { # index namespace kubeconfig
+    local port
+    port=$(free_port)
+    PORTS[$1]=$port
+    "$CTL" controller --kubeconfig "$3" --listen "127.0.0.1:$port" --id "replica-$1" --namespace "$2" \
+        --lease-duration 3 -v 1 >>"$TEST_DIR/controller-$1.log" 2>&1 &
+    PIDS[$1]=$!
+    track "${PIDS[$1]}"
+}
+readyz() { curl -sS "http://127.0.0.1:${PORTS[$1]}/readyz" 2>/dev/null; }
+# with_rounds NS N: at least N Lease requests in NS (the retries the log must not repeat).
+with_rounds() { [ "$(lease_rounds "$1")" -ge "$2" ]; }
+lost_checks() { # index namespace want-in-readyz
+    local i=$1 ns=$2 want=$3
+    says() { readyz "$i" | grep -qF "$want"; }
+    if eventually 30 says; then pass "/readyz says: $(readyz "$i" | head -1)"; else fail "/readyz of a replica whose Lease cannot be written" "$(readyz "$i")"; fi
+    expect_ok "... with 503 (not Ready: no replica could lead)" bash -c "! curl -fsS http://127.0.0.1:${PORTS[$i]}/readyz"
+    expect_ok "... and not leading" bash -c "! curl -fsS http://127.0.0.1:${PORTS[$i]}/metrics | grep -qx 'hostdevd_leader 1'"
+    eventually 30 with_rounds "$ns" 5 || fail "5 Lease requests in $ns" "$(lease_rounds "$ns")"
+    expect_ok "the log says it once over $(lease_rounds "$ns") tries" test "$(grep -c '"Cannot hold the leader Lease; not ready"' "$TEST_DIR/controller-$i.log")" -eq 1
+    expect_contains "... naming what is wrong" "$(grep '"Cannot hold the leader Lease' "$TEST_DIR/controller-$i.log")" "problem=\"cannot write Lease $ns/hostdevd-controller: "
+}
+lost_replica 2 absent-ns "$ADMIN"
+lost_checks 2 absent-ns 'lease: cannot write Lease absent-ns/hostdevd-controller: namespaces "absent-ns" not found'
+kill -TERM "${PIDS[2]}"
+wait "${PIDS[2]}" && pass "it exits 0 on SIGTERM" || fail "controller exit" "$(tail -5 "$TEST_DIR/controller-2.log")"
+# RBAC without the right to write Leases: it reads everything it watches, and may read Leases.
+kubectl create namespace nolease >/dev/null
+kubectl create serviceaccount ctl-nolease -n nolease >/dev/null
+kubectl create clusterrole ctl-nolease --verb=get,list,watch --resource=pcidevices,pcideviceclaims,usbdevices,usbdeviceclaims,nodes,leases,kubevirts >/dev/null
+kubectl create clusterrolebinding ctl-nolease --clusterrole ctl-nolease --serviceaccount nolease:ctl-nolease >/dev/null
+sa_kubeconfig nolease ctl-nolease "$TEST_DIR/nolease.kubeconfig"
+lost_replica 3 nolease "$TEST_DIR/nolease.kubeconfig"
+lost_checks 3 nolease 'lease: cannot write Lease nolease/hostdevd-controller: leases.coordination.k8s.io is forbidden'
+expect_contains "... (HTTP 403 Forbidden)" "$(readyz 3)" "(HTTP 403 Forbidden)"
+kubectl create role lease-writer -n nolease --verb=get,create,update --resource=leases >/dev/null
+kubectl create rolebinding lease-writer -n nolease --role lease-writer --serviceaccount nolease:ctl-nolease >/dev/null
+# Granted, it can write its Lease (in a namespace of its own: it would lead there; stopped at once).
+again() { grep -q '"The leader Lease can be read and written again' "$TEST_DIR/controller-3.log"; }
+if eventually 30 again; then pass "granted the right, it logs that the Lease can be written again"; else fail "recovery logged" "$(tail -5 "$TEST_DIR/controller-3.log")"; fi
+kill -TERM "${PIDS[3]}"
+wait "${PIDS[3]}" && pass "it exits 0 on SIGTERM" || fail "controller exit" "$(tail -5 "$TEST_DIR/controller-3.log")"
+
 kill -TERM "${PIDS[$OTHER]}"
 wait "${PIDS[$OTHER]}" && pass "the leader exits 0 on SIGTERM (no leaks)" || fail "controller exit" "$(tail -20 "$TEST_DIR/controller-$OTHER.log")"
 finish

@@ -14,16 +14,19 @@
 
 struct leasepart {
     struct kube_leader *leader;
-    const char *standby;
     bool releasing; /* the Lease is being given up (SIGTERM) */
 };
 
+/* Ready while it can serve: leading, or standing by with the Lease readable (it takes over the
+ * moment the leader lets go). Not ready while the Lease cannot be read or written: no replica
+ * could lead, and /readyz says why. */
 static bool part_ready(struct buf *why, void *userdata)
 {
     const struct leasepart *p = userdata;
-    if (kube_leader_is_leader(p->leader))
+    const char *problem = kube_leader_problem(p->leader);
+    if (kube_leader_is_leader(p->leader) || !problem)
         return true;
-    (void)buf_adds(why, p->standby);
+    (void)buf_printf(why, "lease: %s", problem);
     return false;
 }
 
@@ -72,13 +75,11 @@ const struct part_ops leasepart_heartbeat = {.name = "heartbeat",
                                              .free = part_free};
 
 int leasepart_add(struct process *proc, const struct part_ops *ops,
-                  const struct kube_leader_config *lc, const char *standby,
-                  struct kube_leader **ret)
+                  const struct kube_leader_config *lc, struct kube_leader **ret)
 {
     struct leasepart *p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;
-    p->standby = standby;
     p->leader = kube_leader_new(process_loop(proc), process_http(proc), lc);
     if (!p->leader) {
         free(p);

@@ -4,7 +4,8 @@
  * as one of its parts: the controller's leader election and the agent's heartbeat. On SIGTERM the
  * part gives the Lease up (empty holder) and holds the exit until that write ends, so the next
  * holder takes over at once (controller) or the controller knows the agent stopped on purpose
- * (agent). Optionally /readyz is ready only while the Lease is held. Does not log.
+ * (agent). The leader's part is ready while it can serve: leading, or standing by with the Lease
+ * readable; not while the Lease cannot be read or written (/readyz says why). Does not log.
  */
 #pragma once
 
@@ -19,8 +20,9 @@ struct process;
 
 struct part_ops;
 
-/* The two kinds of Lease part: "leader", ready only while it holds the Lease (/readyz says the
- * `standby` text otherwise), and "heartbeat", whose Lease says nothing of readiness. */
+/* The two kinds of Lease part: "leader", ready while it leads or stands by able to read the
+ * Lease (a replica that cannot is not ready: /readyz says "lease: <why>"), and "heartbeat",
+ * whose Lease says nothing of readiness. */
 extern const struct part_ops leasepart_leader;
 extern const struct part_ops leasepart_heartbeat;
 
@@ -28,5 +30,4 @@ extern const struct part_ops leasepart_heartbeat;
  * the candidate in *ret (freed with the process; started with the process's parts), or a
  * negative errno. */
 int leasepart_add(struct process *proc, const struct part_ops *ops,
-                  const struct kube_leader_config *lc, const char *standby,
-                  struct kube_leader **ret);
+                  const struct kube_leader_config *lc, struct kube_leader **ret);
