@@ -62,6 +62,11 @@ static void test_close_wakes_once(void)
     CU_ASSERT(strstr(calls, "node1-000000040 ") && strstr(calls, "node1-000000041 "));
     CU_ASSERT_PTR_NULL(strstr(calls, "0627"));
     CU_ASSERT_EQUAL(closewatch_armed(w), 1);
+    /* the close is remembered for the keys it woke, not for the others */
+    double ago = closewatch_closed_ago(w, "node1-000000040");
+    CU_ASSERT(ago >= 0 && ago < CLOSEWATCH_SETTLE);
+    CU_ASSERT(closewatch_closed_ago(w, "node1-0627-0001-1-1") < 0);
+    CU_ASSERT(closewatch_closed_ago(w, "never-armed") < 0);
     calls[0] = 0;
     open_close(a, O_RDONLY); /* one shot: the next close wakes nobody */
     drain(loop);
@@ -79,7 +84,47 @@ static void test_close_wakes_once(void)
     ev_loop_destroy(loop);
 }
 
+/* Busy with no holder right after a close is the kernel still releasing the device: looked at
+ * again, nothing written; with a holder, or long after the close (or with none seen), it is
+ * reported. */
+static void test_settling(void)
+{
+    CU_ASSERT_TRUE(closewatch_settling(0.0, false));
+    CU_ASSERT_TRUE(closewatch_settling(0.03, false));
+    CU_ASSERT_TRUE(closewatch_settling(CLOSEWATCH_SETTLE - 0.01, false));
+    CU_ASSERT_FALSE(closewatch_settling(0.03, true)); /* someone holds it: news */
+    CU_ASSERT_FALSE(closewatch_settling(CLOSEWATCH_SETTLE, false)); /* a kernel that never lets go */
+    CU_ASSERT_FALSE(closewatch_settling(-1, false));                /* no close seen */
+    CU_ASSERT(CLOSEWATCH_SETTLE_RETRY > 0 && CLOSEWATCH_SETTLE_RETRY < CLOSEWATCH_SETTLE / 10);
+}
+
+/* The record of a close is forgotten once it is CLOSEWATCH_SETTLE old. */
+static void test_closed_ago_expires(void)
+{
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct closewatch *w = closewatch_new(loop, on_closed, NULL);
+    char d[] = "/tmp/closewatch.XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(d));
+    char a[64];
+    (void)snprintf(a, sizeof(a), "%s/3", d);
+    open_close(a, O_RDWR | O_CREAT);
+    CU_ASSERT_EQUAL(closewatch_arm(w, a, "k"), 0);
+    open_close(a, O_RDWR);
+    drain(loop);
+    CU_ASSERT(closewatch_closed_ago(w, "k") >= 0);
+    ev_sleep(CLOSEWATCH_SETTLE + 0.1);
+    ev_now_update(loop);
+    CU_ASSERT(closewatch_closed_ago(w, "k") < 0);
+    CU_ASSERT(closewatch_closed_ago(NULL, "k") < 0);
+    closewatch_free(w);
+    (void)unlink(a);
+    (void)rmdir(d);
+    ev_loop_destroy(loop);
+}
+
 static CU_TestInfo tests[] = {
+        {"busy with no holder right after a close is not news", test_settling},
+        {"a close is remembered for CLOSEWATCH_SETTLE seconds", test_closed_ago_expires},
         {"a close wakes the keys armed on the node, once", test_close_wakes_once},
         CU_TEST_INFO_NULL,
 };

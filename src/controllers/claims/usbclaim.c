@@ -374,6 +374,13 @@ static void let_go(struct ujob *j)
         f.holder = who;
     usbclaim_let_go(&f, &j->out);
     bool busy = f.holder || f.claimed > 0;
+    if (busy && closewatch_settling(closewatch_closed_ago(c->closes, key_of(j)), f.holder)) {
+        log_v(2, "USB device node closed and still being released; looking again",
+              KV_STR("claim", key_of(j)));
+        j->requeue_after = CLOSEWATCH_SETTLE_RETRY;
+        done(j);
+        return;
+    }
     j->requeue_after = busy ? USBCLAIM_BUSY_RETRY : 0;
     char full[512];
     /* looked at again the moment the VMM closes the node */

@@ -23,7 +23,8 @@ struct closewatch {
     void *userdata;
     int fd; /* -1 until the first arm */
     ev_io io;
-    struct map *keys; /* "<wd>" -> struct map * of the keys armed on it (values unused) */
+    struct map *keys;  /* "<wd>" -> struct map * of the keys armed on it (values unused) */
+    struct map *fired; /* key -> double *: the loop time of its last close */
 };
 
 static void free_keys(void *value)
@@ -43,7 +44,10 @@ struct closewatch *closewatch_new(struct ev_loop *loop,
     w->userdata = userdata;
     w->fd = -1;
     w->keys = map_new(free_keys);
-    if (!w->keys) {
+    w->fired = map_new(free);
+    if (!w->keys || !w->fired) {
+        map_free(w->keys);
+        map_free(w->fired);
         free(w);
         return NULL;
     }
@@ -61,8 +65,15 @@ static void fire(struct closewatch *w, int wd)
     size_t pos = 0;
     const char *key;
     void *unused;
-    while (map_next(keys, &pos, &key, &unused))
+    while (map_next(keys, &pos, &key, &unused)) {
+        double *at = malloc(sizeof(*at));
+        if (at) {
+            *at = ev_now(w->loop);
+            if (map_put(w->fired, key, at) < 0)
+                free(at);
+        }
         w->on_closed(key, w->userdata);
+    }
     map_free(keys);
 }
 
@@ -141,6 +152,23 @@ int closewatch_armed(const struct closewatch *w)
     return n;
 }
 
+double closewatch_closed_ago(struct closewatch *w, const char *key)
+{
+    const double *at = w ? map_get(w->fired, key) : NULL;
+    if (!at)
+        return -1;
+    double ago = ev_now(w->loop) - *at;
+    if (ago < CLOSEWATCH_SETTLE)
+        return ago;
+    free(map_take(w->fired, key)); /* long ago: forgotten */
+    return -1;
+}
+
+bool closewatch_settling(double closed_ago, bool holder_known)
+{
+    return !holder_known && closed_ago >= 0 && closed_ago < CLOSEWATCH_SETTLE;
+}
+
 struct closewatch *closewatch_free(struct closewatch *w)
 {
     if (!w)
@@ -151,6 +179,7 @@ struct closewatch *closewatch_free(struct closewatch *w)
         close(w->fd);
     }
     map_free(w->keys);
+    map_free(w->fired);
     free(w);
     return NULL;
 }

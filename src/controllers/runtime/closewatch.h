@@ -15,6 +15,15 @@
 #pragma once
 
 #include <ev.h>
+#include <stdbool.h>
+
+/* A VMM's exit closes its device node before the kernel has released the device: a look in
+ * that moment finds it busy with no holder. That is not news: for CLOSEWATCH_SETTLE seconds
+ * after a close, busy-with-no-holder is looked at again every CLOSEWATCH_SETTLE_RETRY seconds
+ * and nothing is written; past that, a device still busy with no holder is reported (a kernel
+ * that never lets go). */
+#define CLOSEWATCH_SETTLE       2.0
+#define CLOSEWATCH_SETTLE_RETRY 0.05
 
 struct closewatch;
 
@@ -28,5 +37,12 @@ struct closewatch *closewatch_new(struct ev_loop *loop,
 int closewatch_arm(struct closewatch *w, const char *path, const char *key);
 /* Keys armed and not yet called. */
 int closewatch_armed(const struct closewatch *w);
+/* Seconds since `key` was last woken by a close, or -1 (never, or CLOSEWATCH_SETTLE ago or
+ * more). */
+double closewatch_closed_ago(struct closewatch *w, const char *key);
+/* Whether a look that found the device busy (`holder_known`: and who holds it) is the kernel
+ * still releasing it after the close `closed_ago` seconds ago: look again shortly, write
+ * nothing. Pure. */
+bool closewatch_settling(double closed_ago, bool holder_known);
 /* Takes NULL; returns NULL. */
 struct closewatch *closewatch_free(struct closewatch *w);
