@@ -58,6 +58,27 @@ if eventually 60 vmm_bios_saw_e1000e; then pass "the nested SeaBIOS reads the de
 echo "  claim created -> device listed in the nested machine: $(secs "$T0" "$T_SEEN") s"
 
 echo "--- what the running VM holds back"
+# Every version of the claim from its deletion on (a watch sends each write): the versions that
+# say DeviceInUse, and the claim's Warning Events, must be one each per wait, naming the VMM.
+watch_claim() { # file
+    kubectl get pcideviceclaim "$(name_of "$NIC")" -w --output-watch-events -o json 2>/dev/null |
+        jq -c --unbuffered '.object | {rv: .metadata.resourceVersion, reason: ((.status.conditions // [])[] | select(.type == "Ready") | .reason), message: ((.status.conditions // [])[] | select(.type == "Ready") | .message)}' >"$1" &
+    echo $!
+}
+# The writes that made the claim say DeviceInUse: changes of its Ready reason and message into
+# DeviceInUse (the finalizer's removal leaves the status as it is: no change).
+in_use_writes() {
+    jq -s '[foreach .[] as $v ({}; {prev: .cur, cur: [$v.reason, $v.message]};
+        select(.cur[0] == "DeviceInUse" and .cur != .prev))] | length' "$1"
+}
+states() { jq -r '"\(.reason): \(.message)"' "$1" | uniq | sed 's/^/       | /'; }
+in_use_events() { # Warning Events about the claim with reason DeviceInUse, each occurrence counted
+    kubectl get events -o json --field-selector "involvedObject.name=$(name_of "$NIC"),reason=DeviceInUse" |
+        jq '[.items[] | select(.type == "Warning") | (.series.count // .count // 1)] | add // 0'
+}
+in_use_messages() { kubectl get events -o json --field-selector "involvedObject.name=$(name_of "$NIC"),reason=DeviceInUse" | jq -r '.items[].message'; }
+WATCH=$(watch_claim "$TEST_DIR/claim-versions.json")
+track "$WATCH"
 expect_ok "claim deleted while the VMM runs" kubectl delete pcideviceclaim "$(name_of "$NIC")" --wait=false
 if eventually 30 has_reason "$NIC" DeviceInUse; then pass "deletion waits: Ready=False DeviceInUse"; else fail "deletion waits: DeviceInUse" "$(reason "$NIC")"; fi
 expect_contains "... and the message names the VMM" "$(message "$NIC")" "qemu-system-x86"
@@ -82,6 +103,34 @@ if eventually 30 on_driver "$NIC" e1000e; then pass "$NIC back on e1000e"; else 
 T_BACK=$(now)
 if eventually 30 guest "ls /sys/bus/pci/devices/$NIC/net/ | grep -q ."; then pass "... with its network interface"; else fail "... with its network interface"; fi
 echo "  VMM exit -> device back on e1000e: $(secs "$T1" "$T_BACK") s"
+kill "$WATCH" 2>/dev/null
+states "$TEST_DIR/claim-versions.json"
+expect_ok "one DeviceInUse status written for the wait, across the VMM's exit ($(in_use_writes "$TEST_DIR/claim-versions.json"))" \
+    test "$(in_use_writes "$TEST_DIR/claim-versions.json")" -eq 1
+expect_ok "one Warning Event DeviceInUse ($(in_use_events))" test "$(in_use_events)" -eq 1
+expect_contains "... naming the VMM" "$(in_use_messages)" "qemu-system-x86"
+
+echo "--- the VMM killed (SIGKILL) while the deleted claim waits"
+claim "$NIC"
+if eventually 60 enabled "$NIC"; then pass "claimed again: passthroughEnabled"; else fail "claimed again" "$(reason "$NIC")"; finish; fi
+vmm_start "-device vfio-pci,host=$NIC,id=hostdev0"
+if eventually 60 vmm_holds_group "$GROUP"; then pass "a VMM holds /dev/vfio/$GROUP"; else fail "a VMM holds the group" "$(guest 'cat /tmp/vmm.err')"; fi
+kubectl delete events --field-selector "involvedObject.name=$(name_of "$NIC")" >/dev/null 2>&1
+WATCH=$(watch_claim "$TEST_DIR/claim-versions-kill.json")
+track "$WATCH"
+kubectl delete pcideviceclaim "$(name_of "$NIC")" --wait=false >/dev/null
+if eventually 30 has_reason "$NIC" DeviceInUse; then pass "deletion waits: DeviceInUse"; else fail "deletion waits (second VMM)" "$(reason "$NIC")"; fi
+guest "kill -KILL \$(cat /tmp/vmm.pid); kill \$(cat /tmp/vmm.hold) 2>/dev/null; true"
+if eventually 30 vmm_gone; then pass "the VMM is killed"; else fail "the VMM is killed"; fi
+if eventually 60 claim_gone "$NIC"; then pass "the deletion completes"; else fail "the deletion completes after the kill" "$(reason "$NIC"): $(message "$NIC")"; fi
+if eventually 30 on_driver "$NIC" e1000e; then pass "$NIC back on e1000e"; else fail "$NIC back on e1000e after the kill" "$(guest_driver "$NIC")"; fi
+kill "$WATCH" 2>/dev/null
+states "$TEST_DIR/claim-versions-kill.json"
+in_use_messages | sed 's/^/       | event: /'
+expect_ok "one DeviceInUse status written for the wait, across the kill ($(in_use_writes "$TEST_DIR/claim-versions-kill.json"))" \
+    test "$(in_use_writes "$TEST_DIR/claim-versions-kill.json")" -eq 1
+expect_ok "one Warning Event DeviceInUse ($(in_use_events))" test "$(in_use_events)" -eq 1
+expect_contains "... naming the VMM" "$(in_use_messages)" "qemu-system-x86"
 
 echo "--- no kubelet on this node: a state, said once per agent start, not a warning per retry"
 REFUSED=$(guest "grep -c 'did not take the registration' /var/log/hostdevd.log")

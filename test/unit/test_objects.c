@@ -66,7 +66,8 @@ static void test_pci_bound(void)
     cJSON *notyet = parse("{\"metadata\":{},\"status\":{\"passthroughEnabled\":false,"
                           "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
     CU_ASSERT(pciobj_bound(bound));
-    CU_ASSERT(!pciobj_bound(going));
+    /* deleted, its agent has not looked yet: a VM may hold it, so it is not withdrawn */
+    CU_ASSERT(pciobj_bound(going));
     /* deleted while a VM holds it: still bound (offered, permitted) until the VM lets go */
     cJSON *held = parse("{\"metadata\":{\"deletionTimestamp\":\"2026-11-25T10:00:00Z\"},"
                         "\"status\":{\"passthroughEnabled\":true,\"conditions\":[{\"type\":"
@@ -79,6 +80,10 @@ static void test_pci_bound(void)
                              "\"status\":{\"passthroughEnabled\":false,\"conditions\":[{\"type\":"
                              "\"Ready\",\"status\":\"False\",\"reason\":\"DeviceInUse\"}]}}");
     CU_ASSERT(!pciobj_bound(restoring));
+    cJSON *refused = parse("{\"metadata\":{\"deletionTimestamp\":\"2026-11-25T10:00:00Z\"},"
+                           "\"status\":{\"passthroughEnabled\":true,\"conditions\":[{\"type\":"
+                           "\"Ready\",\"status\":\"False\",\"reason\":\"RestoreFailed\"}]}}");
+    CU_ASSERT(!pciobj_bound(refused)); /* deleted, and its agent said something else */
     CU_ASSERT(!pciobj_bound(notyet));
     CU_ASSERT(!pciobj_bound(NULL));
 }

@@ -32,9 +32,9 @@ bool pciobj_bound(const cJSON *claim)
     const cJSON *c = claimstatus_ready(claim);
     if (!cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")))
         return false;
-    if (kube_meta_str(claim, "deletionTimestamp"))
-        return json_same(json_str(c, "status"), "False") &&
-               json_same(json_str(c, "reason"), PCIOBJ_REASON_IN_USE);
+    if (kube_meta_str(claim, "deletionTimestamp") && !json_same(json_str(c, "status"), "True"))
+        return json_same(json_str(c, "reason"), PCIOBJ_REASON_IN_USE);
+    /* (deleted and still Ready: its agent has not looked yet; a VM may hold it) */
     return json_same(json_str(c, "status"), "True");
 }
 
