@@ -253,4 +253,24 @@ echo "  the same by \`hostdevd vfio bind\` (agent's steps and verification): med
 [ "$(echo "$TOOL" | grep -c .)" -eq 10 ] && pass "hostdevd vfio bind/restore by hand, 10 times" ||
     fail "hostdevd vfio bind/restore by hand, 10 times" "$TOOL"
 expect_ok "$NIC back on e1000e after the timing runs" on_driver "$NIC" e1000e
+
+echo "--- hostdevd vfio bind refuses what a claim refuses (q35's SMBus controller)"
+SMB=0000:00:1f.3
+SMB_DRV=$(guest_driver "$SMB")
+claim "$SMB"
+refused() { [ -n "$(reason "$SMB")" ] && ! has_reason "$SMB" Binding; }
+eventually 30 refused || fail "a claim of the SMBus controller is answered" "$(reason "$SMB")"
+CLAIM_MSG=$(message "$SMB")
+echo "  the claim: $(reason "$SMB"): $CLAIM_MSG"
+OUT=$(guest "hostdevd vfio bind $SMB 2>&1; echo rc=\$?")
+expect_contains "hostdevd vfio bind $SMB is refused (exit 1)" "$OUT" "rc=1"
+expect_contains "... with the claim's reason and message" "$OUT" "refused: $(reason "$SMB"): $CLAIM_MSG"
+expect_ok "... and the device stays on $SMB_DRV" on_driver "$SMB" "$SMB_DRV"
+kubectl delete pcideviceclaim "$(name_of "$SMB")" >/dev/null
+OUT=$(guest "hostdevd vfio bind $SMB --force 2>&1; echo rc=\$?")
+expect_contains "with --force it binds (exit 0)" "$OUT" "rc=0"
+expect_contains "... warning what it overrides" "$OUT" '"Binding with --force what a claim refuses"'
+expect_ok "... on vfio-pci" on_driver "$SMB" vfio-pci
+expect_ok "hostdevd vfio restore gives it back to $SMB_DRV" guest "hostdevd vfio restore $SMB --driver $SMB_DRV >/dev/null"
+expect_ok "... on $SMB_DRV" on_driver "$SMB" "$SMB_DRV"
 finish

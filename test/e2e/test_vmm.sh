@@ -77,8 +77,11 @@ in_use_events() { # Warning Events about the claim with reason DeviceInUse, each
         jq '[.items[] | select(.type == "Warning") | (.series.count // .count // 1)] | add // 0'
 }
 in_use_messages() { kubectl get events -o json --field-selector "involvedObject.name=$(name_of "$NIC"),reason=DeviceInUse" | jq -r '.items[].message'; }
+# The device plugin's own word each time it empties a resource's list (ListAndWatch sends it).
+withdrawals() { guest "grep -c 'No device offered as this resource any more' /var/log/hostdevd.log"; }
 WATCH=$(watch_claim "$TEST_DIR/claim-versions.json")
 track "$WATCH"
+W0=$(withdrawals)
 expect_ok "claim deleted while the VMM runs" kubectl delete pcideviceclaim "$(name_of "$NIC")" --wait=false
 if eventually 30 has_reason "$NIC" DeviceInUse; then pass "deletion waits: Ready=False DeviceInUse"; else fail "deletion waits: DeviceInUse" "$(reason "$NIC")"; fi
 expect_contains "... and the message names the VMM" "$(message "$NIC")" "qemu-system-x86"
@@ -93,6 +96,9 @@ sleep 3
 expect_ok "... the claim still waits (DeviceInUse)" has_reason "$NIC" DeviceInUse
 expect_ok "... and the device is still on vfio-pci, in the VMM" on_driver "$NIC" vfio-pci
 expect_ok "... which still holds /dev/vfio/$GROUP" vmm_holds_group "$GROUP"
+
+expect_ok "the device plugin never withdrew it while the claim waited (no 'No device offered' since the deletion)" \
+    test "$(withdrawals)" = "$W0"
 
 echo "--- the VMM exits"
 T1=$(now)
@@ -116,10 +122,13 @@ if eventually 60 enabled "$NIC"; then pass "claimed again: passthroughEnabled"; 
 vmm_start "-device vfio-pci,host=$NIC,id=hostdev0"
 if eventually 60 vmm_holds_group "$GROUP"; then pass "a VMM holds /dev/vfio/$GROUP"; else fail "a VMM holds the group" "$(guest 'cat /tmp/vmm.err')"; fi
 kubectl delete events --field-selector "involvedObject.name=$(name_of "$NIC")" >/dev/null 2>&1
+W0=$(withdrawals)
 WATCH=$(watch_claim "$TEST_DIR/claim-versions-kill.json")
 track "$WATCH"
 kubectl delete pcideviceclaim "$(name_of "$NIC")" --wait=false >/dev/null
 if eventually 30 has_reason "$NIC" DeviceInUse; then pass "deletion waits: DeviceInUse"; else fail "deletion waits (second VMM)" "$(reason "$NIC")"; fi
+sleep 2 # (a window: a withdrawal in it is seen, none is needed to pass)
+expect_ok "the device plugin never withdrew it while the claim waited" test "$(withdrawals)" = "$W0"
 guest "kill -KILL \$(cat /tmp/vmm.pid); kill \$(cat /tmp/vmm.hold) 2>/dev/null; true"
 if eventually 30 vmm_gone; then pass "the VMM is killed"; else fail "the VMM is killed"; fi
 if eventually 60 claim_gone "$NIC"; then pass "the deletion completes"; else fail "the deletion completes after the kill" "$(reason "$NIC"): $(message "$NIC")"; fi

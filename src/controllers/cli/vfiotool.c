@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * controllers/cli/vfiotool.c - `hostdevd vfio` (see vfiotool.h).
+ * controllers/cli/vfiotool.c - `hostdevd vfio` (see vfiotool.h). `bind` makes a claim's checks
+ * first (controllers/claims/pcibind.c: the same functions, the same messages) and refuses what
+ * a claim refuses unless --force.
  */
 #include "controllers/cli/vfiotool.h"
 
@@ -11,17 +13,24 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "controllers/claims/pcibind.h"
 #include "node/kmod.h"
 #include "node/sysfs.h"
 #include "node/vfio.h"
 
 static void usage(FILE *f)
 {
-    fputs("Usage: hostdevd vfio show|bind|restore ADDRESS [--driver ORIGINAL] [--sysfs-root DIR]\n"
+    fputs("Usage: hostdevd vfio show|bind|restore ADDRESS [--driver ORIGINAL] [--force]\n"
+          "                     [--sysfs-root DIR] [--proc-root DIR] [--dev-root DIR]\n"
           "  show     the device's driver, driver_override and IOMMU group\n"
-          "  bind     driver_override=vfio-pci, unbind, drivers_probe, verify (loads vfio-pci)\n"
+          "  bind     a claim's checks first (an IOMMU group, every member of it free, not a\n"
+          "           platform device, not used by the host: mounts, swap, a network with an\n"
+          "           address or the default route, no SR-IOV VFs); then driver_override=vfio-pci,\n"
+          "           unbind, drivers_probe, verify (loads vfio-pci). Refused with the claim's\n"
+          "           message unless --force (you know better: bound anyway, with a warning)\n"
           "  restore  clear driver_override, unbind vfio-pci, drivers_probe, verify; with\n"
-          "           --driver, bind that driver if probing did not\n",
+          "           --driver, bind that driver if probing did not; refused while a process\n"
+          "           holds /dev/vfio/<group> (a VM)\n",
           f);
 }
 
@@ -51,8 +60,54 @@ static int show(const struct node_vfio_dev *d)
     return 0;
 }
 
-static int run(int fd, const char *verb, const char *address, const char *original)
+struct opts {
+    const char *original, *proc_root, *dev_root;
+    bool force;
+};
+
+/* The claim's checks for binding `address` (pcibind, check only): 0 when it may be bound, 1
+ * (said) when a claim would refuse it, or when --force overrides that (warned) -1. */
+static int checks(int fd, const char *address, const struct opts *o)
 {
+    char node[256] = "this-node";
+    (void)gethostname(node, sizeof(node) - 1);
+    struct pcibind_env env = {
+            .sysfs_fd = fd, .node_name = node, .dev_root = o->dev_root, .proc_root = o->proc_root};
+    struct pcibind_job j = {.env = &env, .check_only = true};
+    (void)snprintf(j.address, sizeof(j.address), "%s", address);
+    pcibind_run(&j.wj);
+    if (j.out.kind != BINDPLAN_REFUSED)
+        return 0;
+    if (o->force) {
+        log_warning("Binding with --force what a claim refuses", KV_STR("device", address),
+                    KV_STR("reason", j.out.reason), KV_STR("message", j.out.message));
+        return -1;
+    }
+    fprintf(stderr, "refused: %s: %s\n(a PCIDeviceClaim would be refused the same; --force binds it "
+                    "anyway)\n",
+            j.out.reason, j.out.message);
+    return 1;
+}
+
+/* The restore's check: a process (a VM) holds the device's IOMMU group. */
+static bool held(const struct node_vfio_dev *d, const struct opts *o)
+{
+    if (strcmp(d->driver, NODE_VFIO_DRIVER) != 0 || d->iommu_group < 0 ||
+        node_vfio_group_busy(o->dev_root, d->iommu_group) <= 0)
+        return false;
+    char who[256] = "a process";
+    if (node_vfio_group_holder(o->proc_root, d->iommu_group, who, sizeof(who)) <= 0)
+        (void)snprintf(who, sizeof(who), "a process");
+    fprintf(stderr,
+            "refused: %s holds /dev/vfio/%d; restore when it lets go (stop the VM or detach the "
+            "device)\n",
+            who, d->iommu_group);
+    return true;
+}
+
+static int run(int fd, const char *verb, const char *address, const struct opts *o)
+{
+    const char *original = o->original;
     static const char *const mods[] = {"vfio-pci", "vfio_iommu_type1", NULL};
     struct node_vfio_dev d;
     struct err err = {""};
@@ -64,6 +119,10 @@ static int run(int fd, const char *verb, const char *address, const char *origin
     if (strcmp(verb, "show") == 0)
         return show(&d);
     enum node_vfio_goal goal = strcmp(verb, "bind") == 0 ? NODE_VFIO_BIND : NODE_VFIO_RESTORE;
+    if (goal == NODE_VFIO_BIND && checks(fd, address, o) > 0)
+        return 1;
+    if (goal == NODE_VFIO_RESTORE && held(&d, o))
+        return 1;
     if (goal == NODE_VFIO_BIND && (r = node_kmod_load(mods, &err)) < 0) {
         log_error("Cannot load vfio-pci", KV_STR("why", err.msg), KV_ERRNO(r));
         return 1;
@@ -85,17 +144,27 @@ int vfiotool_run(int argc, char **argv)
     static const struct option opts[] = {
             {"driver", required_argument, NULL, 'd'},
             {"sysfs-root", required_argument, NULL, 's'},
+            {"proc-root", required_argument, NULL, 'p'},
+            {"dev-root", required_argument, NULL, 'D'},
+            {"force", no_argument, NULL, 'f'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
     };
-    const char *original = "", *root = "/sys";
+    struct opts o = {.original = "", .proc_root = "/proc", .dev_root = "/dev"};
+    const char *root = "/sys";
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (c == 'd')
-            original = optarg;
+            o.original = optarg;
         else if (c == 's')
             root = optarg;
+        else if (c == 'p')
+            o.proc_root = optarg;
+        else if (c == 'D')
+            o.dev_root = optarg;
+        else if (c == 'f')
+            o.force = true;
         else {
             usage(c == 'h' ? stdout : stderr);
             return c == 'h' ? 0 : 2;
@@ -112,7 +181,7 @@ int vfiotool_run(int argc, char **argv)
         log_error("Cannot open the sysfs root", KV_STR("root", root), KV_ERRNO(fd));
         return 1;
     }
-    int rc = run(fd, argv[optind], argv[optind + 1], original);
+    int rc = run(fd, argv[optind], argv[optind + 1], &o);
     close(fd);
     return rc;
 }
