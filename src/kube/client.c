@@ -29,6 +29,8 @@ const struct kube_resource kube_res_sriovnetworkdevices = {"devices.harvesterhci
                                                            "sriovnetworkdevices", false};
 const struct kube_resource kube_res_nodes = {"", "v1", "nodes", false};
 const struct kube_resource kube_res_kubevirts = {"kubevirt.io", "v1", "kubevirts", true};
+const struct kube_resource kube_res_crds = {"apiextensions.k8s.io", "v1",
+                                            "customresourcedefinitions", false};
 const struct kube_resource kube_res_leases = {"coordination.k8s.io", "v1", "leases", true};
 const struct kube_resource kube_res_events = {"events.k8s.io", "v1", "events", true};
 const struct kube_resource kube_res_resourceslices = {"resource.k8s.io", "v1", "resourceslices",

@@ -638,6 +638,15 @@ struct kube_informer *kube_informer_new(struct ev_loop *loop, struct kube_http *
     return inf;
 }
 
+void kube_informer_retry_now(struct kube_informer *inf)
+{
+    if (!inf->running || inf->req || !ev_is_active(&inf->timer))
+        return; /* not started, or a request under way: nothing waits */
+    ev_timer_stop(inf->loop, &inf->timer);
+    backoff_reset(&inf->backoff);
+    on_timer(inf->loop, &inf->timer, 0);
+}
+
 int kube_informer_start(struct kube_informer *inf)
 {
     if (inf->running)

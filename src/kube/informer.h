@@ -77,6 +77,10 @@ struct kube_informer *kube_informer_free(struct kube_informer *inf);
 /* Starts listing and watching. Returns 0 or a negative errno. */
 int kube_informer_start(struct kube_informer *inf);
 
+/* A retry waiting out its backoff (e.g. a LIST that answered 404 while the kind's CRD was
+ * absent) starts now, and the backoff starts over; nothing happens when no retry waits. */
+void kube_informer_retry_now(struct kube_informer *inf);
+
 /* Stops: cancels requests and timers; the store is kept. */
 void kube_informer_stop(struct kube_informer *inf);
 

@@ -38,6 +38,7 @@ D=$(agent_device pci n1 1 10de 1e01 nvidia.com/A)
 agent_claim pci "$D" n1
 agent_ready pci "$D"
 install_kubevirt '{}' || fail "KubeVirt's CRD and CR"
+T_KV=$(date +%s.%N)
 entries() {
     kubectl get kubevirt -n kubevirt kubevirt -o json | python3 -c '
 import json, sys
@@ -48,6 +49,12 @@ has_a() { [ "$(entries)" = nvidia.com/A ]; }
 # (the informer's retries back off up to 30 s)
 if eventually 45 has_a; then pass "KubeVirt installed later: the entry appears without a restart"; else
     fail "the entry once KubeVirt is installed" "$(entries); $(tail -5 "$LOG")"; fi
+KV_S=$(awk -v a="$T_KV" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+# The CRD's arrival is an event (a watch on that one CRD), not the end of the LIST's backoff
+# (up to 30 s; 22 s seen): the entry within seconds of the CR.
+expect_contains "... noticed by a watch on KubeVirt's CRD" "$(grep -c "KubeVirt's CRD appeared" "$LOG")" 1
+expect_ok "... and written $KV_S s after the CR was created (bound 5 s; the LIST's backoff took up to 30)" \
+    awk -v s="$KV_S" 'BEGIN {exit !(s < 5)}'
 kill -0 "$PID" 2>/dev/null && pass "... by the same process" || fail "the controller still runs"
 
 echo "--- a deleted claim whose device a VM holds keeps its entry"

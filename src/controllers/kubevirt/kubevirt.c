@@ -31,6 +31,8 @@ static void kvpermit_free(void *userdata);
 
 #define MAX_IN_FLIGHT 1
 
+#define KUBEVIRT_CRD "kubevirts.kubevirt.io"
+
 struct kvpermit {
     struct kvpermit_config cfg;
     struct runner *runner;
@@ -39,6 +41,7 @@ struct kvpermit {
     size_t count_told; /* the count of CRs count_reported was about */
     struct map *told;  /* uids of the claims told that the feature gate is off */
     struct metrics_series *writes, *conflicts, *entries, *restored;
+    struct kube_informer *crd; /* KubeVirt's CRD alone: its arrival ends the runner's backoff */
 };
 
 struct kvjob {
@@ -286,6 +289,26 @@ static const struct runner_ops ops = {
                   "work without it; permittedHostDevices is kept once KubeVirt's CRD appears",
 };
 
+/* KubeVirt's CRD came (or became Established): while the kind is absent, the runner's LIST
+ * waits out a backoff of up to 30 s; it starts now instead. */
+static void on_crd(const char *key, const cJSON *obj, void *userdata)
+{
+    struct kvpermit *k = userdata;
+    (void)key;
+    (void)obj;
+    if (runner_kind_absent(k->runner)) {
+        log_info("KubeVirt's CRD appeared; listing KubeVirt CRs now", KV_STR("crd", KUBEVIRT_CRD));
+        kube_informer_retry_now(runner_informer(k->runner));
+    }
+}
+
+static void on_crd_update(const char *key, const cJSON *old_obj, const cJSON *obj,
+                          void *userdata)
+{
+    (void)old_obj;
+    on_crd(key, obj, userdata);
+}
+
 /* --- life ---------------------------------------------------------------------------------- */
 
 struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg)
@@ -305,7 +328,13 @@ struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg)
                                .ctx = k};
     k->runner = runner_new(&rc);
     k->told = map_new(NULL);
-    if (!k->runner || !k->told) {
+    struct kube_informer_config crd = {.resource = &kube_res_crds,
+                                       .field_selector = "metadata.name=" KUBEVIRT_CRD,
+                                       .metadata_only = true,
+                                       .handlers = {.on_add = on_crd, .on_update = on_crd_update},
+                                       .userdata = k};
+    k->crd = kube_informer_new(cfg->env.loop, cfg->env.http, &crd);
+    if (!k->runner || !k->told || !k->crd) {
         kvpermit_free(k);
         return NULL;
     }
@@ -331,7 +360,15 @@ void kvpermit_set_caches(struct kvpermit *k, const struct caches *caches)
 static int kvpermit_start(void *self)
 {
     struct kvpermit *k = self;
-    return runner_start(k->runner);
+    int r = runner_start(k->runner);
+    return r < 0 ? r : kube_informer_start(k->crd);
+}
+
+static void kvpermit_stop(void *self)
+{
+    struct kvpermit *k = self;
+    kube_informer_stop(k->crd);
+    runner_stop(k->runner);
 }
 
 void kvpermit_enqueue(struct kvpermit *k)
@@ -345,6 +382,7 @@ static void kvpermit_free(void *userdata)
     struct kvpermit *k = userdata;
     if (!k)
         return;
+    k->crd = kube_informer_free(k->crd);
     k->runner = runner_free(k->runner);
     k->told = map_free(k->told);
     free(k);
@@ -356,4 +394,8 @@ static struct runner *part_runner(const void *self)
 }
 
 const struct part_ops kvpermit_part = {
-        .name = "kubevirt", .runner = part_runner, .start = kvpermit_start, .free = kvpermit_free};
+        .name = "kubevirt",
+        .runner = part_runner,
+        .start = kvpermit_start,
+        .stop = kvpermit_stop,
+        .free = kvpermit_free};

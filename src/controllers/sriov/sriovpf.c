@@ -127,6 +127,8 @@ static cJSON *vfs_json(const struct sriovpf *p)
     cJSON *list = cJSON_CreateArray();
     for (size_t i = 0; list && i < p->n_vfs; i++) {
         const struct sriovpf_vf *vf = &p->vfs[i];
+        if (vf->index < 0) /* its virtfn link unreadable: said in the condition's message */
+            continue;
         cJSON *o = cJSON_CreateObject();
         cJSON_AddItemToArray(list, o);
         if (vf->index >= 0)
@@ -160,6 +162,23 @@ static cJSON *blockers_json(const struct sriovpf *p)
     return list;
 }
 
+/* VFs whose index could not be read (no virtfnN link of the PF leads to them) are left out of
+ * status.vfs, where an index is required; the others are published, and the message says which
+ * and why (one bad VF never hides the others, nor stops the PF's object being written). */
+static void unreadable_indexes(const struct sriovpf *p, struct buf *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_vfs; i++) {
+        if (p->vfs[i].index >= 0)
+            continue;
+        if (n++ == 0)
+            (void)buf_printf(b, "%sVF index unreadable (no virtfn link of the PF leads to it; "
+                                "left out of status.vfs, its settings cannot be applied): ",
+                             b->len ? "; " : "");
+        (void)buf_printf(b, "%s%s", n > 1 ? ", " : "", p->vfs[i].address);
+    }
+}
+
 cJSON *sriovpf_status(const struct sriovpf *p, const cJSON *obj, bool ready, const char *reason,
                       const char *message)
 {
@@ -181,8 +200,15 @@ cJSON *sriovpf_status(const struct sriovpf *p, const cJSON *obj, bool ready, con
         cJSON_AddItemToObject(st, "passthroughBlockers", blockers_json(p));
     char now[40];
     timefmt_now(now, sizeof(now));
+    struct buf said;
+    buf_init(&said, 4096);
+    (void)buf_adds(&said, message ? message : "");
+    unreadable_indexes(p, &said);
     cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
-    cJSON_AddItemToArray(conds, claimstatus_ready_condition(obj, ready, reason, message, now));
+    cJSON_AddItemToArray(conds, claimstatus_ready_condition(obj, ready, reason,
+                                                            buf_str(&said) ? buf_str(&said) : "",
+                                                            now));
+    buf_free(&said);
     const cJSON *gen = json_field(json_field(obj, "metadata"), "generation");
     cJSON_AddNumberToObject(st, "observedGeneration", cJSON_IsNumber(gen) ? gen->valuedouble : 0);
     return st;
