@@ -264,6 +264,31 @@ int node_usb_interfaces_bound(int root_fd, const char *port_path, const char *dr
     return bound;
 }
 
+int node_usb_probe_unbound(int root_fd, const char *port_path)
+{
+    char path[80], **names = NULL;
+    size_t n = 0;
+    if (strlen(port_path) >= NODE_USB_PORT_PATH_SIZE || strchr(port_path, '/'))
+        return -EINVAL;
+    (void)snprintf(path, sizeof(path), DEVICES "/%s", port_path);
+    int r = node_sysfs_list(root_fd, path, &names, &n);
+    if (r < 0)
+        return r;
+    int probed = 0;
+    for (size_t i = 0; i < n; i++) {
+        char link[96], name[64];
+        if (!is_interface(names[i], port_path))
+            continue;
+        (void)snprintf(link, sizeof(link), "%s/%s/driver", path, names[i]);
+        if (node_sysfs_read_link(root_fd, link, name, sizeof(name)) > 0)
+            continue; /* bound (usbfs too: a program still has it) */
+        if (node_sysfs_write(root_fd, "bus/usb/drivers_probe", names[i]) == 0)
+            probed++;
+    }
+    node_sysfs_names_free(names);
+    return probed;
+}
+
 /* The first interface "<port>:<cfg>.<if>" with a class; "" when none. */
 static void interface_class(int root_fd, struct node_usb_dev *out)
 {

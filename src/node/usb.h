@@ -65,3 +65,10 @@ void node_usb_scan_result_done(struct node_usb_scan_result *r);
  * interface it passes through), which is how the agent tells a USB device in use without reading
  * /proc. -ENOENT when the device is gone, other -errno when its directory cannot be listed. */
 int node_usb_interfaces_bound(int root_fd, const char *port_path, const char *driver);
+
+/* Asks the kernel to probe each interface of device `port_path` that has no driver
+ * (bus/usb/drivers_probe), as libusb's reattach does when a VMM quits: a VMM killed before it
+ * could reattach leaves its interfaces driverless (usbfs let go of them, nobody probed them).
+ * Returns how many were probed, or -errno when the device's directory cannot be listed. A
+ * blocking sysfs write per interface (a HID or storage probe: milliseconds). */
+int node_usb_probe_unbound(int root_fd, const char *port_path);

@@ -189,6 +189,11 @@ if [ -n "$KUBEVIRTENV" ]; then
     usb_in_use() { [ "$(usb_cond reason)" = DeviceInUse ]; }
     offered() { guest 'wget -qO- http://127.0.0.1:9808/metrics' | awk '$1 == "hostdevd_plugin_devices" {print $2}'; }
     OFFERED=$(offered)
+    # every version of the claim from its deletion on: one DeviceInUse write per wait
+    kubectl get usbdeviceclaim "$KBD" -w -o json 2>/dev/null |
+        jq -c --unbuffered '.status.conditions // [] | .[] | select(.type == "Ready") | [.reason, .message]' >"$TEST_DIR/kbd-versions.json" &
+    KBD_WATCH=$!
+    track "$KBD_WATCH"
     kubectl delete usbdeviceclaim "$KBD" --wait=false >/dev/null
     if eventually 30 usb_in_use; then pass "the deleted keyboard claim waits: Ready=False DeviceInUse"; else
         fail "the deleted keyboard claim waits (DeviceInUse)" "$(kubectl get usbdeviceclaim "$KBD" -o yaml 2>&1 | tail -20)"; fi
@@ -205,14 +210,22 @@ if [ -n "$KUBEVIRTENV" ]; then
         pass "... and the agent's looks while it waits write nothing" || fail "no write while the claim waits" "$RV -> $(kubectl get usbdeviceclaim "$KBD" -o jsonpath='{.metadata.resourceVersion}')"
     usb_claim_gone() { ! kubectl get usbdeviceclaim "$KBD" >/dev/null 2>&1; }
     T_QUIT=$(now)
-    vmm_quit
-    eventually 30 vmm_gone || fail "the VMM exits"
-    if eventually 30 usb_claim_gone; then pass "the VMM exits: the keyboard claim is released ($(awk -v a="$T_QUIT" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }') s)"; else
+    # Killed, not quit: a clean quit reattaches the host's driver itself (libusb), a kill leaves
+    # the interface with none until the agent gives it back.
+    guest "kill -KILL \$(cat /tmp/vmm.pid); kill \$(cat /tmp/vmm.hold) 2>/dev/null; true"
+    eventually 30 vmm_gone || fail "the VMM is killed"
+    if eventually 30 usb_claim_gone; then pass "the VMM killed: the keyboard claim is released ($(awk -v a="$T_QUIT" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }') s)"; else
         fail "the keyboard claim is released once the VMM exits" "$(kubectl get usbdeviceclaim "$KBD" -o yaml 2>&1 | tail -20)"; fi
     usb_disabled() { [ "$(kubectl get usbdevice "$KBD" -o jsonpath='{.status.enabled}')" = false ]; }
     eventually 30 usb_disabled && pass "... the USBDevice is no longer enabled" || fail "the USBDevice is disabled after the release"
     back_on_usbhid() { [ "$(iface_driver)" = usbhid ]; }
-    eventually 30 back_on_usbhid && pass "... and the keyboard is back on usbhid in the node" || fail "the keyboard is back on usbhid" "$(iface_driver)"
+    eventually 30 back_on_usbhid && pass "... and the keyboard is back on usbhid in the node, after a SIGKILL" || fail "the keyboard is back on usbhid after the VMM was killed" "$(iface_driver)"
+    kill "$KBD_WATCH" 2>/dev/null
+    in_use_writes() { jq -s '[foreach .[] as $v ({}; {prev: .cur, cur: $v}; select(.cur[0] == "DeviceInUse" and .cur != .prev))] | length' "$TEST_DIR/kbd-versions.json"; }
+    jq -r '"       | \(.[0]): \(.[1])"' "$TEST_DIR/kbd-versions.json" | uniq
+    expect_ok "one DeviceInUse status written for the wait, across the kill ($(in_use_writes))" test "$(in_use_writes)" -eq 1
+    kbd_events() { kubectl get events -o json --field-selector "involvedObject.name=$KBD,reason=DeviceInUse" | jq '[.items[] | select(.type == "Warning") | (.series.count // .count // 1)] | add // 0'; }
+    expect_ok "one Warning Event DeviceInUse ($(kbd_events))" test "$(kbd_events)" -eq 1
 fi
 
 echo "  claims Ready -> device manager holds both devices ${READY_TO_SEEN:-?} s (host/guest clocks matched to ±$RTT s)"

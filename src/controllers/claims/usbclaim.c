@@ -374,6 +374,12 @@ static void let_go(struct ujob *j)
         f.holder = who;
     usbclaim_let_go(&f, &j->out);
     bool busy = f.holder || f.claimed > 0;
+    /* let go: a VMM killed before it reattached the host's drivers left the interfaces with
+     * none (a clean quit reattaches them); they are probed again, as the reattach would */
+    int probed = !busy && port && c->sysfs_fd >= 0 ? node_usb_probe_unbound(c->sysfs_fd, port) : 0;
+    if (probed > 0)
+        log_info("Gave the USB device's interfaces back to their drivers",
+                 KV_STR("claim", key_of(j)), KV_INT("interfaces", probed));
     if (busy && closewatch_settling(closewatch_closed_ago(c->closes, key_of(j)), f.holder)) {
         log_v(2, "USB device node closed and still being released; looking again",
               KV_STR("claim", key_of(j)));
