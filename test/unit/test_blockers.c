@@ -330,6 +330,45 @@ static void test_from_scan(void)
         CU_ASSERT_STRING_EQUAL(b[1].reason, "SRIOVEnabled");
 }
 
+/* Blockers from a real scan of the tree equal blockers read fresh from sysfs, for every device of
+ * the groups with a host bridge (group 0), with an ISA/LPC bridge and an SMBus controller
+ * (group 11) and with a PCI bridge (group 3): what the scan keeps of the members (class, driver,
+ * group) must be what the checks read (a class kept in 16 bits would lose PlatformDevice). */
+static void test_scan_equals_fresh(void)
+{
+    static const char *const addresses[] = {"0000:00:00.0", "0000:00:1f.0", "0000:00:1f.3",
+                                            "0000:00:1f.4", "0000:00:1f.6", "0000:02:00.0",
+                                            "0000:02:00.1", "0000:02:01.0", "0000:02:02.0"};
+    struct node_pci *p = NULL;
+    struct node_pci_scan_result res = {0};
+    CU_ASSERT_EQUAL_FATAL(node_pci_new(tree.root, "/usr/share/misc/pci.ids", &p), 0);
+    CU_ASSERT_EQUAL(node_pci_scan(p, &res, NULL), 0);
+    int platform = 0;
+    for (size_t i = 0; i < sizeof(addresses) / sizeof(addresses[0]); i++) {
+        const struct node_pci_dev *d = node_pci_scan_find(&res, addresses[i]);
+        CU_ASSERT_PTR_NOT_NULL(d);
+        if (!d)
+            continue;
+        struct node_blocker fresh[NODE_BLOCKERS_MAX], scanned[NODE_BLOCKERS_MAX];
+        int nf = node_blockers_for(root, d->address, d->iommu_group, d->driver, &use, NULL, NULL,
+                                   fresh, NODE_BLOCKERS_MAX, NULL);
+        int ns = node_blockers_for_scanned(root, &res, d, &use, NULL, NULL, scanned,
+                                           NODE_BLOCKERS_MAX, NULL);
+        CU_ASSERT_EQUAL(ns, nf);
+        for (int k = 0; k < nf && k < ns && k < NODE_BLOCKERS_MAX; k++) {
+            CU_ASSERT_STRING_EQUAL(scanned[k].reason, fresh[k].reason);
+            CU_ASSERT_STRING_EQUAL(scanned[k].message, fresh[k].message);
+            platform += strcmp(fresh[k].reason, "PlatformDevice") == 0;
+            if (strcmp(scanned[k].message, fresh[k].message) != 0)
+                fprintf(stderr, "\n%s: scan: %s\nfresh: %s\n", d->address, scanned[k].message,
+                        fresh[k].message);
+        }
+    }
+    CU_ASSERT(platform >= 3); /* the host bridge, the ISA bridge, the SMBus controller at least */
+    node_pci_scan_result_done(&res);
+    node_pci_free(p);
+}
+
 static CU_TestInfo tests[] = {
         {"nothing in the way", test_none},
         {"PlatformDevice: the platform's own devices", test_platform_device},
@@ -340,6 +379,8 @@ static CU_TestInfo tests[] = {
         {"several blockers and the cap", test_several_and_cap},
         {"errors", test_errors},
         {"members taken from the scan, unless it could not read them", test_from_scan},
+        {"blockers from a scan equal blockers read fresh (host, ISA, PCI bridges, SMBus)",
+         test_scan_equals_fresh},
         CU_TEST_INFO_NULL,
 };
 

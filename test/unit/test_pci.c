@@ -899,6 +899,46 @@ static const struct node_pci_dev *scan_find(struct node_pci *p, struct node_pci_
     return NULL;
 }
 
+/* node_pci_scan_find finds each function of a slot with eight, and only that function: the
+ * address's function is part of the key (a lookup that ignored it would find .0 for all). */
+static void test_scan_find_functions(void)
+{
+    struct sysfs_tree t = {0};
+    CU_ASSERT_EQUAL(sysfs_tree_make_text(&t, "0000:00:00.0 0600 8086:2020\n"
+                                             "0000:00:03.0 0200 8086:1521\n"
+                                             "0000:00:03.1 0200 8086:1521\n"
+                                             "0000:00:03.2 0200 8086:1521\n"
+                                             "0000:00:03.3 0200 8086:1521\n"
+                                             "0000:00:03.4 0200 8086:1521\n"
+                                             "0000:00:03.5 0200 8086:1521\n"
+                                             "0000:00:03.6 0200 8086:1521\n"
+                                             "0000:00:03.7 0200 8086:1521\n"
+                                             "0000:00:04.0 0200 8086:10d3\n"
+                                             "0000:01:03.2 0200 8086:10d3\n"),
+                    0);
+    if (!t.dir[0])
+        return;
+    struct node_pci *p = NULL;
+    struct node_pci_scan_result res = {0};
+    CU_ASSERT_EQUAL_FATAL(node_pci_new(t.root, PCI_IDS, &p), 0);
+    CU_ASSERT_EQUAL(node_pci_scan(p, &res, NULL), 0);
+    for (int f = 0; f < 8; f++) {
+        char a[32];
+        snprintf(a, sizeof(a), "0000:00:03.%d", f);
+        const struct node_pci_dev *d = node_pci_scan_find(&res, a);
+        CU_ASSERT_STRING_EQUAL(d ? d->address : "(none)", a);
+    }
+    const struct node_pci_dev *d = node_pci_scan_find(&res, "0000:01:03.2");
+    CU_ASSERT_STRING_EQUAL(d ? d->address : "(none)", "0000:01:03.2"); /* the bus counts too */
+    CU_ASSERT_PTR_NULL(node_pci_scan_find(&res, "0000:00:04.1"));      /* .0 is no .1 */
+    CU_ASSERT_PTR_NULL(node_pci_scan_find(&res, "0000:00:05.0"));
+    CU_ASSERT_PTR_NULL(node_pci_scan_find(&res, "0001:00:03.0")); /* another domain */
+    CU_ASSERT_PTR_NULL(node_pci_scan_find(&res, "garbage"));
+    node_pci_scan_result_done(&res);
+    node_pci_free(p);
+    sysfs_tree_remove(&t);
+}
+
 /* pci.ids is read only for ids not named before: a rescan of known devices does not read it, a
  * new device's ids are looked up in it again, and a new device whose ids it can no longer name
  * gets empty names and a problem (the known ones keep theirs). */
@@ -1129,6 +1169,7 @@ static CU_TestInfo tests[] = {
         {"names from pci.ids", test_names_from_pci_ids},
         {"names spot checks", test_names_spot_checks},
         {"names cached, pci.ids read for new ids only", test_names_cached},
+        {"node_pci_scan_find: each of a slot's eight functions, by its function", test_scan_find_functions},
         {"bridges flagged", test_bridges},
         {"SR-IOV PF and VFs", test_sriov},
         {"unbound device and no IOMMU group", test_unbound_and_no_iommu},
