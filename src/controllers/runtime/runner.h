@@ -40,6 +40,7 @@
 #include "kube/informer.h"
 
 struct buf;
+struct clock;
 struct cJSON;
 struct ev_loop;
 struct kube_http;
@@ -94,6 +95,9 @@ struct runner_config {
     struct metrics *metrics; /* where to register (may be NULL) */
     const struct runner_ops *ops;
     void *ctx; /* the reconciler, given to every op */
+    /* The clock of the queue's delays and the write expectations; NULL: the loop's (tests
+     * pass a fake one, base/clock.h). Borrowed: must outlive the runner. */
+    const struct clock *clock;
 };
 
 /* A new, stopped runner; NULL on OOM or a bad configuration. */
