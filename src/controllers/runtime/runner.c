@@ -201,7 +201,8 @@ static void requeue(struct runner *r, const char *key, enum runner_result result
  * conflicts again after a retry had not its own newer version yet). Otherwise the version the
  * API server has is still on its way: the key waits for the informer to move past where it
  * is now (an expectation, which also holds back the key's other triggers, such as another
- * informer's events) and at most STALE_WAIT. Without that wait a watch broken for a while
+ * informer's events), at most EXPECT_TTL (the re-check after STALE_WAIT finds it still held
+ * while the informer lags). Without that wait a watch broken for a while
  * meant one 409 per trigger (seen: five in a row on one ResourceSlice). */
 static enum runner_result stale(struct runner_job *job, double *after)
 {

@@ -15,8 +15,9 @@
  *        RUNNER_RETRY          failed: again after the key's exponential backoff
  *        RUNNER_REQUEUE_AFTER  waiting on the world (a VM holds a device): again after N s
  *        RUNNER_STALE          a write was refused as stale (409 Conflict): again when the
- *                              informer's newer version comes (its event queues the key; at
- *                              most 10 s), at once if the informer moved on since the plan
+ *                              informer moves past where it was (its event queues the key;
+ *                              30 s at most), once after the backoff if it had moved since
+ *                              the plan
  *      A write's response goes to runner_job_wrote() first, so the key waits for it.
  * At most `max_in_flight` keys are in act at once; keys are handed out only once every
  * informer the runner watches has synced and `can_start` (if any) agrees.
