@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
@@ -34,6 +35,7 @@ struct runner_metrics {
 struct runner {
     char *name;
     struct ev_loop *loop;
+    const struct clock *clock; /* NULL: the loop's */
     const struct runner_ops *ops;
     void *ctx;
     struct kube_informer *inf;
@@ -60,6 +62,12 @@ struct runner_job {
 
 /* After a write refused as stale (409), the longest wait for the informer's newer version. */
 #define STALE_WAIT 10.0
+
+/* The time of the queue and the expectations. */
+static double clock_of(const struct runner *r)
+{
+    return r->clock ? clock_now(r->clock) : ev_now(r->loop);
+}
 
 /* --- informer events ------------------------------------------------------------------------ */
 
@@ -163,7 +171,7 @@ void runner_job_wrote(struct runner_job *job, const cJSON *obj)
 {
     struct runner *r = job->r;
     expect_write(r->expect, job->key, obj ? kube_meta_str(obj, "resourceVersion") : NULL,
-                 kube_informer_get(r->inf, job->key), ev_now(r->loop));
+                 kube_informer_get(r->inf, job->key), clock_of(r));
 }
 
 static void count(struct runner *r, enum runner_result result, double seconds)
@@ -193,7 +201,8 @@ static void requeue(struct runner *r, const char *key, enum runner_result result
  * conflicts again after a retry had not its own newer version yet). Otherwise the version the
  * API server has is still on its way: the key waits for the informer to move past where it
  * is now (an expectation, which also holds back the key's other triggers, such as another
- * informer's events) and at most STALE_WAIT. Without that wait a watch broken for a while
+ * informer's events), at most EXPECT_TTL (the re-check after STALE_WAIT finds it still held
+ * while the informer lags). Without that wait a watch broken for a while
  * meant one 409 per trigger (seen: five in a row on one ResourceSlice). */
 static enum runner_result stale(struct runner_job *job, double *after)
 {
@@ -208,8 +217,7 @@ static enum runner_result stale(struct runner_job *job, double *after)
     char next[32];
     if (now && *now && end && !*end && errno == 0 &&
         snprintf(next, sizeof(next), "%llu", rv + 1) < (int)sizeof(next))
-        expect_write(r->expect, job->key, next, kube_informer_get(r->inf, job->key),
-                     ev_now(r->loop));
+        expect_write(r->expect, job->key, next, kube_informer_get(r->inf, job->key), clock_of(r));
     *after = STALE_WAIT;
     return RUNNER_REQUEUE_AFTER;
 }
@@ -236,7 +244,7 @@ void runner_job_done(struct runner_job *job, enum runner_result result, double a
 static bool held(struct runner *r, const char *key, const cJSON *obj)
 {
     expect_caught_up(r->expect, key, obj, kube_informer_resource_version(r->inf));
-    double wait = expect_waiting(r->expect, key, ev_now(r->loop));
+    double wait = expect_waiting(r->expect, key, clock_of(r));
     if (wait <= 0)
         return false;
     metrics_inc(r->m.expect_waits);
@@ -289,7 +297,7 @@ static bool may_run(const struct runner *r)
 static bool idle(struct runner *r)
 {
     return wq_len(r->wq) == 0 && wq_processing(r->wq) == 0 && r->in_flight == 0 &&
-           expect_pending(r->expect, ev_now(r->loop)) == 0 && map_size(r->failing) == 0;
+           expect_pending(r->expect, clock_of(r)) == 0 && map_size(r->failing) == 0;
 }
 
 static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
@@ -429,6 +437,7 @@ static int make_parts(struct runner *r, const struct runner_config *cfg)
     wq_config_default(&wc);
     wc.max_delay = cfg->max_backoff > 0 ? cfg->max_backoff : DEFAULT_MAX_BACKOFF;
     wc.on_wait = on_wait;
+    wc.clock = cfg->clock;
     wc.userdata = r;
     r->inf = kube_informer_new(cfg->loop, cfg->http, &ic);
     r->wq = wq_new(&wc);
@@ -450,6 +459,7 @@ struct runner *runner_new(const struct runner_config *cfg)
     if (!r)
         return NULL;
     r->loop = cfg->loop;
+    r->clock = cfg->clock;
     r->ops = cfg->ops;
     r->ctx = cfg->ctx;
     r->registry = cfg->metrics;

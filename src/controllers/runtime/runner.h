@@ -15,8 +15,9 @@
  *        RUNNER_RETRY          failed: again after the key's exponential backoff
  *        RUNNER_REQUEUE_AFTER  waiting on the world (a VM holds a device): again after N s
  *        RUNNER_STALE          a write was refused as stale (409 Conflict): again when the
- *                              informer's newer version comes (its event queues the key; at
- *                              most 10 s), at once if the informer moved on since the plan
+ *                              informer moves past where it was (its event queues the key;
+ *                              30 s at most), once after the backoff if it had moved since
+ *                              the plan
  *      A write's response goes to runner_job_wrote() first, so the key waits for it.
  * At most `max_in_flight` keys are in act at once; keys are handed out only once every
  * informer the runner watches has synced and `can_start` (if any) agrees.
@@ -40,6 +41,7 @@
 #include "kube/informer.h"
 
 struct buf;
+struct clock;
 struct cJSON;
 struct ev_loop;
 struct kube_http;
@@ -94,6 +96,9 @@ struct runner_config {
     struct metrics *metrics; /* where to register (may be NULL) */
     const struct runner_ops *ops;
     void *ctx; /* the reconciler, given to every op */
+    /* The clock of the queue's delays and the write expectations; NULL: the loop's (tests
+     * pass a fake one, base/clock.h). Borrowed: must outlive the runner. */
+    const struct clock *clock;
 };
 
 /* A new, stopped runner; NULL on OOM or a bad configuration. */
