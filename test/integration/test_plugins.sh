@@ -325,9 +325,9 @@ HOLDER=$!
 track "$HOLDER"
 KLOG=$KUBELET_DIR/kubelet.log
 holding() { [ -s "$TEST_DIR/proc/$HOLDER/comm" ]; }
-# pushed FROM: kubelet's resourceCapacity for $RES_PCI in each message since line FROM of its log
+# pushed FROM RESOURCE: kubelet's resourceCapacity in each message since line FROM of its log
 pushed() {
-    tail -n +"$1" "$KLOG" | grep -F '"State pushed for device plugin"' | grep -F "resource=\"$RES_PCI\"" |
+    tail -n +"$1" "$KLOG" | grep -F '"State pushed for device plugin"' | grep -F "resource=\"$2\"" |
         sed -E 's/.*resourceCapacity=([0-9]+).*/\1/' | tr '\n' ' '
 }
 pci_reason() { kubectl get pcideviceclaim "$(pci_name "$1")" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}' 2>/dev/null; }
@@ -343,7 +343,7 @@ MSG=$(kubectl get pcideviceclaim "$(pci_name $NIC1)" -o jsonpath='{.status.condi
 [[ $MSG == "qemu-system-x86 (pid $HOLDER) holds /dev/vfio/3;"* ]] && pass "... naming the VMM: ${MSG%%;*}" ||
     fail "the DeviceInUse message names the VMM" "$MSG"
 sleep 2 # a window to see more in (a message sent in it is checked below; none is needed)
-SEEN=$(pushed "$FROM")
+SEEN=$(pushed "$FROM" "$RES_PCI")
 SHRANK=$(tr ' ' '\n' <<<"$SEEN" | awk 'NF && $1 < 2' | head -1)
 WITHDRAWN=$(tail -n +"$AGENT_FROM" "$TEST_DIR/agent.log" | grep -F "resource=\"$RES_PCI\"" |
     grep -E '"No device offered|"Offering devices".* devices=[01]\b' | head -3)
@@ -356,16 +356,31 @@ FROM=$(($(wc -l <"$KLOG") + 1))
 kill -TERM "$HOLDER"
 if eventually 30 pci_gone $NIC1; then pass "the VMM exits: the claim is released"; else
     fail "the claim is released once the VMM exits" "$(kubectl get pcideviceclaim "$(pci_name $NIC1)" -o yaml 2>&1 | tail -15)"; fi
-sent_one() { [[ " $(pushed "$FROM")" == *" 1 "* ]]; }
+sent_one() { [[ " $(pushed "$FROM" "$RES_PCI")" == *" 1 "* ]]; }
 if eventually 30 sent_one && eventually 30 offered "$RES_PCI" 1 1; then
     pass "... and kubelet is sent 1 device (capacity and allocatable $RES_PCI 1)"
 else
-    fail "the released device is withdrawn" "messages: [$(pushed "$FROM")]; capacity $(capacity "$RES_PCI"), allocatable $(allocatable "$RES_PCI")"
+    fail "the released device is withdrawn" "messages: [$(pushed "$FROM" "$RES_PCI")]; capacity $(capacity "$RES_PCI"), allocatable $(allocatable "$RES_PCI")"
 fi
 
 echo "--- a released claim withdraws its device"
+# First a "VMM" claims the stick's interface through usbfs: the deleted claim waits
+# (DeviceInUse) and kubelet is sent nothing less meanwhile; then it lets go.
+IFACE_DRIVER=$SYS/bus/usb/devices/1-2:1.0/driver
+ln -sfn ../../../../../../bus/usb/drivers/usbfs "$IFACE_DRIVER"
+usb_reason() { kubectl get usbdeviceclaim "$USB" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}' 2>/dev/null; }
+usb_in_use() { [ "$(usb_reason)" = DeviceInUse ]; }
+FROM=$(($(wc -l <"$KLOG") + 1))
 kubectl delete pod u2 --wait=false >/dev/null
 kubectl delete usbdeviceclaim "$USB" --wait=false >/dev/null
+eventually 30 usb_in_use || fail "the deleted USB claim waits (DeviceInUse)" "$(usb_reason)"
+sleep 2 # a window to see more in (as above)
+SEEN=$(pushed "$FROM" "$RES_USB")
+SHRANK=$(tr ' ' '\n' <<<"$SEEN" | awk 'NF && $1 < 1' | head -1)
+[ -z "$SHRANK" ] && has_allocatable "$RES_USB" 1 &&
+    pass "USB claim deleted while its interface is on usbfs: DeviceInUse, and kubelet's stream never shrank (messages: [${SEEN% }])" ||
+    fail "kubelet is never sent less while the USB claim waits" "messages: [${SEEN% }]; allocatable $(allocatable "$RES_USB")"
+rm -f "$IFACE_DRIVER"
 if eventually 30 has_allocatable "$RES_USB" 0; then pass "USB claim deleted: $RES_USB allocatable 0"; else fail "USB withdrawn" "$(allocatable "$RES_USB")"; fi
 
 echo "  claim Ready -> allocatable ${READY_TO_ALLOCATABLE:-?} s; kubelet restart -> re-registered ${STATS:-?}; Allocate ${ALLOC_RTT:-?}"
