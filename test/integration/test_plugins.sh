@@ -14,7 +14,9 @@
 # of each until the agent, thawed, registers again; a NIC moved off vfio-pci behind our back is
 # no longer offered as healthy, and is again once back on vfio-pci; the claimed USB stick
 # unplugged stays in the list as Unhealthy (allocatable 0, capacity 1) and turns Healthy when
-# plugged back. Prints claim Ready -> allocatable, and restart -> re-registered (median and
+# plugged back; a claim deleted while a VM holds its group (a pty the "VMM" holds with TIOCEXCL,
+# the agent without CAP_SYS_ADMIN) waits DeviceInUse and every ListAndWatch message kubelet takes
+# meanwhile still has the device, until the VMM exits. Prints claim Ready -> allocatable, and restart -> re-registered (median and
 # worst).
 # test-lock: kubelet (the kubelet harness: its sysctls are global; see hack/run-tests.sh)
 SUITE=plugins
@@ -34,6 +36,7 @@ fi
 cluster_start
 ADMIN=$TEST_DIR/cluster/admin.kubeconfig
 install_crds
+export KUBELET_V=2 # kubelet logs every ListAndWatch message it takes (a claim deleted in use, below)
 kubelet_start plug-node
 KUBELET_DIR=$TEST_DIR/kubelet
 NODE=$KUBELET_NODE
@@ -44,7 +47,9 @@ mkdir -p "$SYS/module/vfio_iommu_type1" "$DEV/bus/usb/001" "$TEST_DIR/proc/1" "$
 : >"$DEV/bus/usb/001/002"
 fake_proc "$TEST_DIR/proc"
 PORT=$(free_port)
-"$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
+# Without CAP_SYS_ADMIN, as the DaemonSet's agent (its capabilities are listed): a tty opened
+# with TIOCEXCL then refuses it with EBUSY, the fake /dev/vfio/<group> a VM holds (below).
+setpriv --bounding-set -sys_admin --inh-caps -sys_admin -- "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
     --proc-root "$TEST_DIR/proc" --dev-root "$DEV" --kubelet-dir "$(dirname "$DEVICE_PLUGIN_DIR")" \
     --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source none -v 1 >>"$TEST_DIR/agent.log" 2>&1 &
 AGENT_PID=$!
@@ -289,9 +294,93 @@ else
     fail "re-plugged device sent as Healthy" "$(allocatable "$RES_USB"); $(tail -5 "$TEST_DIR/agent.log")"
 fi
 
+echo "--- a claim deleted while a VM holds its device stays offered until the VM lets go"
+# The fake tree's /dev/vfio/3 ($NIC1's group) is a pty a "VMM" holds open with TIOCEXCL: the
+# agent's open gets EBUSY, as from a vfio group a VMM holds, and the fake /proc names the VMM.
+# kubelet (-v 2) logs every ListAndWatch message it takes ("State pushed for device plugin"
+# resourceCapacity=N): what it was sent from the deletion on must never shrink while the claim
+# waits; once the VMM exits, the device is restored, the claim goes and kubelet is sent 1.
+mkdir -p "$DEV/vfio"
+python3 - "$DEV/vfio/3" "$TEST_DIR/proc" >"$TEST_DIR/holder.log" 2>&1 <<'EOF' &
+import fcntl, os, signal, sys, termios
+path, proc = sys.argv[1], os.path.join(sys.argv[2], str(os.getpid()))
+m, s = os.openpty()
+os.symlink(os.ttyname(s), path)
+fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
+fcntl.ioctl(fd, termios.TIOCEXCL)
+os.close(s)
+os.makedirs(proc + "/fd")
+os.symlink("/dev/vfio/3", proc + "/fd/17")
+with open(proc + "/comm", "w") as f:
+    f.write("qemu-system-x86\n")
+def let_go(*_):
+    for p in (proc + "/fd/17", proc + "/comm", path):
+        os.unlink(p)
+    os._exit(0)
+signal.signal(signal.SIGTERM, let_go)
+while True:
+    signal.pause()
+EOF
+HOLDER=$!
+track "$HOLDER"
+KLOG=$KUBELET_DIR/kubelet.log
+holding() { [ -s "$TEST_DIR/proc/$HOLDER/comm" ]; }
+# pushed FROM RESOURCE: kubelet's resourceCapacity in each message since line FROM of its log
+pushed() {
+    tail -n +"$1" "$KLOG" | grep -F '"State pushed for device plugin"' | grep -F "resource=\"$2\"" |
+        sed -E 's/.*resourceCapacity=([0-9]+).*/\1/' | tr '\n' ' '
+}
+pci_reason() { kubectl get pcideviceclaim "$(pci_name "$1")" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}' 2>/dev/null; }
+in_use() { [ "$(pci_reason "$1")" = DeviceInUse ]; }
+pci_gone() { ! kubectl get pcideviceclaim "$(pci_name "$1")" >/dev/null 2>&1; }
+eventually 10 holding || fail "the VMM stand-in holds /dev/vfio/3" "$(cat "$TEST_DIR/holder.log")"
+FROM=$(($(wc -l <"$KLOG") + 1))
+AGENT_FROM=$(($(wc -l <"$TEST_DIR/agent.log") + 1))
+kubectl delete pcideviceclaim "$(pci_name $NIC1)" --wait=false >/dev/null
+if eventually 30 in_use $NIC1; then pass "the deleted claim waits: Ready=False DeviceInUse"; else
+    fail "the deleted claim waits (DeviceInUse)" "$(kubectl get pcideviceclaim "$(pci_name $NIC1)" -o yaml 2>&1 | tail -15)"; fi
+MSG=$(kubectl get pcideviceclaim "$(pci_name $NIC1)" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')
+[[ $MSG == "qemu-system-x86 (pid $HOLDER) holds /dev/vfio/3;"* ]] && pass "... naming the VMM: ${MSG%%;*}" ||
+    fail "the DeviceInUse message names the VMM" "$MSG"
+sleep 2 # a window to see more in (a message sent in it is checked below; none is needed)
+SEEN=$(pushed "$FROM" "$RES_PCI")
+SHRANK=$(tr ' ' '\n' <<<"$SEEN" | awk 'NF && $1 < 2' | head -1)
+WITHDRAWN=$(tail -n +"$AGENT_FROM" "$TEST_DIR/agent.log" | grep -F "resource=\"$RES_PCI\"" |
+    grep -E '"No device offered|"Offering devices".* devices=[01]\b' | head -3)
+if [ -z "$SHRANK" ] && [ -z "$WITHDRAWN" ] && has_allocatable "$RES_PCI" 2; then
+    pass "kubelet's ListAndWatch stream never shrank while the claim waited (messages since the deletion: [${SEEN% }]), allocatable $RES_PCI 2"
+else
+    fail "kubelet is never sent less while the claim waits" "resourceCapacity per message: [${SEEN% }]; agent: $WITHDRAWN; allocatable $(allocatable "$RES_PCI")"
+fi
+FROM=$(($(wc -l <"$KLOG") + 1))
+kill -TERM "$HOLDER"
+if eventually 30 pci_gone $NIC1; then pass "the VMM exits: the claim is released"; else
+    fail "the claim is released once the VMM exits" "$(kubectl get pcideviceclaim "$(pci_name $NIC1)" -o yaml 2>&1 | tail -15)"; fi
+sent_one() { [[ " $(pushed "$FROM" "$RES_PCI")" == *" 1 "* ]]; }
+if eventually 30 sent_one && eventually 30 offered "$RES_PCI" 1 1; then
+    pass "... and kubelet is sent 1 device (capacity and allocatable $RES_PCI 1)"
+else
+    fail "the released device is withdrawn" "messages: [$(pushed "$FROM" "$RES_PCI")]; capacity $(capacity "$RES_PCI"), allocatable $(allocatable "$RES_PCI")"
+fi
+
 echo "--- a released claim withdraws its device"
+# First a "VMM" claims the stick's interface through usbfs: the deleted claim waits
+# (DeviceInUse) and kubelet is sent nothing less meanwhile; then it lets go.
+IFACE_DRIVER=$SYS/bus/usb/devices/1-2:1.0/driver
+ln -sfn ../../../../../../bus/usb/drivers/usbfs "$IFACE_DRIVER"
+usb_reason() { kubectl get usbdeviceclaim "$USB" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}' 2>/dev/null; }
+usb_in_use() { [ "$(usb_reason)" = DeviceInUse ]; }
+FROM=$(($(wc -l <"$KLOG") + 1))
 kubectl delete pod u2 --wait=false >/dev/null
 kubectl delete usbdeviceclaim "$USB" --wait=false >/dev/null
+eventually 30 usb_in_use || fail "the deleted USB claim waits (DeviceInUse)" "$(usb_reason)"
+sleep 2 # a window to see more in (as above)
+SEEN=$(pushed "$FROM" "$RES_USB")
+SHRANK=$(tr ' ' '\n' <<<"$SEEN" | awk 'NF && $1 < 1' | head -1)
+[ -z "$SHRANK" ] && has_allocatable "$RES_USB" 1 &&
+    pass "USB claim deleted while its interface is on usbfs: DeviceInUse, and kubelet's stream never shrank (messages: [${SEEN% }])" ||
+    fail "kubelet is never sent less while the USB claim waits" "messages: [${SEEN% }]; allocatable $(allocatable "$RES_USB")"
+rm -f "$IFACE_DRIVER"
 if eventually 30 has_allocatable "$RES_USB" 0; then pass "USB claim deleted: $RES_USB allocatable 0"; else fail "USB withdrawn" "$(allocatable "$RES_USB")"; fi
 
 echo "  claim Ready -> allocatable ${READY_TO_ALLOCATABLE:-?} s; kubelet restart -> re-registered ${STATS:-?}; Allocate ${ALLOC_RTT:-?}"

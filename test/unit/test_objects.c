@@ -66,8 +66,21 @@ static void test_pci_bound(void)
     cJSON *notyet = parse("{\"metadata\":{},\"status\":{\"passthroughEnabled\":false,"
                           "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
     CU_ASSERT(pciobj_bound(bound));
-    /* deleted, its agent has not looked yet: a VM may hold it, so it is not withdrawn */
-    CU_ASSERT(pciobj_bound(going));
+    CU_ASSERT(!pciobj_bound(going)); /* no finalizer of ours: released (another one keeps it) */
+    /* deleted, our finalizer on it, Ready=True: its agent has not answered yet (a VM may hold
+     * it: DeviceInUse comes next, or the restore, which removes the finalizer): still bound, so
+     * a held device is never withdrawn for that moment */
+    cJSON *deleted = parse("{\"metadata\":{\"deletionTimestamp\":\"2026-11-25T10:00:00Z\","
+                           "\"finalizers\":[\"example.com/other\","
+                           "\"devices.harvesterhci.io/restore-driver\"]},"
+                           "\"status\":{\"passthroughEnabled\":true,"
+                           "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+    CU_ASSERT(pciobj_bound(deleted));
+    cJSON *failed = parse("{\"metadata\":{\"deletionTimestamp\":\"2026-11-25T10:00:00Z\","
+                          "\"finalizers\":[\"devices.harvesterhci.io/restore-driver\"]},"
+                          "\"status\":{\"passthroughEnabled\":false,\"conditions\":[{\"type\":"
+                          "\"Ready\",\"status\":\"False\",\"reason\":\"RestoreFailed\"}]}}");
+    CU_ASSERT(!pciobj_bound(failed)); /* the agent answered: not restored, not offered */
     /* deleted while a VM holds it: still bound (offered, permitted) until the VM lets go */
     cJSON *held = parse("{\"metadata\":{\"deletionTimestamp\":\"2026-11-25T10:00:00Z\"},"
                         "\"status\":{\"passthroughEnabled\":true,\"conditions\":[{\"type\":"
@@ -80,10 +93,6 @@ static void test_pci_bound(void)
                              "\"status\":{\"passthroughEnabled\":false,\"conditions\":[{\"type\":"
                              "\"Ready\",\"status\":\"False\",\"reason\":\"DeviceInUse\"}]}}");
     CU_ASSERT(!pciobj_bound(restoring));
-    cJSON *refused = parse("{\"metadata\":{\"deletionTimestamp\":\"2026-11-25T10:00:00Z\"},"
-                           "\"status\":{\"passthroughEnabled\":true,\"conditions\":[{\"type\":"
-                           "\"Ready\",\"status\":\"False\",\"reason\":\"RestoreFailed\"}]}}");
-    CU_ASSERT(!pciobj_bound(refused)); /* deleted, and its agent said something else */
     CU_ASSERT(!pciobj_bound(notyet));
     CU_ASSERT(!pciobj_bound(NULL));
 }

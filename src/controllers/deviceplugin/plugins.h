@@ -5,14 +5,15 @@
  * registered with kubelet and kept registered.
  *
  * What is offered comes from the caches (no API writes): a PCIDeviceClaim of this node that is
- * bound (passthroughEnabled and Ready) offers its device, ID = PCI address, under its
- * PCIDevice's resourceName, or under "<vendor domain>/<PCIDevice name>" when the claim says
- * spec.disableResourcePooling; a USBDeviceClaim whose agent enabled it (usbobj_claim_holds) offers
- * its device, ID = USBDevice name, under the USBDevice's resourceName. A device is Healthy while
- * its PCIDevice says vfio-pci (or its USBDevice is plugged in), Unhealthy otherwise. Any change of
- * those caches recomputes the set (plugins_sync, coalesced): a new resource starts a plugin, a
- * changed device list is pushed to every ListAndWatch stream, and a resource nobody offers any
- * more keeps its plugin with an empty list (kubelet withdraws the devices at once).
+ * bound (pciobj_bound: passthroughEnabled and Ready; once deleted, until its agent lets go) offers
+ * its device, ID = PCI address, under its PCIDevice's resourceName, or under "<vendor
+ * domain>/<PCIDevice name>" when the claim says spec.disableResourcePooling; a USBDeviceClaim
+ * whose agent enabled it (usbobj_claim_holds) offers its device, ID = USBDevice name, under the
+ * USBDevice's resourceName. A device is Healthy while its PCIDevice says vfio-pci (or its
+ * USBDevice is plugged in), Unhealthy otherwise. Any change of those caches recomputes the set
+ * (plugins_sync, coalesced): a new resource starts a plugin, a changed device list is pushed to
+ * every ListAndWatch stream, and a resource nobody offers any more keeps its plugin with an empty
+ * list (kubelet withdraws the devices at once).
  *
  * Answers (controllers/deviceplugin/devplugin.h): Allocate gives PCI_RESOURCE_<NAME> /
  * USB_RESOURCE_<NAME> and the device nodes with "mrw" (a USB node is chowned to KubeVirt's qemu

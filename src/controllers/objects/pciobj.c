@@ -32,10 +32,15 @@ bool pciobj_bound(const cJSON *claim)
     const cJSON *c = claimstatus_ready(claim);
     if (!cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")))
         return false;
-    if (kube_meta_str(claim, "deletionTimestamp") && !json_same(json_str(c, "status"), "True"))
-        return json_same(json_str(c, "reason"), PCIOBJ_REASON_IN_USE);
-    /* (deleted and still Ready: its agent has not looked yet; a VM may hold it) */
-    return json_same(json_str(c, "status"), "True");
+    if (!kube_meta_str(claim, "deletionTimestamp"))
+        return json_same(json_str(c, "status"), "True");
+    /* deleting: bound until its agent lets go. Still Ready=True with our finalizer: the agent
+     * has not looked yet (it answers with DeviceInUse, or restores the device and removes the
+     * finalizer in one step); DeviceInUse: a VM holds it. */
+    if (json_same(json_str(c, "status"), "True"))
+        return claimstatus_finalizer_index(claim, PCIOBJ_FINALIZER) >= 0;
+    return json_same(json_str(c, "status"), "False") &&
+           json_same(json_str(c, "reason"), PCIOBJ_REASON_IN_USE);
 }
 
 const char *pciobj_first_driver(const cJSON *dev)

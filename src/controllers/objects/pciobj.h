@@ -26,12 +26,13 @@ const char *pciobj_address(const struct cJSON *claim);
 bool pciobj_driver_recorded(const struct cJSON *claim, const char **ret_driver);
 
 /* Whether a PCIDeviceClaim's device is bound for a VM: passthroughEnabled and Ready=True (bound
- * and verified by its agent; deleted too, until its agent has looked: a VM may hold it), or
- * deleted while a VM still holds it (Ready=False reason DeviceInUse: it stays on vfio-pci until
- * the VM lets go). What the device plugins offer and KubeVirt permits: a running VM's device is
- * never withdrawn from under it, not even for the moment between the claim's deletion and its
- * agent's DeviceInUse. An agent that finds it free restores it and removes the claim; a pod
- * given it in that moment is refused by PreStart's check of the bind. */
+ * and verified by its agent); once deleted, until its agent lets go: Ready=True with our
+ * finalizer still on it (the agent has not answered the deletion yet: the device is still on
+ * vfio-pci, and a VM may hold it) or Ready=False reason DeviceInUse (a VM holds it: it stays on
+ * vfio-pci until the VM lets go). The agent's release restores the driver and removes the
+ * finalizer in one step, so the device goes when that is done. What the device plugins offer
+ * and KubeVirt permits: a running VM's device is not withdrawn from under it, not even for the
+ * moment between the deletion and the agent's DeviceInUse. */
 bool pciobj_bound(const struct cJSON *claim);
 
 /* The PCIDevice's driver at first sight (its annotation), or NULL when it has none. */
