@@ -100,7 +100,7 @@ node_boot "$NODE" "${VMM_BOOT[@]}" --extra "$PEER:/usr/bin/kubeletpeer" ${BENCH_
     ${BENCH_LATENCY_AGENT:+--agent "$BENCH_LATENCY_AGENT"} ||
     die "the node does not boot"
 eventually 120 guest_agent_ready || die "the agent is not ready"
-leading() { curl -fsS "http://127.0.0.1:$CTL_PORT/readyz" >/dev/null 2>&1; }
+leading() { curl -fsS "http://127.0.0.1:$CTL_PORT/metrics" 2>/dev/null | grep -qx "hostdevd_leader 1"; }
 eventually 30 leading || die "the controller does not lead: $(tail -5 "$TEST_DIR/controller.log")"
 watching() { [ "$(grep -c '"type":"WATCHING"' "$WATCH_LOG")" -ge 4 ]; }
 eventually 30 watching || die "watches not started: $(cat "$TEST_DIR/watch.err")"

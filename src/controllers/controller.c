@@ -67,18 +67,17 @@ static void on_stopped(void *userdata)
 {
     struct controller *c = userdata;
     metrics_set(c->leading, 0);
-    log_warning("Lost the lead; standing by", KV_STR("identity", c->identity));
+    log_warning("No longer leading", KV_STR("identity", c->identity));
 }
 
 static void on_lease_problem(const char *problem, void *userdata)
 {
     const struct controller *c = userdata;
     if (problem)
-        log_error("Cannot hold the leader Lease; not ready", KV_STR("identity", c->identity),
+        log_error("Cannot hold the leader Lease", KV_STR("identity", c->identity),
                   KV_STR("problem", problem));
     else
-        log_info("The leader Lease can be read and written again",
-                 KV_STR("identity", c->identity));
+        log_info("The leader Lease can be read and written again", KV_STR("identity", c->identity));
 }
 
 static bool leads(void *userdata)
@@ -219,12 +218,11 @@ static int add_caches(struct controller *c)
         if (!c->caches[i])
             return -ENOMEM;
     }
-    static const struct part_ops caches = {
-            .name = "caches",
-            .start = caches_start,
-            .ready = caches_ready,
-            .stop = caches_stop,
-            .free = caches_free};
+    static const struct part_ops caches = {.name = "caches",
+                                           .start = caches_start,
+                                           .ready = caches_ready,
+                                           .stop = caches_stop,
+                                           .free = caches_free};
     return process_add(c->proc, &caches, c);
 }
 

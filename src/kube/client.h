@@ -32,7 +32,8 @@ extern const struct kube_resource kube_res_usbdeviceclaims;
 extern const struct kube_resource kube_res_sriovnetworkdevices;
 extern const struct kube_resource kube_res_nodes;
 extern const struct kube_resource kube_res_kubevirts;
-extern const struct kube_resource kube_res_crds; /* apiextensions.k8s.io/v1 customresourcedefinitions */
+extern const struct kube_resource
+        kube_res_crds; /* apiextensions.k8s.io/v1 customresourcedefinitions */
 extern const struct kube_resource kube_res_leases;
 extern const struct kube_resource kube_res_events;
 extern const struct kube_resource kube_res_resourceslices;

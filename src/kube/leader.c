@@ -149,7 +149,7 @@ static void note_round(struct kube_leader *l, const char *verb, const struct kub
     l->problem = NULL;
     if (err) {
         char text[KUBE_ERR_MESSAGE_MAX + 512];
-        const char *what = err->message[0] ? err->message
+        const char *what = err->message[0]  ? err->message
                            : err->transport ? strerror(-err->transport)
                                             : err->reason;
         if (err->http)
@@ -384,7 +384,10 @@ static void on_released(const struct kube_err *err, const cJSON *obj, void *user
     (void)err;
     (void)obj;
     l->req = NULL;
+    bool was = l->leading;
     l->leading = false;
+    if (was && l->on_stopped) /* the Lease is given up: no longer leading, before the exit */
+        l->on_stopped(l->userdata);
     if (l->release_done)
         l->release_done(l->release_userdata);
 }
@@ -406,11 +409,8 @@ void kube_leader_release(struct kube_leader *l, void (*done)(void *userdata), vo
     l->release_userdata = userdata;
     cancel(l); /* a renewal under way: what it did or not, the GET below sees */
     forget_mine(l);
-    if (!l->leading || send(l, "GET", true, NULL, on_get_for_release) < 0) {
-        l->leading = false;
-        if (done)
-            done(userdata);
-    }
+    if (!l->leading || send(l, "GET", true, NULL, on_get_for_release) < 0)
+        on_released(NULL, NULL, l);
 }
 
 struct kube_leader *kube_leader_free(struct kube_leader *l)

@@ -53,8 +53,8 @@ const char *kube_leader_problem(const struct kube_leader *l);
 int kube_leader_set_owner(struct kube_leader *l, const struct cJSON *owner);
 
 /* Stops campaigning (a request in flight is cancelled); if leading, releases the Lease and
- * calls `done` when the write finished (or failed); otherwise calls `done` at once. Does not
- * call on_stopped_leading. */
+ * calls `done` when the write finished (or failed), after on_stopped_leading; otherwise calls
+ * `done` at once. */
 void kube_leader_release(struct kube_leader *l, void (*done)(void *userdata), void *userdata);
 
 /* Frees at once (without releasing), cancelling the request in flight if any: nothing of the

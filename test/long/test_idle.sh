@@ -62,7 +62,7 @@ APORT=$(free_port)
 PIDS[2]=$!
 # The processes stop with the test, whatever way it ends (then the control plane).
 trap 'kill -KILL "${PIDS[@]}" 2>/dev/null; cluster_stop' EXIT
-leading() { curl -fsS "http://127.0.0.1:${PORTS[$1]}/readyz" >/dev/null 2>&1; }
+leading() { curl -fsS "http://127.0.0.1:${PORTS[$1]}/metrics" 2>/dev/null | grep -qx "hostdevd_leader 1"; } # (/readyz: able to serve, the standby too)
 leader() { for i in 0 1; do leading "$i" && { echo "$i"; return 0; }; done; return 1; }
 agent_up() { curl -fsS "http://127.0.0.1:$APORT/readyz" >/dev/null; }
 if eventually 30 leader; then pass "one replica leads, the other stands by"; else fail "a leader" "$(tail -5 "$TEST_DIR"/controller-*.log)"; finish; fi

@@ -349,18 +349,18 @@ static void test_scan_equals_fresh(void)
         CU_ASSERT_PTR_NOT_NULL(d);
         if (!d)
             continue;
-        struct node_blocker fresh[NODE_BLOCKERS_MAX], scanned[NODE_BLOCKERS_MAX];
+        struct node_blocker fresh[NODE_BLOCKERS_MAX], got[NODE_BLOCKERS_MAX];
         int nf = node_blockers_for(root, d->address, d->iommu_group, d->driver, &use, NULL, NULL,
                                    fresh, NODE_BLOCKERS_MAX, NULL);
-        int ns = node_blockers_for_scanned(root, &res, d, &use, NULL, NULL, scanned,
-                                           NODE_BLOCKERS_MAX, NULL);
+        int ns = node_blockers_for_scanned(root, &res, d, &use, NULL, NULL, got, NODE_BLOCKERS_MAX,
+                                           NULL);
         CU_ASSERT_EQUAL(ns, nf);
         for (int k = 0; k < nf && k < ns && k < NODE_BLOCKERS_MAX; k++) {
-            CU_ASSERT_STRING_EQUAL(scanned[k].reason, fresh[k].reason);
-            CU_ASSERT_STRING_EQUAL(scanned[k].message, fresh[k].message);
+            CU_ASSERT_STRING_EQUAL(got[k].reason, fresh[k].reason);
+            CU_ASSERT_STRING_EQUAL(got[k].message, fresh[k].message);
             platform += strcmp(fresh[k].reason, "PlatformDevice") == 0;
-            if (strcmp(scanned[k].message, fresh[k].message) != 0)
-                fprintf(stderr, "\n%s: scan: %s\nfresh: %s\n", d->address, scanned[k].message,
+            if (strcmp(got[k].message, fresh[k].message) != 0)
+                fprintf(stderr, "\n%s: scan: %s\nfresh: %s\n", d->address, got[k].message,
                         fresh[k].message);
         }
     }

@@ -93,8 +93,9 @@ static void test_settling(void)
     CU_ASSERT_TRUE(closewatch_settling(0.03, false));
     CU_ASSERT_TRUE(closewatch_settling(CLOSEWATCH_SETTLE - 0.01, false));
     CU_ASSERT_FALSE(closewatch_settling(0.03, true)); /* someone holds it: news */
-    CU_ASSERT_FALSE(closewatch_settling(CLOSEWATCH_SETTLE, false)); /* a kernel that never lets go */
-    CU_ASSERT_FALSE(closewatch_settling(-1, false));                /* no close seen */
+    CU_ASSERT_FALSE(
+            closewatch_settling(CLOSEWATCH_SETTLE, false)); /* a kernel that never lets go */
+    CU_ASSERT_FALSE(closewatch_settling(-1, false));        /* no close seen */
     CU_ASSERT(CLOSEWATCH_SETTLE_RETRY > 0 && CLOSEWATCH_SETTLE_RETRY < CLOSEWATCH_SETTLE / 10);
 }
 

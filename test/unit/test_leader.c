@@ -647,7 +647,7 @@ static void test_released_with_a_renewal_in_flight(void)
     leading(&c);
     client_free(&c);
     for (int i = 0; i < ROUNDS; i++) {
-        int renewed = F.renewed, released = F.released;
+        int renewed = F.renewed, released = F.released, stopped = F.stopped;
         client_new(&c);
         CU_ASSERT_FATAL(run_until(&F.renewed, renewed + 1));
         F.hold = 1;
@@ -658,6 +658,7 @@ static void test_released_with_a_renewal_in_flight(void)
         CU_ASSERT_FATAL(run_until(&F.released, released + 1));
         CU_ASSERT_STRING_EQUAL(holder(), "");
         CU_ASSERT(!kube_leader_is_leader(c.leader));
+        CU_ASSERT_EQUAL(F.stopped, stopped + 1); /* told: hostdevd_leader 0 before the exit */
         client_free(&c);
     }
     fake_stop();

@@ -25,7 +25,8 @@ static void usage(FILE *f)
           "  show     the device's driver, driver_override and IOMMU group\n"
           "  bind     a claim's checks first (an IOMMU group, every member of it free, not a\n"
           "           platform device, not used by the host: mounts, swap, a network with an\n"
-          "           address or the default route, no SR-IOV VFs); then driver_override=vfio-pci,\n"
+          "           address or the default route, no SR-IOV VFs); then "
+          "driver_override=vfio-pci,\n"
           "           unbind, drivers_probe, verify (loads vfio-pci). Refused with the claim's\n"
           "           message unless --force (you know better: bound anyway, with a warning)\n"
           "  restore  clear driver_override, unbind vfio-pci, drivers_probe, verify; with\n"
@@ -83,8 +84,9 @@ static int checks(int fd, const char *address, const struct opts *o)
                     KV_STR("reason", j.out.reason), KV_STR("message", j.out.message));
         return -1;
     }
-    fprintf(stderr, "refused: %s: %s\n(a PCIDeviceClaim would be refused the same; --force binds it "
-                    "anyway)\n",
+    fprintf(stderr,
+            "refused: %s: %s\n(a PCIDeviceClaim would be refused the same; --force binds it "
+            "anyway)\n",
             j.out.reason, j.out.message);
     return 1;
 }

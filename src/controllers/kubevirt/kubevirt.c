@@ -302,8 +302,7 @@ static void on_crd(const char *key, const cJSON *obj, void *userdata)
     }
 }
 
-static void on_crd_update(const char *key, const cJSON *old_obj, const cJSON *obj,
-                          void *userdata)
+static void on_crd_update(const char *key, const cJSON *old_obj, const cJSON *obj, void *userdata)
 {
     (void)old_obj;
     on_crd(key, obj, userdata);
@@ -393,9 +392,8 @@ static struct runner *part_runner(const void *self)
     return ((const struct kvpermit *)self)->runner;
 }
 
-const struct part_ops kvpermit_part = {
-        .name = "kubevirt",
-        .runner = part_runner,
-        .start = kvpermit_start,
-        .stop = kvpermit_stop,
-        .free = kvpermit_free};
+const struct part_ops kvpermit_part = {.name = "kubevirt",
+                                       .runner = part_runner,
+                                       .start = kvpermit_start,
+                                       .stop = kvpermit_stop,
+                                       .free = kvpermit_free};

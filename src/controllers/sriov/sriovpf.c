@@ -131,8 +131,7 @@ static cJSON *vfs_json(const struct sriovpf *p)
             continue;
         cJSON *o = cJSON_CreateObject();
         cJSON_AddItemToArray(list, o);
-        if (vf->index >= 0)
-            cJSON_AddNumberToObject(o, "index", vf->index);
+        cJSON_AddNumberToObject(o, "index", vf->index);
         cJSON_AddStringToObject(o, "address", vf->address);
         cJSON_AddStringToObject(o, "pciDevice", vf->pcidevice);
         if (!vf->has_link)
@@ -172,8 +171,9 @@ static void unreadable_indexes(const struct sriovpf *p, struct buf *b)
         if (p->vfs[i].index >= 0)
             continue;
         if (n++ == 0)
-            (void)buf_printf(b, "%sVF index unreadable (no virtfn link of the PF leads to it; "
-                                "left out of status.vfs, its settings cannot be applied): ",
+            (void)buf_printf(b,
+                             "%sVF index unreadable (no virtfn link of the PF leads to it; "
+                             "left out of status.vfs, its settings cannot be applied): ",
                              b->len ? "; " : "");
         (void)buf_printf(b, "%s%s", n > 1 ? ", " : "", p->vfs[i].address);
     }
@@ -205,9 +205,9 @@ cJSON *sriovpf_status(const struct sriovpf *p, const cJSON *obj, bool ready, con
     (void)buf_adds(&said, message ? message : "");
     unreadable_indexes(p, &said);
     cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
-    cJSON_AddItemToArray(conds, claimstatus_ready_condition(obj, ready, reason,
-                                                            buf_str(&said) ? buf_str(&said) : "",
-                                                            now));
+    cJSON_AddItemToArray(conds,
+                         claimstatus_ready_condition(obj, ready, reason,
+                                                     buf_str(&said) ? buf_str(&said) : "", now));
     buf_free(&said);
     const cJSON *gen = json_field(json_field(obj, "metadata"), "generation");
     cJSON_AddNumberToObject(st, "observedGeneration", cJSON_IsNumber(gen) ? gen->valuedouble : 0);
