@@ -219,7 +219,7 @@ expect_contains "... the message says so" \
     "$(kubectl get pcideviceclaim "$d" -o jsonpath='{.status.conditions[0].message}')" \
     "has never reported (no heartbeat Lease hostdevd-node-lease/quiet)"
 create_node fading
-agent_heartbeat fading 4
+agent_heartbeat fading 10 # (long enough for the four kubectl calls below on a loaded machine)
 F1=$(agent_device pci fading 1 8086 10d3 intel.com/FADING)
 F2=$(agent_device usb fading 1 0951 1666)
 agent_claim pci "$F1" fading
@@ -228,7 +228,7 @@ agent_ready usb "$F2"
 sleep 1
 is pcideviceclaim "$F1" / && pass "a fresh heartbeat: the claim is left to its agent" ||
     fail "fresh heartbeat" "$(reason pcideviceclaim "$F1")"
-if eventually 20 is pcideviceclaim "$F1" False/AgentNotRunning; then
+if eventually 30 is pcideviceclaim "$F1" False/AgentNotRunning; then
     pass "the heartbeat expired: the waiting claim says AgentNotRunning (silent since ...)"; else
     fail "AgentNotRunning (silent)" "$(reason pcideviceclaim "$F1")"; fi
 is usbdeviceclaim "$F2" True/R && pass "... the claim its agent made Ready stays Ready" ||
