@@ -241,7 +241,12 @@ static bool is_interface(const char *name, const char *port)
     return ifn > 0 && p[cfg + 1 + ifn] == '\0';
 }
 
-int node_usb_interfaces_bound(int root_fd, const char *port_path, const char *driver)
+/* Calls `fn(root_fd, interface, driver, arg)` for each interface "<port>:<cfg>.<if>" of device
+ * `port_path` (`driver` "" when it has none) and returns the sum of what it returned, or -errno
+ * when the device's directory cannot be listed. */
+static int each_interface(int root_fd, const char *port_path,
+                          int (*fn)(int root_fd, const char *iface, const char *driver, void *arg),
+                          void *arg)
 {
     char path[80], **names = NULL;
     size_t n = 0;
@@ -251,42 +256,42 @@ int node_usb_interfaces_bound(int root_fd, const char *port_path, const char *dr
     int r = node_sysfs_list(root_fd, path, &names, &n);
     if (r < 0)
         return r;
-    int bound = 0;
+    int sum = 0;
     for (size_t i = 0; i < n; i++) {
-        char link[96], name[64];
+        char link[96], name[64] = "";
         if (!is_interface(names[i], port_path))
             continue;
         (void)snprintf(link, sizeof(link), "%s/%s/driver", path, names[i]);
-        bound += node_sysfs_read_link(root_fd, link, name, sizeof(name)) > 0 &&
-                 strcmp(name, driver) == 0;
+        if (node_sysfs_read_link(root_fd, link, name, sizeof(name)) <= 0)
+            name[0] = '\0';
+        sum += fn(root_fd, names[i], name, arg);
     }
     node_sysfs_names_free(names);
-    return bound;
+    return sum;
+}
+
+static int bound_to(int root_fd, const char *iface, const char *driver, void *arg)
+{
+    (void)root_fd;
+    (void)iface;
+    return driver[0] && strcmp(driver, arg) == 0;
+}
+
+int node_usb_interfaces_bound(int root_fd, const char *port_path, const char *driver)
+{
+    return each_interface(root_fd, port_path, bound_to, (void *)driver);
+}
+
+/* An interface with no driver is probed (one bound, usbfs too, is a program's or the host's). */
+static int probe_unbound(int root_fd, const char *iface, const char *driver, void *arg)
+{
+    (void)arg;
+    return !driver[0] && node_sysfs_write(root_fd, "bus/usb/drivers_probe", iface) == 0;
 }
 
 int node_usb_probe_unbound(int root_fd, const char *port_path)
 {
-    char path[80], **names = NULL;
-    size_t n = 0;
-    if (strlen(port_path) >= NODE_USB_PORT_PATH_SIZE || strchr(port_path, '/'))
-        return -EINVAL;
-    (void)snprintf(path, sizeof(path), DEVICES "/%s", port_path);
-    int r = node_sysfs_list(root_fd, path, &names, &n);
-    if (r < 0)
-        return r;
-    int probed = 0;
-    for (size_t i = 0; i < n; i++) {
-        char link[96], name[64];
-        if (!is_interface(names[i], port_path))
-            continue;
-        (void)snprintf(link, sizeof(link), "%s/%s/driver", path, names[i]);
-        if (node_sysfs_read_link(root_fd, link, name, sizeof(name)) > 0)
-            continue; /* bound (usbfs too: a program still has it) */
-        if (node_sysfs_write(root_fd, "bus/usb/drivers_probe", names[i]) == 0)
-            probed++;
-    }
-    node_sysfs_names_free(names);
-    return probed;
+    return each_interface(root_fd, port_path, probe_unbound, NULL);
 }
 
 /* The first interface "<port>:<cfg>.<if>" with a class; "" when none. */
