@@ -472,11 +472,11 @@ static void on_group_closed(const char *key, void *userdata)
 
 static void conclude(struct cjob *j, const struct bindplan_outcome *o)
 {
-    if (o->kind == BINDPLAN_BUSY &&
-        closewatch_settling(closewatch_closed_ago(j->c->closes, key_of(j)), o->message[0])) {
+    double ago = closewatch_closed_ago(j->c->closes, key_of(j));
+    if (o->kind == BINDPLAN_BUSY && closewatch_settling(ago, o->message[0])) {
         log_v(2, "IOMMU group closed and still being released; looking again",
               KV_STR("claim", key_of(j)), KV_INT("iommuGroup", o->group));
-        j->decision = (struct pciclaim_decision){.requeue_after = CLOSEWATCH_SETTLE_RETRY};
+        j->decision = (struct pciclaim_decision){.requeue_after = closewatch_settle_delay(ago)};
         finish(j);
         return;
     }

@@ -380,10 +380,11 @@ static void let_go(struct ujob *j)
     if (probed > 0)
         log_info("Gave the USB device's interfaces back to their drivers",
                  KV_STR("claim", key_of(j)), KV_INT("interfaces", probed));
-    if (busy && closewatch_settling(closewatch_closed_ago(c->closes, key_of(j)), f.holder)) {
+    double ago = closewatch_closed_ago(c->closes, key_of(j));
+    if (busy && closewatch_settling(ago, f.holder)) {
         log_v(2, "USB device node closed and still being released; looking again",
               KV_STR("claim", key_of(j)));
-        j->requeue_after = CLOSEWATCH_SETTLE_RETRY;
+        j->requeue_after = closewatch_settle_delay(ago);
         done(j);
         return;
     }

@@ -164,6 +164,12 @@ double closewatch_closed_ago(struct closewatch *w, const char *key)
     return -1;
 }
 
+double closewatch_settle_delay(double closed_ago)
+{
+    double d = closed_ago / 2;
+    return d < 0.05 ? 0.05 : d > 1.0 ? 1.0 : d;
+}
+
 bool closewatch_settling(double closed_ago, bool holder_known)
 {
     return !holder_known && closed_ago >= 0 && closed_ago < CLOSEWATCH_SETTLE;

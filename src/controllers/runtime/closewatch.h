@@ -18,12 +18,12 @@
 #include <stdbool.h>
 
 /* A VMM's exit closes its device node before the kernel has released the device: a look in
- * that moment finds it busy with no holder. That is not news: for CLOSEWATCH_SETTLE seconds
- * after a close, busy-with-no-holder is looked at again every CLOSEWATCH_SETTLE_RETRY seconds
- * and nothing is written; past that, a device still busy with no holder is reported (a kernel
- * that never lets go). */
-#define CLOSEWATCH_SETTLE       2.0
-#define CLOSEWATCH_SETTLE_RETRY 0.05
+ * that moment finds it busy with no holder (a killed VMM's USB interfaces stayed on usbfs for
+ * seconds in the TCG qemu node). That is not news: for CLOSEWATCH_SETTLE seconds after a
+ * close, busy-with-no-holder is looked at again (closewatch_settle_delay: 50 ms at first, half
+ * the time since the close later, 1 s at most) and nothing is written; past that, a device still
+ * busy with no holder is reported (a kernel that never lets go). */
+#define CLOSEWATCH_SETTLE 15.0
 
 struct closewatch;
 
@@ -44,5 +44,7 @@ double closewatch_closed_ago(struct closewatch *w, const char *key);
  * still releasing it after the close `closed_ago` seconds ago: look again shortly, write
  * nothing. Pure. */
 bool closewatch_settling(double closed_ago, bool holder_known);
+/* When to look again while settling, `closed_ago` seconds after the close. Pure. */
+double closewatch_settle_delay(double closed_ago);
 /* Takes NULL; returns NULL. */
 struct closewatch *closewatch_free(struct closewatch *w);
