@@ -473,10 +473,18 @@ static void on_group_closed(const char *key, void *userdata)
 static void conclude(struct cjob *j, const struct bindplan_outcome *o)
 {
     double ago = closewatch_closed_ago(j->c->closes, key_of(j));
-    if (o->kind == BINDPLAN_BUSY && closewatch_settling(ago, o->message[0])) {
-        log_v(2, "IOMMU group closed and still being released; looking again",
+    /* busy with no holder: the kernel still releasing the group after a close, or a VMM whose
+     * exit has begun (its /proc/<pid>/fd unreadable, its files not yet closed) when the claim
+     * says DeviceInUse already: the same wait, not news; nothing written */
+    bool waiting = json_same(json_str(claimstatus_ready(j->claim), "reason"), PCIOBJ_REASON_IN_USE);
+    if (o->kind == BINDPLAN_BUSY && !o->message[0] &&
+        (closewatch_settling(ago, false) || waiting)) {
+        log_v(2, "IOMMU group busy with no holder (being released); looking again",
               KV_STR("claim", key_of(j)), KV_INT("iommuGroup", o->group));
-        j->decision = (struct pciclaim_decision){.requeue_after = closewatch_settle_delay(ago)};
+        if (o->group >= 0)
+            watch_group(j, o->group);
+        j->decision = (struct pciclaim_decision){
+                .requeue_after = ago >= 0 ? closewatch_settle_delay(ago) : PCICLAIM_BUSY_RETRY};
         finish(j);
         return;
     }

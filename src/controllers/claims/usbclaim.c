@@ -355,6 +355,27 @@ static void check(struct ujob *j)
     patch_claim(j, patch, true);
 }
 
+/* Busy with no program holding the node: the kernel still releasing it after a close, or a VMM
+ * whose exit has begun (its /proc/<pid>/fd unreadable, its files not yet closed) while the
+ * claim says DeviceInUse already (as a PCI claim's): the same wait, not news. Then nothing is
+ * written, the node watched, the key looked at again; returns true (the job is done). */
+static bool same_wait(struct ujob *j, const char *device_path)
+{
+    struct usbclaim *c = j->c;
+    double ago = closewatch_closed_ago(c->closes, key_of(j));
+    bool waiting = json_same(json_str(claimstatus_ready(j->claim), "reason"), USBOBJ_REASON_IN_USE);
+    if (!closewatch_settling(ago, false) && !waiting)
+        return false;
+    log_v(2, "USB device busy with no holder (being released); looking again",
+          KV_STR("claim", key_of(j)));
+    char full[512];
+    if (agent_path(c, device_path, full, sizeof(full)))
+        (void)closewatch_arm(c->closes, full, key_of(j));
+    j->requeue_after = ago >= 0 ? closewatch_settle_delay(ago) : USBCLAIM_BUSY_RETRY;
+    done(j);
+    return true;
+}
+
 /* A deleted claim that holds its device: does a program still use it? */
 static void let_go(struct ujob *j)
 {
@@ -380,14 +401,8 @@ static void let_go(struct ujob *j)
     if (probed > 0)
         log_info("Gave the USB device's interfaces back to their drivers",
                  KV_STR("claim", key_of(j)), KV_INT("interfaces", probed));
-    double ago = closewatch_closed_ago(c->closes, key_of(j));
-    if (busy && closewatch_settling(ago, f.holder)) {
-        log_v(2, "USB device node closed and still being released; looking again",
-              KV_STR("claim", key_of(j)));
-        j->requeue_after = closewatch_settle_delay(ago);
-        done(j);
+    if (busy && !f.holder && same_wait(j, f.device_path))
         return;
-    }
     j->requeue_after = busy ? USBCLAIM_BUSY_RETRY : 0;
     char full[512];
     /* looked at again the moment the VMM closes the node */
