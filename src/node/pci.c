@@ -471,15 +471,16 @@ static void group_fact(struct scan *s, struct node_pci_dev *out)
         out->iommu_group = (int)v;
 }
 
-/* A decimal attribute of the device in [min, INT_MAX]; -1 when absent or unusable. */
-static void int_fact(struct scan *s, struct node_pci_dev *out, const char *name, int min, int *ret)
+/* A decimal attribute of the device in [min, max]; -1 when absent or unusable. */
+static void int_fact(struct scan *s, struct node_pci_dev *out, const char *name, int min, int max,
+                     int *ret)
 {
     long long v;
     *ret = -1;
     int r = node_sysfs_read_int(s->dev_fd, name, 10, &v);
     if (r == -ENOENT)
         return;
-    if (r == 0 && (v < min || v > INT_MAX))
+    if (r == 0 && (v < min || v > max))
         r = -ERANGE;
     if (r < 0)
         add_problem(out, name, r, NULL);
@@ -550,9 +551,14 @@ static void read_facts(struct scan *s, struct node_pci_dev *out)
     link_fact(s, out, "driver", "bus/pci/drivers", out->driver, sizeof(out->driver));
     link_fact(s, out, "physfn", "bus/pci/devices", out->physfn, sizeof(out->physfn));
     group_fact(s, out);
-    int_fact(s, out, "numa_node", -1, &out->numa_node);
-    int_fact(s, out, "sriov_totalvfs", 0, &out->sriov_totalvfs);
-    int_fact(s, out, "sriov_numvfs", 0, &out->sriov_numvfs);
+    int_fact(s, out, "numa_node", -1, INT_MAX, &out->numa_node);
+    /* (the kernel's counts are 16-bit) */
+    int_fact(s, out, "sriov_totalvfs", 0, 65535, &out->sriov_totalvfs);
+    int_fact(s, out, "sriov_numvfs", 0, 65535, &out->sriov_numvfs);
+    if (out->sriov_totalvfs >= 0 && out->sriov_numvfs > out->sriov_totalvfs) {
+        append(out->problem, sizeof(out->problem), "sriov_numvfs: more than sriov_totalvfs");
+        out->sriov_numvfs = -1; /* one of the two is wrong: the count cannot be told */
+    }
     out->sriov_vf_index = -1;
     if (out->sriov_totalvfs > 0)
         netdev_fact(s, out);
@@ -778,14 +784,17 @@ const struct node_pci_dev *node_pci_scan_find(const struct node_pci_scan_result 
     return bsearch(&key, r->devs, r->n_devs, sizeof(*r->devs), compare_key_dev);
 }
 
-/* Each VF's index: the N of the virtfnN link of its PF that leads to it. A link that cannot be
- * read leaves that VF's index at -1 and says so on the PF. (A linear search: a node has few
- * VFs, and mixed domain widths do not sort as strings.) */
+/* Each VF's index: the N of the virtfnN link of its PF that leads to it, for N below the PF's
+ * count (sriov_totalvfs when sriov_numvfs cannot be read). A link that cannot be read says so on
+ * the PF; a VF that no link of its PF leads to (missing, dangling, elsewhere) keeps its index at
+ * -1 and says so itself. (A linear search: a node has few VFs, and mixed domain widths do not
+ * sort as strings.) */
 static void index_vfs(struct scan *s)
 {
     for (size_t i = 0; i < s->res.n_devs; i++) {
         struct node_pci_dev *pf = &s->res.devs[i];
-        for (int k = 0; k < pf->sriov_numvfs; k++) {
+        int n = pf->sriov_numvfs >= 0 ? pf->sriov_numvfs : pf->sriov_totalvfs;
+        for (int k = 0; k < n; k++) {
             char path[128], vf[NODE_PCI_ADDRESS_SIZE];
             (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/virtfn%d", pf->address, k);
             int r = node_sysfs_read_link_in(s->pci->root_fd, path, "bus/pci/devices", vf,
@@ -800,6 +809,12 @@ static void index_vfs(struct scan *s)
             if (d && strcmp(d->physfn, pf->address) == 0)
                 d->sriov_vf_index = k;
         }
+    }
+    for (size_t i = 0; i < s->res.n_devs; i++) {
+        struct node_pci_dev *d = &s->res.devs[i];
+        if (d->physfn[0] && d->sriov_vf_index < 0)
+            append(d->problem, sizeof(d->problem),
+                   "VF index: no virtfnN link of its PF leads to it");
     }
 }
 

@@ -57,8 +57,12 @@ struct node_pci_dev {
      * "" when unknown */
     char pcie_root[24];
     char physfn[NODE_PCI_ADDRESS_SIZE]; /* the PF's address for an SR-IOV VF, else "" */
-    int sriov_totalvfs, sriov_numvfs;   /* -1 unless an SR-IOV PF */
-    int sriov_vf_index;                 /* a VF's N in its PF's virtfnN link, else -1 */
+    /* -1 unless an SR-IOV PF, or when unreadable (sriov_numvfs also when above sriov_totalvfs:
+     * one of them is wrong); at most 65535 (the kernel's are 16-bit) */
+    int sriov_totalvfs, sriov_numvfs;
+    /* A VF's N in its PF's virtfnN link, else -1 (a VF, one with physfn, whose index cannot be
+     * read has a problem that says so) */
+    int sriov_vf_index;
     /* An SR-IOV PF's network interface (the first entry of its net/ directory), else "" */
     char netdev[NODE_PCI_NETDEV_SIZE];
     /* What identifies it when its address changes (node/pciident.h): the PCIe Device Serial

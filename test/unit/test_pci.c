@@ -798,8 +798,102 @@ static void test_physfn_outside_devices(void)
             expect_problem("physfn: does not lead to a directory in bus/pci/devices");
     CU_ASSERT_STRING_EQUAL(d.physfn, "");
     link_to(BAD_DIR "physfn", "../0000:00:02.0");
-    d = expect_problem("");
+    /* (a VF that no virtfnN link of its PF leads to: its index cannot be read) */
+    d = expect_problem("VF index: no virtfnN link of its PF leads to it");
     CU_ASSERT_STRING_EQUAL(d.physfn, "0000:00:02.0");
+    CU_ASSERT_EQUAL(d.sriov_vf_index, -1);
+    hostile_close();
+}
+
+#define VF     "0000:00:02.0"
+#define VF_DIR "devices/pci0000:00/" VF "/"
+
+/* Scans the hostile tree with BAD a PF and VF its VF: the PF's and the VF's facts, and the
+ * third device fine. */
+static void scan_sriov(int total, int numvfs, const char *pf_problem, int index, const char *physfn,
+                       const char *vf_problem)
+{
+    struct node_pci_scan_result res = scan_hostile();
+    CU_ASSERT_EQUAL(res.n_devs, 3);
+    CU_ASSERT_EQUAL(res.n_skipped, 0);
+    const struct node_pci_dev *pf = find_dev(res.devs, res.n_devs, BAD);
+    const struct node_pci_dev *vf = find_dev(res.devs, res.n_devs, VF);
+    const struct node_pci_dev *other = find_dev(res.devs, res.n_devs, "0000:00:00.0");
+    CU_ASSERT_PTR_NOT_NULL(other);
+    CU_ASSERT_STRING_EQUAL(other ? other->problem : "-", "");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pf);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(vf);
+    CU_ASSERT_EQUAL(pf->sriov_totalvfs, total);
+    CU_ASSERT_EQUAL(pf->sriov_numvfs, numvfs);
+    CU_ASSERT_EQUAL(vf->sriov_vf_index, index);
+    CU_ASSERT_STRING_EQUAL(vf->physfn, physfn);
+    if ((pf_problem[0] ? !strstr(pf->problem, pf_problem) : pf->problem[0] != '\0') ||
+        (vf_problem[0] ? !strstr(vf->problem, vf_problem) : vf->problem[0] != '\0')) {
+        CU_FAIL("problems");
+        fprintf(stderr, "\nPF: \"%s\" (want \"%s\"); VF: \"%s\" (want \"%s\")\n", pf->problem,
+                pf_problem, vf->problem, vf_problem);
+    }
+    node_pci_scan_result_done(&res);
+}
+
+/* The SR-IOV corruptions: each gives the facts that can be read and a problem for the rest,
+ * on the device whose sysfs is wrong; none hides a device. */
+static void test_sriov_hostile(void)
+{
+    if (!hostile_open())
+        return;
+    static const char *const no_index = "VF index: no virtfnN link of its PF leads to it";
+    put(BAD_DIR "sriov_totalvfs", "4\n");
+    put(BAD_DIR "sriov_numvfs", "1\n");
+    link_to(VF_DIR "physfn", "../" BAD);
+    link_to(BAD_DIR "virtfn0", "../" VF);
+    scan_sriov(4, 1, "", 0, BAD, "");
+    /* virtfn links: missing, dangling, leading elsewhere, a loop */
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&hostile, BAD_DIR "virtfn0"), 0);
+    scan_sriov(4, 1, "", -1, BAD, no_index);
+    link_to(BAD_DIR "virtfn0", "../0000:00:07.0"); /* (dangling: as absent) */
+    scan_sriov(4, 1, "", -1, BAD, no_index);
+    link_to(BAD_DIR "virtfn0", "../0000:00:00.0");
+    scan_sriov(4, 1, "", -1, BAD, no_index);
+    link_to(BAD_DIR "virtfn0", "virtfn0");
+    scan_sriov(4, 1, "virtfn: ", -1, BAD, no_index);
+    link_to(BAD_DIR "virtfn0", "../" VF);
+    /* the counts: garbage, negative, huge, more VFs than the total; the index still read */
+    put(BAD_DIR "sriov_numvfs", "abc\n");
+    scan_sriov(4, -1, "sriov_numvfs: malformed", 0, BAD, "");
+    put(BAD_DIR "sriov_numvfs", "-3\n");
+    scan_sriov(4, -1, "sriov_numvfs: out of range", 0, BAD, "");
+    put(BAD_DIR "sriov_numvfs", "99999999999\n");
+    scan_sriov(4, -1, "sriov_numvfs: out of range", 0, BAD, "");
+    put(BAD_DIR "sriov_numvfs", "9\n");
+    scan_sriov(4, -1, "sriov_numvfs: more than sriov_totalvfs", 0, BAD, "");
+    put(BAD_DIR "sriov_numvfs", "1\n");
+    put(BAD_DIR "sriov_totalvfs", "many\n");
+    scan_sriov(-1, 1, "sriov_totalvfs: malformed", 0, BAD, "");
+    put(BAD_DIR "sriov_totalvfs", "70000\n");
+    scan_sriov(-1, 1, "sriov_totalvfs: out of range", 0, BAD, "");
+    put(BAD_DIR "sriov_totalvfs", "4\n");
+    /* physfn: missing (not a VF then), dangling */
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&hostile, VF_DIR "physfn"), 0);
+    scan_sriov(4, 1, "", -1, "", "");
+    link_to(VF_DIR "physfn", "../0000:00:09.0"); /* (dangling: as absent) */
+    scan_sriov(4, 1, "", -1, "", "");
+    /* the PF's interface: there, then gone (as between the PF's facts and its net/ listing),
+     * then net/ not a directory */
+    link_to(VF_DIR "physfn", "../" BAD);
+    char net[sizeof(hostile.root) + 64];
+    (void)snprintf(net, sizeof(net), "%s/" BAD_DIR "net", hostile.root);
+    CU_ASSERT_EQUAL(mkdir(net, 0755), 0);
+    put(BAD_DIR "net/hdbad0", "");
+
+    struct node_pci_scan_result res = scan_hostile();
+    const struct node_pci_dev *pf = find_dev(res.devs, res.n_devs, BAD);
+    CU_ASSERT_STRING_EQUAL(pf ? pf->netdev : "-", "hdbad0");
+    node_pci_scan_result_done(&res);
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&hostile, BAD_DIR "net"), 0);
+    scan_sriov(4, 1, "", 0, BAD, "");
+    put(BAD_DIR "net", "x\n");
+    scan_sriov(4, 1, "net: ", 0, BAD, "");
     hostile_close();
 }
 
@@ -1189,6 +1283,7 @@ static CU_TestInfo tests[] = {
         {"hostile: iommu_group link loop", test_iommu_group_loop},
         {"hostile: driver link outside bus/pci/drivers", test_driver_link_outside_drivers},
         {"hostile: physfn link outside bus/pci/devices", test_physfn_outside_devices},
+        {"hostile: SR-IOV links and counts", test_sriov_hostile},
         {"scan errors", test_scan_errors},
         {"unknown ids and class fallback", test_unknown_ids_and_class_fallback},
         {"own pci.ids file", test_own_ids_file},

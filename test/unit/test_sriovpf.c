@@ -90,8 +90,57 @@ static void test_facts_and_status(void)
     map_free(m);
 }
 
+/* A VF whose index cannot be read, and a count that cannot: the status has what can be read and
+ * nothing the CRD rejects (an entry of status.vfs without its index key, a negative count), and
+ * sriovpf_unreadable() says what is missing. */
+static void test_unreadable(void)
+{
+    struct map *m = map_new(pcidevice_spec_free);
+    struct pcidevice_spec *pf = dev(m, "0000:3b:00.0", "", -1, "igb");
+    dev(m, "0000:3b:10.4", "0000:3b:00.0", -1, "igbvf"); /* its virtfn link unreadable */
+    dev(m, "0000:3b:10.0", "0000:3b:00.0", 0, "igbvf");
+    struct sriovpf *p = sriovpf_new("n-pf", pf, m);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->n_vfs, 2);
+    CU_ASSERT_EQUAL(p->vfs[0].index, 0); /* the unreadable last */
+    CU_ASSERT_EQUAL(p->vfs[1].index, -1);
+    struct buf b;
+    buf_init(&b, 1024);
+    CU_ASSERT_EQUAL(sriovpf_unreadable(p, &b), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&b), "cannot read the index of VF 0000:3b:10.4 of "
+                                               "0000:3b:00.0"));
+    buf_free(&b);
+    cJSON *st = sriovpf_status(p, NULL, false, "SysfsUnreadable", "x");
+    char *text = cJSON_PrintUnformatted(st);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"vfAddresses\":[\"0000:3b:10.0\",\"0000:3b:10.4\"]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"vfs\":[{\"index\":0,\"address\":\"0000:3b:10.0\""));
+    CU_ASSERT_PTR_NULL(strstr(text, "\"address\":\"0000:3b:10.4\"")); /* not in status.vfs */
+    const cJSON *e;
+    cJSON_ArrayForEach(e, json_field(st, "vfs")) CU_ASSERT_PTR_NOT_NULL(json_field(e, "index"));
+    cJSON_free(text);
+    cJSON_Delete(st);
+    sriovpf_free(p);
+
+    pf->sriov_numvfs = -1; /* the count cannot be read */
+    p = sriovpf_new("n-pf", pf, m);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->current, -1);
+    buf_init(&b, 1024);
+    CU_ASSERT_EQUAL(sriovpf_unreadable(p, &b), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&b), "cannot read the VF count of 0000:3b:00.0"));
+    buf_free(&b);
+    st = sriovpf_status(p, NULL, false, "SysfsUnreadable", "x");
+    CU_ASSERT_PTR_NULL(json_field(st, "numVFs"));
+    CU_ASSERT_PTR_NOT_NULL(json_field(st, "totalVFs"));
+    CU_ASSERT_TRUE(json_same(json_str(st, "status"), "sriovNetworkDeviceEnabled")); /* VFs seen */
+    cJSON_Delete(st);
+    sriovpf_free(p);
+    map_free(m);
+}
+
 static CU_TestInfo tests[] = {
         {"a PF's VFs, blockers, VFs in use and status", test_facts_and_status},
+        {"what cannot be read: a VF's index, the count", test_unreadable},
         CU_TEST_INFO_NULL,
 };
 

@@ -58,7 +58,8 @@ static cJSON *sriov_json(const struct pcidevice_spec *s)
         cJSON_AddNumberToObject(o, "vfIndex", s->sriov_vf_index);
     if (s->sriov_totalvfs >= 0) {
         cJSON_AddNumberToObject(o, "totalVFs", s->sriov_totalvfs);
-        cJSON_AddNumberToObject(o, "numVFs", s->sriov_numvfs >= 0 ? s->sriov_numvfs : 0);
+        if (s->sriov_numvfs >= 0) /* (absent when it cannot be read) */
+            cJSON_AddNumberToObject(o, "numVFs", s->sriov_numvfs);
     }
     return o;
 }

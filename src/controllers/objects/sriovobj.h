@@ -37,6 +37,7 @@ struct cJSON;
 #define SRIOVOBJ_WRITE_FAILED        "WriteFailed"
 #define SRIOVOBJ_SETTING_UNSUPPORTED "SettingUnsupported"
 #define SRIOVOBJ_INVALID_SETTING     "InvalidSetting"
+#define SRIOVOBJ_SYSFS_UNREADABLE    "SysfsUnreadable"
 
 /* status.status, as harvester writes it. */
 #define SRIOVOBJ_ENABLED  "sriovNetworkDeviceEnabled"

@@ -261,6 +261,8 @@ static int plan_existing(struct sriovnet *s, const char *key, const struct sriov
         reason = failed->reason;
         r = buf_printf(&message, "%s", failed->message);
     }
+    if (r == 0 && !reason && p->current < 0 && sriovpf_unreadable(p, &message))
+        reason = SRIOVOBJ_SYSFS_UNREADABLE; /* no count plan on a count unknown */
     if (r == 0 && !reason)
         r = node_plan(s, p, spec, &ret->job, &reason, &message);
     if (r == 0 && !ret->job && !reason && p->links_error[0] && spec->n_vfs > 0) {
@@ -268,6 +270,8 @@ static int plan_existing(struct sriovnet *s, const char *key, const struct sriov
         r = buf_printf(&message, "cannot read the VF settings of %s: %s", p->ifname,
                        p->links_error);
     }
+    if (r == 0 && !ret->job && !reason && sriovpf_unreadable(p, &message))
+        reason = SRIOVOBJ_SYSFS_UNREADABLE;
     if (r == 0 && !ret->job) {
         if (reason && (strcmp(reason, SRIOVOBJ_TOO_MANY_VFS) == 0 ||
                        strcmp(reason, SRIOVOBJ_VFS_IN_USE) == 0 ||
@@ -307,7 +311,8 @@ static cJSON *new_object(const struct sriovnet *s, const struct sriovpf *p)
     cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
     cJSON_AddStringToObject(spec, "address", p->address);
     cJSON_AddStringToObject(spec, "nodeName", s->o.cfg.env.node_name);
-    cJSON_AddNumberToObject(spec, "numVFs", p->current); /* adopt: never remove VFs */
+    /* adopt: never remove VFs (a count that cannot be read: the VFs there are) */
+    cJSON_AddNumberToObject(spec, "numVFs", p->current >= 0 ? p->current : (double)p->n_vfs);
     return o;
 }
 
@@ -328,8 +333,13 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
         map_remove(s->failed, key);
         plan->write = devobjs_write(&s->o, NULL, NULL, NULL, true, kube_meta_str(obj, "uid"));
     } else if (!obj) {
+        struct buf m;
+        buf_init(&m, 1024);
+        bool bad = sriovpf_unreadable(p, &m) > 0 && buf_str(&m);
         cJSON *st =
-                sriovpf_status(p, NULL, true, SRIOVOBJ_CONFIGURED, "adopted as the kernel has it");
+                sriovpf_status(p, NULL, !bad, bad ? SRIOVOBJ_SYSFS_UNREADABLE : SRIOVOBJ_CONFIGURED,
+                               bad ? buf_str(&m) : "adopted as the kernel has it");
+        buf_free(&m);
         plan->write = devobjs_write(
                 &s->o, new_object(s, p),
                 devwrite_wrap("status",

@@ -68,7 +68,9 @@ static void read_links(struct sriovpf *p)
 static int compare_vfs(const void *a, const void *b)
 {
     const struct sriovpf_vf *x = a, *y = b;
-    return x->index - y->index;
+    if ((x->index < 0) != (y->index < 0)) /* those whose index cannot be read last */
+        return x->index < 0 ? 1 : -1;
+    return x->index != y->index ? x->index - y->index : strcmp(x->address, y->address);
 }
 
 struct sriovpf *sriovpf_new(const char *name, const struct pcidevice_spec *d,
@@ -82,7 +84,7 @@ struct sriovpf *sriovpf_new(const char *name, const struct pcidevice_spec *d,
     (void)snprintf(p->ifname, sizeof(p->ifname), "%s", d->netdev);
     (void)snprintf(p->driver, sizeof(p->driver), "%s", d->driver);
     p->total = d->sriov_totalvfs;
-    p->current = d->sriov_numvfs < 0 ? 0 : d->sriov_numvfs;
+    p->current = d->sriov_numvfs; /* (-1: cannot be read) */
     if (d->n_blockers > 0 && (p->blockers = calloc((size_t)d->n_blockers, sizeof(*p->blockers)))) {
         for (int i = 0; i < d->n_blockers; i++)
             if (strcmp(d->blockers[i].reason, "SRIOVEnabled") != 0)
@@ -127,7 +129,7 @@ static cJSON *vfs_json(const struct sriovpf *p)
     cJSON *list = cJSON_CreateArray();
     for (size_t i = 0; list && i < p->n_vfs; i++) {
         const struct sriovpf_vf *vf = &p->vfs[i];
-        if (vf->index < 0) /* its virtfn link unreadable: said in the condition's message */
+        if (vf->index < 0) /* (the list is keyed by index: sriovpf_unreadable() says why) */
             continue;
         cJSON *o = cJSON_CreateObject();
         cJSON_AddItemToArray(list, o);
@@ -149,6 +151,35 @@ static cJSON *vfs_json(const struct sriovpf *p)
     return list;
 }
 
+int sriovpf_unreadable(const struct sriovpf *p, struct buf *b)
+{
+    if (p->current < 0) {
+        (void)buf_printf(b,
+                         "cannot read the VF count of %s (its sriov_numvfs is malformed, out of "
+                         "range or above sriov_totalvfs; see its PCIDevice's "
+                         "passthroughBlockers): the VF count is not changed while it cannot be "
+                         "read",
+                         p->address);
+        return 1;
+    }
+    const char *sep = "";
+    for (size_t i = 0; i < p->n_vfs; i++) {
+        if (p->vfs[i].index >= 0)
+            continue;
+        if (!sep[0])
+            (void)buf_printf(b, "cannot read the index of VF ");
+        (void)buf_printf(b, "%s%s", sep, p->vfs[i].address);
+        sep = ", ";
+    }
+    if (!sep[0])
+        return 0;
+    (void)buf_printf(b,
+                     " of %s (no virtfnN link of the PF leads to it; see its PCIDevice's "
+                     "passthroughBlockers): left out of status.vfs",
+                     p->address);
+    return 1;
+}
+
 static cJSON *blockers_json(const struct sriovpf *p)
 {
     cJSON *list = cJSON_CreateArray();
@@ -161,24 +192,6 @@ static cJSON *blockers_json(const struct sriovpf *p)
     return list;
 }
 
-/* VFs whose index could not be read (no virtfnN link of the PF leads to them) are left out of
- * status.vfs, where an index is required; the others are published, and the message says which
- * and why (one bad VF never hides the others, nor stops the PF's object being written). */
-static void unreadable_indexes(const struct sriovpf *p, struct buf *b)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < p->n_vfs; i++) {
-        if (p->vfs[i].index >= 0)
-            continue;
-        if (n++ == 0)
-            (void)buf_printf(b,
-                             "%sVF index unreadable (no virtfn link of the PF leads to it; "
-                             "left out of status.vfs, its settings cannot be applied): ",
-                             b->len ? "; " : "");
-        (void)buf_printf(b, "%s%s", n > 1 ? ", " : "", p->vfs[i].address);
-    }
-}
-
 cJSON *sriovpf_status(const struct sriovpf *p, const cJSON *obj, bool ready, const char *reason,
                       const char *message)
 {
@@ -188,27 +201,23 @@ cJSON *sriovpf_status(const struct sriovpf *p, const cJSON *obj, bool ready, con
         cJSON_AddItemToArray(addrs, cJSON_CreateString(p->vfs[i].address));
         cJSON_AddItemToArray(names, cJSON_CreateString(p->vfs[i].pcidevice));
     }
-    cJSON_AddStringToObject(st, "status", p->current > 0 ? SRIOVOBJ_ENABLED : SRIOVOBJ_DISABLED);
+    bool enabled = p->current > 0 || (p->current < 0 && p->n_vfs > 0);
+    cJSON_AddStringToObject(st, "status", enabled ? SRIOVOBJ_ENABLED : SRIOVOBJ_DISABLED);
     if (p->ifname[0])
         cJSON_AddStringToObject(st, "interfaceName", p->ifname);
     if (p->driver[0])
         cJSON_AddStringToObject(st, "driver", p->driver);
-    cJSON_AddNumberToObject(st, "totalVFs", p->total);
-    cJSON_AddNumberToObject(st, "numVFs", p->current);
+    if (p->total >= 0)
+        cJSON_AddNumberToObject(st, "totalVFs", p->total);
+    if (p->current >= 0)
+        cJSON_AddNumberToObject(st, "numVFs", p->current);
     cJSON_AddItemToObject(st, "vfs", vfs_json(p));
     if (p->n_blockers > 0)
         cJSON_AddItemToObject(st, "passthroughBlockers", blockers_json(p));
     char now[40];
     timefmt_now(now, sizeof(now));
-    struct buf said;
-    buf_init(&said, 4096);
-    (void)buf_adds(&said, message ? message : "");
-    unreadable_indexes(p, &said);
     cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
-    cJSON_AddItemToArray(conds,
-                         claimstatus_ready_condition(obj, ready, reason,
-                                                     buf_str(&said) ? buf_str(&said) : "", now));
-    buf_free(&said);
+    cJSON_AddItemToArray(conds, claimstatus_ready_condition(obj, ready, reason, message, now));
     const cJSON *gen = json_field(json_field(obj, "metadata"), "generation");
     cJSON_AddNumberToObject(st, "observedGeneration", cJSON_IsNumber(gen) ? gen->valuedouble : 0);
     return st;

@@ -21,7 +21,7 @@ struct map;
 struct pcidevice_spec;
 
 struct sriovpf_vf {
-    int index;
+    int index; /* -1 when it cannot be read (then it is left out of status.vfs) */
     char address[20];
     char pcidevice[254];
     char driver[64];
@@ -34,7 +34,7 @@ struct sriovpf {
     char address[20];
     char ifname[16];
     char driver[64];
-    int total, current;            /* sriov_totalvfs, sriov_numvfs */
+    int total, current;            /* sriov_totalvfs, sriov_numvfs; -1 when they cannot be read */
     struct node_blocker *blockers; /* the PF's, from its PCIDevice (SRIOVEnabled left out) */
     int n_blockers;
     struct sriovpf_vf *vfs; /* by index */
@@ -59,6 +59,10 @@ void sriovpf_free(void *p);
 /* Appends the VFs in use to `b`, for people: "0000:00:05.1 (PCIDeviceClaim q-000000051), ...":
  * a PCIDeviceClaim in `claims` (may be NULL) names it, or it is on vfio-pci. */
 void sriovpf_in_use(const struct sriovpf *p, const struct kube_informer *claims, struct buf *b);
+
+/* When some SR-IOV fact of the PF cannot be read (its VF count, a VF's index), appends what and
+ * what follows from it to `b`, for people, and returns 1; else 0. */
+int sriovpf_unreadable(const struct sriovpf *p, struct buf *b);
 
 /* The status `obj` (the cached object, NULL for a new one) should have: the facts, and a Ready
  * condition saying `ready`, `reason` and `message` (its lastTransitionTime kept while `ready`
