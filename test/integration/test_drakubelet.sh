@@ -197,7 +197,10 @@ sleep 2 # kubelet's call sent, unanswered
 if "$ROOT/hack/kubelet.sh" restart "$TEST_DIR/kubelet" >"$TEST_DIR/restart.log" 2>&1; then
     pass "kubelet restarted while its call waited"; else fail "kubelet restart" "$(tail -5 "$TEST_DIR/restart.log")"; fi
 kill -CONT "$AGENT_PID"
-if eventually 60 running vm4; then pass "the pod runs after the restart"; else fail "vm4 running" "$(kubectl describe pod vm4 | tail -8)"; fi
+# (the restarted kubelet's GetInfo to the frozen agent failed: kubelet registers the DRA plugin
+# again after its own backoff, which doubles from 0.5 s up to 2 min; on a loaded machine the
+# freeze spans several failures)
+if eventually 150 running vm4; then pass "the pod runs after the restart"; else fail "vm4 running" "$(kubectl describe pod vm4 | tail -8)"; fi
 twice() { [ "$(metric 'hostdevd_dra_prepare_total{result="ok"}')" -ge $((BEFORE + 2)) ]; }
 if eventually 10 twice; then pass "both calls were answered (the first one's kubelet had gone)"; else
     fail "two prepares" "$(metric 'hostdevd_dra_prepare_total{result="ok"}') (was $BEFORE)"; fi
