@@ -72,7 +72,7 @@ expect_contains "its log is kubelet's container log" "$LOGS" "hostdevd"
 
 HOLDER=$(kubectl -n "$NS" get lease hostdevd-controller -o jsonpath='{.spec.holderIdentity}' 2>/dev/null)
 READY_CTL=$(ready_pods hostdevd-controller)
-expect_ok "both controller replicas are Ready (the standby can take over): $(echo $READY_CTL)" test "$(wc -w <<<"$READY_CTL")" -eq 2
+expect_ok "both controller replicas are Ready (the standby can take over): $(tr "\n" " " <<<"$READY_CTL")" test "$(wc -w <<<"$READY_CTL")" -eq 2
 expect_contains "... one of them holds the Lease" "$READY_CTL" "${HOLDER:-no holder}"
 expect_ok "kubectl rollout status deploy/hostdevd-controller completes (docs/install.md's check)" \
     kubectl -n "$NS" rollout status deploy/hostdevd-controller --timeout 60s
