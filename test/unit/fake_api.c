@@ -231,3 +231,22 @@ const char *fake_api_obj(char *buf, size_t size, const char *name, const char *r
                    rv);
     return buf;
 }
+
+static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)w;
+    (void)revents;
+}
+
+bool fake_api_run_until(struct ev_loop *loop, bool (*done)(void))
+{
+    ev_timer tick; /* (a tick: ev_run wakes to look at done()) */
+    ev_timer_init(&tick, on_tick, 0.01, 0.01);
+    ev_timer_start(loop, &tick);
+    double end = ev_time() + 10;
+    while (!done() && ev_time() < end)
+        ev_run(loop, EVRUN_ONCE);
+    ev_timer_stop(loop, &tick);
+    return done();
+}

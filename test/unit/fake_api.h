@@ -49,4 +49,6 @@ bool fake_api_event(struct fake_api *f, const char *type, const char *object_jso
 /* Ends the open WATCH cleanly (the server's timeout) or, with `reset`, by closing it mid-way. */
 void fake_api_end_watch(struct fake_api *f, bool reset);
 /* {"metadata":{"name":name,"resourceVersion":rv}} in `buf`. */
+/* Runs `loop` until `done()`, or 10 s of real time pass (a failure); returns done(). */
+bool fake_api_run_until(struct ev_loop *loop, bool (*done)(void));
 const char *fake_api_obj(char *buf, size_t size, const char *name, const char *rv);

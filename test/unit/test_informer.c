@@ -54,21 +54,9 @@ static void on_delete(const char *key, const cJSON *obj, void *userdata)
     (void)snprintf(T.deleted, sizeof(T.deleted), "%s", key);
 }
 
-static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    (void)loop, (void)w, (void)revents;
-}
-
 static bool run_until(bool (*done)(void))
 {
-    ev_timer tick;
-    ev_timer_init(&tick, on_tick, 0.01, 0.01);
-    ev_timer_start(T.loop, &tick);
-    double end = ev_time() + 10;
-    while (!done() && ev_time() < end)
-        ev_run(T.loop, EVRUN_ONCE);
-    ev_timer_stop(T.loop, &tick);
-    return done();
+    return fake_api_run_until(T.loop, done);
 }
 
 static int want_watches;

@@ -142,24 +142,9 @@ static const struct runner_ops ops = {.plan = plan, .act = act, .plan_free = fre
 
 /* --- driving the loop ----------------------------------------------------------------------- */
 
-static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    (void)loop;
-    (void)w;
-    (void)revents;
-}
-
-/* Runs the loop until `done()` (or 10 s of real time pass: a failure). */
 static bool run_until(bool (*done)(void))
 {
-    ev_timer tick;
-    ev_timer_init(&tick, on_tick, 0.01, 0.01);
-    ev_timer_start(T.loop, &tick);
-    double end = ev_time() + 10;
-    while (!done() && ev_time() < end)
-        ev_run(T.loop, EVRUN_ONCE);
-    ev_timer_stop(T.loop, &tick);
-    return done();
+    return fake_api_run_until(T.loop, done);
 }
 
 /* One turn of the loop without waiting: the runner hands out every key due now. */

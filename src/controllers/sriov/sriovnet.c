@@ -238,6 +238,35 @@ static void say_refusal(struct sriovnet *s, const char *key, const char *reason,
                 KV_STR("reason", reason), KV_STR("message", message));
 }
 
+/* No node work: the object's status (and metadata) written where they differ; a refusal said
+ * once. */
+static int plan_status(struct sriovnet *s, const char *key, const struct sriovpf *p,
+                       const cJSON *obj, const struct sriovobj_spec *spec, const char *reason,
+                       struct buf *msg, struct plan *ret)
+{
+    if (reason &&
+        (strcmp(reason, SRIOVOBJ_TOO_MANY_VFS) == 0 || strcmp(reason, SRIOVOBJ_VFS_IN_USE) == 0 ||
+         strcmp(reason, SRIOVOBJ_HOST_NEEDS_DEVICE) == 0))
+        say_refusal(s, key, reason, buf_str(msg));
+    else
+        map_remove(s->said, key);
+    if (!reason)
+        (void)buf_printf(msg, "%s has %d of %d VFs%s, as spec asks",
+                         p->ifname[0] ? p->ifname : p->address, p->current, p->total,
+                         spec->n_vfs ? " with the VF settings asked" : "");
+    cJSON *st = sriovpf_status(p, obj, reason == NULL, reason ? reason : SRIOVOBJ_CONFIGURED,
+                               buf_str(msg) ? buf_str(msg) : "");
+    char *patch = devwrite_wrap("status", devwrite_status_diff(st, json_field(obj, "status"),
+                                                               sriovpf_managed, sriovpf_n_managed));
+    cJSON_Delete(st);
+    char *meta = devwrite_wrap("metadata", devwrite_meta_diff(json_field(obj, "metadata"),
+                                                              s->o.cfg.env.node_name,
+                                                              nodeuid_get(s->o.cfg.node)));
+    if (patch || meta)
+        ret->write = devobjs_write(&s->o, NULL, patch, meta, false, NULL);
+    return (patch || meta) && !ret->write ? -ENOMEM : 0;
+}
+
 static int plan_existing(struct sriovnet *s, const char *key, const struct sriovpf *p,
                          const cJSON *obj, struct plan *ret)
 {
@@ -272,30 +301,8 @@ static int plan_existing(struct sriovnet *s, const char *key, const struct sriov
     }
     if (r == 0 && !ret->job && !reason && sriovpf_unreadable(p, &message))
         reason = SRIOVOBJ_SYSFS_UNREADABLE;
-    if (r == 0 && !ret->job) {
-        if (reason && (strcmp(reason, SRIOVOBJ_TOO_MANY_VFS) == 0 ||
-                       strcmp(reason, SRIOVOBJ_VFS_IN_USE) == 0 ||
-                       strcmp(reason, SRIOVOBJ_HOST_NEEDS_DEVICE) == 0))
-            say_refusal(s, key, reason, buf_str(&message));
-        else
-            map_remove(s->said, key);
-        if (!reason)
-            (void)buf_printf(&message, "%s has %d of %d VFs%s, as spec asks",
-                             p->ifname[0] ? p->ifname : p->address, p->current, p->total,
-                             spec->n_vfs ? " with the VF settings asked" : "");
-        cJSON *st = sriovpf_status(p, obj, reason == NULL, reason ? reason : SRIOVOBJ_CONFIGURED,
-                                   buf_str(&message) ? buf_str(&message) : "");
-        char *patch =
-                devwrite_wrap("status", devwrite_status_diff(st, json_field(obj, "status"),
-                                                             sriovpf_managed, sriovpf_n_managed));
-        cJSON_Delete(st);
-        char *meta = devwrite_wrap("metadata", devwrite_meta_diff(json_field(obj, "metadata"),
-                                                                  s->o.cfg.env.node_name,
-                                                                  nodeuid_get(s->o.cfg.node)));
-        if (patch || meta)
-            ret->write = devobjs_write(&s->o, NULL, patch, meta, false, NULL);
-        r = (patch || meta) && !ret->write ? -ENOMEM : 0;
-    }
+    if (r == 0 && !ret->job)
+        r = plan_status(s, key, p, obj, spec, reason, &message, ret);
     buf_free(&message);
     free(spec);
     return r;
