@@ -192,12 +192,8 @@ static void run_restore(struct pcibind_job *j)
                        j->address, strerror(-r));
         return;
     }
-    if (d.present && strcmp(d.driver, NODE_VFIO_DRIVER) == 0 && d.iommu_group >= 0 &&
-        node_vfio_group_busy(j->env->dev_root, d.iommu_group) > 0) {
+    if (pcibind_group_held(j->env, &d, j->out.message, sizeof(j->out.message))) {
         j->out.kind = BINDPLAN_BUSY; /* the message: who holds it, when that can be told */
-        if (node_vfio_group_holder(j->env->proc_root, d.iommu_group, j->out.message,
-                                   sizeof(j->out.message)) <= 0)
-            j->out.message[0] = 0;
         return;
     }
     struct err err = {{0}};
@@ -246,6 +242,17 @@ void pcibind_restore_device(struct pcibind_env *env, const struct pcibind_reques
                             struct bindplan_outcome *ret)
 {
     run_device(env, req, true, ret);
+}
+
+bool pcibind_group_held(const struct pcibind_env *env, const struct node_vfio_dev *d, char *who,
+                        size_t size)
+{
+    if (!d->present || strcmp(d->driver, NODE_VFIO_DRIVER) != 0 || d->iommu_group < 0 ||
+        node_vfio_group_busy(env->dev_root, d->iommu_group) <= 0)
+        return false;
+    if (node_vfio_group_holder(env->proc_root, d->iommu_group, who, size) <= 0)
+        who[0] = '\0';
+    return true;
 }
 
 int pcibind_observe(const struct pcibind_env *env, const char *address, struct node_vfio_dev *ret)

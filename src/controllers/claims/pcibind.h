@@ -71,6 +71,11 @@ void pcibind_bind_device(struct pcibind_env *env, const struct pcibind_request *
  * BINDPLAN_BUSY (a process holds its IOMMU group) or BINDPLAN_FAILED (reason, message). */
 void pcibind_restore_device(struct pcibind_env *env, const struct pcibind_request *req,
                             struct bindplan_outcome *ret);
+/* Whether a process (a VM) holds the IOMMU group of `d`, a device on vfio-pci: its
+ * /dev/vfio/<group> answers EBUSY. Then `who` says which process ("qemu-system-x86 (pid 4242)"),
+ * or is "" when /proc does not tell. What a restore waits for. */
+bool pcibind_group_held(const struct pcibind_env *env, const struct node_vfio_dev *d, char *who,
+                        size_t size);
 /* Reads the device at `address` in sysfs (node_vfio_observe() on the env's sysfs). */
 int pcibind_observe(const struct pcibind_env *env, const char *address, struct node_vfio_dev *ret);
 

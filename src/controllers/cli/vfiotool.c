@@ -91,19 +91,17 @@ static int checks(int fd, const char *address, const struct opts *o)
     return 1;
 }
 
-/* The restore's check: a process (a VM) holds the device's IOMMU group. */
-static bool held(const struct node_vfio_dev *d, const struct opts *o)
+/* The restore's check, the agent's own: a process (a VM) holds the device's IOMMU group. */
+static bool held(int fd, const struct node_vfio_dev *d, const struct opts *o)
 {
-    if (strcmp(d->driver, NODE_VFIO_DRIVER) != 0 || d->iommu_group < 0 ||
-        node_vfio_group_busy(o->dev_root, d->iommu_group) <= 0)
+    struct pcibind_env env = {.sysfs_fd = fd, .dev_root = o->dev_root, .proc_root = o->proc_root};
+    char who[256];
+    if (!pcibind_group_held(&env, d, who, sizeof(who)))
         return false;
-    char who[256] = "a process";
-    if (node_vfio_group_holder(o->proc_root, d->iommu_group, who, sizeof(who)) <= 0)
-        (void)snprintf(who, sizeof(who), "a process");
     fprintf(stderr,
             "refused: %s holds /dev/vfio/%d; restore when it lets go (stop the VM or detach the "
             "device)\n",
-            who, d->iommu_group);
+            who[0] ? who : "a process", d->iommu_group);
     return true;
 }
 
@@ -123,7 +121,7 @@ static int run(int fd, const char *verb, const char *address, const struct opts 
     enum node_vfio_goal goal = strcmp(verb, "bind") == 0 ? NODE_VFIO_BIND : NODE_VFIO_RESTORE;
     if (goal == NODE_VFIO_BIND && checks(fd, address, o) > 0)
         return 1;
-    if (goal == NODE_VFIO_RESTORE && held(&d, o))
+    if (goal == NODE_VFIO_RESTORE && held(fd, &d, o))
         return 1;
     if (goal == NODE_VFIO_BIND && (r = node_kmod_load(mods, &err)) < 0) {
         log_error("Cannot load vfio-pci", KV_STR("why", err.msg), KV_ERRNO(r));
