@@ -19,15 +19,18 @@
 # the end, N (rolled back) still does its job: the pod goes, the claim is deleted, the device is
 # back on e1000e. Prints the times (upgrade start -> new version leading, -> agents rolled).
 #
-# Why that N: 8f7d16e is the last landed version (issue 41's), the first whose controller can
-# be upgraded at all (before it only the leader was Ready, so `helm upgrade --wait` never
-# returned). Move it forward to the last release once there are releases.
+# Why that N: ca43410 is the first version that can run this test at all: the first whose
+# controller can be upgraded (issue 41: before it only the leader was Ready, so `helm upgrade
+# --wait` never returned) and whose device plugin can hand a PCI device to a container on a
+# kernel without the iommufd cdev (before it, Allocate named /dev/vfio/devices/vfio0 on Debian
+# 12's 6.1 and containerd failed the container). Move it forward to the last release once there
+# are releases.
 # Needs root; skipped otherwise.
 # shellcheck disable=SC2317 # the small functions run through expect_ok and eventually
 # test-lock: kubelet (the kubelet harness: its sysctls are global; see hack/run-tests.sh)
 # test-lock: qemu
 SUITE=upgrade
-UPGRADE_FROM=${UPGRADE_FROM:-8f7d16e}
+UPGRADE_FROM=${UPGRADE_FROM:-ca43410}
 # shellcheck source=test/e2e/lib.sh
 . "$(dirname "$0")/../e2e/lib.sh"
 # shellcheck source=test/integration/chart-node-lib.sh
@@ -118,7 +121,12 @@ allocatable() { [ "$(kubectl get node "$QN" -o json | jq -r --arg r "$RESOURCE" 
 expect_ok "kubelet on $QN offers $RESOURCE (N's device plugin)" eventually 120 allocatable
 expect_ok "N's controller permits $RESOURCE in KubeVirt's CR" eventually 60 bash -c \
     "kubectl get kubevirt kubevirt -n kubevirt -o jsonpath='{.spec.configuration.permittedHostDevices.pciHostDevices[*].resourceName}' | grep -qF '$RESOURCE'"
-kubectl create -f - >/dev/null <<EOF
+# Only KubeVirt may create a pod asking for a host device (the admission policy
+# hostdevd-pod-use): the pod is created as virt-controller would, by its service account.
+KV_SA=system:serviceaccount:kubevirt:kubevirt-controller
+kubectl create clusterrolebinding upgrade-test-virt-controller --clusterrole cluster-admin \
+    --serviceaccount kubevirt:kubevirt-controller >/dev/null
+kubectl --as "$KV_SA" --as-group system:serviceaccounts create -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
 metadata: {name: vm, namespace: default}
@@ -228,7 +236,7 @@ move "helm rollback --wait" "$PREV_TAG" helm rollback hostdevd 1 -n "$NS" --wait
 nothing_touched "rollback"
 
 echo "--- N, rolled back, still gives the device back"
-kubectl delete pod vm --wait=false >/dev/null
+kubectl --as "$KV_SA" --as-group system:serviceaccounts delete pod vm --wait=false >/dev/null
 no_holder() { [ -z "$(holders)" ]; }
 expect_ok "the pod's process is gone" eventually 120 no_holder
 kubectl delete pcideviceclaim "$(name_of "$ADDR")" --wait=false >/dev/null
