@@ -182,9 +182,17 @@ snapshot() {
     SNAP_STATUS=$(field "$ADDR" '{.status}')
     SNAP_DRIVER=$(guest_driver "$ADDR")
     SNAP_LINE=$(($(wc -l <"$AUDIT") + 1))
+    SNAP_SLICES=$(slices)
     guest ': >/tmp/uevents'
 }
 AUDIT=$TEST_DIR/cluster/audit.log
+same_slices() { [ "$(slices)" = "$SNAP_SLICES" ]; }
+slices() { kubectl get resourceslices -o json | jq -S -c '[.items[] | {name: .metadata.name, node: .spec.nodeName, pool: .spec.pool.name, devices: .spec.devices}] | sort_by(.name)'; }
+wipes() { # from line N: kubelet deleting a node's ResourceSlices (its DRA plugin gone for 30 s)
+    tail -n +"$1" "$AUDIT" | jq -r 'select(.stage == "ResponseComplete" and .objectRef.resource == "resourceslices"
+        and .verb == "deletecollection" and (.user.username | startswith("system:node:")))
+        | "\(.requestReceivedTimestamp) \(.user.username)"'
+}
 guest "uevent sh -c 'echo \"\$ACTION \$DEVPATH \$DRIVER\" >>/tmp/uevents' >/dev/null 2>&1 &"
 writes() { # from line N of the audit log: writes to RESOURCE by hostdevd (its service accounts)
     tail -n +"$1" "$AUDIT" | jq -r --arg r "$2" 'select(.stage == "ResponseComplete" and .objectRef.resource == $r
@@ -214,7 +222,19 @@ nothing_touched() { # what: the required checks after an upgrade or a rollback
     expect_ok "$what: no bind or unbind uevent for $ADDR (guest's uevents: ${w:-?})" test "${w:-1}" -eq 0
     expect_ok "$what: the pod's process still holds /dev/vfio/$GROUP (pid $HOLDER)" test "$(holders)" = "$HOLDER"
     expect_ok "$what: its container never restarted" test "$(restarts)" = 0
+    # kubelet wipes a DRA driver's ResourceSlices when its plugin has been gone for 30 s (its
+    # wipingDelay): a new agent pod that starts slower than that (containerd and runc under TCG
+    # can) publishes them again, the same. That re-creation is the only write allowed.
+    local wiped
+    wiped=$(wipes "$SNAP_LINE")
+    if [ -n "$wiped" ]; then
+        echo "  kubelet wiped ResourceSlices (the agent was gone for more than 30 s): $(tr '\n' ' ' <<<"$wiped")"
+        w=$(writes "$SNAP_LINE" resourceslices | grep -v ' create ')
+        expect_ok "$what: after kubelet's wipe, hostdevd only creates its slices again (no patch or delete)" test -z "$w"
+        expect_ok "$what: ... the same slices as before" eventually 60 same_slices
+    fi
     for r in pcidevices usbdevices resourceslices pcideviceclaims usbdeviceclaims kubevirts; do
+        [ "$r" != resourceslices ] || [ -z "$wiped" ] || continue
         w=$(writes "$SNAP_LINE" "$r")
         if [ -z "$w" ]; then pass "$what: no $r written by hostdevd (audit log)"; else
             fail "$what: no $r written by hostdevd (audit log)" "$w"
