@@ -29,6 +29,14 @@
 #       --vmm-linux            --vmm and a nested Linux for it: the image's kernel and a tiny
 #                              initramfs (busybox, e1000e, hack/qemu-nested/init) in the guest's
 #                              /usr/share/vmm-linux/ (BUILDDIR/vmm-linux.cpio, made on first use)
+#       --kubelet              also put a Kubernetes node's runtime in the guest (BUILDDIR/kubelet.cpio,
+#                              made on first use, about 180 MB): kubelet (hack/k8s-build.sh),
+#                              containerd 2, its runc shim and ctr (hack/containerd-build.sh), the
+#                              host's runc and socat, CNI's loopback, the test box image as the
+#                              sandbox image; the guest's /sbin/kubelet-node starts them
+#       --kubelet-kubeconfig FILE  kubelet's kubeconfig in the guest (/etc/kubelet/kubeconfig;
+#                              self-contained: certificates as *-data)
+#       --image-archive FILE   an OCI archive containerd imports at kubelet-node start (repeatable)
 #       --memory MB, --smp N   guest size (default 768, 1)
 #       --timeout S            how long to wait for the control channel (default 120)
 #       --no-wait              return once qemu runs
@@ -40,6 +48,10 @@
 #   hack/qemu-node.sh reboot DIR [--timeout S]        `reboot -f` in the guest, wait until it is back
 #   hack/qemu-node.sh hmp DIR 'MONITOR COMMAND'       qemu human monitor (e.g. device_add usb-kbd,...)
 #   hack/qemu-node.sh status DIR                      exit 0 when qemu runs; prints its pid
+#   hack/qemu-node.sh kubelet-kubeconfig NODE FILE    kubelet's kubeconfig for a --kubelet boot: a
+#                                                     client certificate system:node:NODE signed by
+#                                                     the cluster's CA (needs K8S_SERVER, K8S_CA and
+#                                                     the ca.key beside it)
 #   hack/qemu-node.sh devices                         the fixed device layout
 #   hack/qemu-node.sh kubeconfig NODE FILE            a kubeconfig for the guest's agent with a
 #                                                     token bound to the Node (needs K8S_SERVER,
@@ -497,6 +509,34 @@ build_sriov() { # BUILDDIR
     rm -rf "$r"
 }
 
+# A Kubernetes node's runtime for --kubelet (hack/qemu-guest/sbin/kubelet-node starts it): only
+# what the image lacks.
+build_kubelet() { # BUILDDIR
+    local out=$1 r k8s ctrd box name f
+    k8s=$("$HACK/k8s-build.sh")
+    ctrd=$("$HACK/containerd-build.sh")
+    read -r box name <<<"$("$HACK/testbox-image.sh")"
+    if ! command -v runc >/dev/null || ! command -v socat >/dev/null || [ ! -x /usr/lib/cni/loopback ]; then
+        apt_install runc socat containernetworking-plugins
+    fi
+    r=$out/kubelet-root
+    rm -rf "$r"
+    mkdir -p "$r/etc/kubelet" "$r/var/lib/hostdevd-images"
+    install -m 755 "$k8s/kubelet" "$r/usr/bin/kubelet" -D
+    for f in containerd containerd-shim-runc-v2 ctr; do install -D -m 755 "$ctrd/$f" "$r/usr/bin/$f"; done
+    copy_with_libs "$(command -v runc)" /usr/sbin/runc "$r"
+    copy_with_libs "$(command -v socat)" /usr/bin/socat "$r"
+    copy_with_libs /usr/lib/cni/loopback /usr/lib/cni/loopback "$r"
+    cp "$box" "$r/var/lib/hostdevd-images/testbox.tar"
+    echo "$name" >"$r/etc/kubelet/sandbox-image"
+    (cd "$r" && find . -type f) | while read -r f; do
+        [ ! -e "$out/root/$f" ] || rm -f "$r/$f"
+    done
+    (cd "$r" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$out/kubelet.cpio.tmp"
+    mv "$out/kubelet.cpio.tmp" "$out/kubelet.cpio"
+    rm -rf "$r"
+}
+
 vmm_linux_stale() { # BUILDDIR
     [ -f "$1/vmm-linux.cpio" ] || return 0
     [ "$1/vmm-linux.cpio" -ot "$1/initrd.img" ] && return 0
@@ -538,6 +578,7 @@ cmd_boot() {
     [ $# -ge 1 ] || die "usage: boot DIR [OPTIONS]"
     local dir image kubeconfig="" node=qnode agent_args="" agent_env="" agent="" enabled=1
     local mem=768 smp=1 timeout=120 wait=1 watch="" extras=() x vmm=0 vmm_linux=0 sriov=0
+    local kubelet=0 kubelet_kubeconfig="" archives=()
     dir=$(realpath -m "$1")
     shift
     image=$dir
@@ -553,6 +594,9 @@ cmd_boot() {
         --no-agent) enabled=0; shift ;;
         --vmm) vmm=1; shift ;;
         --sriov) sriov=1; shift ;;
+        --kubelet) kubelet=1; shift ;;
+        --kubelet-kubeconfig) kubelet_kubeconfig=$2; shift 2 ;;
+        --image-archive) archives+=("$2"); shift 2 ;;
         --vmm-linux) vmm=1; vmm_linux=1; shift ;;
         --memory) mem=$2; shift 2 ;;
         --smp) smp=$2; shift 2 ;;
@@ -596,6 +640,13 @@ cmd_boot() {
     if [ -n "$agent" ]; then
         install -D -m 755 "$agent" "$cfg/usr/bin/hostdevd"
     fi
+    if [ -n "$kubelet_kubeconfig" ]; then
+        install -D -m 600 "$kubelet_kubeconfig" "$cfg/etc/kubelet/kubeconfig"
+    fi
+    for x in ${archives[@]+"${archives[@]}"}; do
+        [ -f "$x" ] || die "--image-archive: no file $x"
+        install -D -m 644 "$x" "$cfg/var/lib/hostdevd-images/$(basename "$x")"
+    done
     for x in ${extras[@]+"${extras[@]}"}; do
         case $x in /*:/* | [!/]*:/*) ;; *) die "--extra wants SRC:/DEST, not $x" ;; esac
         [ -f "${x%%:*}" ] || die "--extra: no file ${x%%:*}"
@@ -620,6 +671,12 @@ cmd_boot() {
             build_sriov "$image"
         fi
         parts+=("$image/sriov.cpio")
+    fi
+    if [ $kubelet -eq 1 ]; then
+        if [ ! -f "$image/kubelet.cpio" ] || [ "$image/kubelet.cpio" -ot "$image/initrd.img" ]; then
+            build_kubelet "$image"
+        fi
+        parts+=("$image/kubelet.cpio")
     fi
     cat "${parts[@]}" "$dir/boot.cpio" >"$dir/initrd-boot.img"
     exec 9>&-
@@ -736,6 +793,45 @@ EOF
     )
 }
 
+# kubelet's identity in the guest: a client certificate system:node:NODE (groups system:nodes and
+# system:masters, as hack/kubelet.sh's: the test API server has no Node authorizer) signed by the
+# cluster's CA (K8S_CA's ca.key beside it), everything embedded.
+cmd_kubelet_kubeconfig() {
+    [ $# -eq 2 ] || die "usage: kubelet-kubeconfig NODE FILE"
+    { [ -n "${K8S_SERVER:-}" ] && [ -n "${K8S_CA:-}" ]; } || die "K8S_SERVER and K8S_CA must be set (hack/cluster.sh env DIR)"
+    local key=${K8S_CA%/*}/ca.key t
+    [ -f "$key" ] || die "no CA key beside $K8S_CA"
+    t=$(mktemp -d)
+    openssl req -new -newkey rsa:2048 -nodes -subj "/O=system:nodes/O=system:masters/CN=system:node:$1" \
+        -keyout "$t/node.key" -out "$t/node.csr" 2>/dev/null || { rm -rf "$t"; die "openssl req failed"; }
+    openssl x509 -req -in "$t/node.csr" -CA "$K8S_CA" -CAkey "$key" -CAcreateserial -CAserial "$t/ca.srl" \
+        -days 2 -out "$t/node.crt" 2>/dev/null \
+        -extfile <(printf 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n') ||
+        { rm -rf "$t"; die "openssl x509 failed"; }
+    (
+        umask 077
+        cat >"$2" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: qemu-node
+  cluster:
+    server: https://10.0.2.2:${K8S_SERVER##*:}
+    certificate-authority-data: $(base64 -w0 <"$K8S_CA")
+users:
+- name: kubelet
+  user:
+    client-certificate-data: $(base64 -w0 <"$t/node.crt")
+    client-key-data: $(base64 -w0 <"$t/node.key")
+contexts:
+- name: qemu-node
+  context: {cluster: qemu-node, user: kubelet}
+current-context: qemu-node
+EOF
+    )
+    rm -rf "$t"
+}
+
 cmd_status() {
     local dir pid
     dir=$(realpath -m "$1")
@@ -754,6 +850,7 @@ main() {
     stop) cmd_stop "$@" ;;
     status) [ $# -eq 1 ] || die "usage: status DIR"; cmd_status "$1" ;;
     kubeconfig) cmd_kubeconfig "$@" ;;
+    kubelet-kubeconfig) cmd_kubelet_kubeconfig "$@" ;;
     devices) print_devices ;;
     exec | wait-ready | reboot)
         [ $# -ge 1 ] || die "usage: $cmd DIR ..."

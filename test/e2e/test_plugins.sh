@@ -121,7 +121,9 @@ env_name() { echo "$1_$(tr 'a-z/.' 'A-Z__' <<<"$2")"; }
 PCI_ENV=$(env_name PCI_RESOURCE "$RES_PCI")
 USB_ENV=$(env_name USB_RESOURCE "$RES_USB")
 GROUP=$(guest "basename \$(readlink /sys/bus/pci/devices/$NIC/iommu_group)")
-CDEV=$(guest "ls /sys/bus/pci/devices/$NIC/vfio-dev 2>/dev/null")
+# The iommufd cdev only when the kernel made one (6.6+ with CONFIG_VFIO_DEVICE_CDEV): Debian 12's
+# 6.1 lists vfio-dev/vfio0 in sysfs but has no /dev/vfio/devices/ at all.
+CDEV=$(guest "for c in /sys/bus/pci/devices/$NIC/vfio-dev/*; do [ -c /dev/vfio/devices/\${c##*/} ] && echo \${c##*/}; done")
 WANT="[('/dev/vfio/$GROUP', '/dev/vfio/$GROUP', 'mrw'), ('/dev/vfio/vfio', '/dev/vfio/vfio', 'mrw')]"
 [ -z "$CDEV" ] || WANT="[('/dev/vfio/$GROUP', '/dev/vfio/$GROUP', 'mrw'), ('/dev/vfio/devices/$CDEV', '/dev/vfio/devices/$CDEV', 'mrw'), ('/dev/vfio/vfio', '/dev/vfio/vfio', 'mrw')]"
 pa() { j '[a for a in d["allocations"] if a["resource"] == "'"$RES_PCI"'"][0]'"$1"; }
@@ -132,6 +134,13 @@ ua() { j '[a for a in d["allocations"] if a["resource"] == "'"$RES_USB"'"][0]'"$
 GOT=$(j 'sorted((x["containerPath"], x["hostPath"], x["permissions"]) for x in [a for a in d["allocations"] if a["resource"] == "'"$RES_PCI"'"][0]["devices"])')
 [ "$GOT" = "$WANT" ] && pass "... and /dev/vfio/vfio, /dev/vfio/$GROUP (the guest's group of $NIC)${CDEV:+ and /dev/vfio/devices/$CDEV}, mrw" ||
     fail "PCI device nodes" "got $GOT"$'\n'"want $WANT"
+# What a container runtime does with the answer: each host path must be a device node of the
+# node (containerd fails the container, "lstat ...: no such file or directory", otherwise).
+MISSING=$(for x in $(j '" ".join(x["hostPath"] for a in d["allocations"] for x in a.get("devices", []))'); do
+    guest "[ -c $x ] || echo $x"
+done)
+[ -z "$MISSING" ] && pass "every device path of the answers is a character device in the guest" ||
+    fail "device paths that do not exist in the guest" "$MISSING"
 BUSNUM=$(guest 'cat /sys/bus/usb/devices/1-1/busnum')
 DEVNUM=$(guest 'cat /sys/bus/usb/devices/1-1/devnum')
 USB_NODE=$(printf '/dev/bus/usb/%03d/%03d' "$BUSNUM" "$DEVNUM")

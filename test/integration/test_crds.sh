@@ -3,8 +3,9 @@
 # kubectl: discovery (category, short names), printer columns, explain, selectable fields,
 # valid samples accepted, malformed objects rejected with a message that names the problem,
 # the API formats agreeing with the C rules (test/fixtures/formats.txt), SRIOVNetworkDevices as
-# harvester's controller writes them and each of their CEL rules, and the garbage collector of
-# kube-controller-manager removing a deleted Node's devices.
+# harvester's controller writes them and each of their CEL rules, the objects an earlier version
+# wrote (test/fixtures/upgrade/, recorded by test/long/test_upgrade.sh) taken as they are, and
+# the garbage collector of kube-controller-manager removing a deleted Node's devices.
 SUITE=crds
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -338,6 +339,38 @@ if [ ${#disagree[@]} -eq 0 ] && [ $agree -ge 50 ]; then
     pass "all $agree values judged as the C rules judge them"
 else
     fail "API server and C rules disagree on ${#disagree[@]} values" "$(printf '%s\n' "${disagree[@]}")"
+fi
+
+echo "--- objects as the previous version wrote them (test/fixtures/upgrade/objects.json)"
+# test/long/test_upgrade.sh records what version N (its UPGRADE_FROM) wrote on a real node; each
+# object and its status must be taken by this tree's CRDs as they are: nothing refused, nothing
+# pruned (a field N writes that these CRDs no longer know would be dropped without a word).
+FIXTURE=test/fixtures/upgrade/objects.json
+taken=0
+lost=()
+while read -r obj; do
+    kind=$(jq -r .kind <<<"$obj")
+    name=$(jq -r .metadata.name <<<"$obj")
+    if ! out=$(kubectl create -f - 2>&1 <<<"$(jq -c 'del(.status)' <<<"$obj")"); then
+        lost+=("$kind $name refused: $out")
+        continue
+    fi
+    if [ "$(jq 'has("status")' <<<"$obj")" = true ] &&
+        ! out=$(kubectl patch "$kind" "$name" --subresource status --type merge -p "$(jq -c '{status}' <<<"$obj")" 2>&1); then
+        lost+=("$kind $name: status refused: $out")
+        continue
+    fi
+    keep='{spec, status, labels: .metadata.labels, annotations: .metadata.annotations}'
+    if [ "$(kubectl get "$kind" "$name" -o json | jq -S "$keep")" = "$(jq -S "$keep" <<<"$obj")" ]; then
+        taken=$((taken + 1))
+    else
+        lost+=("$kind $name changed: $(diff <(jq -S "$keep" <<<"$obj") <(kubectl get "$kind" "$name" -o json | jq -S "$keep") | head -8)")
+    fi
+done < <(jq -c '.items[]' "$FIXTURE")
+if [ ${#lost[@]} -eq 0 ] && [ "$taken" -gt 3 ]; then
+    pass "all $taken objects written by $(jq -r .writtenBy "$FIXTURE") taken as they are (spec, status, labels)"
+else
+    fail "objects written by $(jq -r .writtenBy "$FIXTURE") refused or changed by this tree's CRDs" "$(printf '%s\n' "${lost[@]}")"
 fi
 
 echo "--- garbage collection (kube-controller-manager)"
