@@ -137,11 +137,12 @@ static struct pdev *offer_add(struct map *offers, const char *resource)
  * container asked to have a device that does not exist never starts. */
 static void read_cdev(const struct plugins *p, const char *address, char *buf, size_t size)
 {
-    char dir[128], dev[192], majmin[32], **names = NULL;
+    char dir[128], **names = NULL;
     size_t n = 0;
     buf[0] = '\0';
     (void)snprintf(dir, sizeof(dir), "bus/pci/devices/%s/vfio-dev", address);
     if (node_sysfs_list(p->sysfs_fd, dir, &names, &n) == 0 && n > 0) {
+        char dev[192], majmin[32];
         (void)snprintf(dev, sizeof(dev), "%s/%s/dev", dir, names[0]);
         if (node_sysfs_read(p->sysfs_fd, dev, majmin, sizeof(majmin)) >= 0 && majmin[0])
             (void)snprintf(buf, size, "%s", names[0]);
