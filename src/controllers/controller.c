@@ -17,6 +17,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "controllers/claims/claimgauge.h"
 #include "controllers/claims/nodeclaims.h"
 #include "controllers/kubevirt/kubevirt.h"
 #include "controllers/objects/caches.h"
@@ -46,6 +47,7 @@ struct controller {
     struct kube_recorder *events;
     struct kvpermit *kv;
     struct nodeclaims *nc;
+    struct claimgauge *gauge;
     struct metrics_series *leading;
     char identity[256];
 };
@@ -283,6 +285,21 @@ static int add_nodeclaims(struct controller *c)
     return r;
 }
 
+static void gauge_free(void *userdata)
+{
+    struct controller *c = userdata;
+    c->gauge = claimgauge_free(c->gauge);
+}
+
+/* hostdevd_claims{kind, ready, reason} from the caches, for alerts (claims not Ready). */
+static int add_gauge(struct controller *c)
+{
+    static const struct part_ops gauge = {.name = "claim gauge", .free = gauge_free};
+    c->gauge =
+            claimgauge_new(process_metrics(c->proc), c->caches[PCI_CLAIMS], c->caches[USB_CLAIMS]);
+    return process_add(c->proc, &gauge, c->gauge ? c : NULL);
+}
+
 static int setup(struct controller *c)
 {
     static const struct {
@@ -293,6 +310,7 @@ static int setup(struct controller *c)
             {"the Event recorder", add_events},
             {"the KubeVirt reconciler", add_kubevirt},
             {"the reconciler of claims no agent serves", add_nodeclaims},
+            {"the claim gauge", add_gauge},
             {"leader election", add_leader},
     };
     struct process_config pc = {

@@ -96,7 +96,7 @@ static void serve(struct fake_conn *c, const char *path)
             reply_status(c, f->list_code);
             return;
         }
-        char body[8192];
+        char body[sizeof(f->list_items) + 256];
         (void)snprintf(body, sizeof(body),
                        "{\"kind\":\"ThingList\",\"metadata\":{\"resourceVersion\":\"%s\"},"
                        "\"items\":%s}",

@@ -26,7 +26,7 @@ struct fake_api {
     struct fake_conn *watch; /* the open WATCH stream, or NULL */
     /* the LIST's answer: items (a JSON array's text) at resourceVersion list_rv, or list_code
      * (410, 500) with a Status body while non-zero */
-    char list_items[4096];
+    char list_items[16384];
     char list_rv[32];
     int list_code;
     /* what came in */
