@@ -159,6 +159,41 @@ else
     pass "nothing names $NS with another release namespace"
 fi
 
+echo "--- monitoring: the alerts, their tests, prometheus-operator's objects"
+# The rules file and its unit tests (Debian's promtool); the chart's PrometheusRule carries the
+# same groups; the ServiceMonitors select the metrics Services by their labels and port.
+expect_ok "promtool check rules manifests/prometheus/alerts.yaml" promtool check rules manifests/prometheus/alerts.yaml
+expect_ok "promtool test rules test/prometheus/alerts_test.yaml (every alert firing and not)" \
+    promtool test rules test/prometheus/alerts_test.yaml
+expect_ok "no prometheus-operator object by default" bash -c "! grep -q 'monitoring.coreos.com' \"\$1\"" _ "$TEST_DIR/chart.yaml"
+expect_ok "helm template with monitoring.serviceMonitor and monitoring.prometheusRule on" \
+    helm template $REL "$CHART" -n $NS --set monitoring.serviceMonitor.enabled=true \
+    --set monitoring.prometheusRule.enabled=true --set monitoring.prometheusRule.labels.release=prom \
+    --set monitoring.serviceMonitor.interval=15s
+printf '%s\n' "$OUT" >"$TEST_DIR/monitoring.yaml"
+monitoring_check() { # what the rendered objects must say, in Python over the YAML
+    python3 - "$TEST_DIR/monitoring.yaml" manifests/prometheus/alerts.yaml <<'EOF'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+rules = [d for d in docs if d["kind"] == "PrometheusRule"]
+mons = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ServiceMonitor"}
+svcs = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}
+assert len(rules) == 1 and rules[0]["spec"] == yaml.safe_load(open(sys.argv[2])), "PrometheusRule != alerts.yaml"
+assert rules[0]["metadata"]["labels"]["release"] == "prom", "PrometheusRule labels"
+assert sorted(mons) == ["hostdevd-agent", "hostdevd-controller"], sorted(mons)
+for name, m in mons.items():
+    s = svcs[name]
+    sel = m["spec"]["selector"]["matchLabels"]
+    assert all(s["metadata"]["labels"].get(k) == v for k, v in sel.items()), name + ": selector"
+    assert m["spec"]["endpoints"][0]["port"] in [p["name"] for p in s["spec"]["ports"]], name + ": port"
+    assert m["spec"]["endpoints"][0]["interval"] == "15s", name + ": interval"
+print("ok")
+EOF
+}
+expect_ok "... the PrometheusRule's groups are alerts.yaml's, each ServiceMonitor selects its Service and port" monitoring_check
+expect_reject "values.schema.json refuses an interval Prometheus would not take" "monitoring/serviceMonitor/interval" \
+    helm template $REL "$CHART" --set monitoring.serviceMonitor.interval=30
+
 echo "--- helm install"
 # As docs/helm.md says: the release namespace first, with Pod Security Admission allowing the
 # privileged agent, then the chart.
