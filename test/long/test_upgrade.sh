@@ -29,11 +29,12 @@
 # shellcheck disable=SC2317 # the small functions run through expect_ok and eventually
 # test-lock: kubelet (the kubelet harness: its sysctls are global; see hack/run-tests.sh)
 # test-lock: qemu
+# shellcheck disable=SC2034 # lib.sh reads SUITE; e2e/lib.sh's claim helpers read NODE
 SUITE=upgrade
 UPGRADE_FROM=${UPGRADE_FROM:-ca43410}
-# shellcheck source=test/e2e/lib.sh
+# shellcheck source=test/e2e/lib.sh disable=SC1091
 . "$(dirname "$0")/../e2e/lib.sh"
-# shellcheck source=test/integration/chart-node-lib.sh
+# shellcheck source=test/integration/chart-node-lib.sh disable=SC1091
 . "$ROOT/test/integration/chart-node-lib.sh"
 cd "$ROOT" || exit 1
 
@@ -105,6 +106,7 @@ if eventually "$WAIT" agent_runs "$QN" "$PREV_TAG"; then pass "N's agent pod Rea
 fi
 
 echo "--- a claim bound, its device held by a pod's process"
+# shellcheck disable=SC2034 # e2e/lib.sh's claim and name_of read it
 NODE=$QN
 ADDR=0000:00:04.0
 GROUP=$(guest "basename \$(readlink /sys/bus/pci/devices/$ADDR/iommu_group)")
@@ -294,6 +296,7 @@ fi
 guest 'kubelet-node stop' >/dev/null 2>&1
 echo "  the whole test: $(elapsed "$T_ALL") ms"
 "$ROOT/hack/kubelet.sh" down "$TEST_DIR/kubelet" >/dev/null 2>&1
+# shellcheck disable=SC2034 # lib.sh's cleanup reads it
 KUBELET_UP=
 if [ -z "$MODULES_EXISTED" ] && [ -d /lib/modules ]; then rmdir /lib/modules 2>/dev/null || true; fi
 finish
