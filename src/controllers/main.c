@@ -18,6 +18,7 @@
 #include "controllers/agent.h"
 #include "controllers/agentargs.h"
 #include "controllers/cli/invtool.h"
+#include "controllers/cli/uninstalltool.h"
 #include "controllers/cli/usbtool.h"
 #include "controllers/cli/vfiotool.h"
 #include "controllers/controller.h"
@@ -48,6 +49,8 @@ static void usage(FILE *f)
           "                                        (inventory --help)\n"
           "  usb list [--sysfs-root DIR] [--usb-ids PATH] [--udev]\n"
           "                                        the USB devices, one per line (usb --help)\n"
+          "  uninstall-check [--kubeconfig FILE]   whether hostdevd can be removed: no claim left\n"
+          "                                        (the chart's pre-delete hook)\n"
           "  help                                  this text\n",
           f);
 }
@@ -138,6 +141,8 @@ int main(int argc, char **argv)
         return invtool_run(argc - 1, argv + 1);
     if (strcmp(cmd, "usb") == 0)
         return usbtool_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "uninstall-check") == 0)
+        return uninstalltool_run(argc - 1, argv + 1);
     if (strcmp(cmd, "controller") == 0) {
         struct controller_config cfg;
         int r = controllerargs_parse(argc - 1, argv + 1, &cfg);

@@ -19,6 +19,8 @@ SUITE=chart-node
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=test/integration/chart-node-lib.sh
 . "$(dirname "$0")/chart-node-lib.sh"
+# shellcheck source=test/integration/chart-metrics-lib.sh
+. "$(dirname "$0")/chart-metrics-lib.sh"
 cd "$ROOT" || exit 1
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -83,6 +85,46 @@ STANDBY=$(grep -vx "$HOLDER" <<<"$READY_CTL" | head -1)
 expect_contains "the leader says so in its log" "$(ctl_log "$HOLDER")" '"Leading:'
 expect_ok "... the other does not" bash -c "! grep -q '\"Leading:' <<<\"\$1\"" _ "$(ctl_log "$STANDBY")"
 
+echo "--- a real Prometheus scrapes both roles; the alerts over what it scraped"
+t0=$(ms)
+prometheus_up
+targets_up() { # job count
+    [ "$(prom_query "count(up{job=\"$1\"} == 1)" 2>/dev/null | jq -r '.[0].value[1] // 0')" = "$2" ]
+}
+if eventually 60 targets_up hostdevd-agent 1 && eventually 60 targets_up hostdevd-controller 2; then
+    pass "Prometheus $(prometheus --version 2>&1 | awk 'NR == 1 {print $3}') found and scraped the agent and both controller replicas through the Services ($(elapsed "$t0") ms)"
+else
+    fail "Prometheus scrapes the agent and both controller replicas" \
+        "$(prom_get /api/v1/targets 2>&1 | jq -c '.data.activeTargets[] | {job: .labels.job, health, lastError}' 2>&1; tail -5 "$TEST_DIR/prometheus/prometheus.log")"
+fi
+rules_ok() { [ "$(prom_get /api/v1/rules | jq '[.data.groups[].rules[] | select(.health == "ok")] | length')" = "$(alert_exprs | wc -l)" ]; }
+expect_ok "it evaluates all $(alert_exprs | wc -l) alert rules of manifests/prometheus/alerts.yaml without error" eventually 30 rules_ok
+expect_contains "it has hostdevd's series: the agent's devices, the leader, the claims gauge" \
+    "$(prom_query 'count by (__name__) ({__name__=~"hostdevd_pci_devices|hostdevd_leader|hostdevd_ready"})')" \
+    hostdevd_pci_devices hostdevd_leader hostdevd_ready
+firing=()
+while IFS=$'\t' read -r name expr; do
+    [ "$(prom_query "$expr")" = "[]" ] || firing+=("$name: $(prom_query "$expr")")
+done < <(alert_exprs)
+expect_ok "a healthy install: no alert's expression returns anything" test ${#firing[@]} -eq 0
+[ ${#firing[@]} -eq 0 ] || printf '       | %s\n' "${firing[@]}"
+# A claim no agent serves (its node does not exist): the leader marks it NodeNotFound, the gauge
+# says so, the alert's expression returns it.
+printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: nowhere-000001000}\nspec: {address: "0000:01:00.0", nodeName: nowhere}\n' |
+    kubectl create -f - >/dev/null
+NOT_READY=$(alert_exprs | awk -F'\t' '$1 == "HostdevdClaimsNotReady" {print $2}')
+claim_alert() { [ "$(prom_query "$NOT_READY" | jq -r '.[0].metric.reason // ""')" = NodeNotFound ]; }
+if eventually 60 claim_alert; then
+    pass "a claim of a node that does not exist: HostdevdClaimsNotReady's expression returns {kind=pci, reason=NodeNotFound} ($(prom_query "$NOT_READY" | jq -c '.[0].value[1]'))"
+else
+    fail "HostdevdClaimsNotReady's expression returns the NodeNotFound claim" "$(prom_query 'hostdevd_claims')"
+fi
+kubectl delete pcideviceclaim nowhere-000001000 --wait=false >/dev/null
+claim_gone_prom() { [ "$(prom_query "$NOT_READY")" = "[]" ]; }
+expect_ok "... and nothing once the claim is deleted" eventually 60 claim_gone_prom
+echo "  Prometheus: $(elapsed "$t0") ms in all"
+kill "$PROM_PID" 2>/dev/null
+
 echo "--- helm upgrade with a changed value"
 AUDIT=$TEST_DIR/cluster/audit.log
 device_writes() { # from line N of the audit log: the agent's writes to PCIDevices
@@ -137,8 +179,26 @@ expect_ok "the devices are not rewritten (0 writes to PCIDevices by the agent in
     test "$(device_writes "$LINE")" -eq 0
 expect_ok "all devices still published" all_published
 
+echo "--- helm uninstall while a claim remains: refused by the pre-delete hook"
+printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: left-000001000}\nspec: {address: "0000:01:00.0", nodeName: left}\n' |
+    kubectl create -f - >/dev/null
+t0=$(ms)
+expect_reject "helm uninstall fails: its pre-delete hook (hostdevd uninstall-check) finds a claim" "pre-delete" \
+    helm uninstall hostdevd -n "$NS" --wait --timeout 120s
+echo "  helm says: $(tr '\n' ' ' <<<"$OUT" | cut -c1-300) ($(elapsed "$t0") ms)"
+HOOK_LOG=$(kubectl -n "$NS" logs job/hostdevd-uninstall-check 2>&1)
+expect_contains "kubectl logs job/hostdevd-uninstall-check names the claim and what to do" "$HOOK_LOG" \
+    "PCIDeviceClaim left-000001000 (node left, 0000:01:00.0)" "kubectl delete pcideviceclaims,usbdeviceclaims --all --wait=true" "--no-hooks"
+expect_contains "... so does its pod's termination message" \
+    "$(kubectl -n "$NS" get pods -l app.kubernetes.io/name=hostdevd-uninstall-check -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.message}')" \
+    "PCIDeviceClaim left-000001000"
+expect_contains "nothing was removed: the release is still deployed" "$(helm status hostdevd -n "$NS" 2>&1)" "STATUS: deployed"
+expect_ok "... its agent and controllers still Ready" bash -c "[ -n \"\$(kubectl -n $NS get ds hostdevd-agent -o jsonpath='{.status.numberReady}' | grep -v '^0$')\" ]"
+kubectl delete pcideviceclaim left-000001000 --wait=true >/dev/null
+
 echo "--- helm uninstall"
-expect_ok "helm uninstall" helm uninstall hostdevd -n "$NS" --wait --timeout 120s
+expect_ok "helm uninstall (the hook finds no claim now)" helm uninstall hostdevd -n "$NS" --wait --timeout 120s
+expect_ok "... and leaves no hook object behind" test -z "$(kubectl -n "$NS" get job,sa -o name 2>/dev/null | grep uninstall-check; kubectl get clusterrole,clusterrolebinding -o name | grep uninstall-check)"
 no_pods() { [ -z "$(kubectl -n "$NS" get pods -o name)" ]; }
 if eventually "$WAIT" no_pods; then pass "no hostdevd pod left"; else fail "no hostdevd pod left" "$(pod_state)"; fi
 expect_ok "the CRDs and the devices stay" bash -c "kubectl get crd pcidevices.devices.harvesterhci.io >/dev/null &&

@@ -8,7 +8,8 @@
 # Not run, and why: `make image` (test_image.sh builds and runs it) and `rollout status` (no
 # kubelet runs pods here: the DaemonSet and Deployment are objects only; test_chart_node.sh runs
 # them on a real node). `<version>` is the file VERSION. In the Helm round, the uninstall block's
-# `kubectl delete -k` line is replaced by the Helm command its comment gives.
+# `kubectl delete -k` line is replaced by the Helm command its comment gives, with --no-hooks
+# (its pre-delete hook is a Job, which nothing runs here).
 SUITE=install-docs
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -88,7 +89,8 @@ uninstall() { # round [helm]
     local b
     b=$(block docs/install.md Uninstall 1)
     if [ "${2:-}" = helm ]; then
-        b=$(sed 's|^kubectl delete -k my-hostdevd/ .*with Helm: \(helm uninstall .*\)$|\1|' <<<"$b")
+        # (--no-hooks: no kubelet runs the pre-delete hook's Job here; test_chart_node.sh runs it)
+        b=$(sed 's|^kubectl delete -k my-hostdevd/ .*with Helm: \(helm uninstall .*\)$|\1 --no-hooks|' <<<"$b")
         b+=$'\nkubectl delete -k crds/' # Helm leaves the CRDs (docs/helm.md): the user removes them
     fi
     run "$1: uninstall" <<<"$b"
