@@ -1,19 +1,32 @@
 #!/usr/bin/env bash
-# make demo: brings up the local control plane in .demo/cluster (kept running until
-# `make demo-down`), installs the CRDs, RBAC and admission policies (manifests/) and the sample
-# objects of examples/, starts the hostdevd agent against this machine's real /sys (node named
-# after the host) and the controller, boots a qemu node "demo-node" (Debian's kernel, virtual
-# IOMMU, e1000/e1000e/xhci) whose agent runs with a token bound to that node, lets alice claim
-# one of its e1000e (alice and bob, group developers, hold hostdevd-device-user; alice also the
-# `use` verb on that one device, bob on none) and shows it bound to vfio-pci, and prints what to
-# try next. DEMO_QEMU=0 skips the qemu node.
+# make demo: the real install on this machine. A local control plane in .demo/cluster (with
+# kube-scheduler, and a second kube-controller-manager for the workload controllers), kubelet
+# with containerd 2 and runc in a node of its own (hack/kubelet.sh's containerd mode: its own
+# mount and network namespaces, "demo-host"), KubeVirt v1.9.0's CRDs and a KubeVirt CR, the
+# image of `make image` imported with ctr, and `helm install` of charts/hostdevd with every
+# object of it (CRDs, RBAC, admission policies, DeviceClasses, FlowSchemas, the metrics
+# Services, the agent DaemonSet and the controller Deployment, running as pods); then a qemu
+# node "demo-node" (Debian's kernel, virtual IOMMU, e1000/e1000e/xhci) whose agent runs in the
+# guest with a token bound to that node, where alice claims an e1000e (bound to vfio-pci on a
+# real kernel; alice and bob, group developers, hold hostdevd-device-user; alice also `use` on
+# that one device), the sample objects of examples/ (a node "titan" that does not exist), and two
+# team namespaces with a device grant and a quota (docs/access-control.md "Devices for teams").
+# Prints each step and what to try. A second `make demo` starts clean: it stops the previous
+# one first (the qemu image and the Go and Kubernetes caches stay). Daemons do not inherit the
+# caller's open files. DEMO_QEMU=0 skips the qemu node.
 #
 #   hack/demo.sh [up]             make demo
-#   hack/demo.sh down [--purge]   make demo-down [PURGE=1]: stops the controller, the agent, the
-#                                 qemu node and the control plane, saying what it stopped;
-#                                 --purge also removes .demo/ (about 200 MB)
+#   hack/demo.sh down [--purge]   make demo-down [PURGE=1]: stops the pods and kubelet, containerd,
+#                                 the qemu node and the control plane, saying what it stopped;
+#                                 --purge also removes .demo/ (about 300 MB)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# The daemons started below (etcd, the API server, containerd, kubelet, qemu) must not keep the
+# caller's files open: `flock LOCK make demo` would hold LOCK until make demo-down.
+for fd in "/proc/$$/fd/"*; do
+    fd=${fd##*/}
+    if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-" 2>/dev/null || true; fi
+done
 DEMO=$PWD/.demo
 D=$DEMO/cluster
 QNODE=demo-node
@@ -50,6 +63,16 @@ cmd_down() { # [--purge]
     [ -z "$pid" ] || stopped+=("the controller (pid $pid)")
     pid=$(stop_role "$DEMO/agent.pid" agent)
     [ -z "$pid" ] || stopped+=("the agent of node $(hostname | tr 'A-Z_' 'a-z-') (pid $pid)")
+    if [ -f "$DEMO/kubelet/env" ] && hack/kubelet.sh status "$DEMO/kubelet" >/dev/null 2>&1; then
+        stopped+=("kubelet, containerd and the pods of node demo-host (the agent, the controller)")
+    fi
+    [ ! -d "$DEMO/kubelet" ] || hack/kubelet.sh down "$DEMO/kubelet" >/dev/null 2>&1 || true
+    pid=$(cat "$DEMO/workload-controllers.pid" 2>/dev/null || true)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        kill "$pid" 2>/dev/null || true
+        stopped+=("the workload controllers (pid $pid)")
+    fi
+    rm -f "$DEMO/workload-controllers.pid"
     if hack/qemu-node.sh status "$QDIR" >/dev/null 2>&1; then
         hack/qemu-node.sh stop "$QDIR"
         stopped+=("the qemu node $QNODE and its agent")
@@ -69,7 +92,7 @@ cmd_down() { # [--purge]
     fi
     [ -d "$DEMO" ] || return 0
     if [ "${1:-}" = --purge ]; then
-        echo "demo: removing .demo ($(du -sh "$DEMO" | cut -f1): the control plane's data, logs, the qemu node's image)"
+        echo "demo: removing .demo ($(du -sh "$DEMO" | cut -f1): the control plane's data, containerd's images, logs, the qemu node's image)"
         rm -rf "$DEMO"
     else
         echo "demo: .demo keeps $(du -sh "$DEMO" | cut -f1) (the control plane's data, logs, the qemu node's image); make demo-down PURGE=1 removes it"
@@ -82,23 +105,76 @@ down) shift; cmd_down "$@"; exit 0 ;;
 *) echo "usage: hack/demo.sh [up] | down [--purge]" >&2; exit 2 ;;
 esac
 
-# The control plane's own banner says how to stop it alone; the demo has more to stop.
+T0=$SECONDS
+step() { printf '\n=== %s (%ds)\n' "$1" $((SECONDS - T0)); }
+# A second make demo starts clean: whatever the last one left running is stopped, its cluster's
+# data removed (the qemu image and the caches stay).
+if [ -d "$D" ] || [ -d "$DEMO/kubelet" ]; then
+    echo "demo: a previous demo's state is in .demo: stopping it first (make demo starts clean)"
+    cmd_down >/dev/null
+    rm -rf "$D" "$DEMO/kubelet" "$QDIR"
+fi
 mkdir -p "$DEMO"
-hack/cluster.sh up "$D" >"$DEMO/cluster.txt"
+step "the control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler"
+hack/cluster.sh up "$D" --with-scheduler >"$DEMO/cluster.txt"
 head -1 "$DEMO/cluster.txt"
 set -a
 # shellcheck disable=SC1091
 . "$D/env"
 set +a
 export PATH="$K8S_BIN:$PATH"
+# The workload controllers the shared kube-controller-manager does not run (as chart-node-lib.sh).
+setsid kube-controller-manager --kubeconfig "$D/controller-manager.kubeconfig" \
+    --controllers daemonset-controller,deployment-controller,replicaset-controller,job-controller,endpointslice-controller,node-lifecycle-controller,root-ca-certificate-publisher-controller \
+    --secure-port 0 --leader-elect=false --v=1 >"$DEMO/workload-controllers.log" 2>&1 </dev/null &
+echo $! >"$DEMO/workload-controllers.pid"
+
+step "a node: kubelet with containerd 2 and runc (hack/kubelet.sh), node demo-host"
+KUBELET_RUNTIME=containerd hack/kubelet.sh up "$DEMO/kubelet" "$D" demo-host >"$DEMO/kubelet-up.log" 2>&1 ||
+    { tail -20 "$DEMO/kubelet-up.log"; echo "demo: kubelet did not start (.demo/kubelet-up.log)" >&2; exit 1; }
+set -a
+# shellcheck disable=SC1091
+. "$DEMO/kubelet/env"
+set +a
+read -r -a CTR_CMD <<<"$CTR"
+kubectl get nodes -o wide
+
+step "the image: make image, imported into containerd (no registry)"
+make -s image >"$DEMO/image.txt" 2>&1 || { tail -5 "$DEMO/image.txt"; exit 1; }
+ARCHIVE=$(sed -n 's/^image: \(build\/image\/hostdevd-.*\.tar\) (.*/\1/p' "$DEMO/image.txt")
+TAG=${ARCHIVE#build/image/hostdevd-}
+TAG=${TAG%.tar}
+"${CTR_CMD[@]}" images import "$ARCHIVE" >/dev/null
+echo "localhost/hostdevd:$TAG ($(du -h "$ARCHIVE" | cut -f1))"
+
+step "KubeVirt v1.9.0's CRDs and a KubeVirt CR (its own CRDs; no KubeVirt controllers run)"
+KV=$(hack/kubevirt-crds.sh)
+kubectl apply -f "$KV" >/dev/null
+kubectl wait --for condition=Established --timeout 60s -f "$KV" >/dev/null
+kubectl create namespace kubevirt >/dev/null
+kubectl create -f - >/dev/null <<YAML
+apiVersion: kubevirt.io/v1
+kind: KubeVirt
+metadata: {name: kubevirt, namespace: kubevirt}
+spec:
+  configuration:
+    developerConfiguration: {featureGates: [HostDevices]}
+    permittedHostDevices: {}
+YAML
+kubectl get crd -o name | grep kubevirt.io | tr '\n' ' '
+echo
+
+step "helm install hostdevd charts/hostdevd (every object of the chart; the agent and controller as pods)"
+HELM=$(hack/helm-build.sh)
+kubectl create namespace hostdevd-system >/dev/null
+kubectl label namespace hostdevd-system pod-security.kubernetes.io/enforce=privileged >/dev/null
+"$HELM" install hostdevd charts/hostdevd -n hostdevd-system --set image.tag="$TAG" \
+    --set image.pullPolicy=Never --set kubevirt.name=kubevirt --wait --timeout 300s 2> >(grep -v 'found symbolic link' >&2)
+kubectl -n hostdevd-system get pods -o wide
+NODE=demo-host
 hack/apply-examples.sh
-# Access control for real: namespaces, RBAC, admission policies (workloads need a kubelet).
-kubectl apply -f manifests/namespace.yaml -f manifests/agent-rbac.yaml \
-    -f manifests/controller-rbac.yaml -f manifests/user-rbac.yaml \
-    -f manifests/policies-agent.yaml -f manifests/policies-devices.yaml \
-    -f manifests/policies-claims.yaml >/dev/null
 # alice and bob (group developers) may look at devices and claims, and create claims (each still
-# needs the verb "use" on its device): manifests/user-rbac.yaml's role, bound as
+# needs the verb "use" on its device): the chart's hostdevd-device-user, bound as
 # docs/access-control.md says.
 kubectl apply -f - >/dev/null <<YAML
 apiVersion: rbac.authorization.k8s.io/v1
@@ -109,43 +185,17 @@ subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: Group, name: developers}
 YAML
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-# Starts bin/hostdevd ROLE ARGS... on a free port (restarting the demo's previous one), waits
-# until it is ready; prints the port.
-start_role() { # role args...
-    local role=$1 port
-    shift
-    stop_role "$DEMO/$role.pid" "$role" >/dev/null
-    port=$(free_port)
-    bin/hostdevd "$role" --kubeconfig "$D/admin.kubeconfig" --listen "127.0.0.1:$port" "$@" \
-        >"$DEMO/$role.log" 2>&1 &
-    echo $! >"$DEMO/$role.pid"
-    for _ in $(seq 1 150); do
-        curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-        sleep 0.2
-    done
-    echo "$port"
-}
-
-# The agent of this machine: a Node object for it, then the agent on the real /sys.
-NODE=$(hostname | tr 'A-Z_' 'a-z-')
-kubectl get node "$NODE" >/dev/null 2>&1 ||
-    printf 'apiVersion: v1\nkind: Node\nmetadata: {name: %s}\n' "$NODE" | kubectl create -f - >/dev/null
-PORT=$(start_role agent --node-name "$NODE" --sysfs-root /sys)
-# The controller (one replica): claims no agent serves, and KubeVirt's permittedHostDevices
-# once there is a KubeVirt CR (there is none here).
-CPORT=$(start_role controller --id demo)
-
 run() {
     printf '\n$ %s\n' "$*"
     "$@"
 }
 echo
-echo "=== hostdevd demo: the agent published this machine's PCI devices (node \"$NODE\")"
+echo "=== hostdevd demo: the agent's pod published the PCI devices of node $NODE (this machine's)"
+for _ in $(seq 1 60); do
+    [ "$(kubectl get pcidevices -l "nodename=$NODE" -o name | wc -l)" -gt 0 ] && break
+    sleep 1
+done
 run kubectl get pcidevices -o wide -l "nodename=$NODE"
-run curl -s "http://127.0.0.1:$PORT/readyz"
 echo
 echo "=== the five kinds, with sample objects of a node \"titan\" (examples/: no Node, no agent)"
 # examples/status/ says titan's agent bound the GPU; the controller sees there is no Node titan.
@@ -256,29 +306,98 @@ YAML
         sleep 1
     done
     run kubectl get usbdeviceclaims -o wide
+    echo
+    echo "=== devices for teams (docs/access-control.md): team-a may use the e1000e pool, team-b not; a quota"
+    RES=$(kubectl get pcidevice "$CLAIM" -o jsonpath='{.status.resourceName}')
+    kubectl create namespace team-a >/dev/null
+    kubectl create namespace team-b >/dev/null
+    kubectl apply -f - >/dev/null <<YAML
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: nic-pool-user}
+rules:
+- {apiGroups: [devices.harvesterhci.io], resources: [pcidevicepools], resourceNames: [$RES], verbs: [use]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: nic-pool, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: nic-pool-user}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
+---
+# bob may write VMs in both namespaces (what a team's users have); not the devices.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: demo-vm-editor}
+rules:
+- {apiGroups: [kubevirt.io], resources: [virtualmachineinstances, virtualmachines], verbs: [get, list, create, delete]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: demo-vm-editor, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: demo-vm-editor}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: demo-vm-editor, namespace: team-b}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: demo-vm-editor}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: devices, namespace: team-a}
+spec:
+  hard:
+    requests.$RES: "1"
+YAML
+    cat >"$DEMO/vmi.yaml" <<YAML
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: vm1}
+spec:
+  domain:
+    devices:
+      hostDevices: [{name: nic1, deviceName: $RES}]
+YAML
+    # The controller lists the resource name in KubeVirt's CR once alice's claim is Ready; from
+    # then on the policy hostdevd-vm-use asks for "use" on it.
+    for _ in $(seq 1 60); do
+        kubectl get kubevirt kubevirt -n kubevirt -o jsonpath='{.spec.configuration.permittedHostDevices.pciHostDevices[*].resourceName}' |
+            grep -qF "$RES" && break
+        sleep 1
+    done
+    run kubectl get kubevirt kubevirt -n kubevirt -o jsonpath='{.spec.configuration.permittedHostDevices}{"\n"}'
+    run kubectl --context bob -n team-a create --dry-run=server -f .demo/vmi.yaml
+    run kubectl --context bob -n team-b create --dry-run=server -f .demo/vmi.yaml || true
+    run kubectl -n team-a describe resourcequota devices
 fi
 
 cat <<EOF
 
-=== try it yourself
+=== try it yourself (in $((SECONDS - T0)) s the demo is up)
   export KUBECONFIG=$D/kubeconfig PATH=$K8S_BIN:\$PATH
+  kubectl -n hostdevd-system get pods,svc -o wide   # the chart's pods under containerd
+  kubectl get pcidevices -o wide                    # both nodes' devices (demo-host's from its pod)
   kubectl explain pcidevice.status
-  kubectl get pcideviceclaims --field-selector spec.nodeName=titan
-  kubectl --context bob get pcidevices          # alice and bob (group developers) may look
-  bin/hostdevd name pci titan 0000:00:1f.6      # the name a claim on that device must have
-  curl -s http://127.0.0.1:$PORT/metrics        # the agent's metrics; its log: .demo/agent.log
-  kill -HUP \$(cat .demo/agent.pid)             # rescan now (otherwise every 5 minutes)
-  kubectl get events --field-selector reason=NodeNotFound   # the controller on titan's claims
-  curl -s http://127.0.0.1:$CPORT/metrics       # the controller's; its log: .demo/controller.log (its
-                                                # KubeVirt watch retries: no KubeVirt here)
+  kubectl get pcideviceclaims --field-selector spec.nodeName=titan   # samples of a node that does not exist
+  kubectl get events --field-selector reason=NodeNotFound            # the controller on titan's claims
+  kubectl --context bob get pcidevices             # alice and bob (group developers) may look
+  kubectl --context bob -n team-b create -f .demo/vmi.yaml   # refused: no "use" in team-b
+  kubectl --context bob -n team-a create -f .demo/vmi.yaml   # admitted (nothing runs VMs here)
+  kubectl -n team-a describe resourcequota devices           # the team's device quota
+  kubectl -n hostdevd-system logs ds/hostdevd-agent          # the agent's log (demo-host)
+  kubectl -n hostdevd-system get lease hostdevd-controller   # which controller replica leads
+  helm upgrade hostdevd charts/hostdevd -n hostdevd-system --reuse-values --set agent.logLevel=2 --wait
   kubectl --context alice delete pcideviceclaim $(bin/hostdevd name pci demo-node 0000:00:04.0)   # e1000e comes back
   hack/qemu-node.sh exec .demo/demo-node 'agentctl log 20'   # the qemu node's agent
   hack/qemu-node.sh hmp .demo/demo-node 'device_add usb-kbd,id=k2,bus=xhci.0,port=4'
-  kubectl get usbdevices -l nodename=demo-node  # the new keyboard, demo-node-0627-0001-1-4
-  hack/qemu-node.sh hmp .demo/demo-node 'device_del k2'   # gone again
-  kubectl delete usbdeviceclaim $(bin/hostdevd name usb demo-node 0627 0001 1-2)
-Not in the demo: kubelet and KubeVirt (the device plugins and permittedHostDevices are tested by
-make test); see the status table in README.md.
-Stop it all (the controller, both agents, the qemu node, the control plane): make demo-down
-(make demo-down PURGE=1 also removes .demo/, about 200 MB)
+  kubectl get usbdevices -l nodename=demo-node     # the new keyboard, demo-node-0627-0001-1-4
+  helm uninstall hostdevd -n hostdevd-system       # refused while claims remain (it names them)
+(helm is $HELM.) Not in the demo: KubeVirt's own controllers and a VM (make test's qemu tests
+start a VMM with the claimed device; README's status table says what is tested where).
+Stop it all (the pods, kubelet, containerd, the qemu node, the control plane): make demo-down
+(make demo-down PURGE=1 also removes .demo/)
 EOF

@@ -3,6 +3,7 @@
 # test_chart_sockets.sh), sourced after test/integration/lib.sh: chart_node_up builds or finds
 # helm, containerd and `make image`'s archive, starts the control plane with kube-scheduler
 # plus a second kube-controller-manager with the workload controllers (DaemonSet, Deployment, Job,
+# EndpointSlice,
 # ReplicaSet, node lifecycle, root CA publisher) that the shared one does not run, kubelet in
 # hack/kubelet.sh's containerd mode, imports the image with ctr (pull policy Never: no
 # registry), applies KubeVirt's CRD and CR and makes the namespace $NS (privileged). Sets HELM,
@@ -32,7 +33,7 @@ chart_node_up() {
 
     cluster_start --with-scheduler
     kube-controller-manager --kubeconfig "$TEST_DIR/cluster/controller-manager.kubeconfig" \
-        --controllers daemonset-controller,deployment-controller,replicaset-controller,job-controller,node-lifecycle-controller,root-ca-certificate-publisher-controller \
+        --controllers daemonset-controller,deployment-controller,replicaset-controller,job-controller,endpointslice-controller,node-lifecycle-controller,root-ca-certificate-publisher-controller \
         --secure-port 0 --leader-elect=false --v=1 >"$TEST_DIR/workload-controllers.log" 2>&1 </dev/null &
     track $!
     disown # (killed by cluster_stop; no "Killed" notice)

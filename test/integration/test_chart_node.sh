@@ -183,17 +183,23 @@ echo "--- helm uninstall while a claim remains: refused by the pre-delete hook"
 printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: left-000001000}\nspec: {address: "0000:01:00.0", nodeName: left}\n' |
     kubectl create -f - >/dev/null
 t0=$(ms)
-expect_reject "helm uninstall fails: its pre-delete hook (hostdevd uninstall-check) finds a claim" "pre-delete" \
-    helm uninstall hostdevd -n "$NS" --wait --timeout 120s
+expect_reject "helm uninstall fails: its pre-delete hook's Job (hostdevd uninstall-check) finds a claim" \
+    "Job/$NS/hostdevd-uninstall-check" helm uninstall hostdevd -n "$NS" --wait --timeout 120s
 echo "  helm says: $(tr '\n' ' ' <<<"$OUT" | cut -c1-300) ($(elapsed "$t0") ms)"
-HOOK_LOG=$(kubectl -n "$NS" logs job/hostdevd-uninstall-check 2>&1)
-expect_contains "kubectl logs job/hostdevd-uninstall-check names the claim and what to do" "$HOOK_LOG" \
+# (kubectl logs cannot reach this harness's kubelet by name: the container's log file instead)
+hook_log() { cat "$KUBELET_ROOT"/../../varlog/pods/"${NS}"_hostdevd-uninstall-check-*/check/0.log 2>/dev/null; }
+expect_contains "its log (kubectl logs job/hostdevd-uninstall-check) names the claim and what to do" "$(hook_log)" \
     "PCIDeviceClaim left-000001000 (node left, 0000:01:00.0)" "kubectl delete pcideviceclaims,usbdeviceclaims --all --wait=true" "--no-hooks"
 expect_contains "... so does its pod's termination message" \
     "$(kubectl -n "$NS" get pods -l app.kubernetes.io/name=hostdevd-uninstall-check -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.message}')" \
     "PCIDeviceClaim left-000001000"
-expect_contains "nothing was removed: the release is still deployed" "$(helm status hostdevd -n "$NS" 2>&1)" "STATUS: deployed"
-expect_ok "... its agent and controllers still Ready" bash -c "[ -n \"\$(kubectl -n $NS get ds hostdevd-agent -o jsonpath='{.status.numberReady}' | grep -v '^0$')\" ]"
+expect_ok "nothing was removed: the agent DaemonSet, the controller Deployment, the policies, the CRDs" \
+    kubectl get -n "$NS" ds/hostdevd-agent deploy/hostdevd-controller validatingadmissionpolicy/hostdevd-claim-use crd/pcidevices.devices.harvesterhci.io
+expect_ok "... the agent and both controllers still Ready" test "$(ready_pods hostdevd-agent | wc -l) $(ready_pods hostdevd-controller | wc -l)" = "1 2"
+expect_contains "Helm left the release \"uninstalling\"" "$(helm status hostdevd -n "$NS" 2>&1)" "STATUS: uninstalling"
+expect_ok "... and helm upgrade --reuse-values --wait makes it deployed again (docs/helm.md)" \
+    helm upgrade hostdevd charts/hostdevd -n "$NS" --reuse-values --wait --timeout "${WAIT}s"
+expect_contains "... STATUS: deployed" "$(helm status hostdevd -n "$NS" 2>&1)" "STATUS: deployed"
 kubectl delete pcideviceclaim left-000001000 --wait=true >/dev/null
 
 echo "--- helm uninstall"

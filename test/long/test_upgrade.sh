@@ -17,7 +17,8 @@
 # holder to holder only through a release); the new version leads and the agents run it. Then
 # `helm rollback` to N with the same checks (N reads what N+1 wrote: the CRDs stay N+1's). At
 # the end, N (rolled back) still does its job: the pod goes, the claim is deleted, the device is
-# back on e1000e. Prints the times (upgrade start -> new version leading, -> agents rolled).
+# back on e1000e. Between the upgrade and the rollback, `helm uninstall` is refused by this
+# tree's pre-delete hook (the claim named) and changes nothing. Prints the times (upgrade start -> new version leading, -> agents rolled).
 #
 # Why that N: ca43410 is the first version that can run this test at all: the first whose
 # controller can be upgraded (issue 41: before it only the leader was Ready, so `helm upgrade
@@ -277,6 +278,19 @@ expect_ok "this tree's CRDs applied over N's (kubectl apply -k crds/, as docs/in
 move "helm upgrade --wait" "$TAG" helm upgrade hostdevd charts/hostdevd -n "$NS" --set image.tag="$TAG" \
     "${VALUES[@]}" --wait --timeout "${WAIT}s"
 nothing_touched "upgrade"
+
+echo "--- helm uninstall with the claim Ready and its device held: refused, nothing touched"
+snapshot
+expect_reject "helm uninstall fails in its pre-delete hook's Job" "Job/$NS/hostdevd-uninstall-check" \
+    helm uninstall hostdevd -n "$NS" --wait --timeout 120s
+hook_log() { cat "$KUBELET_ROOT"/../../varlog/pods/"${NS}"_hostdevd-uninstall-check-*/check/0.log 2>/dev/null; }
+expect_contains "... whose log names the claim" "$(hook_log)" "PCIDeviceClaim $(name_of "$ADDR") (node $QN, $ADDR): Ready"
+expect_ok "nothing was removed: the DaemonSet, the Deployment, the CRDs" \
+    kubectl get -n "$NS" ds/hostdevd-agent deploy/hostdevd-controller crd/pcideviceclaims.devices.harvesterhci.io
+expect_ok "refused uninstall: the claim did not change" test "$(claim_rv)" = "$SNAP_CLAIM"
+expect_ok "refused uninstall: $ADDR still on vfio-pci, held by the pod's process" \
+    test "$(guest_driver "$ADDR") $(holders)" = "vfio-pci $HOLDER"
+expect_ok "refused uninstall: both nodes' agents still run $TAG" rolled "$TAG"
 
 echo "--- helm rollback to N ($PREV_TAG)"
 snapshot
