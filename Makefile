@@ -3,8 +3,9 @@
 #   make          bin/hostdevd (release flags, warnings are errors)
 #   make test     deps + sanitizer build (ASan+UBSan) + every test suite that exists
 #   make test-long  the long checks in test/long/ (minutes each; not part of make test)
-#   make demo     demo deps + local control plane + CRDs + sample objects + agent, controller
-#                 and a qemu node; prints what to try. make demo-down [PURGE=1] stops it all
+#   make demo     demo deps + the real install: local control plane, kubelet with containerd,
+#                 KubeVirt's CRDs, `helm install` of the chart (pods), a qemu node with a claimed
+#                 e1000e, teams; prints what to try. make demo-down [PURGE=1] stops it all
 #   make lint     clang-format, cppcheck, clang-tidy, shellcheck (qemu node), dependency rules
 #   make bench    every benchmark (hack/bench/*.sh), side by side with its reference, written
 #                 to docs/benchmarks.md; make bench-quick: the same table, smaller, in minutes
@@ -49,6 +50,12 @@ ASAN_CFLAGS := $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer -fsanitize=address,
         -fno-sanitize-recover=all -DUNIT_TESTING
 ASAN_LDFLAGS := -fsanitize=address,undefined
 
+# Build lines: "  CC      src/x.c" and "  LD      bin/hostdevd" by default; `make V=1` prints each
+# whole command (compiler flags and all).
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
+quiet = $(if $(filter 1,$(V)),,printf '  %-7s %s\n' '$(1)' '$(2)';)
+
 # Protocol buffers: protoc-c generates build/gen/<dir>/<name>.pb-c.[ch] from src/<dir>/<name>.proto.
 PROTOS := $(wildcard src/*/*.proto)
 GEN_SRCS := $(PROTOS:src/%.proto=build/gen/%.pb-c.c)
@@ -70,24 +77,24 @@ all: bin/hostdevd
 
 bin/hostdevd: $(REL_OBJS)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(call quiet,LD,$@)$(CC) -o $@ $^ $(PKG_LIBS)
 
 build/gen/%.pb-c.c build/gen/%.pb-c.h &: src/%.proto
 	@mkdir -p build/gen
-	protoc-c --proto_path=src --c_out=build/gen $<
+	$(Q)$(call quiet,PROTOC,$<)protoc-c --proto_path=src --c_out=build/gen $<
 
 build/release/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(RELEASE_CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+	$(Q)$(call quiet,CC,$<)$(CC) $(RELEASE_CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 
 build/asan/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ASAN_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
+	$(Q)$(call quiet,CC,$<)$(CC) $(ASAN_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
 
 # The unit runner's suite list is generated from the suites the test files define.
 build/gen/suites.gen.h: $(filter test/unit/test_%.c,$(UNIT_SRCS)) hack/gen-suites.sh
 	@mkdir -p $(@D)
-	hack/gen-suites.sh $(filter test/unit/test_%.c,$(UNIT_SRCS)) >$@
+	$(Q)$(call quiet,GEN,$@)hack/gen-suites.sh $(filter test/unit/test_%.c,$(UNIT_SRCS)) >$@
 
 build/asan/test/unit/main.o: build/gen/suites.gen.h
 build/asan/test/unit/main.o: ASAN_CFLAGS += -Ibuild/gen
@@ -95,32 +102,32 @@ build/asan/test/unit/main.o: ASAN_CFLAGS += -Ibuild/gen
 # The unit runner's sysfs writes go through the fake tree's fault table (sysfs_tree.h).
 UNIT_LDFLAGS := -Wl,--wrap=node_sysfs_write
 build/asan/unit-tests: $(UNIT_OBJS) $(ASAN_LIB_OBJS)
-	$(CC) $(ASAN_LDFLAGS) $(UNIT_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcunit
+	$(Q)$(call quiet,LD,$@)$(CC) $(ASAN_LDFLAGS) $(UNIT_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcunit
 
 # Drives src/kube against the real API server in test/integration/test_kube.sh.
 build/asan/kubetool: build/asan/test/integration/kubetool.o $(ASAN_LIB_OBJS)
-	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(call quiet,LD,$@)$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # Drives src/kubelet/grpc against grpc-go (test/grpcpeer) in test/integration/test_grpc.sh; the
 # release build gives the round-trip figure.
 build/asan/grpctool: build/asan/test/integration/grpctool.o $(ASAN_LIB_OBJS)
-	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(call quiet,LD,$@)$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 build/release/grpctool: build/release/test/integration/grpctool.o $(LIB_SRCS:%.c=build/release/%.o)
-	$(CC) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(call quiet,LD,$@)$(CC) -o $@ $^ $(PKG_LIBS)
 
 # Drives src/node/vflink against the kernel: a dummy interface, the qemu node's igb VFs.
 build/asan/vflinktool: build/asan/test/integration/vflinktool.o $(ASAN_LIB_OBJS)
-	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(call quiet,LD,$@)$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 build/release/vflinktool: build/release/test/integration/vflinktool.o $(LIB_SRCS:%.c=build/release/%.o)
-	$(CC) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(call quiet,LD,$@)$(CC) -o $@ $^ $(PKG_LIBS)
 
 build/release/kubebench: build/release/test/integration/kubebench.o $(LIB_SRCS:%.c=build/release/%.o)
-	$(CC) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(call quiet,LD,$@)$(CC) -o $@ $^ $(PKG_LIBS)
 
 build/release/pcibench: build/release/test/integration/pcibench.o $(LIB_SRCS:%.c=build/release/%.o)
-	$(CC) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(call quiet,LD,$@)$(CC) -o $@ $^ $(PKG_LIBS)
 
 # make bench: figures printed, not asserted (a private control plane, release build).
 # BENCH_IDLE_SECONDS (default 600) is how long the idle-traffic figure watches an idle agent.
@@ -136,7 +143,7 @@ bench-quick: deps-bench k8s
 # with libFuzzer (clang); make test replays each corpus (test/fuzz/corpus/<name>/) through a
 # plain driver in the sanitizer build, so crashes found once stay fixed.
 build/asan/fuzz-replay-%: build/asan/test/fuzz/fuzz_%.o build/asan/test/fuzz/replay.o $(ASAN_LIB_OBJS)
-	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(call quiet,LD,$@)$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # ASan and UBSan, every UBSan finding fatal (-fno-sanitize-recover=all covers undefined). The
 # library is compiled once (build/fuzz/obj, coverage-instrumented with fuzzer-no-link) and
@@ -154,7 +161,7 @@ build/fuzz/fuzz_%: test/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -MF $@.d -o $@ $< $(FUZZ_LIB_OBJS) $(PKG_LIBS)
 
 build/asan/hostdevd: $(ASAN_LIB_OBJS) build/asan/$(MAIN_SRC:.c=.o)
-	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(call quiet,LD,$@)$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # The plain test build, build/plain: the sanitizer build's flags without the sanitizers. Valgrind
 # memcheck runs it in make test-long (it cannot run sanitized binaries), and make mutate links
@@ -165,15 +172,15 @@ PLAIN_UNIT_OBJS := $(UNIT_SRCS:%.c=build/plain/%.o)
 PLAIN_BINS := build/plain/unit-tests build/plain/hostdevd build/plain/kubetool build/plain/grpctool
 build/plain/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(PLAIN_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
+	$(Q)$(call quiet,CC,$<)$(CC) $(PLAIN_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
 build/plain/test/unit/main.o: build/gen/suites.gen.h
 build/plain/test/unit/main.o: PLAIN_CFLAGS += -Ibuild/gen
 build/plain/unit-tests: $(PLAIN_UNIT_OBJS) $(PLAIN_LIB_OBJS)
-	$(CC) $(UNIT_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcunit
+	$(Q)$(call quiet,LD,$@)$(CC) $(UNIT_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcunit
 build/plain/hostdevd: $(PLAIN_LIB_OBJS) build/plain/$(MAIN_SRC:.c=.o)
-	$(CC) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(call quiet,LD,$@)$(CC) -o $@ $^ $(PKG_LIBS)
 build/plain/kubetool build/plain/grpctool: build/plain/%: build/plain/test/integration/%.o $(PLAIN_LIB_OBJS)
-	$(CC) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(call quiet,LD,$@)$(CC) -o $@ $^ $(PKG_LIBS)
 
 # make image: the OCI image hostdevd:<version>, built offline from bin/hostdevd and Debian's
 # files (hack/image.sh, Containerfile, docs/image.md). The release build leaves the build

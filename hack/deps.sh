@@ -24,6 +24,9 @@ build=(
 demo=(
     # the local control plane (hack/cluster.sh), the module proxy, names of devices
     openssl curl python3 ca-certificates util-linux pci.ids usb.ids
+    # the demo's node: make image (buildah, skopeo), runc, CNI plugins, the test box image's
+    # busybox and socat for hack/kubelet.sh's containerd mode; jq for its checks
+    buildah skopeo runc containernetworking-plugins busybox-static socat jq
 )
 test=(
     libcunit1-dev clang libclang-rt-14-dev clang-format clang-tidy cppcheck valgrind shellcheck

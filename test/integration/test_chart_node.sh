@@ -33,15 +33,30 @@ fi
 MODULES_EXISTED=yes
 [ -e /lib/modules ] || MODULES_EXISTED=
 
-chart_node_up
+CHART_NODE_USER_STEPS=1 chart_node_up
 
-echo "--- helm install"
+# docs/real-node.md's steps, to the letter (hack/doc-blocks.py reads them out of the page): ctr is
+# this node's (its containerd's address), the archive is make image's, helm the one built here.
+doc_run() { # heading
+    local line cmd
+    while IFS= read -r line; do
+        [ -n "$line" ] || continue
+        cmd=${line//ctr -n k8s.io /${CTR} }
+        cmd=${cmd//hostdevd-<version>.tar/$ARCHIVE}
+        expect_ok "docs/real-node.md, \"$1\": $line" eval "$cmd"
+        [ -z "$OUT" ] || printf '%s\n' "$OUT" | sed 's/^/       > /' | head -12
+    done < <("$ROOT/hack/doc-blocks.py" docs/real-node.md "$1" || fail "docs/real-node.md has a block \"$1\"")
+}
+echo "--- docs/real-node.md: the image without a registry, then helm install"
+doc_run "1. The image, without a registry"
+expect_contains "... containerd has localhost/hostdevd:$TAG" "$("${CTR_CMD[@]}" images ls -q 2>/dev/null)" "localhost/hostdevd:$TAG"
 T_INSTALL=$(ms)
-# --wait: every Deployment Available and the DaemonSet's pods Ready (a controller whose standby
-# is never Ready would never be Available: helm would time out).
-expect_ok "helm install --wait (image localhost/hostdevd:$TAG, pullPolicy Never) returns: the install is Available" \
-    helm install hostdevd charts/hostdevd -n "$NS" --set image.tag="$TAG" --set image.pullPolicy=Never --wait --timeout "${WAIT}s"
-
+# (--wait: every Deployment Available and the DaemonSet's pods Ready; a controller whose standby
+# is never Ready would never be Available: helm would time out)
+doc_run "2. Install"
+T_HELM=$(elapsed "$T_INSTALL")
+echo "  helm install --wait: $T_HELM ms"
+doc_run "3. What a healthy node looks like"
 if eventually "$WAIT" agent_ready; then
     T_AGENT=$(elapsed "$T_INSTALL")
     pass "the agent's pod is Running and Ready by its own probes ($T_AGENT ms after helm install)"
@@ -197,8 +212,9 @@ expect_ok "nothing was removed: the agent DaemonSet, the controller Deployment, 
     kubectl get -n "$NS" ds/hostdevd-agent deploy/hostdevd-controller validatingadmissionpolicy/hostdevd-claim-use crd/pcidevices.devices.harvesterhci.io
 expect_ok "... the agent and both controllers still Ready" test "$(ready_pods hostdevd-agent | wc -l) $(ready_pods hostdevd-controller | wc -l)" = "1 2"
 expect_contains "Helm left the release \"uninstalling\"" "$(helm status hostdevd -n "$NS" 2>&1)" "STATUS: uninstalling"
-expect_ok "... and helm upgrade --reuse-values --wait makes it deployed again (docs/helm.md)" \
-    helm upgrade hostdevd charts/hostdevd -n "$NS" --reuse-values --wait --timeout "${WAIT}s"
+REV=$(helm status hostdevd -n "$NS" -o json | jq -r .version)
+expect_ok "... and helm rollback hostdevd $REV (its own revision) --wait makes it deployed again (docs/helm.md)" \
+    helm rollback hostdevd "$REV" -n "$NS" --wait --timeout "${WAIT}s"
 expect_contains "... STATUS: deployed" "$(helm status hostdevd -n "$NS" 2>&1)" "STATUS: deployed"
 kubectl delete pcideviceclaim left-000001000 --wait=true >/dev/null
 
@@ -210,6 +226,8 @@ if eventually "$WAIT" no_pods; then pass "no hostdevd pod left"; else fail "no h
 expect_ok "the CRDs and the devices stay" bash -c "kubectl get crd pcidevices.devices.harvesterhci.io >/dev/null &&
     test \"\$(kubectl get pcidevices --no-headers | wc -l)\" -eq $(lspci_functions | wc -l)"
 expect_ok "no agent socket left in kubelet's directories" eventually 30 no_sockets
+no_plugin_dir() { [ ! -e "$KUBELET_ROOT/plugins/vfio-pci.hostdevd.io" ]; }
+expect_ok "... nor the DRA plugin's directory (kubelet's plugins/vfio-pci.hostdevd.io)" eventually 30 no_plugin_dir
 [ -z "$(sockets)" ] || echo "  left: $(sockets | tr '\n' ' ')"
 
 T_TOTAL=$(elapsed "$T_ALL")

@@ -900,8 +900,18 @@ static void draplugin_free(void *userdata)
     struct draplugin *p = userdata;
     if (!p)
         return;
+    bool served = p->srv != NULL;
     p->reg = grpc_server_free(p->reg);
     p->srv = grpc_server_free(p->srv);
+    if (served) {
+        /* Nothing of ours left in kubelet's plugins directory once we are gone (helm uninstall
+         * left it empty): only empty directories go; a checkpoint of prepared claims or a
+         * metadata file keeps them for the next agent. */
+        char meta[PATH_MAX + 32];
+        (void)snprintf(meta, sizeof(meta), "%s/dra-device-metadata", p->plugin_dir);
+        (void)rmdir(meta);
+        (void)rmdir(p->plugin_dir);
+    }
     cJSON_Delete(p->ck);
     free(p);
 }
