@@ -83,10 +83,16 @@ expect_contains "usbdeviceclaims printer columns" "$OUT" "NODE NAME" "PCI ADDRES
 # harvester's four columns with hostdevd's Total beside NumVFs, then Ready and Reason; the
 # interface only with -o wide.
 OUT=$(kubectl get sriovnetworkdevices 2>&1)
-expect_contains "sriovnetworkdevices printer columns (harvester's, Total, Ready, Reason)" \
-    "$(head -1 <<<"$OUT" | tr -s ' ')" "NAME ADDRESS NODE NAME NUMVFS TOTAL VF ADDRESSES READY REASON AGE"
+expect_contains "sriovnetworkdevices printer columns (harvester's, Total, Ready, Reason, the generations)" \
+    "$(head -1 <<<"$OUT" | tr -s ' ')" "NAME ADDRESS NODE NAME NUMVFS TOTAL VF ADDRESSES READY REASON GENERATION OBSERVED AGE"
 expect_contains "... with their values" "$(grep titan-enp59s0f0 <<<"$OUT" | tr -s ' ')" \
-    'titan-enp59s0f0 0000:3b:00.0 titan 2 64 ["0000:3b:02.0","0000:3b:02.1"] True Configured'
+    'titan-enp59s0f0 0000:3b:00.0 titan 2 64 ["0000:3b:02.0","0000:3b:02.1"] True Configured 1 1'
+# A new spec no agent has acted on: Ready still speaks of generation 1, and the row shows it.
+expect_ok "spec.numVFs changed (no agent here to act on it)" \
+    kubectl patch sriovnetworkdevice titan-enp59s0f0 --type merge -p '{"spec":{"numVFs":3}}'
+expect_contains "... the row shows Configured for generation 1 while the spec is at 2" \
+    "$(kubectl get sriovnetworkdevices | grep titan-enp59s0f0 | tr -s ' ')" 'True Configured 2 1'
+kubectl patch sriovnetworkdevice titan-enp59s0f0 --type merge -p '{"spec":{"numVFs":2}}' >/dev/null
 OUT=$(kubectl get sriovnd -o wide 2>&1)
 expect_contains "sriovnetworkdevices wide column: the interface" "$(tr -s ' ' <<<"$OUT")" \
     "NODE NAME INTERFACE NUMVFS" "titan enp59s0f0 2"
