@@ -37,14 +37,21 @@ OTHER=(--set image.repository=example.invalid/hostdevd --set image.tag=1.2.3
     --set kubevirt.name=kv --set agent.nodeSelector.devices=yes --set 'controller.tolerations[0].operator=Exists'
     --set agent.resources.limits.memory=256Mi)
 expect_ok "helm lint with other values" helm lint --strict "$CHART" "${OTHER[@]}"
-expect_ok "helm template (defaults, namespace $NS, CRDs included)" \
-    helm template $REL "$CHART" -n $NS --include-crds
+# (hooks left out: the pre-delete hook's objects exist only while helm uninstall runs it;
+# test_chart_node.sh runs it)
+expect_ok "helm template (defaults, namespace $NS, CRDs included, no hooks)" \
+    helm template $REL "$CHART" -n $NS --include-crds --no-hooks
 printf '%s\n' "$OUT" >"$TEST_DIR/chart.yaml"
 expect_ok "kubectl kustomize manifests/" kubectl kustomize manifests/ -o "$TEST_DIR/kustomize.yaml"
 # A packaged chart holds the files its symlinks point at, and renders the same.
 expect_ok "helm package" helm package "$CHART" -d "$TEST_DIR"
 expect_ok "... the archive renders as the directory does" \
-    diff <(helm template $REL "$TEST_DIR"/hostdevd-*.tgz -n $NS --include-crds) "$TEST_DIR/chart.yaml"
+    diff <(helm template $REL "$TEST_DIR"/hostdevd-*.tgz -n $NS --include-crds --no-hooks) "$TEST_DIR/chart.yaml"
+expect_contains "the pre-delete hook renders: its Job runs hostdevd uninstall-check" \
+    "$(helm template $REL "$CHART" -n $NS --show-only templates/uninstall-check.yaml)" \
+    "helm.sh/hook: pre-delete" "command: [hostdevd, uninstall-check]" "verbs: [list]"
+expect_ok "... and uninstallCheck.enabled=false leaves it out" bash -c "! grep -q uninstall-check <<<\"\$1\"" _ \
+    "$(helm template $REL "$CHART" -n $NS --set uninstallCheck.enabled=false)"
 expect_reject "values.schema.json refuses a misspelt value" "additional properties 'kubeletdir' not allowed" \
     helm template $REL "$CHART" --set agent.kubeletdir=/data/kubelet
 expect_reject "... and a log level that is no number" "at '/controller/logLevel': got string, want integer" \
