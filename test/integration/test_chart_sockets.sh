@@ -238,8 +238,10 @@ expect_ok "both pods deleted" kubectl delete pod vfio-dp vfio-dra --wait=true --
 unprepared() { [ ! -e "$CDI_SPEC" ]; }
 expect_ok "the claim is unprepared: its CDI spec removed" eventually 60 unprepared
 kubectl delete resourceclaim nic --wait=false >/dev/null
-kubectl delete pcideviceclaim "$(pci_name $NIC_DP)" --wait=false >/dev/null
-expect_ok "helm uninstall" helm uninstall hostdevd -n "$NS" --wait --timeout 120s
+# Claims first, waited for (docs/install.md): the chart's pre-delete hook refuses while one is left.
+expect_ok "the PCIDeviceClaim deleted: its agent gives the device back and lets it go" \
+    kubectl delete pcideviceclaim "$(pci_name $NIC_DP)" --wait=true --timeout=120s
+expect_ok "helm uninstall (its pre-delete hook finds no claim)" helm uninstall hostdevd -n "$NS" --wait --timeout 120s
 expect_ok "no agent socket left in kubelet's directories" eventually 60 no_sockets
 [ -z "$(sockets)" ] || echo "  left: $(sockets | tr '\n' ' ')"
 

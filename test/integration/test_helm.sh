@@ -372,7 +372,7 @@ expect_ok "the CRDs stay (helm never deletes crds/), and with them the devices a
     kubectl get crd/pcidevices.$G crd/pcideviceclaims.$G crd/usbdevices.$G crd/usbdeviceclaims.$G \
     crd/sriovnetworkdevices.$G pcidevice/$X pcideviceclaim/$X -o name
 expect_ok "helm install again over the CRDs that stayed" helm install $REL "$CHART" -n $NS
-expect_ok "helm uninstall again" helm uninstall $REL -n $NS --wait --timeout 60s
+expect_ok "helm uninstall again" helm uninstall $REL -n $NS --wait --timeout 60s --no-hooks
 
 echo "--- Helm on a cluster installed with kubectl apply -k manifests/ (or by make demo)"
 lease_ns_gone() { ! kubectl get namespace hostdevd-node-lease >/dev/null 2>&1; }
@@ -386,5 +386,5 @@ expect_ok "helm install --take-ownership --force-conflicts adopts them, as docs/
 OUT=$(kubectl get namespace hostdevd-node-lease -o jsonpath='{.metadata.labels.app\.kubernetes\.io/managed-by} {.metadata.annotations.meta\.helm\.sh/release-name}')
 expect_contains "... the objects are the release's now (hostdevd-node-lease: managed-by Helm, release hostdevd)" "$OUT" "Helm hostdevd"
 expect_ok "... and the release upgrades and uninstalls as one installed by Helm" helm upgrade $REL "$CHART" -n $NS
-expect_ok "helm uninstall" helm uninstall $REL -n $NS --wait --timeout 60s
+expect_ok "helm uninstall" helm uninstall $REL -n $NS --wait --timeout 60s --no-hooks
 finish
