@@ -62,8 +62,9 @@ static void on_list(const struct kube_err *err, const cJSON *obj, void *userdata
         k->c->failed++;
         return;
     }
-    const cJSON *item;
-    cJSON_ArrayForEach(item, json_field(obj, "items")) describe(k->c, k->name, item);
+    const cJSON *items = json_field(obj, "items");
+    for (const cJSON *item = cJSON_IsArray(items) ? items->child : NULL; item; item = item->next)
+        describe(k->c, k->name, item);
 }
 
 static int load_config(const char *kubeconfig, struct kube_config *cfg)
