@@ -5,9 +5,11 @@
 # are deleted too. A qemu node (hack/qemu-node.sh) whose agent runs as a process with its
 # node-bound token, everything of manifests/ applied (no kubelet: the DaemonSet has no pod).
 # Two e1000e claimed and bound; one held by a process (/dev/vfio/<group> open, as a VM holds
-# it). Checks the end state: every device on vfio-pci has a claim saying so (present,
-# passthroughEnabled), the held one says DeviceInUse; the unheld device is back on e1000e.
-# Prints the times of each phase.
+# it). Checks: the unheld device is back on e1000e; the held one stays on vfio-pci with its
+# claim (being deleted, passthroughEnabled, finalizer kept; not DeviceInUse: the agent's token
+# went with its ServiceAccount, 401); every device on vfio-pci has a claim saying so, before and
+# after the holder lets go (then the still-running agent restores it); the CRD stays
+# Terminating. Prints the times of each phase.
 # shellcheck disable=SC2016,SC2317 # guest commands expand in the guest; functions run through eventually
 SUITE=e2e-uninstall
 # shellcheck source=test/e2e/lib.sh
