@@ -24,6 +24,6 @@ OUT=$(grep -n "The end-to-end check in the qemu node" docs/kubevirt.md || true)
 OUT=$(sed -n '/^## Uninstall/,/^## /p' docs/install.md)
 expect_contains "uninstalling says to remove the user's own grants" "$OUT" "hostdevd-device-user" "Remove your own grants"
 OUT=$(sed -n '/^## Two commands/,/^## /p' README.md)
-expect_contains "README warns that make demo's agent runs as root on this machine's /sys" "$OUT" \
-    "its agent runs as root on this" "would really" "unbind that device"
+expect_contains "README warns that make demo's agent pod runs privileged on this machine's /sys" "$OUT" \
+    "its agent pod runs privileged on this" "would really" "unbind that device"
 finish
