@@ -38,6 +38,9 @@ UPGRADE_FROM=${UPGRADE_FROM:-ca43410}
 # shellcheck source=test/integration/chart-node-lib.sh disable=SC1091
 . "$ROOT/test/integration/chart-node-lib.sh"
 cd "$ROOT" || exit 1
+# An upper bound, not a pace: containerd and runc under TCG start a pod in seconds on a quiet
+# machine and in minutes under load (the agents Ready 298 s after `helm upgrade` at load 12).
+WAIT=${UPGRADE_WAIT:-900}
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "  SKIP upgrade on a node with vfio devices: needs root (namespaces, mounts, containerd)"
