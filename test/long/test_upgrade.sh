@@ -79,7 +79,7 @@ read -r SVC_IP SVC_PORT <<<"$(kubectl get service kubernetes -n default -o jsonp
 GUEST_TIMEOUT=300 expect_ok "kubelet-node start: containerd imports the images, kubelet starts" \
     guest "kubelet-node start $SVC_IP $SVC_PORT 10.0.2.2:${K8S_SERVER##*:}"
 qnode_ready() { [ "$(kubectl get node "$QN" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; }
-if eventually 240 qnode_ready; then
+if eventually "$WAIT" qnode_ready; then
     pass "Node $QN Ready on $(kubectl get node "$QN" -o jsonpath='{.status.nodeInfo.containerRuntimeVersion}, kernel {.status.nodeInfo.kernelVersion}') ($(elapsed "$t0") ms after boot)"
 else
     fail "Node $QN Ready" "$(guest 'tail -20 /var/log/kubelet.log')"
@@ -119,12 +119,12 @@ expect_ok "N's agent publishes $QN's $ADDR" eventually 120 test -n "$(device_of)
 PCIDEV=$(device_of)
 claim "$ADDR"
 bound() { enabled "$ADDR" && on_driver "$ADDR" vfio-pci; }
-if eventually 180 bound; then pass "N binds $ADDR (group $GROUP) to vfio-pci: the claim is Ready"; else
+if eventually "$WAIT" bound; then pass "N binds $ADDR (group $GROUP) to vfio-pci: the claim is Ready"; else
     fail "N binds $ADDR to vfio-pci" "$(field "$ADDR" '{.status}')"
 fi
 RESOURCE=$(kubectl get pcidevice "$PCIDEV" -o jsonpath='{.status.resourceName}')
 allocatable() { [ "$(kubectl get node "$QN" -o json | jq -r --arg r "$RESOURCE" '.status.allocatable[$r] // "0"')" = 1 ]; }
-expect_ok "kubelet on $QN offers $RESOURCE (N's device plugin)" eventually 120 allocatable
+expect_ok "kubelet on $QN offers $RESOURCE (N's device plugin)" eventually "$WAIT" allocatable
 expect_ok "N's controller permits $RESOURCE in KubeVirt's CR" eventually 60 bash -c \
     "kubectl get kubevirt kubevirt -n kubevirt -o jsonpath='{.spec.configuration.permittedHostDevices.pciHostDevices[*].resourceName}' | grep -qF '$RESOURCE'"
 # Only KubeVirt may create a pod asking for a host device (the admission policy
@@ -149,7 +149,7 @@ spec:
     resources: {limits: {"$RESOURCE": 1}}
 EOF
 vm_running() { [ "$(kubectl get pod vm -o jsonpath='{.status.phase}')" = Running ]; }
-if eventually 180 vm_running; then pass "the pod with $RESOURCE runs on $QN"; else
+if eventually "$WAIT" vm_running; then pass "the pod with $RESOURCE runs on $QN"; else
     fail "the pod with $RESOURCE runs" "$(kubectl describe pod vm | tail -8)"
 fi
 holders() { # pids holding /dev/vfio/GROUP in the guest
@@ -258,7 +258,7 @@ move() { # what tag command...: run the upgrade or rollback, wait for the versio
     t0=$(ms)
     expect_ok "$what returns" "$@"
     echo "  $what: $(elapsed "$t0") ms"
-    if eventually 120 new_leads "$tag"; then
+    if eventually "$WAIT" new_leads "$tag"; then
         pass "$what: version $tag leads ($(elapsed "$t0") ms after the start)"
     else
         fail "$what: version $tag leads" "holder $(kubectl -n "$NS" get lease hostdevd-controller -o jsonpath='{.spec.holderIdentity}')"
