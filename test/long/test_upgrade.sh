@@ -115,7 +115,8 @@ NODE=$QN
 ADDR=0000:00:04.0
 GROUP=$(guest "basename \$(readlink /sys/bus/pci/devices/$ADDR/iommu_group)")
 device_of() { kubectl get pcidevices -o json | jq -r --arg n "$QN" --arg a "$ADDR" '.items[] | select(.status.nodeName == $n and .status.address == $a) | .metadata.name'; }
-expect_ok "N's agent publishes $QN's $ADDR" eventually 120 test -n "$(device_of)"
+published() { [ -n "$(device_of)" ]; }
+expect_ok "N's agent publishes $QN's $ADDR" eventually "$WAIT" published
 PCIDEV=$(device_of)
 claim "$ADDR"
 bound() { enabled "$ADDR" && on_driver "$ADDR" vfio-pci; }
@@ -125,7 +126,7 @@ fi
 RESOURCE=$(kubectl get pcidevice "$PCIDEV" -o jsonpath='{.status.resourceName}')
 allocatable() { [ "$(kubectl get node "$QN" -o json | jq -r --arg r "$RESOURCE" '.status.allocatable[$r] // "0"')" = 1 ]; }
 expect_ok "kubelet on $QN offers $RESOURCE (N's device plugin)" eventually "$WAIT" allocatable
-expect_ok "N's controller permits $RESOURCE in KubeVirt's CR" eventually 60 bash -c \
+expect_ok "N's controller permits $RESOURCE in KubeVirt's CR" eventually "$WAIT" bash -c \
     "kubectl get kubevirt kubevirt -n kubevirt -o jsonpath='{.spec.configuration.permittedHostDevices.pciHostDevices[*].resourceName}' | grep -qF '$RESOURCE'"
 # Only KubeVirt may create a pod asking for a host device (the admission policy
 # hostdevd-pod-use): the pod is created as virt-controller would, by its service account.
@@ -303,10 +304,10 @@ nothing_touched "rollback"
 echo "--- N, rolled back, still gives the device back"
 kubectl --as "$KV_SA" --as-group system:serviceaccounts delete pod vm --wait=false >/dev/null
 no_holder() { [ -z "$(holders)" ]; }
-expect_ok "the pod's process is gone" eventually 120 no_holder
+expect_ok "the pod's process is gone" eventually "$WAIT" no_holder
 kubectl delete pcideviceclaim "$(name_of "$ADDR")" --wait=false >/dev/null
 back() { claim_gone "$ADDR" && on_driver "$ADDR" e1000e; }
-if eventually 120 back; then pass "the claim is deleted and $ADDR is back on e1000e"; else
+if eventually "$WAIT" back; then pass "the claim is deleted and $ADDR is back on e1000e"; else
     fail "the claim is deleted and $ADDR back on e1000e" "driver $(guest_driver "$ADDR"); $(field "$ADDR" '{.status}')"
 fi
 
