@@ -765,15 +765,13 @@ cmd_stop() {
 # CA from $K8S_CA, and a token of ServiceAccount hostdevd-system/hostdevd-agent bound to the Node
 # NAME (so its requests carry authentication.kubernetes.io/node-name). Needs kubectl on PATH, the
 # Node and the ServiceAccount.
-cmd_kubeconfig() {
-    [ $# -eq 2 ] || die "usage: kubeconfig NODE FILE"
-    { [ -n "${K8S_SERVER:-}" ] && [ -n "${K8S_CA:-}" ]; } || die "K8S_SERVER and K8S_CA must be set (hack/cluster.sh env DIR)"
-    local token
-    token=$(kubectl create token hostdevd-agent -n hostdevd-system --bound-object-kind Node \
-        --bound-object-name "$1" --duration "${QEMU_NODE_TOKEN_DURATION:-24h}") || return 1
+# A kubeconfig for the guest: the API server at 10.0.2.2 (the host's 127.0.0.1 under user-mode
+# networking; its certificate names that address), the CA embedded, user USER whose fields are
+# CREDENTIALS (lines already indented under `user:`). Mode 600.
+guest_kubeconfig() { # file user credentials
     (
         umask 077
-        cat >"$2" <<EOF
+        cat >"$1" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -782,15 +780,24 @@ clusters:
     server: https://10.0.2.2:${K8S_SERVER##*:}
     certificate-authority-data: $(base64 -w0 <"$K8S_CA")
 users:
-- name: hostdevd-agent
+- name: $2
   user:
-    token: $token
+$3
 contexts:
 - name: qemu-node
-  context: {cluster: qemu-node, user: hostdevd-agent}
+  context: {cluster: qemu-node, user: $2}
 current-context: qemu-node
 EOF
     )
+}
+
+cmd_kubeconfig() {
+    [ $# -eq 2 ] || die "usage: kubeconfig NODE FILE"
+    { [ -n "${K8S_SERVER:-}" ] && [ -n "${K8S_CA:-}" ]; } || die "K8S_SERVER and K8S_CA must be set (hack/cluster.sh env DIR)"
+    local token
+    token=$(kubectl create token hostdevd-agent -n hostdevd-system --bound-object-kind Node \
+        --bound-object-name "$1" --duration "${QEMU_NODE_TOKEN_DURATION:-24h}") || return 1
+    guest_kubeconfig "$2" hostdevd-agent "    token: $token"
 }
 
 # kubelet's identity in the guest: a client certificate system:node:NODE (groups system:nodes and
@@ -808,27 +815,8 @@ cmd_kubelet_kubeconfig() {
         -days 2 -out "$t/node.crt" 2>/dev/null \
         -extfile <(printf 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n') ||
         { rm -rf "$t"; die "openssl x509 failed"; }
-    (
-        umask 077
-        cat >"$2" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: qemu-node
-  cluster:
-    server: https://10.0.2.2:${K8S_SERVER##*:}
-    certificate-authority-data: $(base64 -w0 <"$K8S_CA")
-users:
-- name: kubelet
-  user:
-    client-certificate-data: $(base64 -w0 <"$t/node.crt")
-    client-key-data: $(base64 -w0 <"$t/node.key")
-contexts:
-- name: qemu-node
-  context: {cluster: qemu-node, user: kubelet}
-current-context: qemu-node
-EOF
-    )
+    guest_kubeconfig "$2" kubelet "    client-certificate-data: $(base64 -w0 <"$t/node.crt")
+    client-key-data: $(base64 -w0 <"$t/node.key")"
     rm -rf "$t"
 }
 
