@@ -17,7 +17,8 @@
 #                 runtime (test/fakecri), kubelet's device manager for the qemu node
 #                 (test/kubeletpeer) and KubeVirt's env reader (test/kubevirtenv) into caches
 #                 outside the repo; Helm for test_helm.sh (hack/helm-build.sh), Toxiproxy for
-#                 test_faults.sh (hack/toxiproxy-build.sh)
+#                 test_faults.sh (hack/toxiproxy-build.sh), prometheus-operator's CRDs for the
+#                 chart's monitoring objects (hack/prometheus-operator-crds.sh)
 #   make clean
 
 SHELL := /bin/bash
@@ -218,6 +219,7 @@ k8s: deps
 	@hack/kubeletpeer-build.sh >/dev/null
 	@hack/kubevirtenv-build.sh >/dev/null
 	@hack/kubevirt-crds.sh >/dev/null
+	@hack/prometheus-operator-crds.sh >/dev/null
 	@hack/helm-build.sh >/dev/null
 	@hack/toxiproxy-build.sh >/dev/null
 

@@ -13,7 +13,9 @@
 # team namespaces with a device grant and a quota (docs/access-control.md "Devices for teams").
 # Prints each step and what to try. A second `make demo` starts clean: it stops the previous
 # one first (the qemu image and the Go and Kubernetes caches stay). Daemons do not inherit the
-# caller's open files. DEMO_QEMU=0 skips the qemu node.
+# caller's open files. DEMO_QEMU=0 skips the qemu node; DEMO_NODE=0 also the containerd node and
+# the image (the chart's workloads are then objects without pods: test_demo.sh runs it so,
+# without root); HOSTDEVD_DEMO_DIR moves .demo.
 #
 #   hack/demo.sh [up]             make demo
 #   hack/demo.sh down [--purge]   make demo-down [PURGE=1]: stops the pods and kubelet, containerd,
@@ -27,7 +29,7 @@ for fd in "/proc/$$/fd/"*; do
     fd=${fd##*/}
     if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-" 2>/dev/null || true; fi
 done
-DEMO=$PWD/.demo
+DEMO=${HOSTDEVD_DEMO_DIR:-$PWD/.demo}
 D=$DEMO/cluster
 QNODE=demo-node
 QDIR=$DEMO/$QNODE
@@ -110,8 +112,8 @@ step() { printf '\n=== %s (%ds)\n' "$1" $((SECONDS - T0)); }
 # A second make demo starts clean: whatever the last one left running is stopped, its cluster's
 # data removed (the qemu image and the caches stay).
 if [ -d "$D" ] || [ -d "$DEMO/kubelet" ]; then
-    echo "demo: a previous demo's state is in .demo: stopping it first (make demo starts clean)"
-    cmd_down >/dev/null
+    echo "demo: a previous demo's state is in $DEMO: stopping it first (make demo starts clean)"
+    cmd_down | grep -v '^demo: .demo keeps' || true
     rm -rf "$D" "$DEMO/kubelet" "$QDIR"
 fi
 mkdir -p "$DEMO"
@@ -129,23 +131,26 @@ setsid kube-controller-manager --kubeconfig "$D/controller-manager.kubeconfig" \
     --secure-port 0 --leader-elect=false --v=1 >"$DEMO/workload-controllers.log" 2>&1 </dev/null &
 echo $! >"$DEMO/workload-controllers.pid"
 
-step "a node: kubelet with containerd 2 and runc (hack/kubelet.sh), node demo-host"
-KUBELET_RUNTIME=containerd hack/kubelet.sh up "$DEMO/kubelet" "$D" demo-host >"$DEMO/kubelet-up.log" 2>&1 ||
-    { tail -20 "$DEMO/kubelet-up.log"; echo "demo: kubelet did not start (.demo/kubelet-up.log)" >&2; exit 1; }
-set -a
-# shellcheck disable=SC1091
-. "$DEMO/kubelet/env"
-set +a
-read -r -a CTR_CMD <<<"$CTR"
-kubectl get nodes -o wide
+TAG=$(cat VERSION)
+if [ "${DEMO_NODE:-1}" != 0 ]; then
+    step "a node: kubelet with containerd 2 and runc (hack/kubelet.sh), node demo-host"
+    KUBELET_RUNTIME=containerd hack/kubelet.sh up "$DEMO/kubelet" "$D" demo-host >"$DEMO/kubelet-up.log" 2>&1 ||
+        { tail -20 "$DEMO/kubelet-up.log"; echo "demo: kubelet did not start (.demo/kubelet-up.log)" >&2; exit 1; }
+    set -a
+    # shellcheck disable=SC1091
+    . "$DEMO/kubelet/env"
+    set +a
+    read -r -a CTR_CMD <<<"$CTR"
+    kubectl get nodes -o wide
 
-step "the image: make image, imported into containerd (no registry)"
-make -s image >"$DEMO/image.txt" 2>&1 || { tail -5 "$DEMO/image.txt"; exit 1; }
-ARCHIVE=$(sed -n 's/^image: \(build\/image\/hostdevd-.*\.tar\) (.*/\1/p' "$DEMO/image.txt")
-TAG=${ARCHIVE#build/image/hostdevd-}
-TAG=${TAG%.tar}
-"${CTR_CMD[@]}" images import "$ARCHIVE" >/dev/null 2>>"$DEMO/image.txt"
-echo "localhost/hostdevd:$TAG ($(du -h "$ARCHIVE" | cut -f1))"
+    step "the image: make image, imported into containerd (no registry)"
+    make -s image >"$DEMO/image.txt" 2>&1 || { tail -5 "$DEMO/image.txt"; exit 1; }
+    ARCHIVE=$(sed -n 's/^image: \(build\/image\/hostdevd-.*\.tar\) (.*/\1/p' "$DEMO/image.txt")
+    TAG=${ARCHIVE#build/image/hostdevd-}
+    TAG=${TAG%.tar}
+    "${CTR_CMD[@]}" images import "$ARCHIVE" >/dev/null 2>>"$DEMO/image.txt"
+    echo "localhost/hostdevd:$TAG ($(du -h "$ARCHIVE" | cut -f1))"
+fi
 
 step "KubeVirt v1.9.0's CRDs and a KubeVirt CR (its own CRDs; no KubeVirt controllers run)"
 KV=$(hack/kubevirt-crds.sh)
@@ -168,9 +173,13 @@ step "helm install hostdevd charts/hostdevd (every object of the chart; the agen
 HELM=$(hack/helm-build.sh)
 kubectl create namespace hostdevd-system >/dev/null
 kubectl label namespace hostdevd-system pod-security.kubernetes.io/enforce=privileged >/dev/null
+WAIT=(--wait --timeout 300s)
+[ "${DEMO_NODE:-1}" != 0 ] || WAIT=() # (no node: the workloads cannot be ready)
 "$HELM" install hostdevd charts/hostdevd -n hostdevd-system --set image.tag="$TAG" \
-    --set image.pullPolicy=Never --set kubevirt.name=kubevirt --wait --timeout 300s 2> >(grep -v 'found symbolic link' >&2)
-kubectl -n hostdevd-system get pods -o wide
+    --set image.pullPolicy=Never --set kubevirt.name=kubevirt ${WAIT[@]+"${WAIT[@]}"} 2> >(grep -v 'found symbolic link' >&2)
+kubectl -n hostdevd-system get ds,deploy,pods -o wide
+kubectl get validatingadmissionpolicies,mutatingadmissionpolicies,deviceclasses,flowschemas -o name | grep hostdevd | tr '\n' ' '
+echo
 NODE=demo-host
 # (the chart made the CRDs; kubectl apply's note that it adopts them is left out)
 hack/apply-examples.sh 2> >(grep -v 'last-applied-configuration' >&2)
@@ -186,17 +195,77 @@ subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: Group, name: developers}
 YAML
 
+step "devices for teams (docs/access-control.md): team-a may use the e1000e pool, team-b not; a quota"
+# (the resource name of the qemu node's e1000e: intel.com/82574L_GIGABIT_NETWORK_CONNECTION)
+RES=intel.com/82574L_GIGABIT_NETWORK_CONNECTION
+kubectl create namespace team-a >/dev/null
+kubectl create namespace team-b >/dev/null
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: nic-pool-user}
+rules:
+- {apiGroups: [devices.harvesterhci.io], resources: [pcidevicepools], resourceNames: [$RES], verbs: [use]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: nic-pool, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: nic-pool-user}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
+---
+# bob may write VMs in both namespaces (what a team's users have); not the devices.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: demo-vm-editor}
+rules:
+- {apiGroups: [kubevirt.io], resources: [virtualmachineinstances, virtualmachines], verbs: [get, list, create, delete]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: demo-vm-editor, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: demo-vm-editor}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: demo-vm-editor, namespace: team-b}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: demo-vm-editor}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: devices, namespace: team-a}
+spec:
+  hard:
+    requests.$RES: "1"
+YAML
+
+cat >"$DEMO/vmi.yaml" <<YAML
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: vm1}
+spec:
+  domain:
+    devices:
+      hostDevices: [{name: nic1, deviceName: $RES}]
+YAML
+
 run() {
     printf '\n$ %s\n' "$*"
     "$@"
 }
 echo
-echo "=== hostdevd demo: the agent's pod published the PCI devices of node $NODE (this machine's)"
-for _ in $(seq 1 60); do
-    [ "$(kubectl get pcidevices -l "nodename=$NODE" -o name | wc -l)" -gt 0 ] && break
-    sleep 1
-done
-run kubectl get pcidevices -o wide -l "nodename=$NODE"
+if [ "${DEMO_NODE:-1}" != 0 ]; then
+    echo "=== hostdevd demo: the agent's pod published the PCI devices of node $NODE (this machine's)"
+    for _ in $(seq 1 60); do
+        [ "$(kubectl get pcidevices -l "nodename=$NODE" -o name | wc -l)" -gt 0 ] && break
+        sleep 1
+    done
+    run kubectl get pcidevices -o wide -l "nodename=$NODE"
+fi
 echo
 echo "=== the five kinds, with sample objects of a node \"titan\" (examples/: no Node, no agent)"
 # examples/status/ says titan's agent bound the GPU; the controller sees there is no Node titan.
@@ -308,61 +377,7 @@ YAML
     done
     run kubectl get usbdeviceclaims -o wide
     echo
-    echo "=== devices for teams (docs/access-control.md): team-a may use the e1000e pool, team-b not; a quota"
-    RES=$(kubectl get pcidevice "$CLAIM" -o jsonpath='{.status.resourceName}')
-    kubectl create namespace team-a >/dev/null
-    kubectl create namespace team-b >/dev/null
-    kubectl apply -f - >/dev/null <<YAML
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: nic-pool-user}
-rules:
-- {apiGroups: [devices.harvesterhci.io], resources: [pcidevicepools], resourceNames: [$RES], verbs: [use]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: nic-pool, namespace: team-a}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: nic-pool-user}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
----
-# bob may write VMs in both namespaces (what a team's users have); not the devices.
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: demo-vm-editor}
-rules:
-- {apiGroups: [kubevirt.io], resources: [virtualmachineinstances, virtualmachines], verbs: [get, list, create, delete]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: demo-vm-editor, namespace: team-a}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: demo-vm-editor}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: demo-vm-editor, namespace: team-b}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: demo-vm-editor}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
----
-apiVersion: v1
-kind: ResourceQuota
-metadata: {name: devices, namespace: team-a}
-spec:
-  hard:
-    requests.$RES: "1"
-YAML
-    cat >"$DEMO/vmi.yaml" <<YAML
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata: {name: vm1}
-spec:
-  domain:
-    devices:
-      hostDevices: [{name: nic1, deviceName: $RES}]
-YAML
+    echo "=== devices for teams: bob's VM in team-a and in team-b, now that $RES is hostdevd's"
     # The controller lists the resource name in KubeVirt's CR once alice's claim is Ready; from
     # then on the policy hostdevd-vm-use asks for "use" on it.
     for _ in $(seq 1 60); do
@@ -371,8 +386,8 @@ YAML
         sleep 1
     done
     run kubectl get kubevirt kubevirt -n kubevirt -o jsonpath='{.spec.configuration.permittedHostDevices}{"\n"}'
-    run kubectl --context bob -n team-a create --dry-run=server -f .demo/vmi.yaml
-    run kubectl --context bob -n team-b create --dry-run=server -f .demo/vmi.yaml || true
+    run kubectl --context bob -n team-a create --dry-run=server -f "$DEMO/vmi.yaml"
+    run kubectl --context bob -n team-b create --dry-run=server -f "$DEMO/vmi.yaml" || true
     run kubectl -n team-a describe resourcequota devices
 fi
 
@@ -386,8 +401,8 @@ cat <<EOF
   kubectl get pcideviceclaims --field-selector spec.nodeName=titan   # samples of a node that does not exist
   kubectl get events --field-selector reason=NodeNotFound            # the controller on titan's claims
   kubectl --context bob get pcidevices             # alice and bob (group developers) may look
-  kubectl --context bob -n team-b create -f .demo/vmi.yaml   # refused: no "use" in team-b
-  kubectl --context bob -n team-a create -f .demo/vmi.yaml   # admitted (nothing runs VMs here)
+  kubectl --context bob -n team-b create -f $DEMO/vmi.yaml   # refused: no "use" in team-b
+  kubectl --context bob -n team-a create -f $DEMO/vmi.yaml   # admitted (nothing runs VMs here)
   kubectl -n team-a describe resourcequota devices           # the team's device quota
   kubectl -n hostdevd-system logs ds/hostdevd-agent          # the agent's log (demo-host)
   kubectl -n hostdevd-system get lease hostdevd-controller   # which controller replica leads

@@ -56,6 +56,7 @@ shfiles+=(hack/mutate.sh hack/mutate-informer.sh hack/universalmutator-build.sh)
 shfiles+=(hack/fuzz.sh) # make fuzz
 shfiles+=(hack/run-tests.sh) # make test's runner
 shfiles+=(hack/image-at.sh test/long/test_upgrade.sh) # the upgrade from an earlier version
+shfiles+=(hack/prometheus-operator-crds.sh) # the monitoring objects' CRDs
 mapfile -t bench < <(git ls-files --cached --others --exclude-standard -- 'hack/bench/*.sh' | sort -u)
 shfiles+=(hack/bench.sh "${bench[@]}") # make bench
 for f in "${guest[@]}"; do is_sh "$f" && shfiles+=("$f"); done

@@ -199,6 +199,28 @@ print("ok")
 EOF
 }
 expect_ok "... the PrometheusRule's groups are alerts.yaml's, each ServiceMonitor selects its Service and port" monitoring_check
+# The objects against prometheus-operator's own CRDs (hack/prometheus-operator-crds.sh: v0.85.0's,
+# from the operator's module through the Go module proxy), created for real: their schemas judge.
+if PCRDS=$("$ROOT/hack/prometheus-operator-crds.sh"); then
+    expect_ok "prometheus-operator's CRDs applied and Established" bash -c \
+        'kubectl apply --server-side -f "$1" >/dev/null && kubectl wait --for condition=Established --timeout 60s -f "$1"' _ "$PCRDS"
+    python3 -c 'import sys, yaml
+yaml.safe_dump_all([o for o in yaml.safe_load_all(open(sys.argv[1])) if o and o["apiVersion"].startswith("monitoring.coreos.com/")], sys.stdout)' \
+        "$TEST_DIR/monitoring.yaml" | sed "s/namespace: $NS/namespace: mon/" >"$TEST_DIR/monitoring-only.yaml"
+    kubectl create namespace mon >/dev/null
+    expect_ok "the chart's ServiceMonitors and PrometheusRule pass those CRDs' schemas (kubectl create)" \
+        kubectl create -f "$TEST_DIR/monitoring-only.yaml"
+    expect_contains "... all three" "$OUT" "servicemonitor.monitoring.coreos.com/hostdevd-agent created" \
+        "servicemonitor.monitoring.coreos.com/hostdevd-controller created" "prometheusrule.monitoring.coreos.com/hostdevd created"
+    expect_reject "... which do judge: a rule's for: that is no duration is refused" "for" \
+        kubectl create -f - <<<"$(sed 's/^\( *\)for: 5m$/\1for: soon/; s/name: hostdevd$/name: hostdevd-bad/' "$TEST_DIR/monitoring-only.yaml" |
+            python3 -c 'import sys, yaml
+yaml.safe_dump_all([o for o in yaml.safe_load_all(sys.stdin) if o and o["kind"] == "PrometheusRule"], sys.stdout)')"
+    kubectl delete namespace mon --wait=false >/dev/null
+    kubectl delete -f "$PCRDS" --wait=false >/dev/null
+else
+    fail "hack/prometheus-operator-crds.sh gives prometheus-operator's CRDs"
+fi
 expect_reject "values.schema.json refuses an interval Prometheus would not take" "monitoring/serviceMonitor/interval" \
     helm template $REL "$CHART" --set monitoring.serviceMonitor.interval=30
 
