@@ -11,6 +11,9 @@
 #include "base/json.h"
 #include "base/metrics.h"
 #include "controllers/objects/claimstatus.h"
+#include "controllers/objects/kinds.h"
+#include "controllers/runtime/manager.h"
+#include "controllers/runtime/part.h"
 #include "kube/informer.h"
 
 struct entry {
@@ -100,3 +103,16 @@ struct claimgauge *claimgauge_free(struct claimgauge *g)
     }
     return NULL;
 }
+
+static void *make(const struct part_env *env)
+{
+    return claimgauge_new(env->metrics, manager_cache(env->mgr, &kind_pcideviceclaims),
+                          manager_cache(env->mgr, &kind_usbdeviceclaims));
+}
+
+static void part_free(void *self)
+{
+    (void)claimgauge_free(self);
+}
+
+const struct part_ops claimgauge_part = {.name = "claim gauge", .make = make, .free = part_free};

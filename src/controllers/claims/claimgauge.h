@@ -23,3 +23,7 @@ struct claimgauge *claimgauge_new(struct metrics *m, const struct kube_informer 
 struct claimgauge *claimgauge_free(struct claimgauge *g);
 /* The collector itself (tests call it directly). */
 void claimgauge_collect(void *userdata);
+
+/* The part (runtime/part.h): the gauge over the process's claim caches. */
+struct part_ops;
+extern const struct part_ops claimgauge_part;

@@ -18,8 +18,12 @@
 #include "base/map.h"
 #include "base/timefmt.h"
 #include "controllers/objects/claimstatus.h"
+#include "controllers/objects/kinds.h"
 #include "controllers/objects/pciobj.h"
 #include "controllers/objects/usbobj.h"
+#include "controllers/runtime/eventspart.h"
+#include "controllers/runtime/leasepart.h"
+#include "controllers/runtime/manager.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "kube/client.h"
@@ -348,7 +352,7 @@ static bool can_start(void *ctx)
     const struct nodeclaims *nc = ctx;
     bool synced = nc->pci_claims && kube_informer_has_synced(nc->pci_claims) &&
                   kube_informer_has_synced(nc->usb_claims) && kube_informer_has_synced(nc->leases);
-    return synced && (!nc->cfg.can_write || nc->cfg.can_write(nc->cfg.userdata));
+    return synced && leasepart_leads(nc->cfg.env.mgr);
 }
 
 static const struct runner_ops ops = {
@@ -411,6 +415,8 @@ struct nodeclaims *nodeclaims_new(const struct nodeclaims_config *cfg)
     if (!nc)
         return NULL;
     nc->cfg = *cfg;
+    nc->pci_claims = manager_cache(cfg->env.mgr, &kind_pcideviceclaims);
+    nc->usb_claims = manager_cache(cfg->env.mgr, &kind_usbdeviceclaims);
     nc->lease_log.name = "nodeclaims/leases";
     struct runner_config rc = {.name = "nodeclaims",
                                .loop = cfg->env.loop,
@@ -439,13 +445,6 @@ struct nodeclaims *nodeclaims_new(const struct nodeclaims_config *cfg)
     return nc;
 }
 
-void nodeclaims_set_caches(struct nodeclaims *nc, struct kube_informer *pci_claims,
-                           struct kube_informer *usb_claims)
-{
-    nc->pci_claims = pci_claims;
-    nc->usb_claims = usb_claims;
-}
-
 static int nodeclaims_start(void *self)
 {
     struct nodeclaims *nc = self;
@@ -453,26 +452,53 @@ static int nodeclaims_start(void *self)
     return r < 0 ? r : runner_start(nc->runner);
 }
 
-void nodeclaims_claim_changed(struct nodeclaims *nc, bool usb, const char *key, const cJSON *claim)
+/* A claim changed (`usb`: a USBDeviceClaim): its node is looked at again. */
+static void claim_changed(struct nodeclaims *nc, bool usb, const char *key, const cJSON *claim)
 {
     char node[254];
-    if (nc && claim_node(usb, key, claim, node, sizeof(node)))
+    if (claim_node(usb, key, claim, node, sizeof(node)))
         runner_enqueue(nc->runner, node);
 }
 
-void nodeclaims_enqueue_all(struct nodeclaims *nc)
+static void on_pci_claim(void *self, const struct watch_event *ev)
 {
+    claim_changed(self, false, ev->key, ev->obj);
+}
+
+static void on_usb_claim(void *self, const struct watch_event *ev)
+{
+    claim_changed(self, true, ev->key, ev->obj);
+}
+
+/* This replica leads now: every node with claims or a Node object. */
+static void on_leading(void *self, const struct watch_event *ev)
+{
+    struct nodeclaims *nc = self;
     size_t pos;
     const char *key;
     const cJSON *claim;
-    if (!nc)
-        return;
+    (void)ev;
     runner_enqueue_all(nc->runner);
     for (pos = 0; kube_informer_next(nc->pci_claims, &pos, &key, &claim);)
-        nodeclaims_claim_changed(nc, false, key, claim);
+        claim_changed(nc, false, key, claim);
     for (pos = 0; kube_informer_next(nc->usb_claims, &pos, &key, &claim);)
-        nodeclaims_claim_changed(nc, true, key, claim);
+        claim_changed(nc, true, key, claim);
 }
+
+static void *make(const struct part_env *env)
+{
+    struct nodeclaims_config c = {.env = *env,
+                                  .events = eventspart_recorder(env->mgr),
+                                  .lease_namespace = env->opt->lease_namespace};
+    return c.events ? nodeclaims_new(&c) : NULL;
+}
+
+static const struct watch watches[] = {
+        {.kind = &kind_pcideviceclaims, .map = on_pci_claim},
+        {.kind = &kind_usbdeviceclaims, .map = on_usb_claim},
+        {.topic = &leasepart_leading, .map = on_leading},
+        {0},
+};
 
 static bool nodeclaims_ready(struct buf *why, void *userdata)
 {
@@ -507,6 +533,8 @@ static struct runner *part_runner(const void *self)
 }
 
 const struct part_ops nodeclaims_part = {.name = "nodeclaims",
+                                         .make = make,
+                                         .watches = watches,
                                          .runner = part_runner,
                                          .start = nodeclaims_start,
                                          .ready = nodeclaims_ready,

@@ -79,19 +79,12 @@ struct nodeclaims_config {
     struct part_env env; /* loop, API client, metrics, node and its paths (runtime/part.h) */
     struct kube_recorder *events;
     const char *lease_namespace; /* of the agents' heartbeats */
-    bool (*can_write)(void *userdata);
-    void *userdata;
 };
 
+/* Reads the process's claim caches (cluster-wide); a claim's change queues its node, and
+ * every node with claims or a Node object is looked at when this replica starts to lead; keys
+ * are handed out only while it leads (runtime/leasepart.h). */
 struct nodeclaims *nodeclaims_new(const struct nodeclaims_config *cfg);
-/* The claim caches (cluster-wide, borrowed). */
-void nodeclaims_set_caches(struct nodeclaims *nc, struct kube_informer *pci_claims,
-                           struct kube_informer *usb_claims);
-/* A claim changed (`usb`: a USBDeviceClaim): its node is looked at again. */
-void nodeclaims_claim_changed(struct nodeclaims *nc, bool usb, const char *key,
-                              const struct cJSON *claim);
-/* Every node with claims or a Node object (e.g. when this replica starts leading). */
-void nodeclaims_enqueue_all(struct nodeclaims *nc);
 
 /* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
  * what nodeclaims_new returned. */

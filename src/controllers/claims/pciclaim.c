@@ -2,7 +2,7 @@
 /*
  * controllers/claims/pciclaim.c - the agent's PCIDeviceClaim reconciler (see pciclaim.h): pure
  * planning and decisions, then the reconciler on the runner. One reconcile of a claim is one
- * runner job: a finalizer patch, or one worker job (controllers/claims/pcibind.c: sysfs reads,
+ * runner job: a finalizer patch, or one worker job (controllers/binding/pcibind.c: sysfs reads,
  * safety checks, module loading, bind or restore) followed by at most one status or
  * finalizer write. A write that only prepares the bind (the finalizer added, the original
  * driver recorded) goes on in the same job from the object the server returned, which is
@@ -28,12 +28,17 @@
 #include "base/map.h"
 #include "base/metrics.h"
 #include "base/timefmt.h"
-#include "controllers/claims/pcibind.h"
+#include "controllers/binding/ledger.h"
+#include "controllers/binding/pcibind.h"
+#include "controllers/devices/pcidevice.h"
+#include "controllers/devices/usbdevice.h"
 #include "controllers/objects/claimstatus.h"
+#include "controllers/objects/kinds.h"
 #include "controllers/objects/pciobj.h"
 #include "controllers/objects/usbobj.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/closewatch.h"
+#include "controllers/runtime/manager.h"
 #include "controllers/runtime/runner.h"
 #include "controllers/runtime/worker.h"
 #include "kube/client.h"
@@ -218,14 +223,18 @@ const cJSON *pciclaim_pick_written(const cJSON *a, const cJSON *b, const char *k
 /* --- the reconciler --------------------------------------------------------------------------- */
 
 struct pciclaim {
-    struct pciclaim_config cfg;
+    struct {
+        struct part_env env;
+    } cfg;
     struct runner *runner;
     struct kube_informer *usb_devices;
     struct kube_recorder *events;
-    struct map *first_seen; /* claim uid -> double *: when this agent first saw it unbound */
-    struct map *failures;   /* claim key -> "reason: message" of the failure last logged */
-    bool (*dra_holder)(const char *address, char *buf, size_t size, void *ud);
-    void *dra_ud;
+    struct map *first_seen;        /* claim uid -> double *: when this agent first saw it unbound */
+    struct map *failures;          /* claim key -> "reason: message" of the failure last logged */
+    struct kube_informer *devices; /* this node's PCIDevices */
+    struct ledger *ledger;
+    struct pcibind_env *bind;
+    struct worker *worker;
     struct closewatch *closes; /* /dev/vfio/<group> of deleted claims a VM holds */
     bool stopping;
     struct metrics_series *results[7], *bind_seconds, *last_bind;
@@ -630,38 +639,34 @@ static void start_node_work(struct cjob *j, bool check_only)
     (void)snprintf(b->address, sizeof(b->address), "%s", a ? a : "");
     b->recorded = pciobj_driver_recorded(j->claim, &orig);
     (void)snprintf(b->original, sizeof(b->original), "%s", orig ? orig : "");
-    const cJSON *dev = j->c->cfg.devices ? kube_informer_get(j->c->cfg.devices, key_of(j)) : NULL;
+    const cJSON *dev = j->c->devices ? kube_informer_get(j->c->devices, key_of(j)) : NULL;
     const char *ann = pciobj_first_driver(dev);
     (void)snprintf(b->annotation, sizeof(b->annotation), "%s", ann ? ann : "");
     collect_claimed(j);
     collect_usb(j);
-    b->env = j->c->cfg.bind;
+    b->env = j->c->bind;
     b->wj.run = pcibind_run;
     b->wj.done = on_bind_done;
-    worker_submit(j->c->cfg.worker, &b->wj);
+    worker_submit(j->c->worker, &b->wj);
 }
 
-/* A claim (not deleting) on a device a DRA ResourceClaim holds is refused; it binds once DRA
- * lets the device go (the agent queues every claim then). */
-static bool dra_holds(struct cjob *j, char *who, size_t size)
+/* A claim (not deleting) on a device another path holds is refused (binding/ledger.h: a DRA
+ * ResourceClaim prepared with it); it binds once that path lets the device go (the ledger
+ * says so: every claim is queued then). */
+static bool refused_by_ledger(struct cjob *j, struct ledger_refusal *ret)
 {
     const char *a = pciobj_address(j->claim);
-    return j->c->dra_holder && a &&
-           !json_field(json_field(j->claim, "metadata"), "deletionTimestamp") &&
-           j->c->dra_holder(a, who, size, j->c->dra_ud);
+    return a && !json_field(json_field(j->claim, "metadata"), "deletionTimestamp") &&
+           ledger_check(j->c->ledger, a, LEDGER_PCI_CLAIM, key_of(j), ret) < 0;
 }
 
 static bool dra_refuses(struct cjob *j)
 {
-    const char *a = pciobj_address(j->claim);
-    char who[600];
-    if (!dra_holds(j, who, sizeof(who)))
+    struct ledger_refusal why;
+    if (!refused_by_ledger(j, &why))
         return false;
-    struct bindplan_outcome o = {.kind = BINDPLAN_REFUSED, .reason = "AllocatedByDRA"};
-    (void)snprintf(o.message, sizeof(o.message),
-                   "device %s is prepared for ResourceClaim %.600s (DRA driver "
-                   "vfio-pci.hostdevd.io): this claim waits until that claim's Pod is gone",
-                   a, who);
+    struct bindplan_outcome o = {.kind = BINDPLAN_REFUSED, .reason = why.reason};
+    (void)snprintf(o.message, sizeof(o.message), "%s", why.message);
     conclude(j, &o);
     return true;
 }
@@ -670,14 +675,6 @@ static void node_work(struct cjob *j)
 {
     if (!dra_refuses(j))
         start_node_work(j, false);
-}
-
-void pciclaim_set_dra_holder(struct pciclaim *c,
-                             bool (*holder)(const char *address, char *buf, size_t size, void *ud),
-                             void *ud)
-{
-    c->dra_holder = holder;
-    c->dra_ud = ud;
 }
 
 static void act(struct runner_job *job, void *plan, void *ctx)
@@ -694,10 +691,10 @@ static void act(struct runner_job *job, void *plan, void *ctx)
                        a ? a : "");
         conclude(j, &o);
     } else if (j->step == PCICLAIM_ADD_FINALIZER) {
-        char who[600];
+        struct ledger_refusal why;
         j->decision.fault = "finalizer";
         j->decision.proceed = true;
-        if (pciclaim_checks_early(j->claim) && !dra_holds(j, who, sizeof(who))) {
+        if (pciclaim_checks_early(j->claim) && !refused_by_ledger(j, &why)) {
             j->first_phase = true; /* the checks first, then the finalizer with the record */
             start_node_work(j, true);
             return;
@@ -708,6 +705,21 @@ static void act(struct runner_job *job, void *plan, void *ctx)
     } else {
         node_work(j);
     }
+}
+
+/* The device ledger: a claim holds its device as long as it exists (under its address when the
+ * claim is named after it, <node>-<address>, as a DRA claim looks it up). */
+static void record(struct pciclaim *c, const char *key, const cJSON *obj, enum runner_event ev)
+{
+    const char *a = pciobj_address(obj);
+    char name[KUBE_NAME_MAX + 1];
+    if (!a || kube_names_pcidevice(c->cfg.env.node_name, a, name, sizeof(name)) < 0 ||
+        strcmp(name, key) != 0)
+        return;
+    if (ev == RUNNER_EVENT_DELETE)
+        ledger_release(c->ledger, a, LEDGER_PCI_CLAIM, key);
+    else
+        (void)ledger_hold(c->ledger, a, LEDGER_PCI_CLAIM, key, key);
 }
 
 /* A new claim may complete another claim's IOMMU group, a deleted one may open one: look at
@@ -721,8 +733,7 @@ static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_e
         map_remove(c->first_seen, uid);
     if (ev != RUNNER_EVENT_UPDATE)
         runner_enqueue_all(c->runner);
-    if (c->cfg.on_event)
-        c->cfg.on_event(c->cfg.userdata);
+    record(c, key, obj, ev);
 }
 
 static bool can_start(void *ctx)
@@ -762,37 +773,40 @@ static void register_metrics(struct pciclaim *c)
 
 static int make_runner(struct pciclaim *c)
 {
-    char selector[300];
-    (void)snprintf(selector, sizeof(selector), "spec.nodeName=%s", c->cfg.env.node_name);
     struct runner_config rc = {
             .name = "pcideviceclaim",
             .loop = c->cfg.env.loop,
             .http = c->cfg.env.http,
-            .informer = {.resource = &kube_res_pcideviceclaims, .field_selector = selector},
             .max_in_flight = MAX_IN_FLIGHT,
             .metrics = c->cfg.env.metrics,
             .ops = &ops,
             .ctx = c,
     };
-    c->runner = runner_new(&rc);
+    c->runner = manager_runner(c->cfg.env.mgr, &kind_pcideviceclaims, &rc);
     return c->runner ? 0 : -ENOMEM;
 }
 
-struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg)
+struct pciclaim *pciclaim_new(const struct part_env *env)
 {
     struct pciclaim *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
-    c->cfg = *cfg;
+    const struct part_env *cfg = env;
+    c->cfg.env = *env;
+    c->devices = manager_cache(env->mgr, &kind_pcidevices);
+    c->usb_devices = manager_cache(env->mgr, &kind_usbdevices);
+    c->ledger = manager_part(env->mgr, &ledger_part);
+    c->bind = manager_part(env->mgr, &pcibind_env_part);
+    c->worker = manager_worker(env->mgr);
     char instance[300];
-    (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", cfg->env.node_name);
+    (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", cfg->node_name);
     struct kube_recorder_config rc = {.controller = "hostdevd.io/agent", .instance = instance};
-    c->events = kube_recorder_new(cfg->env.loop, cfg->env.http, &rc);
+    c->events = kube_recorder_new(cfg->loop, cfg->http, &rc);
     c->first_seen = map_new(free_double);
     c->failures = map_new(free);
-    c->closes = closewatch_new(cfg->env.loop, on_group_closed, c);
-    if (!cfg->bind || !cfg->worker || !c->events || !c->first_seen || !c->failures || !c->closes ||
-        make_runner(c) < 0) {
+    c->closes = closewatch_new(cfg->loop, on_group_closed, c);
+    if (!c->bind || !c->worker || !c->ledger || !c->events || !c->first_seen || !c->failures ||
+        !c->closes || make_runner(c) < 0) {
         pciclaim_free(c);
         return NULL;
     }
@@ -806,21 +820,36 @@ static int pciclaim_start(void *self)
     return runner_start(c->runner);
 }
 
-void pciclaim_set_usb_devices(struct pciclaim *c, struct kube_informer *usb_devices)
+static void enqueue_all(void *self, const struct watch_event *ev)
 {
-    c->usb_devices = usb_devices;
+    const struct pciclaim *c = self;
+    (void)ev;
+    runner_enqueue_all(c->runner);
 }
 
-struct kube_informer *pciclaim_informer(const struct pciclaim *c)
+/* A DRA claim let devices go: claims refused because of them may go on. */
+static void on_released(void *self, const struct watch_event *ev)
 {
-    return runner_informer(c->runner);
+    const enum ledger_path *path = ev->data;
+    if (*path == LEDGER_DRA)
+        enqueue_all(self, ev);
 }
 
-void pciclaim_enqueue_all(struct pciclaim *c)
+static void *make(const struct part_env *env)
 {
-    if (c)
-        runner_enqueue_all(c->runner);
+    return pciclaim_new(env);
 }
+
+/* After a scan every claim again: a driver may have changed under one (a reboot, someone's
+ * unbind; a USB controller may have gone to vfio-pci); a USBDevice's change, for the claims of
+ * USB controllers. */
+static const struct watch watches[] = {
+        {.topic = &pcidevices_scanned, .map = enqueue_all},
+        {.topic = &usbdevices_scanned, .map = enqueue_all},
+        {.kind = &kind_usbdevices, .map = enqueue_all},
+        {.topic = &ledger_released, .map = on_released},
+        {0},
+};
 
 static void pciclaim_stop(void *userdata)
 {
@@ -856,6 +885,8 @@ static struct runner *part_runner(const void *self)
 }
 
 const struct part_ops pciclaim_part = {.name = "pcideviceclaims",
+                                       .make = make,
+                                       .watches = watches,
                                        .runner = part_runner,
                                        .start = pciclaim_start,
                                        .stop = pciclaim_stop,

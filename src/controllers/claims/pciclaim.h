@@ -41,7 +41,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "controllers/claims/bindplan.h"
+#include "controllers/binding/bindplan.h"
 
 struct buf;
 struct cJSON;
@@ -128,35 +128,18 @@ void pciclaim_decide(const struct cJSON *claim, const struct bindplan_outcome *o
 /* --- the reconciler (logs) -------------------------------------------------------------------- */
 
 struct metrics;
-struct pcibind_env;
-struct worker;
-
-struct pciclaim_config {
-    struct part_env env;      /* loop, API client, metrics, node and its paths (runtime/part.h) */
-    struct worker *worker;    /* the process's (controllers/runtime/process.h) */
-    struct pcibind_env *bind; /* the node work's env (claims/pcibind.h), borrowed */
-    struct kube_informer *devices; /* this node's PCIDevices (driver-at-first-sight annotation) */
-    /* Called after each event of the claim informer (the USB claims behind a controller depend
-     * on it), or NULL. */
-    void (*on_event)(void *userdata);
-    void *userdata;
-};
 
 struct pciclaim;
 
-struct pciclaim *pciclaim_new(const struct pciclaim_config *cfg);
-/* This node's USBDevices (borrowed), for the USB-controller check; keys wait for its sync. */
-void pciclaim_set_usb_devices(struct pciclaim *c, struct kube_informer *usb_devices);
-/* Who else holds a device: a DRA ResourceClaim (its "namespace/name" in buf). A claim on such
- * a device is refused with reason AllocatedByDRA. */
-void pciclaim_set_dra_holder(struct pciclaim *c,
-                             bool (*holder)(const char *address, char *buf, size_t size, void *ud),
-                             void *ud);
-/* The runner's informer: this node's PCIDeviceClaims. */
-struct kube_informer *pciclaim_informer(const struct pciclaim *c);
-/* Reconciles every claim again (after a rescan: a driver may have changed under us). */
-void pciclaim_enqueue_all(struct pciclaim *c);
+/* The reconciler of this node's PCIDeviceClaims, made from what the process shares
+ * (runtime/manager.h): the claims' cache and this node's PCIDevices (driver-at-first-sight
+ * annotation) and USBDevices (the USB-controller check; keys wait for its sync), the node
+ * work's env (binding/pcibind.h) and the worker, the device ledger (binding/ledger.h: each
+ * claim is recorded there as long as it exists; a claim on a device a DRA ResourceClaim is
+ * prepared with is refused with reason AllocatedByDRA). NULL on failure. */
+struct pciclaim *pciclaim_new(const struct part_env *env);
 
 /* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
- * what pciclaim_new returned. */
+ * what pciclaim_new returned. Every claim is reconciled again after a PCI scan (a driver may
+ * have changed under us), a USBDevice's change (a controller's devices) and a DRA release. */
 extern const struct part_ops pciclaim_part;

@@ -20,9 +20,14 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/timefmt.h"
+#include "controllers/devices/devobjs.h"
+#include "controllers/devices/pcidevice.h"
+#include "controllers/devices/usbdevice.h"
 #include "controllers/objects/claimstatus.h"
+#include "controllers/objects/kinds.h"
 #include "controllers/objects/usbobj.h"
 #include "controllers/runtime/closewatch.h"
+#include "controllers/runtime/manager.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "kube/client.h"
@@ -185,7 +190,9 @@ char *usbclaim_finalizer_patch(const cJSON *claim, bool add)
 enum { R_ENABLED, R_REFUSED, R_UNPLUGGED, R_RELEASED, R_BUSY, N_RESULTS };
 
 struct usbclaim {
-    struct usbclaim_config cfg;
+    struct {
+        struct part_env env;
+    } cfg;
     struct runner *runner;
     struct kube_recorder *events;
     struct kube_informer *devices, *pci_claims, *pci_devices;
@@ -464,69 +471,53 @@ static bool can_start(void *ctx)
            (!c->devices_runner || runner_converged(c->devices_runner));
 }
 
-static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
-{
-    const struct usbclaim *c = ctx;
-    (void)obj;
-    (void)ev;
-    if (c->cfg.on_event)
-        c->cfg.on_event(key, c->cfg.userdata);
-}
-
 static const struct runner_ops ops = {
         .plan = plan_claim,
         .act = act,
         .plan_free = ujob_free,
-        .on_event = on_event,
         .can_start = can_start,
         .kind = "USBDeviceClaim",
 };
 
 /* --- the reconciler's life -------------------------------------------------------------------- */
 
-struct usbclaim *usbclaim_new(const struct usbclaim_config *cfg)
+struct usbclaim *usbclaim_new(const struct part_env *env)
 {
     static const char *const results[] = {"enabled",  "refused", "unplugged",
                                           "released", "busy",    NULL};
     struct usbclaim *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
-    c->cfg = *cfg;
+    c->cfg.env = *env;
     c->sysfs_fd = -1;
     char instance[300];
-    (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", cfg->env.node_name);
+    (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", env->node_name);
     struct kube_recorder_config ec = {.controller = "hostdevd.io/agent", .instance = instance};
-    c->events = kube_recorder_new(cfg->env.loop, cfg->env.http, &ec);
+    c->events = kube_recorder_new(env->loop, env->http, &ec);
     struct runner_config rc = {
             .name = "usbdeviceclaim",
-            .loop = cfg->env.loop,
-            .http = cfg->env.http,
-            .informer = {.resource = &kube_res_usbdeviceclaims},
+            .loop = env->loop,
+            .http = env->http,
             .max_in_flight = MAX_IN_FLIGHT,
-            .metrics = cfg->env.metrics,
+            .metrics = env->metrics,
             .ops = &ops,
             .ctx = c,
     };
-    c->runner = runner_new(&rc);
-    c->closes = closewatch_new(cfg->env.loop, on_node_closed, c);
+    c->runner = manager_runner(env->mgr, &kind_usbdeviceclaims, &rc);
+    c->devices = manager_cache(env->mgr, &kind_usbdevices);
+    c->pci_claims = manager_cache(env->mgr, &kind_pcideviceclaims);
+    c->pci_devices = manager_cache(env->mgr, &kind_pcidevices);
+    const struct devobjs *usb = manager_part(env->mgr, &usbdevices_part);
+    c->devices_runner = usb ? devobjs_runner(usb) : NULL;
+    c->closes = closewatch_new(env->loop, on_node_closed, c);
     if (!c->events || !c->runner || !c->closes) {
         usbclaim_free(c);
         return NULL;
     }
-    metrics_enum(cfg->env.metrics, METRICS_COUNTER, "hostdevd_usb_claim_results_total",
+    metrics_enum(env->metrics, METRICS_COUNTER, "hostdevd_usb_claim_results_total",
                  "USBDeviceClaim status changes and releases by result.", "result", results,
                  c->results);
     return c;
-}
-
-void usbclaim_set_caches(struct usbclaim *c, struct kube_informer *devices,
-                         struct kube_informer *pci_claims, struct kube_informer *pci_devices,
-                         const struct runner *devices_runner)
-{
-    c->devices = devices;
-    c->pci_claims = pci_claims;
-    c->pci_devices = pci_devices;
-    c->devices_runner = devices_runner;
 }
 
 static int usbclaim_start(void *self)
@@ -539,22 +530,33 @@ static int usbclaim_start(void *self)
     return runner_start(c->runner);
 }
 
-void usbclaim_enqueue(struct usbclaim *c, const char *key)
+/* A USBDevice changed: its claim (the same name). */
+static void on_device(void *self, const struct watch_event *ev)
 {
-    if (c)
-        runner_enqueue(c->runner, key);
+    const struct usbclaim *c = self;
+    runner_enqueue(c->runner, ev->key);
 }
 
-void usbclaim_enqueue_all(struct usbclaim *c)
+/* A scan, a PCIDeviceClaim's change (USB claims behind a controller): every claim again. */
+static void enqueue_all(void *self, const struct watch_event *ev)
 {
-    if (c)
-        runner_enqueue_all(c->runner);
+    const struct usbclaim *c = self;
+    (void)ev;
+    runner_enqueue_all(c->runner);
 }
 
-struct kube_informer *usbclaim_informer(const struct usbclaim *c)
+static void *make(const struct part_env *env)
 {
-    return runner_informer(c->runner);
+    return usbclaim_new(env);
 }
+
+static const struct watch watches[] = {
+        {.kind = &kind_usbdevices, .map = on_device},
+        {.kind = &kind_pcideviceclaims, .map = enqueue_all},
+        {.topic = &pcidevices_scanned, .map = enqueue_all},
+        {.topic = &usbdevices_scanned, .map = enqueue_all},
+        {0},
+};
 
 static void usbclaim_stop(void *userdata)
 {
@@ -588,6 +590,8 @@ static struct runner *part_runner(const void *self)
 }
 
 const struct part_ops usbclaim_part = {.name = "usbdeviceclaims",
+                                       .make = make,
+                                       .watches = watches,
                                        .runner = part_runner,
                                        .start = usbclaim_start,
                                        .stop = usbclaim_stop,

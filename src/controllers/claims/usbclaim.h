@@ -117,26 +117,12 @@ char *usbclaim_finalizer_patch(const struct cJSON *claim, bool add);
 struct runner;
 struct usbclaim;
 
-struct usbclaim_config {
-    struct part_env env; /* loop, API client, metrics, node and its paths (runtime/part.h) */
-    /* Called after each event of the claim informer with its key (the USBDevice of the same
-     * name depends on it), or NULL. */
-    void (*on_event)(const char *key, void *userdata);
-    void *userdata;
-};
-
-struct usbclaim *usbclaim_new(const struct usbclaim_config *cfg);
-/* The caches the checks read (borrowed): this node's USBDevices, PCIDeviceClaims and
- * PCIDevices. Keys are handed out once all have synced and the USBDevice reconciler's
- * `devices_runner` has converged once: its objects written (a restart must not judge claims by
- * a stale inventory). */
-void usbclaim_set_caches(struct usbclaim *c, struct kube_informer *devices,
-                         struct kube_informer *pci_claims, struct kube_informer *pci_devices,
-                         const struct runner *devices_runner);
-void usbclaim_enqueue(struct usbclaim *c, const char *key);
-void usbclaim_enqueue_all(struct usbclaim *c);
-/* The runner's informer: every USBDeviceClaim of the cluster. */
-struct kube_informer *usbclaim_informer(const struct usbclaim *c);
+/* The reconciler of USBDeviceClaims (every one of the cluster: named after a device) for this
+ * node's devices. The checks read the process's caches (runtime/manager.h): this node's
+ * USBDevices, PCIDeviceClaims and PCIDevices. Keys are handed out once all have synced and the
+ * USBDevice reconciler (the process's usbdevices part) has converged once: its objects written
+ * (a restart must not judge claims by a stale inventory). NULL on failure. */
+struct usbclaim *usbclaim_new(const struct part_env *env);
 
 /* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
  * what usbclaim_new returned. */

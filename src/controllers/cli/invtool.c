@@ -13,31 +13,43 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
 #include "base/log.h"
 #include "base/map.h"
+#include "controllers/devices/devobjs.h"
 #include "controllers/devices/inventory.h"
 #include "controllers/devices/pcidevice.h"
 #include "controllers/devices/usbdevice.h"
+#include "controllers/runtime/manager.h"
+#include "controllers/runtime/part.h"
 
 struct scans {
     struct map *pci, *usb;
 };
 
-static void on_pci(struct map *want, const struct map *unreadable, void *userdata)
+/* The scans' results, taken from the inventory's topics (runtime/manager.h). */
+static void on_pci(void *self, const struct watch_event *ev)
 {
-    struct scans *s = userdata;
-    (void)unreadable;
+    struct scans *s = self;
+    struct devobjs_scan *scan = ev->data;
     map_free(s->pci);
-    s->pci = want;
+    s->pci = TAKE_PTR(scan->want);
 }
 
-static void on_usb(struct map *want, const struct map *unreadable, void *userdata)
+static void on_usb(void *self, const struct watch_event *ev)
 {
-    struct scans *s = userdata;
-    (void)unreadable;
+    struct scans *s = self;
+    struct devobjs_scan *scan = ev->data;
     map_free(s->usb);
-    s->usb = want;
+    s->usb = TAKE_PTR(scan->want);
 }
+
+static const struct watch watches[] = {
+        {.topic = &pcidevices_scanned, .map = on_pci},
+        {.topic = &usbdevices_scanned, .map = on_usb},
+        {0},
+};
+static const struct part_ops printer = {.name = "printer", .watches = watches};
 
 static void usage(FILE *f)
 {
@@ -292,9 +304,7 @@ int invtool_run(int argc, char **argv)
                                            .proc_root = "/proc"},
                                    .resync = 86400,
                                    .uevent_source = "none",
-                                   .on_scan = on_pci,
-                                   .on_usb_scan = on_usb,
-                                   .userdata = &s};
+                                   .usb = true};
     const char *format = "table";
     char host[256] = "";
     int r = parse_args(argc, argv, &cfg, &format);
@@ -305,10 +315,15 @@ int invtool_run(int argc, char **argv)
         cfg.env.node_name = host[0] ? host : "node";
     }
     struct inventory *inv = NULL;
-    if (inventory_new(&cfg, &inv) < 0)
+    cfg.env.mgr = manager_new(cfg.env.loop, NULL, NULL);
+    if (!cfg.env.mgr || manager_add_watches(cfg.env.mgr, &printer, &s) < 0 ||
+        inventory_new(&cfg, &inv) < 0) {
+        manager_free(cfg.env.mgr);
         return 1;
+    }
     inventory_scan(inv, "inventory command");
     inventory_free(inv);
+    manager_free(cfg.env.mgr);
     cJSON *list = s.pci ? list_of(&s) : NULL;
     int rc = list ? print_list(list, format) : 1;
     if (!list)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * controllers/cli/vfiotool.c - `hostdevd vfio` (see vfiotool.h). `bind` makes a claim's checks
- * first (controllers/claims/pcibind.c: the same functions, the same messages) and refuses what
+ * first (controllers/binding/pcibind.c: the same functions, the same messages) and refuses what
  * a claim refuses unless --force.
  */
 #include "controllers/cli/vfiotool.h"
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "controllers/claims/pcibind.h"
+#include "controllers/binding/pcibind.h"
 #include "node/kmod.h"
 #include "node/sysfs.h"
 #include "node/vfio.h"

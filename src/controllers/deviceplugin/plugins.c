@@ -24,8 +24,10 @@
 #include "base/metrics.h"
 #include "controllers/deviceplugin/devplugin.h"
 #include "controllers/objects/caches.h"
+#include "controllers/objects/kinds.h"
 #include "controllers/objects/pciobj.h"
 #include "controllers/objects/usbobj.h"
+#include "controllers/runtime/manager.h"
 #include "controllers/runtime/part.h"
 #include "kube/client.h"
 #include "kube/informer.h"
@@ -78,7 +80,8 @@ struct plugin {
 
 struct plugins {
     struct plugins_config cfg;
-    struct caches caches;    /* borrowed */
+    char dir[4096];          /* cfg.dir's copy */
+    struct caches caches;    /* the process's */
     struct map *by_resource; /* resource -> struct plugin */
     int sysfs_fd;
     int inotify_fd;
@@ -843,6 +846,12 @@ struct plugins *plugins_new(const struct plugins_config *cfg)
     if (!ps)
         return NULL;
     ps->cfg = *cfg;
+    (void)snprintf(ps->dir, sizeof(ps->dir), "%s", cfg->dir);
+    ps->cfg.dir = ps->dir;
+    ps->caches = (struct caches){manager_cache(cfg->env.mgr, &kind_pcideviceclaims),
+                                 manager_cache(cfg->env.mgr, &kind_pcidevices),
+                                 manager_cache(cfg->env.mgr, &kind_usbdeviceclaims),
+                                 manager_cache(cfg->env.mgr, &kind_usbdevices)};
     ps->inotify_fd = -1;
     ps->sysfs_fd = node_sysfs_open_root(cfg->env.sysfs_root);
     ps->by_resource = map_new(plugin_map_free);
@@ -865,10 +874,29 @@ struct plugins *plugins_new(const struct plugins_config *cfg)
     return ps;
 }
 
-void plugins_set_caches(struct plugins *ps, const struct caches *caches)
+/* A claim or a device changed: the offer (a device's health is its driver; a claimed one is
+ * offered). */
+static void on_change(void *self, const struct watch_event *ev)
 {
-    ps->caches = *caches;
+    (void)ev;
+    plugins_sync(self);
 }
+
+static void *make(const struct part_env *env)
+{
+    char dir[4096];
+    (void)snprintf(dir, sizeof(dir), "%s/device-plugins", env->opt->kubelet_dir);
+    struct plugins_config c = {.env = *env, .dir = dir};
+    return plugins_new(&c);
+}
+
+static const struct watch watches[] = {
+        {.kind = &kind_pcidevices, .map = on_change},
+        {.kind = &kind_usbdevices, .map = on_change},
+        {.kind = &kind_usbdeviceclaims, .map = on_change},
+        {.kind = &kind_pcideviceclaims, .map = on_change},
+        {0},
+};
 
 static int plugins_start(void *self)
 {
@@ -907,6 +935,8 @@ static void plugins_free(void *userdata)
 }
 
 const struct part_ops plugins_part = {.name = "deviceplugins",
+                                      .make = make,
+                                      .watches = watches,
                                       .start = plugins_start,
                                       .stop = plugins_stop,
                                       .free = plugins_free};

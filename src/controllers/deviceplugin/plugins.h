@@ -44,9 +44,9 @@ struct plugins_config {
     const char *dir;     /* kubelet's device-plugin directory (kubelet.sock lives there) */
 };
 
+/* The offer is computed from the process's caches of our four kinds (runtime/manager.h), and
+ * again after each of their events. */
 struct plugins *plugins_new(const struct plugins_config *cfg);
-/* The caches the offer is computed from (borrowed). */
-void plugins_set_caches(struct plugins *ps, const struct caches *caches);
 /* Recomputes the offer soon (calls within one loop iteration are coalesced). */
 void plugins_sync(struct plugins *p);
 

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "controllers/devices/nodeuid.h"
+#include "controllers/runtime/manager.h"
 
 /* Writes of one reconciler in flight at once. */
 #define MAX_IN_FLIGHT 4
@@ -23,19 +24,16 @@ void *devobjs_new(size_t size, const struct devobjs_config *cfg, const struct de
         return NULL;
     o->cfg = *cfg;
     o->kind = kind;
-    char selector[300];
-    (void)snprintf(selector, sizeof(selector), "nodename=%s", cfg->env.node_name);
     struct runner_config rc = {
             .name = kind->name,
             .loop = cfg->env.loop,
             .http = cfg->env.http,
-            .informer = {.resource = kind->res, .label_selector = selector},
             .max_in_flight = MAX_IN_FLIGHT,
             .metrics = cfg->env.metrics,
             .ops = ops,
             .ctx = o,
     };
-    o->runner = runner_new(&rc);
+    o->runner = manager_runner(cfg->env.mgr, kind->cache, &rc);
     if (!o->runner) {
         free(o);
         return NULL;
@@ -63,7 +61,7 @@ struct devwrite *devobjs_write(const struct devobjs *o, cJSON *object, char *sta
         return NULL;
     }
     *w = (struct devwrite){.http = o->cfg.env.http,
-                           .res = o->kind->res,
+                           .res = o->kind->cache->res,
                            .kind = o->kind->kind,
                            .writes = o->writes,
                            .object = object,
@@ -114,8 +112,17 @@ void devobjs_on_event(void *ctx, const char *key, const cJSON *obj, enum runner_
     const struct devobjs *o = ctx;
     if (ev == RUNNER_EVENT_ADD)
         devwrite_note_foreign(o->kind->kind, key, obj, o->cfg.env.node_name);
-    if (o->cfg.on_event)
-        o->cfg.on_event(key, o->cfg.userdata);
+}
+
+void devobjs_enqueue_all_watch(void *self, const struct watch_event *ev)
+{
+    (void)ev;
+    devobjs_enqueue_all(self);
+}
+
+struct devobjs_config devobjs_config_of(const struct part_env *env)
+{
+    return (struct devobjs_config){.env = *env, .node = manager_part(env->mgr, &nodeuid_part)};
 }
 
 void devobjs_on_converged(void *ctx)

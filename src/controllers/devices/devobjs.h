@@ -19,26 +19,32 @@
 
 struct cJSON;
 struct kube_informer;
-struct kube_resource;
+struct cache_kind;
 struct map;
 struct nodeuid;
+struct watch_event;
 
-/* How a role makes a device-object reconciler. */
+/* What a device-object reconciler is made with. */
 struct devobjs_config {
     struct part_env env;        /* loop, API client, metrics, node and its paths (runtime/part.h) */
-    const struct nodeuid *node; /* this node's Node uid (borrowed) */
-    /* Called after each event of the informer with its key (a claim of the same name, a device
-     * plugin's health may depend on it), or NULL. */
-    void (*on_event)(const char *key, void *userdata);
-    void *userdata;
+    const struct nodeuid *node; /* this node's Node uid (borrowed: the process's nodeuid part) */
+};
+
+/* What a scan hands the reconciler of its kind (the topic's data: pcidevices_scanned,
+ * usbdevices_scanned): `want` (name -> the kind's spec), taken by the first watcher that keeps
+ * it (NULL after), and `unreadable` (borrowed; NULL on OOM): the devices present but skipped
+ * because their identity could not be read, whose objects are kept. */
+struct devobjs_scan {
+    struct map *want;
+    const struct map *unreadable;
 };
 
 /* What a kind declares. */
 struct devobjs_kind {
-    const char *name;                /* the runner's: "pcidevice" */
-    const char *kind;                /* "PCIDevice" */
-    const struct kube_resource *res; /* &kube_res_pcidevices */
-    const char *written;             /* logged once converged: "PCI inventory written" */
+    const char *name;               /* the runner's: "pcidevice" */
+    const char *kind;               /* "PCIDevice" */
+    const struct cache_kind *cache; /* &kind_pcidevices (objects/kinds.h) */
+    const char *written;            /* logged once converged: "PCI inventory written" */
     const char *gone; /* logged with each delete: "Deleting PCIDevice of a device that is gone" */
 };
 
@@ -47,16 +53,19 @@ struct devobjs {
     const struct devobjs_kind *kind;
     struct runner *runner;
     struct map *want; /* name -> the kind's spec, from the last scan; NULL before one */
-    /* The claims of this kind (borrowed, NULL until set): facts a new object takes from its
-     * claim (PCI: the original driver the claim recorded). */
+    /* The claims of this kind (the process's cache; NULL where the role has none): facts a new
+     * object takes from its claim (PCI: the original driver the claim recorded). */
     struct kube_informer *claims;
     struct metrics_series *writes[DEVWRITE_VERBS];
 };
 
-/* A kind's reconciler of `size` bytes (zeroed, a struct devobjs first) with its runner (`ops`
- * called with the reconciler) and write counters. NULL on OOM. */
+/* A kind's reconciler of `size` bytes (zeroed, a struct devobjs first) with its runner on the
+ * process's cache of the kind (`ops` called with the reconciler) and write counters. NULL on
+ * OOM. */
 void *devobjs_new(size_t size, const struct devobjs_config *cfg, const struct devobjs_kind *kind,
                   const struct runner_ops *ops);
+/* The config of a reconciler made by the process (its env; the Node uid of its nodeuid part). */
+struct devobjs_config devobjs_config_of(const struct part_env *env);
 
 /* The write of one key's plan for the runner: `object` to create (taken, or NULL), the patches
  * (taken, or NULL), a delete of `uid`. NULL on OOM (what was taken is freed). */
@@ -74,6 +83,8 @@ const struct map *devobjs_want(const struct devobjs *o);
 void devobjs_act(struct runner_job *job, void *plan, void *ctx);
 void devobjs_plan_free(void *plan);
 void devobjs_on_event(void *ctx, const char *key, const struct cJSON *obj, enum runner_event ev);
+/* A watch's map: every key again (the Node's uid is known: objects get their owner). */
+void devobjs_enqueue_all_watch(void *self, const struct watch_event *ev);
 void devobjs_on_converged(void *ctx);
 /* A scan has succeeded and the Node's uid has been looked up. */
 bool devobjs_can_start(void *ctx);

@@ -16,8 +16,10 @@
 #include "base/map.h"
 #include "base/metrics.h"
 #include "base/names.h"
+#include "controllers/devices/devobjs.h"
 #include "controllers/devices/pcidevice.h"
 #include "controllers/devices/usbdevice.h"
+#include "controllers/runtime/manager.h"
 #include "controllers/runtime/part.h"
 #include "kube/names.h"
 #include "node/blockers.h"
@@ -266,7 +268,9 @@ static void scan_pci(struct inventory *inv, const char *why)
     metrics_set(inv->m.scan_seconds, ev_time() - t0);
     log_v(1, "Scanned PCI devices", KV_STR("why", why), KV_INT("devices", t.devices),
           KV_INT("bridges", t.bridges));
-    inv->cfg.on_scan(want, inv->unreadable, inv->cfg.userdata);
+    struct devobjs_scan d = {.want = want, .unreadable = inv->unreadable};
+    manager_emit(inv->cfg.env.mgr, &pcidevices_scanned, &d);
+    map_free(d.want); /* when no part took it */
     inv->unreadable = map_free(inv->unreadable);
 }
 
@@ -327,7 +331,9 @@ static void scan_usb(struct inventory *inv, const char *why)
     metrics_set(inv->m.usb_devices, (double)map_size(want));
     metrics_set(inv->m.usb_scan_seconds, ev_time() - t0);
     log_v(1, "Scanned USB devices", KV_STR("why", why), KV_INT("devices", map_size(want)));
-    inv->cfg.on_usb_scan(want, inv->unreadable, inv->cfg.userdata);
+    struct devobjs_scan d = {.want = want, .unreadable = inv->unreadable};
+    manager_emit(inv->cfg.env.mgr, &usbdevices_scanned, &d);
+    map_free(d.want); /* when no part took it */
     inv->unreadable = map_free(inv->unreadable);
 }
 
@@ -335,7 +341,7 @@ static void scan(struct inventory *inv, int what, const char *why)
 {
     if (what & RESCAN_PCI)
         scan_pci(inv, why);
-    if ((what & RESCAN_USB) && inv->cfg.on_usb_scan)
+    if ((what & RESCAN_USB) && inv->cfg.usb)
         scan_usb(inv, why);
 }
 
@@ -476,7 +482,7 @@ int inventory_new(const struct inventory_config *cfg, struct inventory **ret)
         return -ENOMEM;
     }
     struct err err = {{0}};
-    if (cfg->on_usb_scan && node_usbids_load(cfg->usb_ids, &inv->usbids, &err) < 0)
+    if (cfg->usb && node_usbids_load(cfg->usb_ids, &inv->usbids, &err) < 0)
         log_warning("Cannot read usb.ids; USB devices are described as \"Unknown vvvv:pppp\"",
                     KV_STR("message", err.msg));
     register_metrics(inv);
@@ -526,7 +532,33 @@ void inventory_free(void *userdata)
     free(inv);
 }
 
+const struct topic inventory_rescan_wanted = {"a rescan is wanted"};
+
+static void on_rescan_wanted(void *self, const struct watch_event *ev)
+{
+    inventory_scan(self, ev->data);
+}
+
+static void *make(const struct part_env *env)
+{
+    struct inventory_config c = {.env = *env,
+                                 .pci_ids = env->opt->pci_ids,
+                                 .usb_ids = env->opt->usb_ids,
+                                 .resync = env->opt->resync,
+                                 .uevent_source = env->opt->uevent_source,
+                                 .usb = true};
+    struct inventory *inv = NULL;
+    return inventory_new(&c, &inv) < 0 ? NULL : inv;
+}
+
+static const struct watch watches[] = {
+        {.topic = &inventory_rescan_wanted, .map = on_rescan_wanted},
+        {0},
+};
+
 const struct part_ops inventory_part = {.name = "inventory",
+                                        .make = make,
+                                        .watches = watches,
                                         .start = inventory_start,
                                         .stop = inventory_stop,
                                         .rescan = inventory_rescan,

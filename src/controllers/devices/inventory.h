@@ -26,15 +26,18 @@ struct inventory_config {
     const char *usb_ids;       /* NULL: /usr/share/misc/usb.ids */
     double resync;             /* seconds between full rescans */
     const char *uevent_source; /* "kernel", "udev" or "none" */
-    /* Takes the desired objects of a scan (name -> struct pcidevice_spec). `unreadable` (a set
-     * of PCI addresses, borrowed for the call; NULL on OOM) holds the devices present but
-     * skipped because their identity could not be read: their objects are to be kept. */
-    void (*on_scan)(struct map *want, const struct map *unreadable, void *userdata);
-    /* Takes the desired objects of a USB scan (name -> struct usbdevice_spec); NULL: no USB.
-     * `unreadable`: the port paths skipped, as for on_scan. */
-    void (*on_usb_scan)(struct map *want, const struct map *unreadable, void *userdata);
-    void *userdata;
+    bool usb;                  /* scan USB devices too */
 };
+
+/* What a scan emits (runtime/manager.h), with a struct devobjs_scan (devices/devobjs.h):
+ * pcidevices_scanned (name -> struct pcidevice_spec; `unreadable`: the PCI addresses of the
+ * devices present but skipped because their identity could not be read, whose objects are to
+ * be kept) and usbdevices_scanned (name -> struct usbdevice_spec; the port paths skipped). */
+
+/* Emitted by a part whose node writes change the devices (SR-IOV VFs come and go): scans now,
+ * `data` is the why that is logged (a string constant). */
+struct topic;
+extern const struct topic inventory_rescan_wanted;
 
 /* Opens PCI access. Returns 0 and the inventory, or a negative errno after logging why. */
 int inventory_new(const struct inventory_config *cfg, struct inventory **ret);

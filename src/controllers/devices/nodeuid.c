@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "controllers/runtime/manager.h"
 #include "controllers/runtime/part.h"
 #include "kube/client.h"
 #include "kube/status.h"
@@ -17,8 +18,12 @@
 #define NODE_RETRY     10.0 /* first retry of a missing Node; doubles up to NODE_RETRY_MAX */
 #define NODE_RETRY_MAX 300.0
 
+const struct topic nodeuid_known = {"the Node's uid is known"};
+
 struct nodeuid {
-    struct nodeuid_config cfg;
+    struct {
+        struct part_env env;
+    } cfg;
     char *uid;
     bool answered; /* the first GET has answered */
     double retry_in;
@@ -48,16 +53,14 @@ static void on_node(const struct kube_err *err, const cJSON *obj, void *userdata
         retry_later(n);
         if (!n->answered) {
             n->answered = true;
-            if (n->cfg.on_uid)
-                n->cfg.on_uid(n->cfg.userdata);
+            manager_emit(n->cfg.env.mgr, &nodeuid_known, NULL);
         }
         return;
     }
     n->answered = true;
     free(n->uid);
     n->uid = strdup(uid);
-    if (n->cfg.on_uid)
-        n->cfg.on_uid(n->cfg.userdata);
+    manager_emit(n->cfg.env.mgr, &nodeuid_known, NULL);
 }
 
 static void get_node(struct nodeuid *n)
@@ -74,12 +77,12 @@ static void on_retry(struct ev_loop *loop, ev_timer *w, int revents)
     get_node(w->data);
 }
 
-struct nodeuid *nodeuid_new(const struct nodeuid_config *cfg)
+struct nodeuid *nodeuid_new(const struct part_env *env)
 {
     struct nodeuid *n = calloc(1, sizeof(*n));
     if (!n)
         return NULL;
-    n->cfg = *cfg;
+    n->cfg.env = *env;
     ev_timer_init(&n->retry, on_retry, NODE_RETRY, 0.);
     n->retry.data = n;
     return n;
@@ -115,5 +118,13 @@ static void nodeuid_free(void *self)
     free(n);
 }
 
-const struct part_ops nodeuid_part = {
-        .name = "node", .start = nodeuid_start, .stop = nodeuid_stop, .free = nodeuid_free};
+static void *nodeuid_make(const struct part_env *env)
+{
+    return nodeuid_new(env);
+}
+
+const struct part_ops nodeuid_part = {.name = "node",
+                                      .make = nodeuid_make,
+                                      .start = nodeuid_start,
+                                      .stop = nodeuid_stop,
+                                      .free = nodeuid_free};

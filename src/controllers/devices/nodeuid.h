@@ -15,16 +15,14 @@ struct ev_loop;
 struct kube_http;
 struct nodeuid;
 
-struct nodeuid_config {
-    struct part_env env; /* loop, API client, metrics, node and its paths (runtime/part.h) */
-    /* Called once the uid is known (the device reconcilers look at every object again), and
-     * once after the first answer when that answer gave no uid (nodeuid_answered() has turned
-     * true: the reconcilers that waited for it go ahead without an ownerReference). */
-    void (*on_uid)(void *userdata);
-    void *userdata;
-};
+struct topic;
 
-struct nodeuid *nodeuid_new(const struct nodeuid_config *cfg);
+/* Emitted (no data) once the uid is known (the device reconcilers look at every object
+ * again), and once after the first answer when that answer gave no uid (nodeuid_answered() has
+ * turned true: the reconcilers that waited for it go ahead without an ownerReference). */
+extern const struct topic nodeuid_known;
+
+struct nodeuid *nodeuid_new(const struct part_env *env);
 /* The uid, or NULL while it is not known. */
 const char *nodeuid_get(const struct nodeuid *n);
 /* Whether the first GET of the Node has answered, with the uid or an error (true for NULL).

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/cleanup.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
@@ -21,7 +22,9 @@
 #include "controllers/devices/devobjs.h"
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
+#include "controllers/objects/kinds.h"
 #include "controllers/objects/pciobj.h"
+#include "controllers/runtime/manager.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "kube/client.h"
@@ -204,7 +207,7 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
 
 static const struct devobjs_kind kind = {.name = "pcidevice",
                                          .kind = "PCIDevice",
-                                         .res = &kube_res_pcidevices,
+                                         .cache = &kind_pcidevices,
                                          .written = "PCI inventory written",
                                          .gone = "Deleting PCIDevice of a device that is gone"};
 
@@ -266,7 +269,37 @@ void pcidevices_keep_unreadable(const struct devobjs *d, struct map *want,
     }
 }
 
+const struct topic pcidevices_scanned = {"a PCI scan"};
+const struct topic pcidevices_wanted = {"the PCIDevices of a scan"};
+
+/* A scan: its PCIDevices (the unreadable devices' kept), then to whoever reads the scan. */
+static void on_scan(void *self, const struct watch_event *ev)
+{
+    struct devobjs *d = self;
+    struct devobjs_scan *scan = ev->data;
+    pcidevices_keep_unreadable(d, scan->want, scan->unreadable);
+    devobjs_set_want(d, TAKE_PTR(scan->want));
+    manager_emit(d->cfg.env.mgr, &pcidevices_wanted, (void *)devobjs_want(d));
+}
+
+static void *make(const struct part_env *env)
+{
+    struct devobjs_config c = devobjs_config_of(env);
+    struct devobjs *d = pcidevices_new(&c);
+    if (d)
+        d->claims = manager_cache(env->mgr, &kind_pcideviceclaims);
+    return d;
+}
+
+static const struct watch watches[] = {
+        {.topic = &pcidevices_scanned, .map = on_scan},
+        {.topic = &nodeuid_known, .map = devobjs_enqueue_all_watch},
+        {0},
+};
+
 const struct part_ops pcidevices_part = {.name = "pcidevices",
+                                         .make = make,
+                                         .watches = watches,
                                          .runner = devobjs_runner,
                                          .start = devobjs_start,
                                          .free = devobjs_free};

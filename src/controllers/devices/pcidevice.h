@@ -115,5 +115,11 @@ struct map *pcidevices_new_want(void);
 void pcidevices_keep_unreadable(const struct devobjs *d, struct map *want,
                                 const struct map *unreadable);
 
-/* The part (controllers/runtime/part.h); `self` is what pcidevices_new returned. */
+/* The part (controllers/runtime/part.h); `self` is what pcidevices_new returned. It watches
+ * pcidevices_scanned (the inventory emits it with a struct devobjs_scan whose `want` it takes)
+ * and emits pcidevices_wanted with its new want (const struct map *: name -> struct
+ * pcidevice_spec, borrowed for the call) for what reads a scan's PCI functions (SR-IOV PFs). */
 extern const struct part_ops pcidevices_part;
+struct topic;
+extern const struct topic pcidevices_scanned;
+extern const struct topic pcidevices_wanted;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/cleanup.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
@@ -20,7 +21,9 @@
 #include "controllers/devices/devobjs.h"
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
+#include "controllers/objects/kinds.h"
 #include "controllers/objects/usbobj.h"
+#include "controllers/runtime/manager.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "kube/client.h"
@@ -255,7 +258,7 @@ static bool can_start(void *ctx)
 
 static const struct devobjs_kind kind = {.name = "usbdevice",
                                          .kind = "USBDevice",
-                                         .res = &kube_res_usbdevices,
+                                         .cache = &kind_usbdevices,
                                          .written = "USB inventory written",
                                          .gone = "Deleting USBDevice of a device that is gone"};
 
@@ -280,13 +283,6 @@ struct usbdevices *usbdevices_new(const struct devobjs_config *cfg)
         d->orphans = metrics_one(cfg->env.metrics, METRICS_COUNTER, "hostdevd_usb_orphans_total",
                                  "Claimed USB devices found gone (marked orphaned).");
     return d;
-}
-
-void usbdevices_set_caches(struct usbdevices *d, struct kube_informer *claims,
-                           struct kube_informer *pci_devices)
-{
-    d->claims = claims;
-    d->pci_devices = pci_devices;
 }
 
 void usbdevices_keep_unreadable(const struct usbdevices *d, struct map *want,
@@ -323,7 +319,45 @@ struct devobjs *usbdevices_objs(struct usbdevices *d)
     return &d->o;
 }
 
+const struct topic usbdevices_scanned = {"a USB scan"};
+
+static void on_scan(void *self, const struct watch_event *ev)
+{
+    struct usbdevices *d = self;
+    struct devobjs_scan *scan = ev->data;
+    usbdevices_keep_unreadable(d, scan->want, scan->unreadable);
+    devobjs_set_want(&d->o, TAKE_PTR(scan->want));
+}
+
+/* A USBDeviceClaim changed: its device's enabled and orphan state. */
+static void on_claim(void *self, const struct watch_event *ev)
+{
+    usbdevices_enqueue(self, ev->key);
+}
+
+/* Reads the USBDeviceClaims (enabled, orphans) and this node's PCIDevices (a controller on
+ * vfio-pci); keys are handed out once both have synced and a scan has succeeded. */
+static void *make(const struct part_env *env)
+{
+    struct devobjs_config c = devobjs_config_of(env);
+    struct usbdevices *d = usbdevices_new(&c);
+    if (d) {
+        d->claims = manager_cache(env->mgr, &kind_usbdeviceclaims);
+        d->pci_devices = manager_cache(env->mgr, &kind_pcidevices);
+    }
+    return d;
+}
+
+static const struct watch watches[] = {
+        {.topic = &usbdevices_scanned, .map = on_scan},
+        {.topic = &nodeuid_known, .map = devobjs_enqueue_all_watch},
+        {.kind = &kind_usbdeviceclaims, .map = on_claim},
+        {0},
+};
+
 const struct part_ops usbdevices_part = {.name = "usbdevices",
+                                         .make = make,
+                                         .watches = watches,
                                          .runner = devobjs_runner,
                                          .start = devobjs_start,
                                          .free = devobjs_free};

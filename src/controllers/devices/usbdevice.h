@@ -103,11 +103,6 @@ struct devobjs;
 struct devobjs_config;
 
 struct usbdevices *usbdevices_new(const struct devobjs_config *cfg);
-/* The caches the plans read (borrowed): USBDeviceClaims (enabled, orphans) and this node's
- * PCIDevices (a controller on vfio-pci). Keys are handed out once both have synced and a
- * scan has succeeded. */
-void usbdevices_set_caches(struct usbdevices *d, struct kube_informer *claims,
-                           struct kube_informer *pci_devices);
 /* An empty map for devobjs_set_want(): name -> struct usbdevice_spec (malloc'd). */
 struct map *usbdevices_new_want(void);
 /* As pcidevices_keep_unreadable(), for the port paths a USB scan skipped. */
@@ -120,3 +115,7 @@ struct devobjs *usbdevices_objs(struct usbdevices *d);
 /* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
  * what usbdevices_new returned. */
 extern const struct part_ops usbdevices_part;
+/* What the inventory emits with a USB scan (a struct devobjs_scan whose `want` the part
+ * takes). */
+struct topic;
+extern const struct topic usbdevices_scanned;

@@ -23,12 +23,15 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
-#include "controllers/claims/pcibind.h"
+#include "controllers/binding/ledger.h"
+#include "controllers/binding/pcibind.h"
 #include "controllers/devices/devobjs.h"
 #include "controllers/devices/pcidevice.h"
 #include "controllers/dra/draprep.h"
 #include "controllers/dra/draslices.h"
+#include "controllers/objects/kinds.h"
 #include "controllers/objects/pciobj.h"
+#include "controllers/runtime/manager.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/worker.h"
 #include "kube/client.h"
@@ -75,9 +78,11 @@ struct call {
     bool released; /* unprepare let devices go */
 };
 
+static void sync_ledger(struct draplugin *p);
+
 struct draplugin {
     struct draplugin_config cfg;
-    struct kube_informer *pci_claims, *pci_devices;
+    struct kube_informer *pci_devices;
     char plugin_dir[PATH_MAX], socket[PATH_MAX], reg_socket[PATH_MAX], ck_path[PATH_MAX + 32];
     char cdi_dir[PATH_MAX];
     struct grpc_server *srv, *reg;
@@ -485,37 +490,36 @@ static void on_call_done(struct worker_job *wj, bool cancelled)
     answer(k);
     metrics_set(p->claims_gauge, cJSON_GetArraySize(json_field(p->ck, "claims")));
     p->running = NULL;
-    bool released = k->released;
     call_free(k);
-    if (released && p->cfg.on_release)
-        p->cfg.on_release(p->cfg.userdata);
+    sync_ledger(p); /* a release lets the claims that waited go on */
     start_next(p);
 }
 
-/* The addresses other holders keep: PCIDeviceClaims of this node and the checkpoint's. */
+/* The checkpoint's claims are the ledger's DRA holdings: a device one lets go is released
+ * there (the ledger tells whoever waited). */
+static void sync_ledger(struct draplugin *p)
+{
+    const cJSON *e, *d;
+    ledger_begin(p->cfg.ledger, LEDGER_DRA);
+    cJSON_ArrayForEach(e, json_field(p->ck, "claims"))
+    {
+        char who[2 * DRAPREP_NAME_SIZE];
+        (void)snprintf(who, sizeof(who), "%s/%s", json_str(e, "namespace"), json_str(e, "name"));
+        cJSON_ArrayForEach(d, json_field(e, "devices"))
+        {
+            const char *a = json_str(d, "address");
+            if (a)
+                (void)ledger_hold(p->cfg.ledger, a, LEDGER_DRA, e->string, who);
+        }
+    }
+    ledger_end(p->cfg.ledger, LEDGER_DRA);
+}
+
+/* The addresses other holders keep: PCIDeviceClaims of this node and the checkpoint's (the
+ * ledger's). */
 static int collect_claimed(struct call *k)
 {
-    struct draplugin *p = k->p;
-    size_t pos = 0, cap = 0;
-    const char *key;
-    const cJSON *obj;
-    int r = draprep_checkpoint_addresses(p->ck, &k->claimed, &k->n_claimed);
-    cap = k->n_claimed;
-    while (r == 0 && p->pci_claims && kube_informer_next(p->pci_claims, &pos, &key, &obj)) {
-        const char *a = pciobj_address(obj);
-        if (!a)
-            continue;
-        if (k->n_claimed == cap) {
-            char **nv = realloc(k->claimed, (cap = cap ? 2 * cap : 8) * sizeof(*nv));
-            if (!nv)
-                return -ENOMEM;
-            k->claimed = nv;
-        }
-        if (!(k->claimed[k->n_claimed] = strdup(a)))
-            return -ENOMEM;
-        k->n_claimed++;
-    }
-    return r;
+    return ledger_addresses(k->p->cfg.ledger, &k->claimed, &k->n_claimed);
 }
 
 static void start_next(struct draplugin *p)
@@ -559,19 +563,11 @@ static void check_devices(struct call *k, struct dclaim *d)
     const struct map *scan = p->cfg.devices ? devobjs_want(p->cfg.devices) : NULL;
     for (size_t i = 0; i < d->c.n && !d->error[0]; i++) {
         const char *a = d->c.devices[i].address;
-        char name[KUBE_NAME_MAX + 1] = "", who[2 * DRAPREP_NAME_SIZE];
+        char name[KUBE_NAME_MAX + 1] = "";
+        struct ledger_refusal why;
         (void)kube_names_pcidevice(p->cfg.env.node_name, a, name, sizeof(name));
-        if (draprep_checkpoint_original(p->ck, d->c.uid, a)) {
-            /* this claim holds it already (a repeated call): a later PCIDeviceClaim is the one
-             * refused */
-        } else if (p->pci_claims && kube_informer_get(p->pci_claims, name)) {
-            (void)snprintf(d->error, sizeof(d->error),
-                           "device %s is held by PCIDeviceClaim %s: delete that claim first", a,
-                           name);
-        } else if (draprep_checkpoint_holder(p->ck, a, d->c.uid, who, sizeof(who))) {
-            (void)snprintf(d->error, sizeof(d->error), "device %s is prepared for ResourceClaim %s",
-                           a, who);
-        }
+        if (ledger_check(p->cfg.ledger, a, LEDGER_DRA, d->c.uid, &why) < 0)
+            (void)snprintf(d->error, sizeof(d->error), "%s", why.message);
         const cJSON *dev = p->pci_devices ? kube_informer_get(p->pci_devices, name) : NULL;
         const char *ann = pciobj_first_driver(dev);
         (void)snprintf(d->annotation[i], sizeof(d->annotation[i]), "%s", ann ? ann : "");
@@ -774,20 +770,14 @@ struct draplugin *draplugin_new(const struct draplugin_config *cfg)
              DRASLICES_DRIVER);
     (void)snprintf(p->ck_path, sizeof(p->ck_path), "%s/checkpoint.json", p->plugin_dir);
     (void)snprintf(p->cdi_dir, sizeof(p->cdi_dir), "%s", cfg->cdi_dir);
-    if (!cfg->bind || !cfg->worker) {
+    p->pci_devices = manager_cache(cfg->env.mgr, &kind_pcidevices);
+    if (!cfg->bind || !cfg->worker || !cfg->ledger) {
         log_error("Cannot make the DRA plugin", KV_ERRNO(-EINVAL));
         draplugin_free(p);
         return NULL;
     }
     register_metrics(p);
     return p;
-}
-
-void draplugin_set_caches(struct draplugin *p, struct kube_informer *pci_claims,
-                          struct kube_informer *pci_devices)
-{
-    p->pci_claims = pci_claims;
-    p->pci_devices = pci_devices;
 }
 
 static int load_checkpoint(struct draplugin *p)
@@ -852,6 +842,7 @@ static int draplugin_start(void *self)
     }
     if ((r = load_checkpoint(p)) < 0)
         return r;
+    sync_ledger(p);
     metrics_set(p->claims_gauge, cJSON_GetArraySize(json_field(p->ck, "claims")));
     r = grpc_server_new(p->cfg.env.loop, p->socket, dra, 2, &p->srv, &e);
     if (r == 0) /* registration last: kubelet dials the DRA socket at once */
@@ -865,11 +856,6 @@ static int draplugin_start(void *self)
              KV_STR("socket", p->socket), KV_STR("registration", p->reg_socket),
              KV_INT("preparedClaims", cJSON_GetArraySize(json_field(p->ck, "claims"))));
     return 0;
-}
-
-bool draplugin_holder(const struct draplugin *p, const char *address, char *buf, size_t size)
-{
-    return p && p->ck && draprep_checkpoint_holder(p->ck, address, NULL, buf, size);
 }
 
 static bool draplugin_ready(struct buf *why, void *userdata)
@@ -916,7 +902,20 @@ static void draplugin_free(void *userdata)
     free(p);
 }
 
+static void *make(const struct part_env *env)
+{
+    struct draplugin_config c = {.env = *env,
+                                 .worker = manager_worker(env->mgr),
+                                 .bind = manager_part(env->mgr, &pcibind_env_part),
+                                 .kubelet_dir = env->opt->kubelet_dir,
+                                 .cdi_dir = env->opt->cdi_dir,
+                                 .devices = manager_part(env->mgr, &pcidevices_part),
+                                 .ledger = manager_part(env->mgr, &ledger_part)};
+    return draplugin_new(&c);
+}
+
 const struct part_ops draplugin_part = {.name = "draplugin",
+                                        .make = make,
                                         .start = draplugin_start,
                                         .ready = draplugin_ready,
                                         .stop = draplugin_stop,

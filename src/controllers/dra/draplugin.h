@@ -14,7 +14,7 @@
  * driver in this node's pool. A device a PCIDeviceClaim holds or another prepared claim holds
  * is an error for that claim. Then, on the worker thread and one call at a time: each device's
  * original driver is recorded in the checkpoint (written atomically) before anything changes,
- * the device is bound with the PCIDeviceClaim's verified steps (controllers/claims/pcibind.h: the
+ * the device is bound with the PCIDeviceClaim's verified steps (controllers/binding/pcibind.h: the
  * host-critical and whole-IOMMU-group checks, vfio-pci loaded, bind, verify), then the
  * metadata files and the CDI spec are written and the claim is marked prepared. The answer
  * gives each device its two CDI ids (the VFIO device nodes, the metadata mount). A failure is
@@ -45,6 +45,7 @@ struct ev_loop;
 struct kube_http;
 struct kube_informer;
 struct metrics;
+struct ledger;
 struct pcibind_env;
 struct worker;
 struct draplugin;
@@ -52,20 +53,19 @@ struct draplugin;
 struct draplugin_config {
     struct part_env env; /* loop, API client, metrics, node and its paths (runtime/part.h) */
     struct worker *worker;
-    struct pcibind_env *bind;      /* the node work's env (claims/pcibind.h), borrowed */
+    struct pcibind_env *bind;      /* the node work's env (binding/pcibind.h), borrowed */
     const char *kubelet_dir;       /* plugins_registry/ and plugins/ below it */
     const char *cdi_dir;           /* where CDI specs go (/var/run/cdi) */
     const struct devobjs *devices; /* the last PCI scan: the metadata's attributes */
-    void (*on_release)(void *userdata);
-    void *userdata;
+    struct ledger *ledger;         /* who holds each device (binding/ledger.h) */
 };
 
+/* The process makes it (part `make`) with its worker, its nodework and ledger parts, its
+ * pcidevices part (the last scan) and the role's kubelet and CDI directories; it reads this
+ * node's PCIDevices from the process's cache. Its checkpoint's claims are the ledger's DRA
+ * holdings (after loading it and after each call): a claim on a device another path holds is
+ * refused there, and a release lets waiting PCIDeviceClaims go on. */
 struct draplugin *draplugin_new(const struct draplugin_config *cfg);
-/* The caches it reads: this node's PCIDeviceClaims and PCIDevices (borrowed). */
-void draplugin_set_caches(struct draplugin *p, struct kube_informer *pci_claims,
-                          struct kube_informer *pci_devices);
-/* Whether a prepared (or preparing) claim holds `address`: its "namespace/name" in buf. */
-bool draplugin_holder(const struct draplugin *p, const char *address, char *buf, size_t size);
 
 /* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
  * what draplugin_new returned. */

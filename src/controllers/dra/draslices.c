@@ -22,6 +22,8 @@
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
 #include "controllers/devices/pcidevice.h"
+#include "controllers/objects/kinds.h"
+#include "controllers/runtime/manager.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "kube/client.h"
@@ -541,26 +543,28 @@ static const struct runner_ops ops = {
 
 /* --- the reconciler's life ------------------------------------------------------------------ */
 
+/* This node's ResourceSlices of our driver. */
+static const struct cache_kind kind_slices = {.name = "resourceslices",
+                                              .res = &kube_res_resourceslices,
+                                              .node_field = "spec.nodeName",
+                                              .field = "spec.driver=" DRASLICES_DRIVER};
+
 struct draslices *draslices_new(const struct draslices_config *cfg)
 {
     struct draslices *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
     s->cfg = *cfg;
-    char selector[400];
-    (void)snprintf(selector, sizeof(selector), "spec.nodeName=%s,spec.driver=%s",
-                   cfg->env.node_name, DRASLICES_DRIVER);
     struct runner_config rc = {
             .name = "resourceslice",
             .loop = cfg->env.loop,
             .http = cfg->env.http,
-            .informer = {.resource = &kube_res_resourceslices, .field_selector = selector},
             .max_in_flight = 1,
             .metrics = cfg->env.metrics,
             .ops = &ops,
             .ctx = s,
     };
-    s->runner = runner_new(&rc);
+    s->runner = manager_runner(cfg->env.mgr, &kind_slices, &rc);
     if (!s->runner) {
         draslices_free(s);
         return NULL;
@@ -598,7 +602,33 @@ static struct runner *part_runner(const void *self)
     return ((const struct draslices *)self)->runner;
 }
 
+static void on_change(void *self, const struct watch_event *ev)
+{
+    (void)ev;
+    draslices_sync(self);
+}
+
+static void *make(const struct part_env *env)
+{
+    struct draslices_config c = {.env = *env,
+                                 .node = manager_part(env->mgr, &nodeuid_part),
+                                 .devices = manager_part(env->mgr, &pcidevices_part),
+                                 .claims = manager_cache(env->mgr, &kind_pcideviceclaims)};
+    return draslices_new(&c);
+}
+
+/* A scan (a device came or went), a claim (a claimed device leaves the pool), the Node's
+ * uid (the slices' owner). */
+static const struct watch watches[] = {
+        {.topic = &pcidevices_scanned, .map = on_change},
+        {.kind = &kind_pcideviceclaims, .map = on_change},
+        {.topic = &nodeuid_known, .map = on_change},
+        {0},
+};
+
 const struct part_ops draslices_part = {.name = "resourceslices",
+                                        .make = make,
+                                        .watches = watches,
                                         .runner = part_runner,
                                         .start = draslices_start,
                                         .free = draslices_free};

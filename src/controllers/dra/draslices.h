@@ -97,10 +97,11 @@ struct draslices_config {
     const struct nodeuid *node; /* the Node's uid, for the ownerReference */
     const struct devobjs *devices; /* the last PCI scan */
     struct kube_informer *claims;  /* this node's PCIDeviceClaims */
+    /* the process makes it with its nodeuid and pcidevices parts and its claims' cache */
 };
 
 struct draslices *draslices_new(const struct draslices_config *cfg);
-/* Queues the pool (a scan, a claim or the Node's uid changed). */
+/* Queues the pool (a scan, a claim or the Node's uid changed: the part watches them). */
 void draslices_sync(struct draslices *s);
 
 /* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is

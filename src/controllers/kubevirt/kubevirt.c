@@ -18,8 +18,12 @@
 #include "base/names.h"
 #include "controllers/kubevirt/permitted.h"
 #include "controllers/objects/caches.h"
+#include "controllers/objects/kinds.h"
 #include "controllers/objects/pciobj.h"
 #include "controllers/objects/usbobj.h"
+#include "controllers/runtime/eventspart.h"
+#include "controllers/runtime/leasepart.h"
+#include "controllers/runtime/manager.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "kube/client.h"
@@ -36,7 +40,7 @@ static void kvpermit_free(void *userdata);
 struct kvpermit {
     struct kvpermit_config cfg;
     struct runner *runner;
-    struct caches caches; /* borrowed */
+    struct caches caches; /* the process's */
     bool gate_reported, count_reported;
     size_t count_told; /* the count of CRs count_reported was about */
     struct map *told;  /* uids of the claims told that the feature gate is off */
@@ -266,7 +270,7 @@ static bool can_start(void *ctx)
                   kube_informer_has_synced(k->caches.pci_devices) &&
                   kube_informer_has_synced(k->caches.usb_claims) &&
                   kube_informer_has_synced(k->caches.usb_devices);
-    return synced && (!k->cfg.can_write || k->cfg.can_write(k->cfg.userdata));
+    return synced && leasepart_leads(k->cfg.env.mgr);
 }
 
 static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_event ev)
@@ -316,6 +320,10 @@ struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg)
     if (!k)
         return NULL;
     k->cfg = *cfg;
+    struct manager *m = cfg->env.mgr;
+    k->caches = (struct caches){
+            manager_cache(m, &kind_pcideviceclaims), manager_cache(m, &kind_pcidevices),
+            manager_cache(m, &kind_usbdeviceclaims), manager_cache(m, &kind_usbdevices)};
     struct runner_config rc = {.name = "kubevirt",
                                .loop = cfg->env.loop,
                                .http = cfg->env.http,
@@ -351,11 +359,6 @@ struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg)
     return k;
 }
 
-void kvpermit_set_caches(struct kvpermit *k, const struct caches *caches)
-{
-    k->caches = *caches;
-}
-
 static int kvpermit_start(void *self)
 {
     struct kvpermit *k = self;
@@ -370,11 +373,26 @@ static void kvpermit_stop(void *self)
     runner_stop(k->runner);
 }
 
-void kvpermit_enqueue(struct kvpermit *k)
+/* A claim or device changed, or this replica leads now: look at the CR again. */
+static void enqueue(void *self, const struct watch_event *ev)
 {
-    if (k)
-        runner_enqueue_all(k->runner);
+    const struct kvpermit *k = self;
+    (void)ev;
+    runner_enqueue_all(k->runner);
 }
+
+static void *make(const struct part_env *env)
+{
+    struct kvpermit_config c = {
+            .env = *env, .kubevirt = env->opt->kubevirt, .events = eventspart_recorder(env->mgr)};
+    return c.events ? kvpermit_new(&c) : NULL;
+}
+
+static const struct watch watches[] = {
+        {.kind = &kind_pcideviceclaims, .map = enqueue}, {.kind = &kind_pcidevices, .map = enqueue},
+        {.kind = &kind_usbdeviceclaims, .map = enqueue}, {.kind = &kind_usbdevices, .map = enqueue},
+        {.topic = &leasepart_leading, .map = enqueue},   {0},
+};
 
 static void kvpermit_free(void *userdata)
 {
@@ -393,6 +411,8 @@ static struct runner *part_runner(const void *self)
 }
 
 const struct part_ops kvpermit_part = {.name = "kubevirt",
+                                       .make = make,
+                                       .watches = watches,
                                        .runner = part_runner,
                                        .start = kvpermit_start,
                                        .stop = kvpermit_stop,

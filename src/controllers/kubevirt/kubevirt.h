@@ -33,8 +33,6 @@ struct kvpermit_config {
     struct part_env env;  /* loop, API client, metrics, node and its paths (runtime/part.h) */
     const char *kubevirt; /* "namespace/name", or NULL: the only one there is */
     struct kube_recorder *events; /* a Warning on each Ready claim while the gate is off */
-    bool (*can_write)(void *userdata);
-    void *userdata;
 };
 
 /* The permittedHostDevices entry a PCIDeviceClaim named `key` needs, from the claim and its
@@ -54,11 +52,10 @@ bool kvpermit_usb_entry(const struct cJSON *claim, const struct cJSON *dev,
  * of them, whichever comes first). Pure. */
 bool kvpermit_manages(const char *configured, const char *key, size_t count);
 
+/* The entries are computed from the process's caches of our four kinds (cluster-wide), and the
+ * CR looked at again after each of their events and when this replica starts to lead; keys are
+ * handed out only while it leads (runtime/leasepart.h). */
 struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg);
-/* The caches the entries are computed from (cluster-wide, borrowed). */
-void kvpermit_set_caches(struct kvpermit *k, const struct caches *caches);
-/* Something it depends on changed: look at the CR again. */
-void kvpermit_enqueue(struct kvpermit *k);
 
 /* The part (controllers/runtime/part.h): start, stop, drain and free, as its own; `self` is
  * what kvpermit_new returned. */

@@ -5,9 +5,12 @@
  * part gives the Lease up (empty holder) and holds the exit until that write ends, so the next
  * holder takes over at once (controller) or the controller knows the agent stopped on purpose
  * (agent). The leader's part is ready while it can serve: leading, or standing by with the Lease
- * readable; not while the Lease cannot be read or written (/readyz says why). Does not log.
+ * readable; not while the Lease cannot be read or written (/readyz says why). The leader logs
+ * when it starts and stops leading and when its Lease cannot be held; the heartbeat does not log.
  */
 #pragma once
+
+#include <stdbool.h>
 
 /* Where each agent keeps its heartbeat, a Lease named like its node (as kubelet's in
  * kube-node-lease), which the controller reads. */
@@ -16,18 +19,25 @@
 
 struct kube_leader;
 struct kube_leader_config;
-struct process;
-
+struct manager;
+struct part_env;
 struct part_ops;
+struct topic;
 
-/* The two kinds of Lease part: "leader", ready while it leads or stands by able to read the
- * Lease (a replica that cannot is not ready: /readyz says "lease: <why>"), and "heartbeat",
- * whose Lease says nothing of readiness. */
+/* The controller's leader election, a Lease "hostdevd-controller" in the role's namespace held
+ * as its identity (part_options); emits leasepart_leading (no data) when this replica starts to
+ * lead, and keeps the gauge hostdevd_leader. */
 extern const struct part_ops leasepart_leader;
-extern const struct part_ops leasepart_heartbeat;
+extern const struct topic leasepart_leading;
+/* Whether the process's leader part leads now (false when the role has none). */
+bool leasepart_leads(const struct manager *m);
 
-/* Adds a part of kind `ops` holding the Lease `lc` describes (strings copied). Returns 0 and
- * the candidate in *ret (freed with the process; started with the process's parts), or a
- * negative errno. */
-int leasepart_add(struct process *proc, const struct part_ops *ops,
-                  const struct kube_leader_config *lc, struct kube_leader **ret);
+/* A Lease `lc` describes (strings copied) as a part, for a role's own Lease part (the agent's
+ * heartbeat): NULL on OOM or a bad configuration. Its hooks are the ones below; its Lease,
+ * leasepart_lease(). */
+void *leasepart_new(const struct part_env *env, const struct kube_leader_config *lc);
+struct kube_leader *leasepart_lease(void *self);
+int leasepart_start(void *self);
+void leasepart_stop(void *self);
+int leasepart_in_flight(void *self);
+void leasepart_free(void *self);

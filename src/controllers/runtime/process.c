@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "controllers/runtime/endpoint.h"
+#include "controllers/runtime/manager.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
 #include "controllers/runtime/worker.h"
@@ -37,7 +38,7 @@ struct process {
     struct kube_http *http;
     struct metrics *metrics;
     struct endpoint *endpoint;
-    struct worker *worker;
+    struct manager *mgr;
     struct process_part parts[MAX_PARTS];
     size_t n_parts;
     bool stopping;
@@ -232,7 +233,8 @@ int process_new(const struct process_config *cfg, struct process **ret)
     p->loop = EV_DEFAULT;
     setup_signals(p);
     int r = load_config(p);
-    if (r == 0 && !(p->http = kube_http_new(p->loop, &p->kcfg))) {
+    if (r == 0 && (!(p->http = kube_http_new(p->loop, &p->kcfg)) ||
+                   !(p->mgr = manager_new(p->loop, p->http, cfg->node)))) {
         log_error("Cannot set up the API client", KV_ERRNO(-ENOMEM));
         r = -ENOMEM;
     }
@@ -263,11 +265,9 @@ struct metrics *process_metrics(const struct process *p)
     return p->metrics;
 }
 
-struct worker *process_worker(struct process *p)
+struct manager *process_manager(const struct process *p)
 {
-    if (!p->worker && !(p->worker = worker_new(p->loop)))
-        log_error("Cannot start the worker thread", KV_ERRNO(-ENOMEM));
-    return p->worker;
+    return p->mgr;
 }
 
 bool process_stopping(const struct process *p)
@@ -277,7 +277,8 @@ bool process_stopping(const struct process *p)
 
 struct part_env process_env(const struct process *p)
 {
-    return (struct part_env){.loop = p->loop, .http = p->http, .metrics = p->metrics};
+    return (struct part_env){
+            .loop = p->loop, .http = p->http, .metrics = p->metrics, .mgr = p->mgr};
 }
 
 int process_add(struct process *p, const struct part_ops *ops, void *self)
@@ -290,7 +291,20 @@ int process_add(struct process *p, const struct part_ops *ops, void *self)
         return -ENOMEM;
     }
     p->parts[p->n_parts++] = (struct process_part){.ops = ops, .self = self};
+    if (manager_add_part(p->mgr, ops, self) < 0 || manager_add_watches(p->mgr, ops, self) < 0)
+        return -ENOMEM; /* freed with the process */
     return 0;
+}
+
+int process_add_parts(struct process *p, const struct part_ops *const *parts,
+                      const struct part_env *env)
+{
+    int r = 0;
+    for (size_t i = 0; r == 0 && parts[i]; i++)
+        if ((r = process_add(p, parts[i], parts[i]->make(env))) < 0)
+            log_error("Cannot set up the part", KV_STR("role", p->cfg.role),
+                      KV_STR("part", parts[i]->name), KV_ERRNO(r));
+    return r;
 }
 
 static int start_parts(const struct process *p)
@@ -308,6 +322,11 @@ static int start_parts(const struct process *p)
 
 int process_run(struct process *p)
 {
+    int r = manager_start(p->mgr);
+    if (r < 0) {
+        log_error("Cannot start the caches", KV_ERRNO(r));
+        return 1;
+    }
     if (start_parts(p) < 0)
         return 1;
     log_info("Running", KV_STR("role", p->cfg.role), KV_INT("parts", p->n_parts));
@@ -319,7 +338,7 @@ struct process *process_free(struct process *p)
 {
     if (!p)
         return NULL;
-    p->worker = worker_free(p->worker); /* finishes the job in progress; cancels the rest */
+    manager_stop_worker(p->mgr); /* finishes the job in progress; cancels the rest */
     while (p->n_parts > 0) {
         const struct process_part *part = &p->parts[--p->n_parts];
         if (part->ops->free)
@@ -330,6 +349,7 @@ struct process *process_free(struct process *p)
     ev_signal_stop(p->loop, &p->sighup);
     ev_prepare_stop(p->loop, &p->drain);
     ev_timer_stop(p->loop, &p->deadline);
+    p->mgr = manager_free(p->mgr); /* the caches, after the parts that read them */
     p->endpoint = endpoint_free(p->endpoint);
     p->http = kube_http_free(p->http); /* cancels anything still in flight */
     p->metrics = metrics_free(p->metrics);

@@ -32,6 +32,7 @@ struct process_config {
     const char *kubeconfig; /* NULL: $KUBECONFIG, else in-cluster */
     const char *listen;     /* the endpoint, "0.0.0.0:9808" */
     double drain_timeout;   /* seconds to wait for work in flight after SIGTERM; <= 0: 10 */
+    const char *node;       /* the node the role serves (its caches narrowed to it), or NULL */
 };
 
 /* Loads the configuration, makes the loop's HTTP client, the metrics registry and the
@@ -41,18 +42,24 @@ int process_new(const struct process_config *cfg, struct process **ret);
 struct ev_loop *process_loop(const struct process *p);
 struct kube_http *process_http(const struct process *p);
 struct metrics *process_metrics(const struct process *p);
-/* The process's worker thread, started on first use; NULL on failure. */
-struct worker *process_worker(struct process *p);
+/* What the parts share: caches, watches, parts, the worker thread (runtime/manager.h). */
+struct manager *process_manager(const struct process *p);
 /* Whether SIGTERM or SIGINT came. */
 bool process_stopping(const struct process *p);
 
 /* What the process hands every part it makes (runtime/part.h): the loop, the client, the
- * metrics; the role adds its node. */
+ * metrics, the manager; the role adds its node and its options. */
 struct part_env process_env(const struct process *p);
 
 /* Adds a part: `self`, as its module's _new made it (NULL: that failed, -ENOMEM), and its
- * declared hooks. Returns 0, or -ENOMEM after freeing the part. */
+ * declared hooks (its watches go to the manager). Returns 0, or -ENOMEM after freeing the
+ * part. */
 int process_add(struct process *p, const struct part_ops *ops, void *self);
+/* Makes and adds each part of `parts` (ended by NULL) in order, from `env`, by its `make`
+ * hook; a failure is logged once, naming the role and the part. Returns 0 or a negative
+ * errno. */
+int process_add_parts(struct process *p, const struct part_ops *const *parts,
+                      const struct part_env *env);
 
 /* Starts the parts in the order they were added, then runs the loop until stopped and
  * drained. Returns the process exit code (1 when a part cannot start: logged). */

@@ -39,6 +39,7 @@ struct runner {
     const struct runner_ops *ops;
     void *ctx;
     struct kube_informer *inf;
+    bool shared; /* inf is a cache another owns (the manager's) */
     struct wq *wq;
     struct expect *expect;
     struct map *failing; /* keys whose last reconcile failed (waiting for their retry) */
@@ -424,6 +425,12 @@ static void register_metrics(struct runner *r)
 
 /* --- the runner ----------------------------------------------------------------------------- */
 
+const struct kube_informer_handlers runner_cache_handlers = {.on_add = on_add,
+                                                             .on_update = on_update,
+                                                             .on_delete = on_delete,
+                                                             .on_error = on_informer_error,
+                                                             .on_skip = on_informer_skip};
+
 static int make_parts(struct runner *r, const struct runner_config *cfg)
 {
     struct kube_informer_config ic = cfg->informer;
@@ -439,7 +446,8 @@ static int make_parts(struct runner *r, const struct runner_config *cfg)
     wc.on_wait = on_wait;
     wc.clock = cfg->clock;
     wc.userdata = r;
-    r->inf = kube_informer_new(cfg->loop, cfg->http, &ic);
+    r->shared = cfg->cache != NULL;
+    r->inf = r->shared ? cfg->cache : kube_informer_new(cfg->loop, cfg->http, &ic);
     r->wq = wq_new(&wc);
     r->expect = expect_new();
     r->failing = map_new(NULL);
@@ -479,7 +487,7 @@ int runner_start(struct runner *r)
 {
     r->started = true;
     ev_prepare_start(r->loop, &r->dispatch);
-    return kube_informer_start(r->inf);
+    return r->shared ? 0 : kube_informer_start(r->inf);
 }
 
 void runner_stop(struct runner *r)
@@ -499,7 +507,8 @@ struct runner *runner_free(struct runner *r)
         metrics_remove_collector(r->registry, collect, r);
     ev_prepare_stop(r->loop, &r->dispatch);
     ev_timer_stop(r->loop, &r->queue_timer);
-    r->inf = kube_informer_free(r->inf);
+    if (!r->shared)
+        r->inf = kube_informer_free(r->inf);
     r->wq = wq_free(r->wq);
     r->expect = expect_free(r->expect);
     map_free(r->failing);

@@ -91,6 +91,10 @@ struct runner_config {
     /* The kind, namespace and selectors of the runner's informer (its handlers and userdata
      * are the runner's). */
     struct kube_informer_config informer;
+    /* Or a cache another owns (the process's, runtime/manager.h: manager_runner()), whose
+     * events the owner hands to runner_cache_handlers with the runner as userdata; the runner
+     * neither starts nor frees it. */
+    struct kube_informer *cache;
     int max_in_flight;       /* keys in act at once; <= 0: 1 */
     double max_backoff;      /* cap of a key's retry delay, seconds; <= 0: 300 */
     struct metrics *metrics; /* where to register (may be NULL) */
@@ -126,6 +130,9 @@ struct informer_log {
 };
 void informer_log_error(struct informer_log *l, const struct kube_err *err);
 void informer_log_skip(const struct informer_log *l, const char *what);
+
+/* What a cache another owns calls with the runner as userdata (runner_config.cache). */
+extern const struct kube_informer_handlers runner_cache_handlers;
 
 /* Queues `key` now / every key the informer caches. */
 void runner_enqueue(struct runner *r, const char *key);

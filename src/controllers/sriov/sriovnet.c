@@ -27,8 +27,11 @@
 #include "controllers/devices/devobjs.h"
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
+#include "controllers/devices/inventory.h"
 #include "controllers/devices/pcidevice.h"
+#include "controllers/objects/kinds.h"
 #include "controllers/objects/sriovobj.h"
+#include "controllers/runtime/manager.h"
 #include "controllers/runtime/runner.h"
 #include "controllers/runtime/worker.h"
 #include "controllers/sriov/sriovpf.h"
@@ -49,7 +52,7 @@ struct failure {
 
 struct sriovnet {
     struct devobjs o; /* first: the runner's ctx */
-    struct sriovnet_config cfg;
+    struct worker *worker;
     struct kube_informer *claims;
     struct map *failed; /* name -> struct failure */
     struct map *said;   /* name -> the last refusal logged */
@@ -428,8 +431,8 @@ static void job_done(struct worker_job *wj, bool cancelled)
     runner_job_done(rj, RUNNER_DONE, 0);
     free(j->settings);
     free(j);
-    if (s->cfg.on_written)
-        s->cfg.on_written(s->cfg.userdata);
+    static char why[] = "SR-IOV change";
+    manager_emit(s->o.cfg.env.mgr, &inventory_rescan_wanted, why);
 }
 
 static void act(struct runner_job *job, void *v, void *ctx)
@@ -448,7 +451,7 @@ static void act(struct runner_job *job, void *v, void *ctx)
     log_info("Configuring SR-IOV PF", KV_STR("sriovnetworkdevice", j->name),
              KV_STR("address", j->address), KV_INT("numVFs", j->current),
              KV_INT("writes", j->n_writes), KV_INT("vfSettings", (long long)j->n_settings));
-    worker_submit(s->cfg.worker, &j->wj);
+    worker_submit(s->worker, &j->wj);
 }
 
 static bool can_start(void *ctx)
@@ -460,7 +463,7 @@ static bool can_start(void *ctx)
 static const struct devobjs_kind kind = {
         .name = "sriovnetworkdevice",
         .kind = "SRIOVNetworkDevice",
-        .res = &kube_res_sriovnetworkdevices,
+        .cache = &kind_sriovnetworkdevices,
         .written = "SR-IOV PFs written",
         .gone = "Deleting SRIOVNetworkDevice of a PF that is gone"};
 
@@ -479,22 +482,22 @@ static const struct runner_ops ops = {
 
 /* --- life ------------------------------------------------------------------------------------- */
 
-struct sriovnet *sriovnet_new(const struct sriovnet_config *cfg)
+struct sriovnet *sriovnet_new(const struct part_env *env)
 {
-    struct devobjs_config dc = {.env = cfg->env, .node = cfg->node};
+    struct devobjs_config dc = devobjs_config_of(env);
     struct sriovnet *s = devobjs_new(sizeof(*s), &dc, &kind, &ops);
     if (!s)
         return NULL;
-    s->cfg = *cfg;
+    s->worker = manager_worker(env->mgr);
+    s->claims = manager_cache(env->mgr, &kind_pcideviceclaims);
     s->failed = map_new(free);
     s->said = map_new(free);
-    s->node_writes =
-            metrics_one(cfg->env.metrics, METRICS_COUNTER, "hostdevd_sriov_node_writes_total",
-                        "SR-IOV node changes made (VF counts and VF settings).");
-    s->node_failures = metrics_one(cfg->env.metrics, METRICS_COUNTER,
-                                   "hostdevd_sriov_node_write_failures_total",
-                                   "SR-IOV node changes the kernel or the PF's driver refused.");
-    if (!s->failed || !s->said) {
+    s->node_writes = metrics_one(env->metrics, METRICS_COUNTER, "hostdevd_sriov_node_writes_total",
+                                 "SR-IOV node changes made (VF counts and VF settings).");
+    s->node_failures =
+            metrics_one(env->metrics, METRICS_COUNTER, "hostdevd_sriov_node_write_failures_total",
+                        "SR-IOV node changes the kernel or the PF's driver refused.");
+    if (!s->worker || !s->failed || !s->said) {
         map_free(s->failed);
         map_free(s->said);
         devobjs_free(s);
@@ -503,16 +506,30 @@ struct sriovnet *sriovnet_new(const struct sriovnet_config *cfg)
     return s;
 }
 
-void sriovnet_set_claims(struct sriovnet *s, struct kube_informer *claims)
+/* A claim changed: a VF may have become free or taken. */
+static void on_claim(void *self, const struct watch_event *ev)
 {
-    s->claims = claims;
-}
-
-void sriovnet_enqueue_all(struct sriovnet *s)
-{
-    if (s && s->o.want)
+    struct sriovnet *s = self;
+    (void)ev;
+    if (s->o.want)
         devobjs_enqueue_all(&s->o);
 }
+
+static void on_scan(void *self, const struct watch_event *ev)
+{
+    sriovnet_sync(self, ev->data);
+}
+
+static void *make(const struct part_env *env)
+{
+    return sriovnet_new(env);
+}
+
+static const struct watch watches[] = {
+        {.topic = &pcidevices_wanted, .map = on_scan},
+        {.kind = &kind_pcideviceclaims, .map = on_claim},
+        {0},
+};
 
 static void sriovnet_free(void *self)
 {
@@ -523,6 +540,8 @@ static void sriovnet_free(void *self)
 }
 
 const struct part_ops sriovnet_part = {.name = "sriovnetworkdevices",
+                                       .make = make,
+                                       .watches = watches,
                                        .runner = devobjs_runner,
                                        .start = devobjs_start,
                                        .free = sriovnet_free};

@@ -28,31 +28,19 @@
 
 struct kube_informer;
 struct map;
-struct nodeuid;
 struct sriovnet;
-struct worker;
 
-struct sriovnet_config {
-    struct part_env env;
-    const struct nodeuid *node; /* the Node's uid, for the ownerReference (borrowed) */
-    struct worker *worker;      /* the node work's thread */
-    /* After the node was changed: scan it again (the agent's inventory). */
-    void (*on_written)(void *userdata);
-    void *userdata;
-};
-
-/* NULL on OOM. */
-struct sriovnet *sriovnet_new(const struct sriovnet_config *cfg);
-
-/* The PCIDeviceClaims of this node (borrowed): a claimed VF is in use. */
-void sriovnet_set_claims(struct sriovnet *s, struct kube_informer *claims);
-
-/* Queues every key (a claim changed: a VF may have become free or taken). */
-void sriovnet_enqueue_all(struct sriovnet *s);
+/* The reconciler, made from what the process shares: its cache of SRIOVNetworkDevices, the
+ * PCIDeviceClaims of this node (a claimed VF is in use), the Node's uid (the nodeuid part, for
+ * the ownerReference) and the worker. After it changes the node it asks the inventory for a
+ * scan (inventory_rescan_wanted). NULL on OOM. */
+struct sriovnet *sriovnet_new(const struct part_env *env);
 
 /* Takes the PFs and VFs of a PCI scan from `pci_want` (name -> struct pcidevice_spec, borrowed
  * for the call), reads each PF's VF settings (netlink) and queues every key. */
 void sriovnet_sync(struct sriovnet *s, const struct map *pci_want);
 
-/* The part (controllers/runtime/part.h); `self` is what sriovnet_new returned. */
+/* The part (controllers/runtime/part.h); `self` is what sriovnet_new returned. It reads each
+ * PCI scan's PFs (pcidevices_wanted) and looks at every PF again when a claim changes (a VF may
+ * have become free or taken). */
 extern const struct part_ops sriovnet_part;

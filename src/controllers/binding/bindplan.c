@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * controllers/claims/bindplan.c - the bind checks on the facts the worker observed (see
+ * controllers/binding/bindplan.c - the bind checks on the facts the worker observed (see
  * bindplan.h). Pure: no I/O, no logging.
  */
-#include "controllers/claims/bindplan.h"
+#include "controllers/binding/bindplan.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * controllers/claims/bindplan.h - the pure planning of a PCI device's node work: the facts the
+ * controllers/binding/bindplan.h - the pure planning of a PCI device's node work: the facts the
  * worker observed in sysfs, the bind checks that judge them (readable, present, IOMMU group,
  * not a platform device, not host-critical, no USB devices enabled behind it, group complete,
  * the original driver recorded first), and the outcome the worker reports (checked, refused,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * controllers/claims/pcibind.c - a claim's node work on the worker thread (see pcibind.h).
+ * controllers/binding/pcibind.c - a claim's node work on the worker thread (see pcibind.h).
  */
-#include "controllers/claims/pcibind.h"
+#include "controllers/binding/pcibind.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -284,4 +284,9 @@ static void env_free(void *self)
     free(e);
 }
 
-const struct part_ops pcibind_env_part = {.name = "nodework", .free = env_free};
+static void *env_make(const struct part_env *env)
+{
+    return pcibind_env_new(env);
+}
+
+const struct part_ops pcibind_env_part = {.name = "nodework", .make = env_make, .free = env_free};

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * controllers/claims/pcibind.h - a claim's node work, on the process's worker thread: reads the
+ * controllers/binding/pcibind.h - a claim's node work, on the process's worker thread: reads the
  * device and its IOMMU group in sysfs, gathers the facts the pure bind checks need
  * (bindplan_check_bind), loads vfio-pci (libkmod, once), binds or restores (node/vfio) and
  * reports the outcome. Touches no loop state: a job reads its own inputs and writes its own
@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "controllers/claims/bindplan.h"
+#include "controllers/binding/bindplan.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/worker.h"
 #include "node/pci.h"
