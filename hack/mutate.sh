@@ -39,8 +39,8 @@ declare -A KILLER=(
     [src/node/hostuse.c]="unit:hostuse,blockers,vfio,pcibind"
     [src/node/blockers.c]="unit:blockers"
     [src/controllers/claims/pciclaim.c]="unit:pciclaim,pciclaim_decide,pcibind,usbclaim"
-    [src/controllers/claims/pcibind.c]="unit:pcibind"
-    [src/controllers/claims/bindplan.c]="unit:pciclaim,pciclaim_decide,pcibind"
+    [src/controllers/binding/pcibind.c]="unit:pcibind"
+    [src/controllers/binding/bindplan.c]="unit:pciclaim,pciclaim_decide,pcibind"
     [src/controllers/objects/pciobj.c]="unit:objects,pciclaim,pciclaim_decide,nodeclaims,devplugin,kubevirt,permitted,draslices"
     [src/controllers/objects/usbobj.c]="unit:objects,usbclaim,usbdevice,kubevirt,permitted"
     [src/kube/informer.c]="cmd:bash hack/mutate-informer.sh KUBETOOL"
@@ -68,8 +68,8 @@ declare -A LIMIT=(
     [src/controllers/dra/draplugin.c]="$MUTATE_SLOW_MAX,600"
 )
 MUTATE_FILES=${MUTATE_FILES:-src/node/vfio.c src/node/hostuse.c src/node/blockers.c \
-src/controllers/claims/pciclaim.c src/controllers/claims/pcibind.c \
-src/controllers/claims/bindplan.c src/controllers/objects/pciobj.c src/controllers/objects/usbobj.c \
+src/controllers/claims/pciclaim.c src/controllers/binding/pcibind.c \
+src/controllers/binding/bindplan.c src/controllers/objects/pciobj.c src/controllers/objects/usbobj.c \
 src/kube/informer.c src/kube/leader.c \
 src/controllers/kubevirt/permitted.c src/controllers/claims/nodeclaims.c src/controllers/kubevirt/kubevirt.c \
 src/controllers/deviceplugin/plugins.c src/controllers/dra/draplugin.c}

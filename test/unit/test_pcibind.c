@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test/unit/test_pcibind.c - a deleted claim's node work (controllers/claims/pcibind.c,
+ * test/unit/test_pcibind.c - a deleted claim's node work (controllers/binding/pcibind.c,
  * run_restore) on a fake sysfs tree whose writes change nothing, as a kernel whose original driver
  * does not take the device back, and the decision on its outcome: a restore that did not take
  * effect says RestoreFailed and keeps the finalizer, so a device is never left on vfio-pci (or
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "controllers/claims/pcibind.h"
+#include "controllers/binding/pcibind.h"
 #include "controllers/claims/pciclaim.h"
 #include "controllers/objects/pciobj.h"
 #include "node/vfio.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controllers/claims/bindplan.h"
+#include "controllers/binding/bindplan.h"
 #include "controllers/claims/usbclaim.h"
 #include "controllers/objects/usbobj.h"
 
