@@ -73,7 +73,7 @@ struct devwrite *devobjs_write(const struct devobjs *o, cJSON *object, char *sta
     return w;
 }
 
-void devobjs_set_want(struct devobjs *o, struct map *want)
+void devobjs_take_want(struct devobjs *o, struct map *want)
 {
     map_free(o->want);
     o->want = want;

@@ -73,7 +73,7 @@ struct devwrite *devobjs_write(const struct devobjs *o, struct cJSON *object, ch
                                char *meta_patch, bool delete, const char *uid);
 
 /* Takes the desired objects of a new scan and queues every key. */
-void devobjs_set_want(struct devobjs *o, struct map *want);
+void devobjs_take_want(struct devobjs *o, struct map *want);
 /* Queues every key of the scan and of the cache. */
 void devobjs_enqueue_all(struct devobjs *o);
 /* The desired objects of the last scan (borrowed, replaced by the next), NULL before one. */

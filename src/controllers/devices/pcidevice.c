@@ -278,7 +278,7 @@ static void on_scan(void *self, const struct watch_event *ev)
     struct devobjs *d = self;
     struct devobjs_scan *scan = ev->data;
     pcidevices_keep_unreadable(d, scan->want, scan->unreadable);
-    devobjs_set_want(d, TAKE_PTR(scan->want));
+    devobjs_take_want(d, TAKE_PTR(scan->want));
     manager_emit(d->cfg.env.mgr, &pcidevices_wanted, (void *)devobjs_want(d));
 }
 

@@ -107,7 +107,7 @@ struct map;
 /* The PCIDevice reconciler: the device-object core (devices/devobjs.h: set_want, enqueue_all,
  * want, runner) with the PCIDevice plan. NULL on OOM. */
 struct devobjs *pcidevices_new(const struct devobjs_config *cfg);
-/* An empty map for devobjs_set_want(): name -> struct pcidevice_spec (malloc'd). */
+/* An empty map for devobjs_take_want(): name -> struct pcidevice_spec (malloc'd). */
 struct map *pcidevices_new_want(void);
 /* Copies into `want` the current spec of each device of `unreadable` (PCI addresses skipped by
  * the scan: present, but their identity could not be read) that `want` lacks, so that a device

@@ -326,7 +326,7 @@ static void on_scan(void *self, const struct watch_event *ev)
     struct usbdevices *d = self;
     struct devobjs_scan *scan = ev->data;
     usbdevices_keep_unreadable(d, scan->want, scan->unreadable);
-    devobjs_set_want(&d->o, TAKE_PTR(scan->want));
+    devobjs_take_want(&d->o, TAKE_PTR(scan->want));
 }
 
 /* A USBDeviceClaim changed: its device's enabled and orphan state. */

@@ -103,7 +103,7 @@ struct devobjs;
 struct devobjs_config;
 
 struct usbdevices *usbdevices_new(const struct devobjs_config *cfg);
-/* An empty map for devobjs_set_want(): name -> struct usbdevice_spec (malloc'd). */
+/* An empty map for devobjs_take_want(): name -> struct usbdevice_spec (malloc'd). */
 struct map *usbdevices_new_want(void);
 /* As pcidevices_keep_unreadable(), for the port paths a USB scan skipped. */
 void usbdevices_keep_unreadable(const struct usbdevices *d, struct map *want,

@@ -112,7 +112,7 @@ void sriovnet_sync(struct sriovnet *s, const struct map *pci_want)
             sriovpf_free(p);
     }
     if (want)
-        devobjs_set_want(&s->o, want);
+        devobjs_take_want(&s->o, want);
 }
 
 /* --- the plan --------------------------------------------------------------------------------- */
