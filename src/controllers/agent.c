@@ -9,37 +9,26 @@
 #include "controllers/agent.h"
 
 #include "base/log.h"
-#include "controllers/binding/ledger.h"
-#include "controllers/binding/pcibind.h"
-#include "controllers/claims/pciclaim.h"
-#include "controllers/claims/usbclaim.h"
-#include "controllers/deviceplugin/plugins.h"
-#include "controllers/devices/heartbeat.h"
-#include "controllers/devices/inventory.h"
-#include "controllers/devices/nodeuid.h"
-#include "controllers/devices/pcidevice.h"
-#include "controllers/devices/usbdevice.h"
-#include "controllers/dra/draplugin.h"
-#include "controllers/dra/draslices.h"
 #include "controllers/runtime/process.h"
-#include "controllers/sriov/sriovnet.h"
 
-static const struct part_ops *const parts[] = {
-        &nodeuid_part,     /* the Node's uid, for owner references */
-        &pcibind_env_part, /* the node work's sysfs, shared by claims and DRA */
-        &ledger_part,      /* who holds each device: claims and DRA */
-        &pcidevices_part,  /* PCIDevices */
-        &pciclaim_part,    /* PCIDeviceClaims */
-        &usbdevices_part,  /* USBDevices */
-        &usbclaim_part,    /* USBDeviceClaims */
-        &sriovnet_part,    /* SRIOVNetworkDevices */
-        &plugins_part,     /* the kubelet device plugins */
-        &draslices_part,   /* the ResourceSlices */
-        &draplugin_part,   /* the DRA kubelet plugin */
-        &heartbeat_part,   /* the node's Lease */
-        &inventory_part,   /* last: its first scan goes to reconcilers already watching */
-        NULL,
-};
+/* The parts, one line each (runtime/part.h). */
+#define AGENT_PARTS(X)                                                                             \
+    X(nodeuid_part)     /* devices/nodeuid: the Node's uid, for owner references */                \
+    X(pcibind_env_part) /* binding/pcibind: the node work's sysfs, for claims and DRA */           \
+    X(ledger_part)      /* binding/ledger: who holds each device */                                \
+    X(pcidevices_part)  /* devices/pcidevice: PCIDevices */                                        \
+    X(pciclaim_part)    /* claims/pciclaim: PCIDeviceClaims */                                     \
+    X(usbdevices_part)  /* devices/usbdevice: USBDevices */                                        \
+    X(usbclaim_part)    /* claims/usbclaim: USBDeviceClaims */                                     \
+    X(sriovnet_part)    /* sriov/sriovnet: SRIOVNetworkDevices */                                  \
+    X(plugins_part)     /* deviceplugin/plugins: the kubelet device plugins */                     \
+    X(draslices_part)   /* dra/draslices: the ResourceSlices */                                    \
+    X(draplugin_part)   /* dra/draplugin: the DRA kubelet plugin */                                \
+    X(heartbeat_part)   /* devices/heartbeat: the node's Lease */                                  \
+    X(inventory_part)   /* devices/inventory: last, its first scan goes to parts that watch */
+
+AGENT_PARTS(PART_DECLARE)
+static const struct part_ops *const parts[] = {AGENT_PARTS(PART_LIST) NULL};
 
 int agent_run(const struct agent_config *cfg)
 {

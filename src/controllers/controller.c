@@ -13,23 +13,19 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "controllers/claims/claimgauge.h"
-#include "controllers/claims/nodeclaims.h"
-#include "controllers/kubevirt/kubevirt.h"
-#include "controllers/runtime/eventspart.h"
-#include "controllers/runtime/leasepart.h"
-#include "controllers/runtime/manager.h"
 #include "controllers/runtime/process.h"
 
-static const struct part_ops *const parts[] = {
-        &manager_caches_part,   /* ready once the caches have synced */
-        &eventspart_controller, /* the Event recorder */
-        &kvpermit_part,         /* KubeVirt's permittedHostDevices */
-        &nodeclaims_part,       /* claims no agent serves */
-        &claimgauge_part,       /* hostdevd_claims for alerts */
-        &leasepart_leader,      /* leader election */
-        NULL,
-};
+/* The parts, one line each (runtime/part.h). */
+#define CONTROLLER_PARTS(X)                                                                        \
+    X(manager_caches_part)   /* runtime/manager: ready once the caches have synced */              \
+    X(eventspart_controller) /* runtime/eventspart: the Event recorder */                          \
+    X(kvpermit_part)         /* kubevirt/kubevirt: KubeVirt's permittedHostDevices */              \
+    X(nodeclaims_part)       /* claims/nodeclaims: claims no agent serves */                       \
+    X(claimgauge_part)       /* claims/claimgauge: hostdevd_claims for alerts */                   \
+    X(leasepart_leader)      /* runtime/leasepart: leader election */
+
+CONTROLLER_PARTS(PART_DECLARE)
+static const struct part_ops *const parts[] = {CONTROLLER_PARTS(PART_LIST) NULL};
 
 int controller_run(const struct controller_config *cfg)
 {

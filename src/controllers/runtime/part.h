@@ -78,3 +78,9 @@ struct part_ops {
     void (*rescan)(void *self);   /* SIGHUP */
     void (*free)(void *self);     /* teardown, in reverse order of adding */
 };
+
+/* A role's list of parts as an X-macro, one line a part (`X(pciclaim_part)`):
+ * `ROLE_PARTS(PART_DECLARE)` declares each table, `{ROLE_PARTS(PART_LIST) NULL}` is the array
+ * process_add_parts() takes. Adding a part to a role is its one line. */
+#define PART_DECLARE(p) extern const struct part_ops p;
+#define PART_LIST(p)    &(p),
