@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test/unit/test_ledger.c - binding/ledger: who holds each device, and the rule "one path at a
+ * time" with the reasons and messages the claim reconciler and the DRA plugin gave before it
+ * (word for word); a path's holdings replaced (begin, hold, end) and the release emitted once,
+ * with the path, to a part that watches it; the addresses every path holds.
+ */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controllers/binding/ledger.h"
+#include "controllers/runtime/manager.h"
+#include "controllers/runtime/part.h"
+
+static struct {
+    int released;
+    enum ledger_path path;
+} W;
+
+static void on_released(void *self, const struct watch_event *ev)
+{
+    (void)self;
+    W.released++;
+    W.path = *(const enum ledger_path *)ev->data;
+}
+
+static const struct watch watches[] = {{.topic = &ledger_released, .map = on_released}, {0}};
+static const struct part_ops watcher = {.name = "watcher", .watches = watches};
+
+static struct manager *mgr;
+
+static struct ledger *setup(void)
+{
+    memset(&W, 0, sizeof(W));
+    mgr = manager_new(NULL, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mgr);
+    CU_ASSERT_EQUAL_FATAL(manager_add_watches(mgr, &watcher, NULL), 0);
+    struct ledger *l = ledger_new(mgr);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+    return l;
+}
+
+static void teardown(struct ledger *l)
+{
+    ledger_free(l);
+    mgr = manager_free(mgr);
+}
+
+static void test_one_path_at_a_time(void)
+{
+    struct ledger *l = setup();
+    struct ledger_refusal why;
+    const char *a = "0000:3b:00.0";
+    CU_ASSERT_EQUAL(ledger_check(l, a, LEDGER_PCI_CLAIM, "n1-00003b000", &why), 0);
+    CU_ASSERT_EQUAL(ledger_check(l, a, LEDGER_DRA, "uid-1", &why), 0);
+
+    /* a DRA claim prepared with it: a PCIDeviceClaim waits */
+    CU_ASSERT_EQUAL(ledger_hold(l, a, LEDGER_DRA, "uid-1", "ns/vm-a"), 0);
+    CU_ASSERT_EQUAL(ledger_check(l, a, LEDGER_PCI_CLAIM, "n1-00003b000", &why), -EBUSY);
+    CU_ASSERT_STRING_EQUAL(why.reason, "AllocatedByDRA");
+    CU_ASSERT_STRING_EQUAL(
+            why.message, "device 0000:3b:00.0 is prepared for ResourceClaim ns/vm-a (DRA driver "
+                         "vfio-pci.hostdevd.io): this claim waits until that claim's Pod is gone");
+    /* the same DRA claim again (a repeated call) holds it; another one is refused */
+    CU_ASSERT_EQUAL(ledger_check(l, a, LEDGER_DRA, "uid-1", &why), 0);
+    CU_ASSERT_EQUAL(ledger_check(l, a, LEDGER_DRA, "uid-2", &why), -EBUSY);
+    CU_ASSERT_STRING_EQUAL(why.reason, "PreparedForResourceClaim");
+    CU_ASSERT_STRING_EQUAL(why.message,
+                           "device 0000:3b:00.0 is prepared for ResourceClaim ns/vm-a");
+    /* another device is free */
+    CU_ASSERT_EQUAL(ledger_check(l, "0000:3b:00.1", LEDGER_PCI_CLAIM, "x", &why), 0);
+
+    /* a PCIDeviceClaim of it: a DRA claim that does not hold it is refused (one that does is
+     * the one that came first, and keeps it) */
+    CU_ASSERT_EQUAL(ledger_hold(l, a, LEDGER_PCI_CLAIM, "n1-00003b000", "n1-00003b000"), 0);
+    CU_ASSERT_EQUAL(ledger_check(l, a, LEDGER_DRA, "uid-1", &why), 0);
+    CU_ASSERT_EQUAL(ledger_check(l, a, LEDGER_DRA, "uid-2", &why), -EBUSY);
+    CU_ASSERT_STRING_EQUAL(why.reason, "HeldByPCIDeviceClaim");
+    CU_ASSERT_STRING_EQUAL(
+            why.message,
+            "device 0000:3b:00.0 is held by PCIDeviceClaim n1-00003b000: delete that claim first");
+    ledger_release(l, a, LEDGER_DRA, "uid-1");
+    CU_ASSERT_EQUAL(ledger_check(l, a, LEDGER_PCI_CLAIM, "n1-00003b000", &why), 0);
+    CU_ASSERT_EQUAL(ledger_check(l, a, LEDGER_DRA, "uid-1", &why), -EBUSY);
+    teardown(l);
+}
+
+static void test_held_and_released(void)
+{
+    struct ledger *l = setup();
+    char who[64] = "unchanged";
+    const char *a = "0000:00:03.0";
+    CU_ASSERT_FALSE(ledger_held(l, a, LEDGER_DRA, NULL, who, sizeof(who)));
+    CU_ASSERT_STRING_EQUAL(who, "unchanged");
+    CU_ASSERT_EQUAL(ledger_hold(l, a, LEDGER_DRA, "u1", "ns/a"), 0);
+    CU_ASSERT_TRUE(ledger_held(l, a, LEDGER_DRA, NULL, who, sizeof(who)));
+    CU_ASSERT_STRING_EQUAL(who, "ns/a");
+    CU_ASSERT_FALSE(ledger_held(l, a, LEDGER_DRA, "u1", NULL, 0));
+    CU_ASSERT_TRUE(ledger_held(l, a, LEDGER_DRA, "u2", NULL, 0));
+    CU_ASSERT_FALSE(ledger_held(l, a, LEDGER_PCI_CLAIM, NULL, NULL, 0));
+    /* a new id of the same path replaces the last */
+    CU_ASSERT_EQUAL(ledger_hold(l, a, LEDGER_DRA, "u3", "ns/c"), 0);
+    CU_ASSERT_TRUE(ledger_held(l, a, LEDGER_DRA, "u1", who, sizeof(who)));
+    CU_ASSERT_STRING_EQUAL(who, "ns/c");
+
+    /* a release of another id, or of another path, changes nothing and says nothing */
+    ledger_release(l, a, LEDGER_DRA, "u1");
+    ledger_release(l, a, LEDGER_PCI_CLAIM, NULL);
+    ledger_release(l, "0000:00:04.0", LEDGER_DRA, NULL);
+    CU_ASSERT_EQUAL(W.released, 0);
+    CU_ASSERT_TRUE(ledger_held(l, a, LEDGER_DRA, NULL, NULL, 0));
+    ledger_release(l, a, LEDGER_DRA, "u3");
+    CU_ASSERT_EQUAL(W.released, 1);
+    CU_ASSERT_EQUAL(W.path, LEDGER_DRA);
+    CU_ASSERT_FALSE(ledger_held(l, a, LEDGER_DRA, NULL, NULL, 0));
+    CU_ASSERT_EQUAL(ledger_hold(l, a, LEDGER_PCI_CLAIM, "c", "c"), 0);
+    ledger_release(l, a, LEDGER_PCI_CLAIM, NULL);
+    CU_ASSERT_EQUAL(W.released, 2);
+    CU_ASSERT_EQUAL(W.path, LEDGER_PCI_CLAIM);
+    teardown(l);
+}
+
+static void test_replaced_holdings(void)
+{
+    struct ledger *l = setup();
+    CU_ASSERT_EQUAL(ledger_hold(l, "0000:00:01.0", LEDGER_DRA, "u1", "ns/a"), 0);
+    CU_ASSERT_EQUAL(ledger_hold(l, "0000:00:02.0", LEDGER_DRA, "u1", "ns/a"), 0);
+    CU_ASSERT_EQUAL(ledger_hold(l, "0000:00:02.0", LEDGER_PCI_CLAIM, "c2", "c2"), 0);
+    CU_ASSERT_EQUAL(ledger_hold(l, "0000:00:03.0", LEDGER_PCI_CLAIM, "c3", "c3"), 0);
+
+    /* the same holdings again: nothing released */
+    ledger_begin(l, LEDGER_DRA);
+    CU_ASSERT_EQUAL(ledger_hold(l, "0000:00:01.0", LEDGER_DRA, "u1", "ns/a"), 0);
+    CU_ASSERT_EQUAL(ledger_hold(l, "0000:00:02.0", LEDGER_DRA, "u1", "ns/a"), 0);
+    ledger_end(l, LEDGER_DRA);
+    CU_ASSERT_EQUAL(W.released, 0);
+
+    /* two of them gone (one whose address another path keeps): one emission */
+    ledger_begin(l, LEDGER_DRA);
+    CU_ASSERT_EQUAL(ledger_hold(l, "0000:00:04.0", LEDGER_DRA, "u2", "ns/b"), 0);
+    ledger_end(l, LEDGER_DRA);
+    CU_ASSERT_EQUAL(W.released, 1);
+    CU_ASSERT_EQUAL(W.path, LEDGER_DRA);
+    CU_ASSERT_FALSE(ledger_held(l, "0000:00:01.0", LEDGER_DRA, NULL, NULL, 0));
+    CU_ASSERT_FALSE(ledger_held(l, "0000:00:02.0", LEDGER_DRA, NULL, NULL, 0));
+    CU_ASSERT_TRUE(ledger_held(l, "0000:00:02.0", LEDGER_PCI_CLAIM, NULL, NULL, 0));
+    CU_ASSERT_TRUE(ledger_held(l, "0000:00:03.0", LEDGER_PCI_CLAIM, NULL, NULL, 0));
+    CU_ASSERT_TRUE(ledger_held(l, "0000:00:04.0", LEDGER_DRA, NULL, NULL, 0));
+
+    /* every address some path holds, appended to what the caller has */
+    char **v = calloc(1, sizeof(*v));
+    size_t n = 1;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    v[0] = strdup("mine");
+    CU_ASSERT_EQUAL(ledger_addresses(l, &v, &n), 0);
+    CU_ASSERT_EQUAL(n, 4);
+    int seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        seen |= strcmp(v[i], "mine") == 0 ? 1 : 0;
+        seen |= strcmp(v[i], "0000:00:02.0") == 0 ? 2 : 0;
+        seen |= strcmp(v[i], "0000:00:03.0") == 0 ? 4 : 0;
+        seen |= strcmp(v[i], "0000:00:04.0") == 0 ? 8 : 0;
+        free(v[i]);
+    }
+    free(v);
+    CU_ASSERT_EQUAL(seen, 15);
+    teardown(l);
+}
+
+static CU_TestInfo tests[] = {
+        {"one path at a time, with the claims' and DRA's messages", test_one_path_at_a_time},
+        {"held, replaced, released by id and path", test_held_and_released},
+        {"a path's holdings replaced: one release emitted", test_replaced_holdings},
+        CU_TEST_INFO_NULL,
+};
+
+CU_SuiteInfo ledger_suites[] = {
+        {"ledger", NULL, NULL, NULL, NULL, tests},
+        CU_SUITE_INFO_NULL,
+};

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test/unit/test_manager.c - runtime/manager: one cache per kind (a real informer on a fake API
+ * server, fake_api.h), its events to its receivers first and then to the watches of that kind in
+ * the order the parts were added, with the event's type, key and object; topics to their watches
+ * only; parts found by their hooks; readiness named after the cache that has not synced.
+ */
+#include <CUnit/CUnit.h>
+#include <ev.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "controllers/runtime/manager.h"
+#include "controllers/runtime/part.h"
+#include "fake_api.h"
+#include "kube/config.h"
+#include "kube/http.h"
+#include "kube/informer.h"
+
+static const struct cache_kind things = {.name = "things", .res = &fake_api_things};
+static const struct cache_kind others = {.name = "others", .res = &fake_api_things};
+static const struct topic scanned = {"scanned"};
+static const struct topic other_topic = {"other"};
+
+static struct {
+    struct ev_loop *loop;
+    struct fake_api api;
+    struct kube_config cfg;
+    struct kube_http *http;
+    struct manager *m;
+    char log[1024];
+} T;
+
+static void note(const char *who, const char *what, const char *key)
+{
+    size_t n = strlen(T.log);
+    (void)snprintf(T.log + n, sizeof(T.log) - n, "%s:%s:%s ", who, what, key ? key : "-");
+}
+
+static void sub_add(const char *key, const struct cJSON *obj, void *ud)
+{
+    (void)obj;
+    note(ud, "add", key);
+}
+
+static void sub_update(const char *key, const struct cJSON *old, const struct cJSON *obj, void *ud)
+{
+    (void)old;
+    (void)obj;
+    note(ud, "update", key);
+}
+
+static void sub_delete(const char *key, const struct cJSON *obj, void *ud)
+{
+    (void)obj;
+    note(ud, "delete", key);
+}
+
+static const struct kube_informer_handlers sub = {sub_add, sub_update, sub_delete, NULL, NULL};
+
+static void watch_map(void *self, const struct watch_event *ev)
+{
+    static const char *const types[] = {"add", "update", "delete", "topic"};
+    note(self, types[ev->type], ev->key ? ev->key : ev->data);
+    if (ev->type != WATCH_TOPIC)
+        CU_ASSERT_PTR_NOT_NULL(ev->obj);
+}
+
+static const struct watch watches_a[] = {
+        {.kind = &things, .map = watch_map}, {.topic = &scanned, .map = watch_map}, {0}};
+static const struct watch watches_b[] = {{.topic = &scanned, .map = watch_map}, {0}};
+static const struct part_ops part_a = {.name = "a", .watches = watches_a};
+static const struct part_ops part_b = {.name = "b", .watches = watches_b};
+
+static char runner_id[] = "runner", late_id[] = "late", a_id[] = "a", b_id[] = "b";
+
+static bool b_added(void)
+{
+    return strstr(T.log, "a:add:b") != NULL;
+}
+
+static bool synced(void)
+{
+    return kube_informer_has_synced(manager_cache(T.m, &things)) && T.api.watch != NULL;
+}
+
+static void setup(void)
+{
+    memset(&T, 0, sizeof(T));
+    T.loop = ev_loop_new(EVFLAG_AUTO);
+    fake_api_start(&T.api, T.loop);
+    fake_api_set_list(&T.api, "5", "[{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"5\"}}]");
+    char url[64];
+    T.cfg = (struct kube_config){.server = strdup(fake_api_url(&T.api, url, sizeof(url)))};
+    T.http = kube_http_new(T.loop, &T.cfg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(T.http);
+    T.m = manager_new(T.loop, T.http, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(T.m);
+}
+
+static void teardown(void)
+{
+    T.m = manager_free(T.m);
+    T.http = kube_http_free(T.http);
+    kube_config_done(&T.cfg);
+    fake_api_stop(&T.api);
+    ev_loop_destroy(T.loop);
+}
+
+static void test_cache_events_in_order(void)
+{
+    setup();
+    struct kube_informer *inf = manager_cache(T.m, &things);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(inf);
+    CU_ASSERT_PTR_EQUAL(manager_cache(T.m, &things), inf); /* one per kind */
+    CU_ASSERT_EQUAL(manager_subscribe(T.m, &things, &sub, runner_id), 0);
+    CU_ASSERT_EQUAL(manager_add_watches(T.m, &part_a, a_id), 0);
+    CU_ASSERT_EQUAL(manager_add_watches(T.m, &part_b, b_id), 0);
+    CU_ASSERT_EQUAL(manager_subscribe(T.m, &things, &sub, late_id), 0);
+    struct buf why;
+    buf_init(&why, 256);
+    CU_ASSERT_FALSE(manager_synced(T.m, &why));
+    CU_ASSERT_STRING_EQUAL(why.data, "cache/things has not synced");
+    buf_free(&why);
+    CU_ASSERT_EQUAL(manager_start(T.m), 0);
+    CU_ASSERT_FATAL(fake_api_run_until(T.loop, synced));
+    CU_ASSERT_STRING_EQUAL(T.log, "runner:add:a late:add:a a:add:a ");
+    buf_init(&why, 256);
+    CU_ASSERT_TRUE(manager_synced(T.m, &why));
+    buf_free(&why);
+
+    T.log[0] = '\0';
+    char obj[128];
+    CU_ASSERT(fake_api_event(&T.api, "MODIFIED", fake_api_obj(obj, sizeof(obj), "a", "6")));
+    CU_ASSERT(fake_api_event(&T.api, "DELETED", fake_api_obj(obj, sizeof(obj), "a", "7")));
+    CU_ASSERT(fake_api_event(&T.api, "ADDED", fake_api_obj(obj, sizeof(obj), "b", "8")));
+    CU_ASSERT(fake_api_run_until(T.loop, b_added));
+    CU_ASSERT_STRING_EQUAL(T.log, "runner:update:a late:update:a a:update:a "
+                                  "runner:delete:a late:delete:a a:delete:a "
+                                  "runner:add:b late:add:b a:add:b ");
+
+    /* another kind is another cache; a kind made after the start starts at once */
+    struct kube_informer *other = manager_cache(T.m, &others);
+    CU_ASSERT_PTR_NOT_NULL(other);
+    CU_ASSERT_PTR_NOT_EQUAL(other, inf);
+    teardown();
+}
+
+static void test_topics_and_parts(void)
+{
+    setup();
+    CU_ASSERT_EQUAL(manager_add_watches(T.m, &part_a, a_id), 0);
+    CU_ASSERT_EQUAL(manager_add_watches(T.m, &part_b, b_id), 0);
+    char data[] = "scan-1";
+    manager_emit(T.m, &scanned, data);
+    manager_emit(T.m, &other_topic, data); /* no watch: nothing */
+    CU_ASSERT_STRING_EQUAL(T.log, "a:topic:scan-1 b:topic:scan-1 ");
+
+    int self_a = 1, self_b = 2;
+    CU_ASSERT_PTR_NULL(manager_part(T.m, &part_a));
+    CU_ASSERT_EQUAL(manager_add_part(T.m, &part_a, &self_a), 0);
+    CU_ASSERT_EQUAL(manager_add_part(T.m, &part_b, &self_b), 0);
+    CU_ASSERT_PTR_EQUAL(manager_part(T.m, &part_a), &self_a);
+    CU_ASSERT_PTR_EQUAL(manager_part(T.m, &part_b), &self_b);
+    CU_ASSERT_PTR_NULL(manager_part(NULL, &part_a));
+    teardown();
+}
+
+static CU_TestInfo tests[] = {
+        {"a cache's events: receivers, then watches, in order", test_cache_events_in_order},
+        {"topics to their watches; parts by their hooks", test_topics_and_parts},
+        CU_TEST_INFO_NULL,
+};
+
+CU_SuiteInfo manager_suites[] = {
+        {"manager", NULL, NULL, NULL, NULL, tests},
+        CU_SUITE_INFO_NULL,
+};
