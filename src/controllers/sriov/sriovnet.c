@@ -24,6 +24,7 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
+#include "controllers/binding/ledger.h"
 #include "controllers/devices/devobjs.h"
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
@@ -53,9 +54,10 @@ struct failure {
 struct sriovnet {
     struct devobjs o; /* first: the runner's ctx */
     struct worker *worker;
-    struct kube_informer *claims;
-    struct map *failed; /* name -> struct failure */
-    struct map *said;   /* name -> the last refusal logged */
+    struct kube_informer *claims; /* (its sync: the ledger's PCI claims are complete) */
+    const struct ledger *ledger;  /* who holds a VF (binding/ledger.h) */
+    struct map *failed;           /* name -> struct failure */
+    struct map *said;             /* name -> the last refusal logged */
     struct metrics_series *node_writes, *node_failures;
 };
 
@@ -184,7 +186,7 @@ static int node_plan(struct sriovnet *s, const struct sriovpf *p, const struct s
     *ret_reason = NULL;
     struct buf used;
     buf_init(&used, 2048);
-    sriovpf_in_use(p, s->claims, &used);
+    sriovpf_in_use(p, s->ledger, &used);
     const struct node_blocker *b = NULL; /* the host's use of the PF; not its IOMMU group */
     for (int i = 0; !b && i < p->n_blockers; i++)
         if (strcmp(p->blockers[i].reason, "HostNetwork") == 0 ||
@@ -490,6 +492,7 @@ struct sriovnet *sriovnet_new(const struct part_env *env)
         return NULL;
     s->worker = manager_worker(env->mgr);
     s->claims = manager_cache(env->mgr, &kind_pcideviceclaims);
+    s->ledger = manager_part(env->mgr, &ledger_part);
     s->failed = map_new(free);
     s->said = map_new(free);
     s->node_writes = metrics_one(env->metrics, METRICS_COUNTER, "hostdevd_sriov_node_writes_total",

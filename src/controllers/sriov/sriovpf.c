@@ -15,6 +15,7 @@
 #include "base/json.h"
 #include "base/map.h"
 #include "base/timefmt.h"
+#include "controllers/binding/ledger.h"
 #include "controllers/devices/pcidevice.h"
 #include "controllers/objects/claimstatus.h"
 #include "controllers/objects/sriovobj.h"
@@ -112,13 +113,16 @@ struct sriovpf *sriovpf_new(const char *name, const struct pcidevice_spec *d,
     return p;
 }
 
-void sriovpf_in_use(const struct sriovpf *p, const struct kube_informer *claims, struct buf *b)
+void sriovpf_in_use(const struct sriovpf *p, const struct ledger *ledger, struct buf *b)
 {
     for (size_t i = 0; i < p->n_vfs; i++) {
         const struct sriovpf_vf *vf = &p->vfs[i];
         const char *sep = buf_str(b) && buf_str(b)[0] ? ", " : "";
-        if (claims && kube_informer_get(claims, vf->pcidevice))
-            (void)buf_printf(b, "%s%s (PCIDeviceClaim %s)", sep, vf->address, vf->pcidevice);
+        char who[600];
+        if (ledger_held(ledger, vf->address, LEDGER_PCI_CLAIM, NULL, who, sizeof(who)))
+            (void)buf_printf(b, "%s%s (PCIDeviceClaim %s)", sep, vf->address, who);
+        else if (ledger_held(ledger, vf->address, LEDGER_DRA, NULL, who, sizeof(who)))
+            (void)buf_printf(b, "%s%s (ResourceClaim %s)", sep, vf->address, who);
         else if (strcmp(vf->driver, "vfio-pci") == 0)
             (void)buf_printf(b, "%s%s (on vfio-pci: a DRA claim or a VM has it)", sep, vf->address);
     }

@@ -17,6 +17,7 @@
 struct buf;
 struct cJSON;
 struct kube_informer;
+struct ledger;
 struct map;
 struct pcidevice_spec;
 
@@ -57,8 +58,9 @@ struct sriovpf *sriovpf_new(const char *name, const struct pcidevice_spec *d,
 void sriovpf_free(void *p);
 
 /* Appends the VFs in use to `b`, for people: "0000:00:05.1 (PCIDeviceClaim q-000000051), ...":
- * a PCIDeviceClaim in `claims` (may be NULL) names it, or it is on vfio-pci. */
-void sriovpf_in_use(const struct sriovpf *p, const struct kube_informer *claims, struct buf *b);
+ * the device ledger (binding/ledger.h; may be NULL) names its PCIDeviceClaim or the DRA
+ * ResourceClaim prepared with it, or it is on vfio-pci. */
+void sriovpf_in_use(const struct sriovpf *p, const struct ledger *ledger, struct buf *b);
 
 /* When some SR-IOV fact of the PF cannot be read (its VF count, a VF's index), appends what and
  * what follows from it to `b`, for people, and returns 1; else 0. */
