@@ -41,6 +41,8 @@ declare -A KILLER=(
     [src/controllers/claims/pciclaim.c]="unit:pciclaim,pciclaim_decide,pcibind,usbclaim"
     [src/controllers/binding/pcibind.c]="unit:pcibind"
     [src/controllers/binding/bindplan.c]="unit:pciclaim,pciclaim_decide,pcibind"
+    [src/controllers/binding/ledger.c]="unit:ledger,sriovpf"
+    [src/controllers/runtime/manager.c]="unit:manager,ledger"
     [src/controllers/objects/pciobj.c]="unit:objects,pciclaim,pciclaim_decide,nodeclaims,devplugin,kubevirt,permitted,draslices"
     [src/controllers/objects/usbobj.c]="unit:objects,usbclaim,usbdevice,kubevirt,permitted"
     [src/kube/informer.c]="cmd:bash hack/mutate-informer.sh KUBETOOL"
@@ -69,7 +71,8 @@ declare -A LIMIT=(
 )
 MUTATE_FILES=${MUTATE_FILES:-src/node/vfio.c src/node/hostuse.c src/node/blockers.c \
 src/controllers/claims/pciclaim.c src/controllers/binding/pcibind.c \
-src/controllers/binding/bindplan.c src/controllers/objects/pciobj.c src/controllers/objects/usbobj.c \
+src/controllers/binding/bindplan.c src/controllers/binding/ledger.c src/controllers/runtime/manager.c \
+src/controllers/objects/pciobj.c src/controllers/objects/usbobj.c \
 src/kube/informer.c src/kube/leader.c \
 src/controllers/kubevirt/permitted.c src/controllers/claims/nodeclaims.c src/controllers/kubevirt/kubevirt.c \
 src/controllers/deviceplugin/plugins.c src/controllers/dra/draplugin.c}
