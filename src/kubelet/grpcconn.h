@@ -138,8 +138,8 @@ void grpc_conn_shutdown(struct grpc_conn *c);
 
 /* --- streams --- */
 
-/* Sets up `st` on `c` (its buffers capped at one message and at QUEUE_CAP of unsent replies),
- * counted in c->n_streams until grpc_stream_release(). */
+/* Sets up `st` on `c` (`in` capped at one message with its prefix, `out` at two), listed in
+ * c->streams and counted in c->n_streams until grpc_stream_release(). */
 void grpc_stream_init(struct grpc_stream *st, struct grpc_conn *c, void *ud);
 /* Forgets the stream and frees its buffers (not `st` itself). */
 void grpc_stream_release(struct grpc_stream *st);
