@@ -125,7 +125,7 @@ only_in pci/pci.h src/node/pci.c
 only_in libudev.h src/node/udev.c
 only_in libkmod.h src/node/kmod.c
 only_in yaml.h src/base/yaml.c
-only_in nghttp2/nghttp2.h src/kubelet/grpc.c
+only_in nghttp2/nghttp2.h src/kubelet/grpcconn.c
 only_in libmnl/libmnl.h src/node/vflink.c
 # protobuf-c and its generated code are used by kubelet's message files only, one per API
 # (kubelet/dpapi.c, draapi.c, regapi.c).

@@ -3,12 +3,15 @@
  * kubelet/grpc.h - gRPC over HTTP/2 over unix sockets, on a libev loop: the server kubelet calls
  * (a device plugin) and the one client call a plugin makes (Register on kubelet.sock).
  *
- * HTTP/2 is nghttp2's (this is the only file that includes <nghttp2/nghttp2.h>); messages are
- * opaque bytes here (the caller encodes and decodes them: kubelet/dpapi.h). gRPC framing: each
- * message is a 5-byte prefix (compressed flag 0, 4-byte big-endian length) and the bytes; a
- * message may span DATA frames and a DATA frame may hold several messages. Responses are
- * HEADERS (:status 200, content-type application/grpc), DATA, and trailers (grpc-status,
- * grpc-message percent-encoded); an error before any message is a trailers-only HEADERS frame.
+ * Implemented in three files, as curl splits its protocol code: grpcconn.c the connection (the
+ * HTTP/2 session, nghttp2's, and the only file that includes <nghttp2/nghttp2.h>; socket I/O,
+ * streams, framing; private API in grpcconn.h), grpcserver.c the server and its calls,
+ * grpcclient.c the unary client. Messages are opaque bytes here (the caller encodes and decodes
+ * them: kubelet/dpapi.h). gRPC framing: each message is a 5-byte prefix (compressed flag 0, 4-byte
+ * big-endian length) and the bytes; a message may span DATA frames and a DATA frame may hold
+ * several messages. Responses are HEADERS (:status 200, content-type application/grpc), DATA, and
+ * trailers (grpc-status, grpc-message percent-encoded); an error before any message is a
+ * trailers-only HEADERS frame.
  *
  * Bounded: a message over GRPC_MAX_MESSAGE, more than GRPC_MAX_STREAMS concurrent streams on
  * a connection, or more than GRPC_MAX_CONNS connections are refused (RESOURCE_EXHAUSTED, a

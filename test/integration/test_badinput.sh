@@ -305,7 +305,7 @@ if eventually 10 counted; then pass "a good uevent after them is counted and res
     fail "a good uevent after the bad ones" "$(uevents)"; fi
 
 echo "--- malformed HTTP/2 and gRPC on the DRA plugin's sockets ($SECONDS s)"
-# The transport (src/kubelet/grpc.c) does not log: the peer gets the error (a GOAWAY with its code
+# The transport (src/kubelet/grpcconn.c) does not log: the peer gets the error (a GOAWAY with its code
 # for the connection, a trailers-only answer with grpc-status and grpc-message for the call).
 DRA=$TEST_DIR/kubelet/plugins/vfio-pci.hostdevd.io/dra.sock
 REG=$(ls "$TEST_DIR"/kubelet/plugins_registry/*.sock)
