@@ -92,6 +92,8 @@ static void serve(struct fake_conn *c, const char *path)
     query(path, "watch", watch, sizeof(watch));
     if (strcmp(watch, "1") != 0) {
         f->lists++;
+        query(path, "labelSelector", f->list_labels, sizeof(f->list_labels));
+        query(path, "fieldSelector", f->list_fields, sizeof(f->list_fields));
         if (f->list_code) {
             reply_status(c, f->list_code);
             return;

@@ -31,9 +31,10 @@ struct fake_api {
     int list_code;
     /* what came in */
     int lists, watches;
-    char watch_rv[32];    /* the resourceVersion query of the last WATCH */
-    bool watch_bookmarks; /* the last WATCH asked allowWatchBookmarks=true */
-    int watch_code;       /* answer the next WATCH with this Status code instead (0: stream) */
+    char watch_rv[32];                       /* the resourceVersion query of the last WATCH */
+    char list_labels[256], list_fields[256]; /* the selectors of the last LIST (URL-encoded) */
+    bool watch_bookmarks;                    /* the last WATCH asked allowWatchBookmarks=true */
+    int watch_code; /* answer the next WATCH with this Status code instead (0: stream) */
 };
 
 /* Listens on 127.0.0.1 (a free port) on `loop`. */

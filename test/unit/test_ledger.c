@@ -7,6 +7,7 @@
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,7 +170,29 @@ static void test_replaced_holdings(void)
     teardown(l);
 }
 
+/* Many holdings of one path all gone: every one forgotten (the walk starts over after each). */
+static void test_many_released(void)
+{
+    struct ledger *l = setup();
+    char a[32];
+    for (int i = 0; i < 64; i++) {
+        (void)snprintf(a, sizeof(a), "0000:00:%02x.0", i);
+        CU_ASSERT_EQUAL(ledger_hold(l, a, LEDGER_DRA, "u", "ns/a"), 0);
+    }
+    ledger_begin(l, LEDGER_DRA);
+    ledger_end(l, LEDGER_DRA);
+    CU_ASSERT_EQUAL(W.released, 1);
+    char **v = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL(ledger_addresses(l, &v, &n), 0);
+    CU_ASSERT_EQUAL(n, 0);
+    free(v);
+    ledger_free(NULL); /* takes NULL */
+    teardown(l);
+}
+
 static CU_TestInfo tests[] = {
+        {"many holdings gone at once: all forgotten", test_many_released},
         {"one path at a time, with the claims' and DRA's messages", test_one_path_at_a_time},
         {"held, replaced, released by id and path", test_held_and_released},
         {"a path's holdings replaced: one release emitted", test_replaced_holdings},

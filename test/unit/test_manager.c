@@ -6,6 +6,7 @@
  * only; parts found by their hooks; readiness named after the cache that has not synced.
  */
 #include <CUnit/CUnit.h>
+#include <errno.h>
 #include <ev.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@
 #include "kube/config.h"
 #include "kube/http.h"
 #include "kube/informer.h"
+#include "kube/status.h"
+#include "controllers/runtime/worker.h"
 
 static const struct cache_kind things = {.name = "things", .res = &fake_api_things};
 static const struct cache_kind others = {.name = "others", .res = &fake_api_things};
@@ -47,10 +50,31 @@ static void sub_add(const char *key, const struct cJSON *obj, void *ud)
 
 static void sub_update(const char *key, const struct cJSON *old, const struct cJSON *obj, void *ud)
 {
-    (void)old;
-    (void)obj;
-    note(ud, "update", key);
+    char what[64];
+    (void)snprintf(what, sizeof(what), "update(%s>%s)", kube_meta_str(old, "resourceVersion"),
+                   kube_meta_str(obj, "resourceVersion"));
+    note(ud, what, key);
 }
+
+static int errors, skips;
+
+static void sub_error(const struct kube_err *err, void *ud)
+{
+    (void)err;
+    (void)ud;
+    errors++;
+}
+
+static void sub_skip(const char *what, void *ud)
+{
+    (void)what;
+    (void)ud;
+    skips++;
+}
+
+/* A receiver of adds only (no update, delete, error or skip hook). */
+static const struct kube_informer_handlers adds_only = {.on_add = sub_add};
+static const struct kube_informer_handlers failures = {.on_error = sub_error, .on_skip = sub_skip};
 
 static void sub_delete(const char *key, const struct cJSON *obj, void *ud)
 {
@@ -74,11 +98,22 @@ static const struct watch watches_b[] = {{.topic = &scanned, .map = watch_map}, 
 static const struct part_ops part_a = {.name = "a", .watches = watches_a};
 static const struct part_ops part_b = {.name = "b", .watches = watches_b};
 
-static char runner_id[] = "runner", late_id[] = "late", a_id[] = "a", b_id[] = "b";
+static char runner_id[] = "runner", late_id[] = "late", a_id[] = "a", b_id[] = "b",
+            adds_id[] = "adds";
 
 static bool b_added(void)
 {
     return strstr(T.log, "a:add:b") != NULL;
+}
+
+static bool others_synced(void)
+{
+    return kube_informer_has_synced(manager_cache(T.m, &others));
+}
+
+static bool failed_twice(void)
+{
+    return errors >= 2;
 }
 
 static bool synced(void)
@@ -119,6 +154,7 @@ static void test_cache_events_in_order(void)
     CU_ASSERT_EQUAL(manager_add_watches(T.m, &part_a, a_id), 0);
     CU_ASSERT_EQUAL(manager_add_watches(T.m, &part_b, b_id), 0);
     CU_ASSERT_EQUAL(manager_subscribe(T.m, &things, &sub, late_id), 0);
+    CU_ASSERT_EQUAL(manager_subscribe(T.m, &things, &adds_only, adds_id), 0);
     struct buf why;
     buf_init(&why, 256);
     CU_ASSERT_FALSE(manager_synced(T.m, &why));
@@ -126,7 +162,7 @@ static void test_cache_events_in_order(void)
     buf_free(&why);
     CU_ASSERT_EQUAL(manager_start(T.m), 0);
     CU_ASSERT_FATAL(fake_api_run_until(T.loop, synced));
-    CU_ASSERT_STRING_EQUAL(T.log, "runner:add:a late:add:a a:add:a ");
+    CU_ASSERT_STRING_EQUAL(T.log, "runner:add:a late:add:a adds:add:a a:add:a ");
     buf_init(&why, 256);
     CU_ASSERT_TRUE(manager_synced(T.m, &why));
     buf_free(&why);
@@ -137,14 +173,15 @@ static void test_cache_events_in_order(void)
     CU_ASSERT(fake_api_event(&T.api, "DELETED", fake_api_obj(obj, sizeof(obj), "a", "7")));
     CU_ASSERT(fake_api_event(&T.api, "ADDED", fake_api_obj(obj, sizeof(obj), "b", "8")));
     CU_ASSERT(fake_api_run_until(T.loop, b_added));
-    CU_ASSERT_STRING_EQUAL(T.log, "runner:update:a late:update:a a:update:a "
+    CU_ASSERT_STRING_EQUAL(T.log, "runner:update(5>6):a late:update(5>6):a a:update:a "
                                   "runner:delete:a late:delete:a a:delete:a "
-                                  "runner:add:b late:add:b a:add:b ");
+                                  "runner:add:b late:add:b adds:add:b a:add:b ");
 
     /* another kind is another cache; a kind made after the start starts at once */
     struct kube_informer *other = manager_cache(T.m, &others);
     CU_ASSERT_PTR_NOT_NULL(other);
     CU_ASSERT_PTR_NOT_EQUAL(other, inf);
+    CU_ASSERT(fake_api_run_until(T.loop, others_synced));
     teardown();
 }
 
@@ -168,7 +205,98 @@ static void test_topics_and_parts(void)
     teardown();
 }
 
+/* In a node's process a kind narrows itself to the node: its label, its field (with the kind's
+ * own field); cluster-wide, only the kind's own field. */
+static const struct cache_kind by_label = {
+        .name = "l", .res = &fake_api_things, .node_label = "nodename", .field = "spec.x=1"};
+static const struct cache_kind by_field = {
+        .name = "f", .res = &fake_api_things, .node_field = "spec.nodeName", .field = "spec.x=1"};
+
+static bool listed(void)
+{
+    return T.api.lists > 0;
+}
+
+static void selectors_of(const char *node, const struct cache_kind *k, char *labels, char *fields)
+{
+    setup();
+    manager_free(T.m);
+    T.m = manager_new(T.loop, T.http, node);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(manager_cache(T.m, k));
+    CU_ASSERT_EQUAL(manager_start(T.m), 0);
+    CU_ASSERT(fake_api_run_until(T.loop, listed));
+    (void)snprintf(labels, 256, "%s", T.api.list_labels);
+    (void)snprintf(fields, 256, "%s", T.api.list_fields);
+    teardown();
+}
+
+static void test_node_selectors(void)
+{
+    char labels[256], fields[256];
+    selectors_of("n1", &by_label, labels, fields);
+    CU_ASSERT_STRING_EQUAL(labels, "nodename%3Dn1");
+    CU_ASSERT_STRING_EQUAL(fields, "spec.x%3D1");
+    selectors_of("n1", &by_field, labels, fields);
+    CU_ASSERT_STRING_EQUAL(labels, "");
+    CU_ASSERT_STRING_EQUAL(fields, "spec.nodeName%3Dn1%2Cspec.x%3D1");
+    selectors_of(NULL, &by_label, labels, fields);
+    CU_ASSERT_STRING_EQUAL(labels, "");
+    CU_ASSERT_STRING_EQUAL(fields, "spec.x%3D1");
+}
+
+/* A failed LIST goes to each receiver that takes failures (the manager logs it itself only
+ * when none does). */
+static void test_failures_to_receivers(void)
+{
+    setup();
+    errors = skips = 0;
+    T.api.list_code = 500;
+    CU_ASSERT_EQUAL(manager_subscribe(T.m, &things, &adds_only, adds_id), 0);
+    CU_ASSERT_EQUAL(manager_subscribe(T.m, &things, &failures, NULL), 0);
+    CU_ASSERT_EQUAL(manager_start(T.m), 0);
+    CU_ASSERT(fake_api_run_until(T.loop, failed_twice));
+    CU_ASSERT_EQUAL(skips, 0);
+    CU_ASSERT_STRING_EQUAL(T.log, "");
+    T.api.list_code = 0;
+    fake_api_set_list(&T.api, "5", "[{\"metadata\":{}},{\"metadata\":{\"name\":\"a\"}}]");
+    kube_informer_retry_now(manager_cache(T.m, &things));
+    CU_ASSERT(fake_api_run_until(T.loop, synced));
+    CU_ASSERT_EQUAL(skips, 1);
+    CU_ASSERT_STRING_EQUAL(T.log, "adds:add:a ");
+    teardown();
+}
+
+/* The tables' bounds: 16 parts, 64 watches, 16 kinds; one more is -ENOMEM. The worker is made
+ * once. */
+static void test_bounds(void)
+{
+    setup();
+    static const struct part_ops parts[17] = {{0}};
+    static const struct watch many[2] = {{.topic = &scanned, .map = watch_map}, {0}};
+    static const struct part_ops watcher = {.name = "w", .watches = many};
+    static struct cache_kind kinds[17];
+    for (int i = 0; i < 16; i++)
+        CU_ASSERT_EQUAL(manager_add_part(T.m, &parts[i], a_id), 0);
+    CU_ASSERT_EQUAL(manager_add_part(T.m, &parts[16], a_id), -ENOMEM);
+    CU_ASSERT_PTR_EQUAL(manager_part(T.m, &parts[15]), a_id);
+    for (int i = 0; i < 64; i++)
+        CU_ASSERT_EQUAL(manager_add_watches(T.m, &watcher, a_id), 0);
+    CU_ASSERT_EQUAL(manager_add_watches(T.m, &watcher, a_id), -ENOMEM);
+    for (int i = 0; i < 17; i++)
+        kinds[i] = (struct cache_kind){.name = "k", .res = &fake_api_things};
+    for (int i = 0; i < 16; i++)
+        CU_ASSERT_PTR_NOT_NULL(manager_cache(T.m, &kinds[i]));
+    CU_ASSERT_PTR_NULL(manager_cache(T.m, &kinds[16]));
+    struct worker *w = manager_worker(T.m);
+    CU_ASSERT_PTR_NOT_NULL(w);
+    CU_ASSERT_PTR_EQUAL(manager_worker(T.m), w);
+    teardown();
+}
+
 static CU_TestInfo tests[] = {
+        {"in a node's process, a kind narrowed to the node", test_node_selectors},
+        {"failures to the receivers that take them", test_failures_to_receivers},
+        {"16 parts, 64 watches, 16 kinds, one worker", test_bounds},
         {"a cache's events: receivers, then watches, in order", test_cache_events_in_order},
         {"topics to their watches; parts by their hooks", test_topics_and_parts},
         CU_TEST_INFO_NULL,
