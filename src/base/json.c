@@ -61,6 +61,11 @@ const char *json_str(const cJSON *o, const char *name)
     return cJSON_GetStringValue(json_field(o, name));
 }
 
+void cJSON_Deletep(cJSON **p)
+{
+    cJSON_Delete(*p);
+}
+
 bool json_same(const char *a, const char *b)
 {
     return a && b && strcmp(a, b) == 0;
