@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "controllers/devices/inventory.h"
@@ -55,15 +57,15 @@ static int by_name(const void *a, const void *b)
     return strcmp(x->string ? x->string : "", y->string ? y->string : "");
 }
 
+/* Takes `o` and `status`. */
 static cJSON *object(cJSON *o, cJSON *status, const char *name)
 {
-    if (!o || !status || !cJSON_AddItemToObject(o, "status", status)) {
-        cJSON_Delete(o);
-        cJSON_Delete(status);
+    _cleanup_json_ cJSON *own_o = o, *own_status = status;
+    if (!o || !status || !cJSON_AddItemToObject(o, "status", status))
         return NULL;
-    }
+    TAKE_PTR(own_status);     /* o's now */
     o->string = strdup(name); /* (the sort key; cJSON_Delete frees it) */
-    return o;
+    return TAKE_PTR(own_o);
 }
 
 static cJSON *list_of(const struct scans *s)
@@ -309,11 +311,10 @@ int invtool_run(int argc, char **argv)
         return 1;
     inventory_scan(inv, "inventory command");
     inventory_free(inv);
-    cJSON *list = s.pci ? list_of(&s) : NULL;
+    _cleanup_json_ cJSON *list = s.pci ? list_of(&s) : NULL;
     int rc = list ? print_list(list, format) : 1;
     if (!list)
         log_error("The scan failed: nothing to print", KV_STR("sysfsRoot", cfg.env.sysfs_root));
-    cJSON_Delete(list);
     map_free(s.pci);
     map_free(s.usb);
     return rc;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/cleanup.h"
 #include "base/json.h"
 #include "kube/client.h"
 
@@ -74,10 +75,8 @@ int claimstatus_finalizer_index(const cJSON *claim, const char *finalizer)
  * values are JSON strings already, but one with a quote or a backslash must stay one. */
 static char *quote(const char *s)
 {
-    cJSON *j = cJSON_CreateString(s);
-    char *q = j ? cJSON_PrintUnformatted(j) : NULL;
-    cJSON_Delete(j);
-    return q;
+    _cleanup_json_ cJSON *j = cJSON_CreateString(s);
+    return j ? cJSON_PrintUnformatted(j) : NULL;
 }
 
 char *claimstatus_finalizer_patch(const cJSON *claim, const char *finalizer, bool add)
