@@ -207,9 +207,8 @@ static void print_yaml(const cJSON *j, int indent, bool in_seq)
         }
         return;
     }
-    char *s = cJSON_PrintUnformatted(j);
+    _cleanup_free_ char *s = cJSON_PrintUnformatted(j);
     printf("%s\n", s ? s : "null");
-    free(s);
 }
 
 /* The options into `cfg` and `format`. Returns 0, 1 (--help printed) or 2 (usage printed). */
@@ -273,10 +272,8 @@ static int parse_args(int argc, char **argv, struct inventory_config *cfg, const
 static int print_list(const cJSON *list, const char *format)
 {
     if (strcmp(format, "json") == 0) {
-        char *text = cJSON_Print(list);
-        int rc = text && puts(text) >= 0 ? 0 : 1;
-        free(text);
-        return rc;
+        _cleanup_free_ char *text = cJSON_Print(list);
+        return text && puts(text) >= 0 ? 0 : 1;
     }
     if (strcmp(format, "yaml") == 0)
         print_yaml(list, 0, false);

@@ -84,7 +84,7 @@ char *claimstatus_finalizer_patch(const cJSON *claim, const char *finalizer, boo
     int i = claimstatus_finalizer_index(claim, finalizer);
     const cJSON *list = json_field(json_field(claim, "metadata"), "finalizers");
     const char *uid = kube_meta_str(claim, "uid");
-    char *quoted = NULL;
+    _cleanup_free_ char *quoted = NULL;
     struct buf b;
     buf_init(&b, 4096);
     if (add && i < 0 && cJSON_GetArraySize(list) > 0)
@@ -108,6 +108,5 @@ char *claimstatus_finalizer_patch(const cJSON *claim, const char *finalizer, boo
                          i, finalizer, i);
     else
         return NULL;
-    free(quoted);
     return buf_take(&b);
 }
