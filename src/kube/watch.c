@@ -145,10 +145,10 @@ static int decode_line(struct kube_watch_framer *f, const char *line, size_t len
 static int dispatch(cJSON *root, const struct kube_watch_event *ev, kube_watch_cb cb,
                     void *userdata)
 {
-    _cleanup_json_ cJSON *own = root;
     if (!root)
         return 0;
     int r = cb(ev, userdata);
+    cJSON_Delete(root);
     return r < 0 ? r : 0;
 }
 
