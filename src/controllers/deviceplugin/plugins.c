@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "base/buf.h"
-#include "base/cleanup.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
@@ -220,7 +219,7 @@ static int encode_list(const struct plugin *pl, struct buf *out)
                                         .healthy = pl->devs[i].healthy,
                                         .numa_node = pl->devs[i].d.numa_node};
     int r = dpapi_encode_list(list, pl->n, out);
-    free(list); /* not _cleanup_free_: clang-analyzer does not see cleanups (a false leak) */
+    free(list);
     return r;
 }
 
