@@ -11,6 +11,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include "base/cleanup.h"
+
 struct buf {
     char *data;
     size_t len;
@@ -23,6 +25,10 @@ void buf_init(struct buf *b, size_t cap);
 
 /* Frees the memory and leaves an empty buffer with the same cap. */
 void buf_free(struct buf *b);
+
+/* `_cleanup_buf_ struct buf b;` frees b's memory when it leaves scope (base/cleanup.h's style);
+ * b must be initialized (buf_init, or zeroed) before the first way out. */
+#define _cleanup_buf_ _cleanup_(buf_free)
 
 /* Empties the buffer and keeps its memory. */
 void buf_reset(struct buf *b);

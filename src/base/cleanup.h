@@ -3,7 +3,15 @@
  * base/cleanup.h - scope-bound cleanup helpers (systemd style).
  *
  * `_cleanup_free_ char *s = ...;` frees `s` when it leaves scope; TAKE_PTR() hands ownership
- * on and leaves NULL behind. Header only; no I/O.
+ * on and leaves NULL behind. Header only; no I/O. A cJSON tree has `_cleanup_json_`
+ * (base/json.h), a struct buf `_cleanup_buf_` (base/buf.h); `_cleanup_(f)` takes any function
+ * of a pointer to the variable (`_cleanup_(dpapi_request_done) struct dpapi_request req = {0}`).
+ *
+ * Where: clang's static analyzer (make lint's clang-tidy) does not run cleanup functions, so
+ * memory it sees allocated in the same file (malloc, calloc, strdup, or a static function
+ * returning them) and held only by a cleanup variable is reported as leaked. Cleanups are for
+ * what another file's API allocates (cJSON trees and their printed text, bufs, decoded
+ * messages); a local malloc'd array stays freed by hand.
  */
 #pragma once
 

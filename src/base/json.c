@@ -36,18 +36,16 @@ int json_parse_strict(const char *s, size_t len, struct cJSON **ret, struct err 
     if (!s || len == 0)
         return err_set(ret_err, -EBADMSG, "line 1: empty JSON document");
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(s, len, &end, false);
+    _cleanup_json_ cJSON *root = cJSON_ParseWithLengthOpts(s, len, &end, false);
     size_t off = end && end >= s && end <= s + len ? (size_t)(end - s) : 0;
     if (!root)
         return err_set(ret_err, -EBADMSG, "line %d: invalid JSON", line_at(s, off));
     while (off < len && is_json_space(s[off]))
         off++;
-    if (off < len) {
-        cJSON_Delete(root);
+    if (off < len)
         return err_set(ret_err, -EBADMSG, "line %d: unexpected text after the JSON document",
                        line_at(s, off));
-    }
-    *ret = root;
+    *ret = TAKE_PTR(root);
     return 0;
 }
 
@@ -59,6 +57,11 @@ const cJSON *json_field(const cJSON *o, const char *name)
 const char *json_str(const cJSON *o, const char *name)
 {
     return cJSON_GetStringValue(json_field(o, name));
+}
+
+void cJSON_Deletep(cJSON **p)
+{
+    cJSON_Delete(*p);
 }
 
 bool json_same(const char *a, const char *b)

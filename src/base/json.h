@@ -16,12 +16,17 @@
  *
  * And json_intern_keys, which makes a tree kept for long (an informer's cache) share one copy
  * of each member name with every other such tree.
+ *
+ * And the scope-bound cleanup of a tree (base/cleanup.h's style): `_cleanup_json_ cJSON *o = ...;`
+ * deletes `o` when it leaves scope; TAKE_PTR(o) hands it on. It lives here, not in
+ * base/cleanup.h, so that neither header includes cJSON nor repeats its prototype.
  */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/cleanup.h"
 #include "base/err.h"
 
 struct cJSON;
@@ -53,3 +58,8 @@ bool json_same(const char *a, const char *b);
  * stay the tree's own. Thread-safe. Without memory for a new name, that name stays the tree's.
  */
 void json_intern_keys(struct cJSON *o);
+
+/* cJSON_Delete(*p) (nothing for NULL); the cleanup function behind _cleanup_json_. */
+void cJSON_Deletep(struct cJSON **p);
+
+#define _cleanup_json_ _cleanup_(cJSON_Deletep)

@@ -487,27 +487,24 @@ static int scalar(struct walker *w, cJSON **ret)
 
 static int sequence(struct walker *w, int depth, cJSON **ret)
 {
-    cJSON *seq = cJSON_CreateArray();
+    _cleanup_json_ cJSON *seq = cJSON_CreateArray();
     if (!seq)
         return oom(w);
     size_t outer = enter_flow(w, w->ev.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE);
     int r;
     while ((r = next(w)) == 0 && w->ev.type != YAML_SEQUENCE_END_EVENT) {
-        cJSON *v = NULL;
+        _cleanup_json_ cJSON *v = NULL;
         r = node(w, depth + 1, &v);
-        if (r == 0 && !cJSON_AddItemToArray(seq, v)) {
-            cJSON_Delete(v);
+        if (r == 0 && !cJSON_AddItemToArray(seq, v))
             r = oom(w);
-        }
         if (r < 0)
             break;
+        TAKE_PTR(v); /* seq's now */
     }
     w->flow_line = outer;
-    if (r < 0) {
-        cJSON_Delete(seq);
+    if (r < 0)
         return r;
-    }
-    *ret = seq;
+    *ret = TAKE_PTR(seq);
     return 0;
 }
 
@@ -550,18 +547,18 @@ static bool lacks_colon(struct walker *w, yaml_mark_t key_end)
     return to <= from || !memchr(w->text + from, ':', to - from);
 }
 
+/* Takes `v`. */
 static int add_pair(struct walker *w, cJSON *map, const yaml_event_t *key, cJSON *v)
 {
+    _cleanup_json_ cJSON *own = v;
     const char *k = (const char *)key->data.scalar.value;
-    int r = 0;
     if (cJSON_GetObjectItemCaseSensitive(map, k))
-        r = err_set(w->err, -EINVAL, "line %d: duplicate key \"%.64s\"", line_no(key->start_mark),
-                    k);
-    else if (!cJSON_AddItemToObject(map, k, v))
-        r = oom(w);
-    if (r < 0)
-        cJSON_Delete(v);
-    return r;
+        return err_set(w->err, -EINVAL, "line %d: duplicate key \"%.64s\"",
+                       line_no(key->start_mark), k);
+    if (!cJSON_AddItemToObject(map, k, v))
+        return oom(w);
+    TAKE_PTR(own); /* map's now */
+    return 0;
 }
 
 static int pair(struct walker *w, cJSON *map, bool flow, int depth)
@@ -580,7 +577,7 @@ static int pair(struct walker *w, cJSON *map, bool flow, int depth)
 
 static int mapping(struct walker *w, int depth, cJSON **ret)
 {
-    cJSON *map = cJSON_CreateObject();
+    _cleanup_json_ cJSON *map = cJSON_CreateObject();
     if (!map)
         return oom(w);
     bool flow = w->ev.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE;
@@ -590,11 +587,9 @@ static int mapping(struct walker *w, int depth, cJSON **ret)
         if ((r = pair(w, map, flow, depth)) < 0)
             break;
     w->flow_line = outer;
-    if (r < 0) {
-        cJSON_Delete(map);
+    if (r < 0)
         return r;
-    }
-    *ret = map;
+    *ret = TAKE_PTR(map);
     return 0;
 }
 
@@ -633,16 +628,14 @@ static int document(struct walker *w, cJSON **ret)
         return r;
     if (marker && w->ev.start_mark.line == marker_line && !is_empty_plain(&w->ev))
         return fail(w, w->ev.start_mark, "content after \"---\" is not supported");
-    cJSON *root = NULL;
+    _cleanup_json_ cJSON *root = NULL;
     r = node(w, 1, &root);
     r = r < 0 ? r : next(w);
     if (r == 0 && !w->ev.data.document_end.implicit)
         r = fail(w, w->ev.start_mark, "document end markers (...) are not supported");
-    if (r < 0) {
-        cJSON_Delete(root);
+    if (r < 0)
         return r;
-    }
-    *ret = root;
+    *ret = TAKE_PTR(root);
     return 0;
 }
 
@@ -657,16 +650,14 @@ static int stream(struct walker *w, cJSON **ret)
         *ret = cJSON_CreateNull();
         return *ret ? 0 : oom(w);
     }
-    cJSON *root = NULL;
+    _cleanup_json_ cJSON *root = NULL;
     r = document(w, &root);
     r = r < 0 ? r : next(w);
     if (r == 0 && w->ev.type == YAML_DOCUMENT_START_EVENT)
         r = fail(w, w->ev.start_mark, "multiple documents are not supported");
-    if (r < 0) {
-        cJSON_Delete(root);
+    if (r < 0)
         return r;
-    }
-    *ret = root;
+    *ret = TAKE_PTR(root);
     return 0;
 }
 

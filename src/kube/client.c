@@ -99,7 +99,7 @@ static void on_done(const struct kube_resp *resp, void *userdata)
         c->cb(&err, NULL, c->userdata);
         return;
     }
-    cJSON *obj = NULL;
+    _cleanup_json_ cJSON *obj = NULL;
     if (resp->body_len > 0) {
         struct err why;
         if (json_parse_strict(resp->body, resp->body_len, &obj, &why) < 0) {
@@ -112,7 +112,6 @@ static void on_done(const struct kube_resp *resp, void *userdata)
         }
     }
     c->cb(NULL, obj, c->userdata);
-    cJSON_Delete(obj);
 }
 
 static int start(struct kube_http *h, const char *method, const struct buf *path, const char *body,
@@ -143,14 +142,13 @@ static int verb(struct kube_http *h, const char *method, const struct kube_resou
                 const char *ns, const char *name, const char *sub, const char *query,
                 const char *body, const char *content_type, kube_client_cb cb, void *userdata)
 {
-    struct buf path;
+    _cleanup_buf_ struct buf path;
     buf_init(&path, PATH_MAX_LEN);
     int e = kube_client_path(r, ns, name, sub, &path);
     if (e == 0 && query)
         e = buf_adds(&path, query);
     if (e == 0)
         e = start(h, method, &path, body, content_type, cb, userdata, NULL);
-    buf_free(&path);
     return e;
 }
 
@@ -158,13 +156,12 @@ int kube_client_send(struct kube_http *h, const char *method, const struct kube_
                      const char *ns, const char *name, const struct cJSON *body, kube_client_cb cb,
                      void *userdata, struct kube_req **ret)
 {
-    struct buf path;
+    _cleanup_buf_ struct buf path;
     buf_init(&path, PATH_MAX_LEN);
     _cleanup_free_ char *text = body ? cJSON_PrintUnformatted(body) : NULL;
     int e = body && !text ? -ENOMEM : kube_client_path(r, ns, name, NULL, &path);
     if (e == 0)
         e = start(h, method, &path, text, NULL, cb, userdata, ret);
-    buf_free(&path);
     return e;
 }
 
@@ -222,7 +219,7 @@ int kube_client_patch(struct kube_http *h, const struct kube_resource *r, const 
 
 static char *delete_options(const char *uid, const char *resource_version)
 {
-    cJSON *opts = cJSON_CreateObject();
+    _cleanup_json_ cJSON *opts = cJSON_CreateObject();
     cJSON *pre = cJSON_AddObjectToObject(opts, "preconditions");
     cJSON_AddStringToObject(opts, "kind", "DeleteOptions");
     cJSON_AddStringToObject(opts, "apiVersion", "v1");
@@ -230,9 +227,7 @@ static char *delete_options(const char *uid, const char *resource_version)
         cJSON_AddStringToObject(pre, "uid", uid);
     if (pre && resource_version)
         cJSON_AddStringToObject(pre, "resourceVersion", resource_version);
-    char *s = pre ? cJSON_PrintUnformatted(opts) : NULL;
-    cJSON_Delete(opts);
-    return s;
+    return pre ? cJSON_PrintUnformatted(opts) : NULL;
 }
 
 int kube_client_delete(struct kube_http *h, const struct kube_resource *r, const char *ns,

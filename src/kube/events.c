@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/json.h"
 #include "base/map.h"
 #include "base/timefmt.h"
 #include "kube/client.h"
@@ -131,9 +133,8 @@ static int create_event(struct entry *e, const struct kube_event_ref *ref, bool 
                         const char *reason, const char *action, const char *note)
 {
     struct kube_recorder *r = e->r;
-    cJSON *ev = event_json(r, e->ns, ref, warning, reason, action, note);
+    _cleanup_json_ cJSON *ev = event_json(r, e->ns, ref, warning, reason, action, note);
     int rc = ev ? kube_client_create(r->http, &kube_res_events, e->ns, ev, on_created, e) : -ENOMEM;
-    cJSON_Delete(ev);
     if (rc == 0) {
         e->busy = true;
         r->in_flight++;
@@ -166,7 +167,7 @@ static void flush(struct kube_recorder *r, bool expire)
     size_t pos = 0;
     bool pending = false;
     double now = ev_now(r->loop);
-    struct buf stale;
+    _cleanup_buf_ struct buf stale;
     buf_init(&stale, (size_t)16 * 1024 * 1024);
     while (map_next(r->entries, &pos, &key, &v)) {
         struct entry *e = v;
@@ -179,7 +180,6 @@ static void flush(struct kube_recorder *r, bool expire)
     }
     for (size_t off = 0; off < stale.len; off += strlen(stale.data + off) + 1)
         map_remove(r->entries, stale.data + off);
-    buf_free(&stale);
     if (pending || map_size(r->entries) > 0)
         arm(r);
 }
@@ -254,13 +254,12 @@ static int emit_key(struct kube_recorder *r, const char *key, const struct kube_
 int kube_recorder_emit(struct kube_recorder *r, const struct kube_event_ref *regarding,
                        bool warning, const char *reason, const char *action, const char *note)
 {
-    struct buf key;
+    _cleanup_buf_ struct buf key;
     buf_init(&key, 8192);
     r->stats.emitted++;
     int rc = make_key(&key, regarding, warning, reason, action, note);
     if (rc == 0)
         rc = emit_key(r, buf_str(&key), regarding, warning, reason, action, note);
-    buf_free(&key);
     return rc;
 }
 

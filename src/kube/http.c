@@ -23,6 +23,7 @@
 #include <strings.h>
 
 #include "base/buf.h"
+#include "base/cleanup.h"
 #include "base/clock.h"
 #include "kube/config.h"
 
@@ -425,7 +426,7 @@ static int add_header(struct kube_req *r, const char *line)
 static int set_headers(struct kube_req *r, const struct kube_http_req *in)
 {
     struct kube_config *c = r->h->config;
-    struct buf line;
+    _cleanup_buf_ struct buf line;
     buf_init(&line, (size_t)64 * 1024);
     int e = add_header(r, "Accept: application/json");
     if (e == 0)
@@ -444,7 +445,6 @@ static int set_headers(struct kube_req *r, const struct kube_http_req *in)
         if (e == 0)
             e = add_header(r, buf_str(&line));
     }
-    buf_free(&line);
     return e;
 }
 
@@ -498,7 +498,7 @@ static void set_transfer(CURL *e, const struct kube_http_req *in)
 
 static int setup(struct kube_req *r, const struct kube_http_req *in)
 {
-    struct buf url;
+    _cleanup_buf_ struct buf url;
     buf_init(&url, (size_t)64 * 1024);
     int e = buf_printf(&url, "%s%s", r->h->config->server, in->path);
     if (e == 0)
@@ -517,7 +517,6 @@ static int setup(struct kube_req *r, const struct kube_http_req *in)
         set_tls(c, r->h->config);
         set_method(c, in);
     }
-    buf_free(&url);
     return e;
 }
 

@@ -239,21 +239,19 @@ static int take_items(struct kube_informer *inf, cJSON *list, const char **why)
         *why = "items is not an array";
         return -EBADMSG;
     }
-    cJSON *item;
-    for (int i = 1; items && (item = cJSON_DetachItemFromArray(items, 0)); i++) {
+    for (int i = 1; items && items->child; i++) {
+        _cleanup_json_ cJSON *item = cJSON_DetachItemFromArray(items, 0);
         char key[KEY_MAX];
         int e = kube_informer_key(item, key, sizeof(key));
         trim(inf, item);
         if (e < 0) {
             skip_object(inf, e, "LIST item ", i);
-            cJSON_Delete(item);
             continue;
         }
         e = map_put(inf->pending, key, item);
-        if (e < 0) {
-            cJSON_Delete(item);
+        if (e < 0)
             return e;
-        }
+        TAKE_PTR(item); /* pending's now */
     }
     return 0;
 }
@@ -276,17 +274,15 @@ static void list_page(struct kube_informer *inf);
 /* Takes one LIST page into inf->pending, inf->cont and (the last page) inf->rv. */
 static int parse_page(struct kube_informer *inf, const char *body, size_t len, const char **why)
 {
-    cJSON *list = NULL;
+    _cleanup_json_ cJSON *list = NULL;
     *why = "the body is not JSON";
     int e = json_parse_strict(body, len, &list, NULL);
     if (e == 0 && !cJSON_IsObject(list)) {
         *why = "the body is not a JSON object";
         e = -EBADMSG;
     }
-    if (e < 0) {
-        cJSON_Delete(list);
+    if (e < 0)
         return e;
-    }
     e = take_items(inf, list, why);
     const char *rv = kube_meta_str(list, "resourceVersion");
     if (e == 0)
@@ -300,7 +296,6 @@ static int parse_page(struct kube_informer *inf, const char *body, size_t len, c
     }
     if (e == 0 && !inf->cont)
         e = set_str(&inf->rv, rv);
-    cJSON_Delete(list);
     return e;
 }
 
@@ -371,7 +366,7 @@ static void on_list_done(const struct kube_resp *resp, void *userdata)
 
 static void list_page(struct kube_informer *inf)
 {
-    struct buf path;
+    _cleanup_buf_ struct buf path;
     buf_init(&path, PATH_MAX_LEN);
     char limit[16];
     (void)snprintf(limit, sizeof(limit), "%d", inf->page_size);
@@ -389,7 +384,6 @@ static void list_page(struct kube_informer *inf)
     };
     if (e == 0)
         e = kube_http_start(inf->http, &req, &inf->req);
-    buf_free(&path);
     if (e < 0)
         retry_errno(inf, STEP_LIST, e, "cannot start LIST");
 }
@@ -418,30 +412,26 @@ static int apply_object(struct kube_informer *inf, const struct kube_watch_event
         skip_object(inf, e, "a watch event's object", 0);
         return 0;
     }
-    cJSON *old = map_take(inf->store, key);
+    _cleanup_json_ cJSON *old = map_take(inf->store, key);
     if (ev->type == KUBE_WATCH_DELETED) {
         if (inf->handlers.on_delete)
             inf->handlers.on_delete(key, ev->object, inf->userdata);
-        cJSON_Delete(old);
         return 0;
     }
-    cJSON *copy = cJSON_Duplicate(ev->object, true);
-    if (copy) {
-        trim(inf, copy);
-        json_intern_keys(copy);
+    _cleanup_json_ cJSON *dup = cJSON_Duplicate(ev->object, true);
+    if (dup) {
+        trim(inf, dup);
+        json_intern_keys(dup);
     }
-    if (!copy || map_put(inf->store, key, copy) < 0) {
-        cJSON_Delete(copy);
-        cJSON_Delete(old);
+    if (!dup || map_put(inf->store, key, dup) < 0)
         return -ENOMEM;
-    }
+    cJSON *copy = TAKE_PTR(dup); /* the store's now */
     const char *old_rv = old ? rv_of(old) : NULL;
     if (!old && inf->handlers.on_add)
         inf->handlers.on_add(key, copy, inf->userdata);
     else if (old && inf->handlers.on_update &&
              (!old_rv || !ev->resource_version || strcmp(old_rv, ev->resource_version) != 0))
         inf->handlers.on_update(key, old, copy, inf->userdata);
-    cJSON_Delete(old);
     return 0;
 }
 
@@ -558,7 +548,7 @@ static void on_watch_done(const struct kube_resp *resp, void *userdata)
 
 static void start_watch(struct kube_informer *inf)
 {
-    struct buf path;
+    _cleanup_buf_ struct buf path;
     buf_init(&path, PATH_MAX_LEN);
     char timeout[16];
     int secs = inf->watch_timeout ? inf->watch_timeout
@@ -587,7 +577,6 @@ static void start_watch(struct kube_informer *inf)
     };
     if (e == 0)
         e = kube_http_start(inf->http, &req, &inf->req);
-    buf_free(&path);
     if (e < 0) {
         retry_errno(inf, STEP_WATCH, e, "cannot start WATCH");
         return;

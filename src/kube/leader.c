@@ -21,7 +21,9 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/json.h"
 #include "base/timefmt.h"
 #include "kube/client.h"
 #include "kube/http.h"
@@ -253,7 +255,7 @@ static void fill_spec(struct kube_leader *l, cJSON *lease, const char *holder, b
 static int write_lease(struct kube_leader *l, const cJSON *current, const char *holder,
                        kube_client_cb cb)
 {
-    cJSON *lease = current ? cJSON_Duplicate(current, true) : cJSON_CreateObject();
+    _cleanup_json_ cJSON *lease = current ? cJSON_Duplicate(current, true) : cJSON_CreateObject();
     if (!lease)
         return -ENOMEM;
     bool acquired = holder && strcmp(spec_str(current, "holderIdentity"), holder) != 0;
@@ -280,7 +282,6 @@ static int write_lease(struct kube_leader *l, const cJSON *current, const char *
         cJSON_AddStringToObject(meta, "namespace", l->ns);
         e = send(l, "POST", false, lease, cb);
     }
-    cJSON_Delete(lease);
     return e;
 }
 

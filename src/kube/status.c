@@ -178,7 +178,7 @@ int kube_status_decode(int http, const char *body, size_t len, int retry_after_h
 {
     if (!body)
         len = 0;
-    cJSON *root = NULL;
+    _cleanup_json_ cJSON *root = NULL;
     (void)json_parse_strict(body, len, &root, NULL);
     bool status = root && is_status(root);
     if (status)
@@ -186,7 +186,6 @@ int kube_status_decode(int http, const char *body, size_t len, int retry_after_h
     else
         fill_from_http(http, body, len, ret);
     bool json = root != NULL;
-    cJSON_Delete(root);
     if (ret->retry_after < 0 && retry_after_header >= 0)
         ret->retry_after = retry_after_header;
     return json && !status ? -EBADMSG : 0;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/cleanup.h"
 #include "base/json.h"
 
 static const char *const type_names[_KUBE_WATCH_TYPE_MAX] = {
@@ -107,18 +108,16 @@ static int event_from_json(const cJSON *root, struct kube_watch_event *ret, cons
 static int decode(const char *line, size_t len, struct kube_watch_event *ret,
                   struct cJSON **ret_root, const char **why)
 {
-    cJSON *root = NULL;
+    _cleanup_json_ cJSON *root = NULL;
     int r = json_parse_strict(line, len, &root, NULL);
     if (r < 0)
         return bad(why, "a line that is not JSON");
     struct kube_watch_event ev;
     r = event_from_json(root, &ev, why);
-    if (r < 0) {
-        cJSON_Delete(root);
+    if (r < 0)
         return r;
-    }
     *ret = ev;
-    *ret_root = root;
+    *ret_root = TAKE_PTR(root);
     return 0;
 }
 

@@ -62,11 +62,32 @@ static void test_consume_and_take(void)
     free(s);
 }
 
+/* _cleanup_buf_ frees the memory when the buffer leaves scope (a leak here fails the ASan run);
+ * buf_take first leaves nothing to free. */
+static void test_cleanup(void)
+{
+    char *s;
+    {
+        _cleanup_buf_ struct buf b;
+        buf_init(&b, 64);
+        CU_ASSERT_EQUAL(buf_adds(&b, "freed at scope end"), 0);
+    }
+    {
+        _cleanup_buf_ struct buf b;
+        buf_init(&b, 64);
+        CU_ASSERT_EQUAL(buf_adds(&b, "taken"), 0);
+        s = buf_take(&b);
+    }
+    CU_ASSERT_STRING_EQUAL(s, "taken");
+    free(s);
+}
+
 static CU_TestInfo tests[] = {
         {"grows and terminates", test_grows_and_terminates},
         {"cap is per input and frees", test_cap_is_per_input_and_frees},
         {"huge length does not overflow", test_huge_length_does_not_overflow},
         {"consume and take", test_consume_and_take},
+        {"cleanup at scope end", test_cleanup},
         CU_TEST_INFO_NULL,
 };
 

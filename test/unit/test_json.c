@@ -134,12 +134,51 @@ static void test_intern_keys(void)
     cJSON_Delete(copy);
 }
 
+static int freed; /* calls of the counting free hook */
+
+static void counting_free(void *p)
+{
+    freed++;
+    free(p);
+}
+
+static cJSON *kept_tree(void)
+{
+    _cleanup_json_ cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", "a");
+    return TAKE_PTR(o); /* handed on: not deleted */
+}
+
+/* _cleanup_json_ deletes the whole tree when it leaves scope, does nothing for NULL, and
+ * nothing after TAKE_PTR (cJSON's hooks count the frees). */
+static void test_cleanup(void)
+{
+    cJSON_Hooks hooks = {.malloc_fn = malloc, .free_fn = counting_free};
+    cJSON_InitHooks(&hooks);
+    freed = 0;
+    {
+        _cleanup_json_ cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", "a"); /* the object, the item, its name and value */
+        _cleanup_json_ cJSON *none = NULL;
+        (void)none;
+    }
+    CU_ASSERT_EQUAL(freed, 4);
+    freed = 0;
+    cJSON *kept = kept_tree();
+    CU_ASSERT_EQUAL(freed, 0);
+    CU_ASSERT_STRING_EQUAL(json_str(kept, "name"), "a");
+    cJSON_Delete(kept);
+    CU_ASSERT_EQUAL(freed, 4);
+    cJSON_InitHooks(NULL);
+}
+
 static CU_TestInfo tests[] = {
         {"accepts one value", test_accepts},
         {"refuses the rest, saying where", test_refuses},
         {"nesting limit", test_depth},
         {"accessors", test_accessors},
         {"shared member names", test_intern_keys},
+        {"cleanup deletes the tree at scope end", test_cleanup},
         CU_TEST_INFO_NULL,
 };
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "controllers/devices/devobjs.h"
@@ -67,15 +68,15 @@ static int by_name(const void *a, const void *b)
     return strcmp(x->string ? x->string : "", y->string ? y->string : "");
 }
 
+/* Takes `o` and `status`. */
 static cJSON *object(cJSON *o, cJSON *status, const char *name)
 {
-    if (!o || !status || !cJSON_AddItemToObject(o, "status", status)) {
-        cJSON_Delete(o);
-        cJSON_Delete(status);
+    _cleanup_json_ cJSON *own_o = o, *own_status = status;
+    if (!o || !status || !cJSON_AddItemToObject(o, "status", status))
         return NULL;
-    }
+    TAKE_PTR(own_status);     /* o's now */
     o->string = strdup(name); /* (the sort key; cJSON_Delete frees it) */
-    return o;
+    return TAKE_PTR(own_o);
 }
 
 static cJSON *list_of(const struct scans *s)
@@ -217,9 +218,8 @@ static void print_yaml(const cJSON *j, int indent, bool in_seq)
         }
         return;
     }
-    char *s = cJSON_PrintUnformatted(j);
+    _cleanup_free_ char *s = cJSON_PrintUnformatted(j);
     printf("%s\n", s ? s : "null");
-    free(s);
 }
 
 /* The options into `cfg` and `format`. Returns 0, 1 (--help printed) or 2 (usage printed). */
@@ -283,10 +283,8 @@ static int parse_args(int argc, char **argv, struct inventory_config *cfg, const
 static int print_list(const cJSON *list, const char *format)
 {
     if (strcmp(format, "json") == 0) {
-        char *text = cJSON_Print(list);
-        int rc = text && puts(text) >= 0 ? 0 : 1;
-        free(text);
-        return rc;
+        _cleanup_free_ char *text = cJSON_Print(list);
+        return text && puts(text) >= 0 ? 0 : 1;
     }
     if (strcmp(format, "yaml") == 0)
         print_yaml(list, 0, false);
@@ -324,11 +322,10 @@ int invtool_run(int argc, char **argv)
     inventory_scan(inv, "inventory command");
     inventory_free(inv);
     manager_free(cfg.env.mgr);
-    cJSON *list = s.pci ? list_of(&s) : NULL;
+    _cleanup_json_ cJSON *list = s.pci ? list_of(&s) : NULL;
     int rc = list ? print_list(list, format) : 1;
     if (!list)
         log_error("The scan failed: nothing to print", KV_STR("sysfsRoot", cfg.env.sysfs_root));
-    cJSON_Delete(list);
     map_free(s.pci);
     map_free(s.usb);
     return rc;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cleanup.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/metrics.h"
@@ -20,12 +21,11 @@
 
 cJSON *devwrite_owner_ref(const char *node, const char *node_uid)
 {
-    cJSON *ref = cJSON_CreateObject();
+    _cleanup_json_ cJSON *ref = cJSON_CreateObject();
     if (ref && cJSON_AddStringToObject(ref, "apiVersion", "v1") &&
         cJSON_AddStringToObject(ref, "kind", "Node") &&
         cJSON_AddStringToObject(ref, "name", node) && cJSON_AddStringToObject(ref, "uid", node_uid))
-        return ref;
-    cJSON_Delete(ref);
+        return TAKE_PTR(ref);
     return NULL;
 }
 
@@ -49,15 +49,13 @@ cJSON *devwrite_new_object(const char *kind, const char *name, const char *node,
 
 char *devwrite_wrap(const char *top, cJSON *inner)
 {
-    if (!inner || !inner->child) {
-        cJSON_Delete(inner);
+    _cleanup_json_ cJSON *own = inner;
+    if (!inner || !inner->child)
         return NULL;
-    }
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddItemToObject(o, top, inner);
-    char *s = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    return s;
+    _cleanup_json_ cJSON *o = cJSON_CreateObject();
+    if (cJSON_AddItemToObject(o, top, inner))
+        TAKE_PTR(own); /* o's now */
+    return cJSON_PrintUnformatted(o);
 }
 
 /* The merge patch value that turns `have` into `want`: `want` itself, unless both are objects

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cleanup.h"
 #include "base/json.h"
 #include "controllers/dra/draslices.h"
 #include "node/vfio.h"
@@ -152,59 +153,58 @@ int draprep_container_path(const struct draprep_claim *c, const char *base_reque
 
 static cJSON *device_node(const char *path, const char *dev_root)
 {
-    cJSON *n = cJSON_CreateObject();
+    _cleanup_json_ cJSON *n = cJSON_CreateObject();
     if (!n || !cJSON_AddStringToObject(n, "path", path))
-        return cJSON_Delete(n), NULL;
+        return NULL;
     if (strcmp(dev_root, "/dev") != 0) {
         char host[4096];
         (void)snprintf(host, sizeof(host), "%s%s", dev_root, path + 4);
         if (!cJSON_AddStringToObject(n, "hostPath", host))
-            return cJSON_Delete(n), NULL;
+            return NULL;
     }
-    return n;
+    return TAKE_PTR(n);
 }
 
+/* Takes `edits`. */
 static cJSON *cdi_device(const char *name, cJSON *edits)
 {
-    cJSON *d = cJSON_CreateObject();
-    if (!d || !edits || !cJSON_AddStringToObject(d, "name", name) ||
-        !cJSON_AddItemToObject(d, "containerEdits", edits)) {
-        cJSON_Delete(d);
-        cJSON_Delete(edits);
+    _cleanup_json_ cJSON *d = cJSON_CreateObject(), *e = edits;
+    if (!d || !e || !cJSON_AddStringToObject(d, "name", name) ||
+        !cJSON_AddItemToObject(d, "containerEdits", e))
         return NULL;
-    }
-    return d;
+    TAKE_PTR(e); /* d's now */
+    return TAKE_PTR(d);
 }
 
 static cJSON *vfio_edits(int group, const char *dev_root)
 {
     char path[64];
-    cJSON *e = cJSON_CreateObject(), *nodes = cJSON_AddArrayToObject(e, "deviceNodes");
+    _cleanup_json_ cJSON *e = cJSON_CreateObject();
+    cJSON *nodes = cJSON_AddArrayToObject(e, "deviceNodes");
     (void)snprintf(path, sizeof(path), "/dev/vfio/%d", group);
     if (!nodes || !cJSON_AddItemToArray(nodes, device_node("/dev/vfio/vfio", dev_root)) ||
         !cJSON_AddItemToArray(nodes, device_node(path, dev_root)))
-        return cJSON_Delete(e), NULL;
-    return e;
+        return NULL;
+    return TAKE_PTR(e);
 }
 
 static cJSON *mount_edits(const struct draprep_claim *c, const char *base, const char *metadata_dir)
 {
     char host[4096], ctr[1024];
-    cJSON *e = cJSON_CreateObject(), *mounts = cJSON_AddArrayToObject(e, "mounts"),
-          *m = cJSON_CreateObject(),
-          *opts = cJSON_CreateStringArray((const char *[]){"ro", "bind"}, 2);
+    _cleanup_json_ cJSON *e = cJSON_CreateObject(), *m = cJSON_CreateObject(),
+                         *opts = cJSON_CreateStringArray((const char *[]){"ro", "bind"}, 2);
+    cJSON *mounts = cJSON_AddArrayToObject(e, "mounts");
     (void)snprintf(host, sizeof(host), "%s/%s/metadata.json", metadata_dir, base);
-    if (!mounts || !m || !opts || !cJSON_AddItemToArray(mounts, m) ||
-        draprep_container_path(c, base, ctr, sizeof(ctr)) < 0 ||
+    if (!mounts || !m || !opts || draprep_container_path(c, base, ctr, sizeof(ctr)) < 0 ||
         !cJSON_AddStringToObject(m, "hostPath", host) ||
         !cJSON_AddStringToObject(m, "containerPath", ctr) ||
-        !cJSON_AddItemToObject(m, "options", opts)) {
-        if (!cJSON_IsArray(mounts) || !m || !cJSON_GetArraySize(mounts))
-            cJSON_Delete(m);
-        cJSON_Delete(e);
+        !cJSON_AddItemToObject(m, "options", opts))
         return NULL;
-    }
-    return e;
+    TAKE_PTR(opts); /* m's now */
+    if (!cJSON_AddItemToArray(mounts, m))
+        return NULL;
+    TAKE_PTR(m); /* e's now */
+    return TAKE_PTR(e);
 }
 
 /* Whether request `base` appears before device i (its metadata device is there already). */
@@ -222,67 +222,65 @@ static bool seen_before(const struct draprep_claim *c, size_t i, const char *bas
 cJSON *draprep_cdi_spec(const struct draprep_claim *c, const int *groups, const char *dev_root,
                         const char *metadata_dir)
 {
-    cJSON *spec = cJSON_CreateObject(), *devs = NULL;
+    _cleanup_json_ cJSON *spec = cJSON_CreateObject();
+    cJSON *devs = NULL;
     if (!spec || !cJSON_AddStringToObject(spec, "cdiVersion", "0.6.0") ||
         !cJSON_AddStringToObject(spec, "kind", DRAPREP_CDI_KIND) ||
         !(devs = cJSON_AddArrayToObject(spec, "devices")))
-        return cJSON_Delete(spec), NULL;
+        return NULL;
     for (size_t i = 0; i < c->n; i++) {
         char name[DRAPREP_NAME_SIZE + 96], base[DRAPREP_NAME_SIZE];
         (void)snprintf(name, sizeof(name), "%s-%s", c->uid, c->devices[i].name);
         if (!cJSON_AddItemToArray(devs, cdi_device(name, vfio_edits(groups[i], dev_root))))
-            return cJSON_Delete(spec), NULL;
+            return NULL;
         draprep_base_request(c->devices[i].request, base, sizeof(base));
         if (seen_before(c, i, base))
             continue;
         (void)snprintf(name, sizeof(name), "%s_%s", c->uid, base);
         if (!cJSON_AddItemToArray(devs, cdi_device(name, mount_edits(c, base, metadata_dir))))
-            return cJSON_Delete(spec), NULL;
+            return NULL;
     }
-    return spec;
+    return TAKE_PTR(spec);
 }
 
 static cJSON *meta_device(const struct draprep_device *d, const char *driver, const char *pool,
                           const cJSON *attrs)
 {
-    cJSON *o = cJSON_CreateObject(),
-          *a = attrs ? cJSON_Duplicate(attrs, true) : cJSON_CreateObject();
-    if (!o || !a || !cJSON_AddStringToObject(o, "driver", driver) ||
+    _cleanup_json_ cJSON *o = cJSON_CreateObject(),
+                         *own = attrs ? cJSON_Duplicate(attrs, true) : cJSON_CreateObject();
+    if (!o || !own || !cJSON_AddStringToObject(o, "driver", driver) ||
         !cJSON_AddStringToObject(o, "pool", pool) || !cJSON_AddStringToObject(o, "name", d->name) ||
-        !cJSON_AddItemToObject(o, "attributes", a)) {
-        if (!json_field(o, "attributes"))
-            cJSON_Delete(a);
-        return cJSON_Delete(o), NULL;
-    }
+        !cJSON_AddItemToObject(o, "attributes", own))
+        return NULL;
+    cJSON *a = TAKE_PTR(own); /* o's now */
     if (!json_field(a, "resource.kubernetes.io/pciBusID")) {
-        cJSON *s = cJSON_CreateObject();
+        _cleanup_json_ cJSON *s = cJSON_CreateObject();
         if (!s || !cJSON_AddStringToObject(s, "string", d->address) ||
             !cJSON_AddItemToObject(a, "resource.kubernetes.io/pciBusID", s))
-            return cJSON_Delete(s), cJSON_Delete(o), NULL;
+            return NULL;
+        TAKE_PTR(s); /* a's now */
     }
-    return o;
+    return TAKE_PTR(o);
 }
 
 cJSON *draprep_metadata(const struct draprep_claim *c, const char *base_request, const char *driver,
                         const char *pool, const cJSON *const *attrs)
 {
-    cJSON *m = cJSON_CreateObject(), *meta = cJSON_AddObjectToObject(m, "metadata"), *reqs,
-          *req = cJSON_CreateObject(), *devs;
+    _cleanup_json_ cJSON *m = cJSON_CreateObject(), *own = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(m, "metadata"), *reqs, *devs;
     const char *request = NULL;
-    if (!meta || !req || !cJSON_AddStringToObject(m, "kind", "DeviceMetadata") ||
+    if (!meta || !own || !cJSON_AddStringToObject(m, "kind", "DeviceMetadata") ||
         !cJSON_AddStringToObject(m, "apiVersion", DRAPREP_METADATA_API) ||
         !cJSON_AddStringToObject(meta, "name", c->name) ||
         !cJSON_AddStringToObject(meta, "namespace", c->namespace_) ||
         !cJSON_AddStringToObject(meta, "uid", c->uid) ||
         !cJSON_AddNumberToObject(meta, "generation", 1) ||
         (c->pod_claim[0] && !cJSON_AddStringToObject(m, "podClaimName", c->pod_claim)) ||
-        !(reqs = cJSON_AddArrayToObject(m, "requests")) || !cJSON_AddItemToArray(reqs, req) ||
-        !(devs = cJSON_AddArrayToObject(req, "devices"))) {
-        if (!cJSON_IsArray(json_field(m, "requests")) ||
-            !cJSON_GetArraySize(json_field(m, "requests")))
-            cJSON_Delete(req);
-        return cJSON_Delete(m), NULL;
-    }
+        !(reqs = cJSON_AddArrayToObject(m, "requests")) || !cJSON_AddItemToArray(reqs, own))
+        return NULL;
+    cJSON *req = TAKE_PTR(own); /* m's now */
+    if (!(devs = cJSON_AddArrayToObject(req, "devices")))
+        return NULL;
     for (size_t i = 0; i < c->n; i++) {
         char b[DRAPREP_NAME_SIZE];
         draprep_base_request(c->devices[i].request, b, sizeof(b));
@@ -291,11 +289,11 @@ cJSON *draprep_metadata(const struct draprep_claim *c, const char *base_request,
         request = request ? request : c->devices[i].request;
         if (!cJSON_AddItemToArray(
                     devs, meta_device(&c->devices[i], driver, pool, attrs ? attrs[i] : NULL)))
-            return cJSON_Delete(m), NULL;
+            return NULL;
     }
     if (!cJSON_AddStringToObject(req, "name", request ? request : base_request))
-        return cJSON_Delete(m), NULL;
-    return m;
+        return NULL;
+    return TAKE_PTR(m);
 }
 
 const char *draprep_original(const char *current, const char *annotation)
@@ -320,39 +318,34 @@ void draprep_busy_error(const char *address, int group, const char *holder, cons
 
 cJSON *draprep_checkpoint_new(void)
 {
-    cJSON *ck = cJSON_CreateObject();
+    _cleanup_json_ cJSON *ck = cJSON_CreateObject();
     if (!ck || !cJSON_AddNumberToObject(ck, "version", 1) || !cJSON_AddObjectToObject(ck, "claims"))
-        return cJSON_Delete(ck), NULL;
-    return ck;
+        return NULL;
+    return TAKE_PTR(ck);
 }
 
 int draprep_checkpoint_parse(const char *text, cJSON **ret, struct err *ret_err)
 {
-    cJSON *ck = NULL;
+    _cleanup_json_ cJSON *ck = NULL;
     int r = json_parse_strict(text, strlen(text), &ck, ret_err);
     if (r < 0)
         return r;
     const cJSON *v = json_field(ck, "version"), *claims = json_field(ck, "claims"), *e;
-    if (!cJSON_IsNumber(v) || v->valuedouble != 1 || !cJSON_IsObject(claims)) {
-        cJSON_Delete(ck);
+    if (!cJSON_IsNumber(v) || v->valuedouble != 1 || !cJSON_IsObject(claims))
         return err_set(ret_err, -EINVAL, "not a version 1 checkpoint");
-    }
     cJSON_ArrayForEach(e, claims)
     {
         struct draprep_claim c;
         const char **orig = NULL;
         int *groups = NULL;
         r = draprep_checkpoint_entry(e, e->string, &c, &orig, &groups);
-        free(orig);
+        free(orig); /* not _cleanup_free_: clang-analyzer does not see cleanups (a false leak) */
         free(groups);
         draprep_claim_done(&c);
-        if (r < 0) {
-            r = err_set(ret_err, r, "claim %.64s's entry is malformed", e->string);
-            cJSON_Delete(ck);
-            return r;
-        }
+        if (r < 0)
+            return err_set(ret_err, r, "claim %.64s's entry is malformed", e->string);
     }
-    *ret = ck;
+    *ret = TAKE_PTR(ck);
     return 0;
 }
 
@@ -364,29 +357,30 @@ cJSON *draprep_checkpoint_claim(const cJSON *ck, const char *uid)
 int draprep_checkpoint_put(cJSON *ck, const struct draprep_claim *c, const char *const *originals,
                            const int *groups, bool prepared)
 {
-    cJSON *claims = (cJSON *)json_field(ck, "claims"), *e = cJSON_CreateObject(), *devs = NULL;
+    cJSON *claims = (cJSON *)json_field(ck, "claims"), *devs = NULL;
+    _cleanup_json_ cJSON *e = cJSON_CreateObject();
     if (!claims || !e || !cJSON_AddStringToObject(e, "namespace", c->namespace_) ||
         !cJSON_AddStringToObject(e, "name", c->name) ||
         !cJSON_AddBoolToObject(e, "prepared", prepared) ||
         (c->pod_claim[0] && !cJSON_AddStringToObject(e, "podClaim", c->pod_claim)) ||
         !(devs = cJSON_AddArrayToObject(e, "devices")))
-        return cJSON_Delete(e), -ENOMEM;
+        return -ENOMEM;
     for (size_t i = 0; i < c->n; i++) {
-        cJSON *d = cJSON_CreateObject();
-        if (!cJSON_AddItemToArray(devs, d) ||
-            !cJSON_AddStringToObject(d, "request", c->devices[i].request) ||
+        _cleanup_json_ cJSON *d = cJSON_CreateObject();
+        if (!d || !cJSON_AddStringToObject(d, "request", c->devices[i].request) ||
             !cJSON_AddStringToObject(d, "name", c->devices[i].name) ||
             !cJSON_AddStringToObject(d, "address", c->devices[i].address) ||
             !cJSON_AddStringToObject(d, "original", originals[i] ? originals[i] : "") ||
-            !cJSON_AddNumberToObject(d, "group", groups ? groups[i] : -1)) {
-            if (!cJSON_GetArraySize(devs) ||
-                cJSON_GetArrayItem(devs, cJSON_GetArraySize(devs) - 1) != d)
-                cJSON_Delete(d);
-            return cJSON_Delete(e), -ENOMEM;
-        }
+            !cJSON_AddNumberToObject(d, "group", groups ? groups[i] : -1) ||
+            !cJSON_AddItemToArray(devs, d))
+            return -ENOMEM;
+        TAKE_PTR(d); /* e's now */
     }
     cJSON_DeleteItemFromObjectCaseSensitive(claims, c->uid);
-    return cJSON_AddItemToObject(claims, c->uid, e) ? 0 : (cJSON_Delete(e), -ENOMEM);
+    if (!cJSON_AddItemToObject(claims, c->uid, e))
+        return -ENOMEM;
+    TAKE_PTR(e); /* the checkpoint's now */
+    return 0;
 }
 
 void draprep_checkpoint_remove(cJSON *ck, const char *uid)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/cleanup.h"
 #include "base/json.h"
 #include "kube/client.h"
 
@@ -159,7 +160,7 @@ static const char *const lists[] = {"pciHostDevices", "usb"};
  * its list, nothing more, nothing less): such entries are ours, whatever the record says. */
 static bool all_ours(const cJSON *phd, const struct permitted_entry *e)
 {
-    cJSON *mine = entry_json(e);
+    _cleanup_json_ cJSON *mine = entry_json(e);
     bool ours = mine != NULL;
     for (size_t l = 0; ours && l < 2; l++) {
         const cJSON *item;
@@ -171,7 +172,6 @@ static bool all_ours(const cJSON *phd, const struct permitted_entry *e)
                 ours = false;
         }
     }
-    cJSON_Delete(mine);
     return ours;
 }
 
@@ -206,7 +206,7 @@ static void find_conflicts(struct pass *p, const cJSON *phd)
 /* The new list of kind `usb`, or NULL when it would equal the current one. */
 static cJSON *rebuild(struct pass *p, const cJSON *current)
 {
-    cJSON *out = cJSON_CreateArray();
+    _cleanup_json_ cJSON *out = cJSON_CreateArray();
     keep_current(p, current, out);
     for (size_t i = 0; i < p->w->n; i++) {
         if (p->w->entries[i].usb != p->usb || p->emitted[i])
@@ -217,11 +217,9 @@ static cJSON *rebuild(struct pass *p, const cJSON *current)
     }
     bool same = cJSON_IsArray(current) ? cJSON_Compare(out, current, true)
                                        : cJSON_GetArraySize(out) == 0;
-    if (same) {
-        cJSON_Delete(out);
+    if (same)
         return NULL;
-    }
-    return out;
+    return TAKE_PTR(out);
 }
 
 /* The new ownership list: the needed names no foreign entry serves, sorted. */
@@ -243,13 +241,15 @@ static char *new_owned(const struct permitted_want *w, const bool *conflict)
     return s ? s : strdup("");
 }
 
-/* Assembles the merge patch of whatever changed; NULL when nothing did. */
+/* Assembles the merge patch of whatever changed (taking `pci` and `usb`); NULL when nothing
+ * did. */
 static char *patch_of(const cJSON *kubevirt, cJSON *pci, cJSON *usb, const char *owned)
 {
+    _cleanup_json_ cJSON *own_pci = pci, *own_usb = usb;
     bool owner_changed = strcmp(owned, owned_list(kubevirt)) != 0;
     if (!pci && !usb && !owner_changed)
         return NULL;
-    cJSON *patch = cJSON_CreateObject();
+    _cleanup_json_ cJSON *patch = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
     cJSON_AddStringToObject(meta, "resourceVersion", kube_meta_str(kubevirt, "resourceVersion"));
     if (owner_changed) {
@@ -263,14 +263,12 @@ static char *patch_of(const cJSON *kubevirt, cJSON *pci, cJSON *usb, const char 
         cJSON *phd = cJSON_AddObjectToObject(
                 cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "spec"), "configuration"),
                 "permittedHostDevices");
-        if (pci)
-            cJSON_AddItemToObject(phd, "pciHostDevices", pci);
-        if (usb)
-            cJSON_AddItemToObject(phd, "usb", usb);
+        if (pci && cJSON_AddItemToObject(phd, "pciHostDevices", pci))
+            TAKE_PTR(own_pci); /* the patch's now */
+        if (usb && cJSON_AddItemToObject(phd, "usb", usb))
+            TAKE_PTR(own_usb);
     }
-    char *s = cJSON_PrintUnformatted(patch);
-    cJSON_Delete(patch);
-    return s;
+    return cJSON_PrintUnformatted(patch);
 }
 
 int permitted_plan(const cJSON *kubevirt, const struct permitted_want *w,
@@ -281,7 +279,7 @@ int permitted_plan(const cJSON *kubevirt, const struct permitted_want *w,
         return -EINVAL;
     const cJSON *phd = json_field(json_field(json_field(kubevirt, "spec"), "configuration"),
                                   "permittedHostDevices");
-    struct buf conflicts, adopted;
+    _cleanup_buf_ struct buf conflicts, adopted;
     buf_init(&conflicts, sizeof(ret->conflicts) - 1);
     buf_init(&adopted, sizeof(ret->adopted_names) - 1);
     bool *flags = calloc(3 * (w->n + 1), sizeof(*flags)); /* emitted, conflict, adopted */
@@ -296,21 +294,15 @@ int permitted_plan(const cJSON *kubevirt, const struct permitted_want *w,
                      .conflicts = &conflicts,
                      .adopted_names = &adopted};
     find_conflicts(&p, phd);
-    cJSON *pci = rebuild(&p, json_field(phd, "pciHostDevices"));
+    _cleanup_json_ cJSON *pci = rebuild(&p, json_field(phd, "pciHostDevices"));
     p.usb = true;
-    cJSON *usb = rebuild(&p, json_field(phd, "usb"));
+    _cleanup_json_ cJSON *usb = rebuild(&p, json_field(phd, "usb"));
     char *owned = new_owned(w, p.conflict);
     (void)snprintf(ret->conflicts, sizeof(ret->conflicts), "%s", buf_str(&conflicts));
     (void)snprintf(ret->adopted_names, sizeof(ret->adopted_names), "%s", buf_str(&adopted));
-    ret->patch = owned ? patch_of(kubevirt, pci, usb, owned) : NULL;
-    if (!ret->patch) { /* patch_of took them otherwise */
-        cJSON_Delete(pci);
-        cJSON_Delete(usb);
-    }
+    ret->patch = owned ? patch_of(kubevirt, TAKE_PTR(pci), TAKE_PTR(usb), owned) : NULL;
     int r = owned ? 0 : -ENOMEM;
     free(owned);
     free(flags);
-    buf_free(&conflicts);
-    buf_free(&adopted);
     return r;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/cleanup.h"
 #include "base/json.h"
 #include "kube/client.h"
 
@@ -74,10 +75,8 @@ int claimstatus_finalizer_index(const cJSON *claim, const char *finalizer)
  * values are JSON strings already, but one with a quote or a backslash must stay one. */
 static char *quote(const char *s)
 {
-    cJSON *j = cJSON_CreateString(s);
-    char *q = j ? cJSON_PrintUnformatted(j) : NULL;
-    cJSON_Delete(j);
-    return q;
+    _cleanup_json_ cJSON *j = cJSON_CreateString(s);
+    return j ? cJSON_PrintUnformatted(j) : NULL;
 }
 
 char *claimstatus_finalizer_patch(const cJSON *claim, const char *finalizer, bool add)
@@ -85,7 +84,7 @@ char *claimstatus_finalizer_patch(const cJSON *claim, const char *finalizer, boo
     int i = claimstatus_finalizer_index(claim, finalizer);
     const cJSON *list = json_field(json_field(claim, "metadata"), "finalizers");
     const char *uid = kube_meta_str(claim, "uid");
-    char *quoted = NULL;
+    _cleanup_free_ char *quoted = NULL;
     struct buf b;
     buf_init(&b, 4096);
     if (add && i < 0 && cJSON_GetArraySize(list) > 0)
@@ -109,6 +108,5 @@ char *claimstatus_finalizer_patch(const cJSON *claim, const char *finalizer, boo
                          i, finalizer, i);
     else
         return NULL;
-    free(quoted);
     return buf_take(&b);
 }
