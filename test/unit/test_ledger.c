@@ -154,6 +154,8 @@ static void test_replaced_holdings(void)
     char **v = calloc(1, sizeof(*v));
     size_t n = 1;
     CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    if (!v)
+        return;
     v[0] = strdup("mine");
     CU_ASSERT_EQUAL(ledger_addresses(l, &v, &n), 0);
     CU_ASSERT_EQUAL(n, 4);
