@@ -28,9 +28,9 @@
  * driver back (none to restore when it was on vfio-pci before), the CDI spec and metadata
  * files go and the entry leaves the checkpoint.
  *
- * draplugin_holder() tells the PCIDeviceClaim reconciler which devices DRA holds (it refuses a
- * claim on them); `on_release` runs after an unprepare freed devices. Logs; metrics
- * hostdevd_dra_*.
+ * The checkpoint's claims are the device ledger's DRA holdings (binding/ledger.h): the
+ * PCIDeviceClaim reconciler refuses a claim on them, and an unprepare that frees devices tells
+ * the claims that waited (ledger_released). Logs; metrics hostdevd_dra_*.
  */
 #pragma once
 
