@@ -791,7 +791,6 @@ struct pciclaim *pciclaim_new(const struct part_env *env)
     struct pciclaim *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
-    const struct part_env *cfg = env;
     c->cfg.env = *env;
     c->devices = manager_cache(env->mgr, &kind_pcidevices);
     c->usb_devices = manager_cache(env->mgr, &kind_usbdevices);
@@ -799,12 +798,12 @@ struct pciclaim *pciclaim_new(const struct part_env *env)
     c->bind = manager_part(env->mgr, &pcibind_env_part);
     c->worker = manager_worker(env->mgr);
     char instance[300];
-    (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", cfg->node_name);
+    (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", env->node_name);
     struct kube_recorder_config rc = {.controller = "hostdevd.io/agent", .instance = instance};
-    c->events = kube_recorder_new(cfg->loop, cfg->http, &rc);
+    c->events = kube_recorder_new(env->loop, env->http, &rc);
     c->first_seen = map_new(free_double);
     c->failures = map_new(free);
-    c->closes = closewatch_new(cfg->loop, on_group_closed, c);
+    c->closes = closewatch_new(env->loop, on_group_closed, c);
     if (!c->bind || !c->worker || !c->ledger || !c->events || !c->first_seen || !c->failures ||
         !c->closes || make_runner(c) < 0) {
         pciclaim_free(c);

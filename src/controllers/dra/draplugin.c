@@ -75,7 +75,6 @@ struct call {
     cJSON *ck;      /* the checkpoint the job works on, and leaves */
     char **claimed; /* addresses PCIDeviceClaims or other DRA claims hold */
     size_t n_claimed;
-    bool released; /* unprepare let devices go */
 };
 
 static void sync_ledger(struct draplugin *p);
@@ -227,9 +226,7 @@ static int restore_devices(struct call *k, const struct draprep_claim *c, const 
             continue;
         struct pcibind_request req = request(k, c->devices[i].address, orig[i], NULL);
         pcibind_restore_device(k->p->cfg.bind, &req, &o);
-        if (o.kind == BINDPLAN_RESTORED)
-            k->released = true;
-        else if (o.kind != BINDPLAN_RELEASED && failed++ == 0) {
+        if (o.kind != BINDPLAN_RESTORED && o.kind != BINDPLAN_RELEASED && failed++ == 0) {
             bool busy = o.kind == BINDPLAN_BUSY;
             (void)snprintf(error, ERROR_SIZE, "device %s: %s: %.900s%s", c->devices[i].address,
                            busy ? "DeviceInUse" : o.reason,
@@ -357,7 +354,6 @@ static void unprepare_claim(struct call *k, struct dclaim *d)
     metadata_dir(k->p, &d->c, path, sizeof(path));
     (void)rm_rf(path);
     draprep_checkpoint_remove(k->ck, d->ref->uid);
-    k->released = true;
     (void)save(k, d->error);
 out:
     free(orig);
