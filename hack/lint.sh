@@ -46,6 +46,7 @@ is_sh() { head -1 "$1" | grep -qE '^(#!/bin/sh|# shellcheck shell=)'; }
 mapfile -t guest < <(git ls-files --cached --others --exclude-standard -- hack/qemu-guest hack/qemu-nested | sort -u)
 shfiles=(hack/qemu-node.sh hack/kubelet.sh hack/go.sh hack/k8s-build.sh hack/fakecri-build.sh
     hack/grpcpeer-build.sh hack/kubeletpeer-build.sh hack/kubevirtenv-build.sh hack/kubevirt-crds.sh
+    hack/kubevirt-build.sh
     hack/deps.sh hack/demo.sh)
 shfiles+=(hack/image.sh test/integration/test_image.sh) # make image and its test
 shfiles+=(hack/helm-build.sh hack/anchor-build.sh) # Helm; the anchor for make bench
