@@ -65,7 +65,7 @@ prepare() {
         -replace kubevirt.io/virt-template-client-go=../stubs/virt-template-client-go \
         -replace kubevirt.io/virt-template-engine=../stubs/virt-template-engine \
         -replace libguestfs.org/libnbd=../stubs/libnbd)
-    mkdir -p "$W/out" "$OUT"
+    mkdir -p "$W/out"
 }
 
 build() { # cmd
@@ -119,8 +119,10 @@ for c in "${CMDS[@]}"; do
     build "$c"
     [ "$c" != virt-launcher ] || check_launcher
     check_runs "$c"
+    mkdir -p "$OUT"
     mv "$W/out/$c" "$OUT/$c"
     touch "$OUT/.$c.complete"
 done
+mkdir -p "$OUT"
 touch "$OUT/.set-$SET.complete"
 echo "$OUT"
