@@ -383,6 +383,10 @@ fi
 expect_contains "the claim is reserved for the launcher Pod" \
     "$(kubectl get resourceclaim -n default nic -o jsonpath='{.status.reservedFor[*].name}')" "$POD_D_NAME"
 
+# virt-operator's RBAC for it was enough: no request of virt-controller's refused by RBAC.
+rbac_refusals() { grep -o 'User \\*"system:serviceaccount:kubevirt:kubevirt-controller\\*" cannot [^"\\]*\\*"[^"\\]*' \
+    "$TEST_DIR/virt-controller.log" | sort | uniq -c; }
+expect_contains "virt-operator's RBAC was enough: RBAC refused virt-controller nothing" "[$(rbac_refusals)]" "[]"
 kill -TERM "$AGENT_PID" 2>/dev/null
 wait "$AGENT_PID" 2>/dev/null
 stop_virt_controller
