@@ -11,7 +11,8 @@
 # device plugin's ListAndWatch. Checks:
 #   - device plugin path: the VMI's hostDevices deviceName (permitted, externalResourceProvider)
 #     becomes exactly one unit of the resource in the compute container's limits and requests, in
-#     no other container; a name missing from permittedHostDevices renders no Pod;
+#     no other container (PCI pool; USB through permittedHostDevices.usb the same); a name
+#     missing from permittedHostDevices renders no Pod;
 #   - hostdevd-pod-use against the real Pod: virt-controller's create (audited as
 #     system:serviceaccount:kubevirt:kubevirt-controller) is admitted; the same spec created by a
 #     user is refused with the policy's message; with the policy's exemption naming another
@@ -19,6 +20,7 @@
 #   - kube-scheduler: the Pod stays Pending (FailedScheduling naming the resource) while the
 #     Node has 0 of it, and is bound to the Node once its allocatable lists 1; a second launcher
 #     Pod waits while the one device is taken;
+#   - virt-operator's RBAC for virt-controller is enough (RBAC refuses it nothing);
 #   - DRA path (feature gate HostDevicesWithDRA): a VMI whose host device names a ResourceClaim
 #     renders a Pod with spec.resourceClaims and the compute container's resources.claims, and
 #     kube-scheduler allocates the claim from the ResourceSlice hostdevd's agent publishes (the
@@ -31,6 +33,8 @@ cd "$ROOT"
 
 NODE=kv-node
 RES=intel.com/82574L_GIGABIT_NETWORK_CONNECTION # a PCI pool of hostdevd's (8086:10d3)
+USBDEV=kv-node-0951-1666-1-4                     # a USBDevice of hostdevd's
+USB=kubevirt.io/$USBDEV
 KVC=system:serviceaccount:kubevirt:kubevirt-controller
 DRIVER=vfio-pci.hostdevd.io
 AGENT=$TEST_BIN/hostdevd
@@ -75,7 +79,7 @@ kind: KubeVirt
 metadata:
   name: kubevirt
   namespace: kubevirt
-  annotations: {hostdevd.io/owned-host-devices: "$RES"}
+  annotations: {hostdevd.io/owned-host-devices: "$RES,$USB"}
 spec:
   configuration:
     developerConfiguration:
@@ -84,6 +88,8 @@ spec:
     permittedHostDevices:
       pciHostDevices:
       - {pciVendorSelector: "8086:10d3", resourceName: "$RES", externalResourceProvider: true}
+      usb:
+      - {resourceName: "$USB", selectors: [{vendor: "0951", product: "1666"}], externalResourceProvider: true}
 EOF
 expect_ok "... its status phase Deployed" \
     kubectl patch kubevirt -n kubevirt kubevirt --subresource status --type merge -p '{"status":{"phase":"Deployed"}}'
@@ -98,6 +104,7 @@ rules:
 - {apiGroups: [""], resources: [pods], verbs: [create]}
 - {apiGroups: [resource.k8s.io], resources: [resourceclaims], verbs: ["*"]}
 - {apiGroups: [devices.harvesterhci.io], resources: [pcidevicepools], resourceNames: ["$RES"], verbs: [use]}
+- {apiGroups: [devices.harvesterhci.io], resources: [usbdevices], resourceNames: ["$USBDEV"], verbs: [use]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
@@ -200,6 +207,19 @@ expect_contains "the Pod is virt-controller's (owner VMI vm-a)" \
 expect_contains "its nodeSelector: what virt-handler labels a schedulable q35 node with, nothing of ours" \
     "$(jq -c '.spec.nodeSelector' <<<"$POD")" '{"kubevirt.io/schedulable":"true","machine-type.node.kubevirt.io/q35":"true"}'
 
+# USB (permittedHostDevices.usb): the same shape, under KubeVirt's domain.
+expect_ok "alice (use on usbdevices/$USBDEV) creates VMI vm-u asking for $USB" \
+    kubectl --context alice create -f - <<<"$(vmi_json vm-u "[{\"name\": \"stick\", \"deviceName\": \"$USB\"}]")"
+if eventually 60 launcher vm-u; then pass "vm-u's Pod rendered"; else fail "vm-u's Pod rendered"; fi
+expect_contains "... its compute container, and no other, asks for one $USB" \
+    "$(launcher vm-u | jq -c --arg r "$USB" '[.spec.containers[], .spec.initContainers[]?
+        | select(.resources.limits[$r] or .resources.requests[$r])
+        | {name, limit: .resources.limits[$r], request: .resources.requests[$r]}]')" \
+    "[{\"name\":\"compute\",\"limit\":\"1\",\"request\":\"1\"}]"
+POD_U=$(launcher vm-u | jq -r .metadata.name)
+kubectl delete vmi -n default vm-u --wait=false >/dev/null
+kubectl delete pod -n default "$POD_U" --grace-period 0 --force >/dev/null 2>&1
+
 echo "--- hostdevd-pod-use against the rendered Pod"
 # The API server's audit log: who created Pods (not dry runs), and what it answered. (The Pod has
 # a generateName: the audit record names no Pod.)
@@ -208,8 +228,11 @@ pod_creates() {
         and .objectRef.subresource == null and (.requestURI | contains("dryRun") | not))
         | "\(.user.username) \(.userAgent | split(" ")[0]) \(.responseStatus.code)"' "$TEST_DIR/cluster/audit.log"
 }
-expect_contains "the Pod's create (the only one so far): by $KVC, virt-controller's user agent, answered 201 (audit log)" \
-    "[$(pod_creates)]" "[$KVC virt-controller/v0.0.0 201]"
+ONE="$KVC virt-controller/v0.0.0 201"
+only_creates() { [ "[$(pod_creates)]" = "[$ONE"$'\n'"$ONE]" ]; }
+eventually 10 only_creates # (the audit record may be written a moment after the Pod is seen)
+expect_contains "the launcher Pods' creates (vm-a's, vm-u's: the only ones so far): by $KVC, virt-controller's user agent, answered 201 (audit log)" \
+    "[$(pod_creates)]" "[$ONE"$'\n'"$ONE]"
 # The same Pod as a user would submit it (server-set fields dropped), dry run.
 user_pod() {
     jq -c '{apiVersion: "v1", kind: "Pod", metadata: {name: "copy-of-launcher", namespace: "default"},
