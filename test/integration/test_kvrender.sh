@@ -147,9 +147,36 @@ launcher() { # vmi-name: its virt-launcher Pod (JSON), if virt-controller made o
     kubectl get pods -n default -l "kubevirt.io/created-by=$(kubectl get vmi -n default "$1" \
         -o jsonpath='{.metadata.uid}')" -o json | jq -ce '.items[0] // empty'
 }
-# Wall-clock milliseconds between two RFC 3339 timestamps (whole seconds from the API server).
+# Milliseconds since START (epoch ms, the test's clock; checks poll every 0.5 s).
 ms_since() { # start-epoch-ms: now minus it
     echo $(($(date +%s%3N) - $1))
+}
+# The API server's times, from its audit log (microseconds): "RENDER BIND" in ms, from the VMI's
+# create to virt-controller's first Pod create after it, and from that to the Pod's binding by
+# kube-scheduler ("-" when not bound).
+audit_times() { # vmi-name pod-name
+    python3 - "$TEST_DIR/cluster/audit.log" "$1" "$2" "$KVC" <<'PY'
+import datetime, json, sys
+log, vmi, pod, kvc = sys.argv[1:]
+t = lambda e: datetime.datetime.fromisoformat(e["stageTimestamp"].replace("Z", "+00:00")).timestamp()
+vmi_at = pod_at = bind_at = None
+for line in open(log):
+    e = json.loads(line)
+    o = e.get("objectRef", {})
+    if e.get("stage") != "ResponseComplete" or e.get("verb") != "create" or "dryRun" in e["requestURI"]:
+        continue
+    if e.get("responseStatus", {}).get("code") != 201:
+        continue
+    if o.get("resource") == "virtualmachineinstances" and o.get("name") == vmi:
+        vmi_at = t(e)
+    elif (vmi_at and not pod_at and o.get("resource") == "pods" and not o.get("subresource")
+          and e["user"]["username"] == kvc):
+        pod_at = t(e)
+    elif o.get("resource") == "pods" and o.get("subresource") == "binding" and o.get("name") == pod:
+        bind_at = t(e)
+ms = lambda a, b: "%.0f" % ((b - a) * 1000) if a and b else "-"
+print(ms(vmi_at, pod_at), ms(pod_at, bind_at))
+PY
 }
 
 echo "--- the Node: kubelet and virt-handler stand-ins"
@@ -285,6 +312,18 @@ else
     fail "$POD_B bound once the device is free" "$(kubectl get pod -n default "$POD_B" -o wide 2>&1)"
 fi
 
+# A third VMI with a device free: from the VMI to the Pod's binding, uninterrupted.
+expect_ok "$NODE lists $RES: 2" node_res 2
+kubectl --context alice create -f - <<<"$(vmi_json vm-e "[{\"name\": \"nic\", \"deviceName\": \"$RES\"}]")" >/dev/null
+POD_E=""
+pod_e_bound() { POD_E=$(launcher vm-e | jq -r .metadata.name) && bound "$POD_E"; }
+if eventually 60 pod_e_bound; then
+    read -r E_RENDER E_BIND < <(audit_times vm-e "$POD_E")
+    pass "with a device free, vm-e's Pod is rendered and bound (API server: VMI -> Pod $E_RENDER ms, Pod -> bound $E_BIND ms)"
+else
+    fail "vm-e's Pod rendered and bound" "$(kubectl get pods -n default -o wide 2>&1)"
+fi
+
 echo "--- a name missing from permittedHostDevices"
 kubectl --context alice create -f - <<<"$(vmi_json vm-x '[{"name": "nic", "deviceName": "example.com/not-permitted"}]')" >/dev/null
 not_permitted() { # virt-controller's reason, in the VMI's conditions
@@ -397,6 +436,7 @@ allocated() {
 }
 if eventually 60 allocated; then
     DRA_SCHED_MS=$(ms_since "$t0")
+    read -r D_RENDER D_BIND < <(audit_times vm-d "$POD_D_NAME")
     pass "kube-scheduler allocated claim nic to $DEV of $DRIVER and bound the Pod to $NODE ($DRA_SCHED_MS ms)"
 else
     fail "claim allocated from the agent's slice, Pod bound" \
@@ -413,7 +453,8 @@ expect_contains "virt-operator's RBAC was enough: RBAC refused virt-controller n
 kill -TERM "$AGENT_PID" 2>/dev/null
 wait "$AGENT_PID" 2>/dev/null
 stop_virt_controller
-echo "  times: VMI created -> Pod rendered ${RENDER_MS:-?} ms (vm-b ${RENDER_B_MS:-?} ms);" \
-    "device free -> Pod scheduled ${SCHED_MS:-?} ms; DRA: VMI -> Pod ${DRA_RENDER_MS:-?} ms," \
-    "Pod -> claim allocated and Pod scheduled ${DRA_SCHED_MS:-?} ms; suite $((SECONDS))s"
+echo "  times (API server's audit log): VMI created -> Pod created ${E_RENDER:-?} ms, Pod created ->" \
+    "bound ${E_BIND:-?} ms (device plugin, vm-e); DRA: ${D_RENDER:-?} ms, ${D_BIND:-?} ms (claim allocated" \
+    "and Pod bound, vm-d); (test's polling: vm-a rendered ${RENDER_MS:-?} ms, device freed -> bound" \
+    "${SCHED_MS:-?} ms); suite $((SECONDS))s"
 finish
