@@ -9,6 +9,13 @@
 #   HOSTDEVD_QEMU_CACHE/launcher-rootfs/<libvirt version>_<qemu version>_<hash of this script>/rootfs.ext4
 # The launcher's own binaries are not in it (boot --launcher-bin puts them in).
 #
+# libvirt's qemu capabilities cache (/var/cache/libvirt/qemu/capabilities/) is filled at build
+# time: libvirtd probes the image's qemu once on this host, in the image's root and private
+# namespaces (mount, PID, network, UTS, IPC; no /dev/kvm: the node has none, and the cache
+# records what qemu could accelerate), so the launcher's libvirtd finds it valid (same qemu and
+# libvirtd ctimes, which mkfs.ext4 -d keeps) and does not probe qemu under TCG in the node.
+# LAUNCHER_ROOTFS_CAPS=0 builds the image without it (a separate image).
+#
 #   hack/launcher-rootfs.sh            fetch (first use only), build (when missing), print the path
 #   hack/launcher-rootfs.sh --rebuild  build the image again from the cached packages
 set -euo pipefail
@@ -107,6 +114,34 @@ nogroup:x:65534:
 CONF
 }
 
+# libvirtd in ROOT probes ROOT's qemu: its capabilities cache in ROOT/var/cache/libvirt/qemu.
+probe_caps() { # root
+    local r=$1
+    mkdir -p "$r/dev" "$r/proc" "$r/sys"
+    # PID 1 of the namespaces: a minimal /dev (no kvm), /sys read-only, libvirtd, the probe;
+    # everything in them ends with it
+    # shellcheck disable=SC2016 # the script expands its own variables
+    LC_ALL=C unshare -m -p -n -u -i -f --mount-proc="$r/proc" sh -ec '
+        r=$1
+        mount -t tmpfs -o mode=755 tmpfs "$r/dev"
+        for n in null:1:3 zero:1:5 full:1:7 random:1:8 urandom:1:9 tty:5:0; do
+            mknod -m 666 "$r/dev/${n%%:*}" c "$(echo "$n" | cut -d: -f2)" "${n##*:}"
+        done
+        mkdir "$r/dev/pts" "$r/dev/shm"
+        mount -t devpts -o newinstance,ptmxmode=666 devpts "$r/dev/pts"
+        ln -s pts/ptmx "$r/dev/ptmx"
+        mount --bind /sys "$r/sys"
+        mount -o remount,bind,ro "$r/sys"
+        mount -t tmpfs tmpfs "$r/run"
+        mkdir -p "$r/run/libvirt"
+        chroot "$r" /usr/sbin/libvirtd -d
+        i=0
+        until chroot "$r" /usr/bin/virsh -c qemu:///system capabilities >/dev/null 2>&1; do
+            i=$((i + 1)); [ $i -lt 100 ] || exit 1; sleep 0.2
+        done' probe "$r" || die "libvirtd did not probe qemu in the root"
+    ls "$r"/var/cache/libvirt/qemu/capabilities/*.xml >/dev/null 2>&1 || die "no capabilities cache written"
+}
+
 build_image() { # debs-dir image
     local debs=$1 img=$2 r p name t0=$SECONDS
     r=$(dirname "$img")/root
@@ -140,6 +175,7 @@ build_image() { # debs-dir image
     printf '/usr/lib/x86_64-linux-gnu\n' >"$r/etc/ld.so.conf.d/x86_64-linux-gnu.conf"
     ldconfig -r "$r"
     chown -R 107:107 "$r/home/qemu"
+    [ "${LAUNCHER_ROOTFS_CAPS:-1}" = 0 ] || probe_caps "$r"
     # a missing library shows here, not in the guest
     if chroot "$r" /usr/sbin/libvirtd --version >/dev/null 2>&1; then :; else
         chroot "$r" /usr/sbin/libvirtd --version || die "libvirtd does not run in the root"
@@ -164,10 +200,12 @@ main() {
     flock 8
     debs=$(fetch_debs)
     key=${debs##*/debs-}_$(cat "$0" "$HACK/debian-apt.sh" | sha256sum | cut -c1-12)
+    [ "${LAUNCHER_ROOTFS_CAPS:-1}" != 0 ] || key=${key}_nocaps
     dir=$BASE/$key
     if [ $rebuild = 1 ] || [ ! -f "$dir/rootfs.ext4" ]; then
         # images of earlier versions of this script go
-        find "$BASE" -mindepth 1 -maxdepth 1 -type d ! -name 'debs-*' ! -name "${key}" -exec rm -rf {} +
+        find "$BASE" -mindepth 1 -maxdepth 1 -type d ! -name 'debs-*' ! -name "${key%_nocaps}" \
+            ! -name "${key%_nocaps}_nocaps" -exec rm -rf {} +
         mkdir -p "$dir"
         build_image "$debs" "$dir/rootfs.ext4"
     fi
