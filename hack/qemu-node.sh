@@ -45,8 +45,8 @@
 #                              starts clean), mounted at /launcher; at least 2048 MB of memory
 #       --launcher-bin DIR     --launcher and the launcher's binaries (DIR/virt-launcher,
 #                              DIR/virt-launcher-monitor) on a second, read-only disk (serial
-#                              launcher-bin, 00:0a.0; DIR/../launcher-bin.ext4 is made when older
-#                              than them) at /launcher/kubevirt
+#                              launcher-bin, 00:0a.0; BUILDDIR/launcher-bin.ext4, made when older
+#                              than them, about 1 s) at /launcher/kubevirt
 #       --memory MB, --smp N   guest size (default 768, 1)
 #       --timeout S            how long to wait for the control channel (default 120)
 #       --no-wait              return once qemu runs
@@ -538,10 +538,9 @@ build_launcher() { # BUILDDIR
     rm -rf "$r"
 }
 
-# The launcher's binaries as a small ext4 image beside their directory (boot --launcher-bin).
-launcher_bin_image() { # DIR: prints the image
-    local src=$1 img r f
-    img=$(dirname "$(realpath "$src")")/launcher-bin.ext4
+# The launcher's binaries as a small ext4 image in the image's directory (boot --launcher-bin).
+launcher_bin_image() { # DIR BUILDDIR: prints the image
+    local src=$1 img=$2/launcher-bin.ext4 r f
     for f in virt-launcher virt-launcher-monitor; do [ -x "$src/$f" ] || die "--launcher-bin: no $src/$f"; done
     if [ ! -f "$img" ] || [ "$img" -ot "$src/virt-launcher" ] || [ "$img" -ot "$src/virt-launcher-monitor" ]; then
         r=$img.d
@@ -646,10 +645,6 @@ cmd_boot() {
         # shellcheck disable=SC2054 # commas are qemu's
         ldisks=(-drive "if=none,id=lroot,format=raw,snapshot=on,file=$("$HACK/launcher-rootfs.sh")"
             -device virtio-blk-pci,drive=lroot,id=lroot,addr=09.0,serial=launcher-root)
-        # shellcheck disable=SC2054 # commas are qemu's
-        [ -z "$launcher_bin" ] || ldisks+=(
-            -drive "if=none,id=lbin,format=raw,readonly=on,file=$(launcher_bin_image "$launcher_bin")"
-            -device virtio-blk-pci,drive=lbin,id=lbin,addr=0a.0,serial=launcher-bin)
     fi
     mkdir -p "$dir"
     [ -z "$(qemu_pid "$dir")" ] || die "a node already runs in $dir (stop it first)"
@@ -716,6 +711,10 @@ cmd_boot() {
             build_launcher "$image"
         fi
         parts+=("$image/launcher.cpio")
+        # shellcheck disable=SC2054 # commas are qemu's
+        [ -z "$launcher_bin" ] || ldisks+=(
+            -drive "if=none,id=lbin,format=raw,readonly=on,file=$(launcher_bin_image "$launcher_bin" "$image")"
+            -device virtio-blk-pci,drive=lbin,id=lbin,addr=0a.0,serial=launcher-bin)
     fi
     cat "${parts[@]}" "$dir/boot.cpio" >"$dir/initrd-boot.img"
     exec 9>&-

@@ -59,7 +59,7 @@ metadata:
   namespace: default
   uid: $uid
 spec:
-  terminationGracePeriodSeconds: 10
+  terminationGracePeriodSeconds: 0
   domain:
     machine:
       type: q35
@@ -119,7 +119,7 @@ launcher_stop() { GUEST_TIMEOUT=$((${1:-30} + 30)) guest "launcher-run stop ${1:
 launcher_gone() { guest "! launcher-run status >/dev/null && [ -z \"\$(launcher-run qemu-pid)\" ]"; }
 launcher_log() { guest "launcher-run log"; }
 launcher_vfio_bind() { # address
-    guest "modprobe vfio-pci && echo vfio-pci >/sys/bus/pci/devices/$1/driver_override &&
+    guest "modprobe vfio-pci && modprobe vfio_iommu_type1 && echo vfio-pci >/sys/bus/pci/devices/$1/driver_override &&
         { [ ! -e /sys/bus/pci/devices/$1/driver ] || echo $1 >/sys/bus/pci/devices/$1/driver/unbind; } &&
         echo $1 >/sys/bus/pci/drivers/vfio-pci/bind && basename \$(readlink /sys/bus/pci/devices/$1/driver)"
 }
