@@ -109,7 +109,8 @@ launcher_running() { [ "$(launcher_state)" = running ]; }
 launcher_domxml() { guest "launcher-run domxml"; }
 launcher_qemu_cmdline() { guest "launcher-run qemu-cmdline"; }
 launcher_qemu_holds_group() { # n
-    guest "p=\$(launcher-run qemu-pid) && ls -l /proc/\$p/fd | grep -q ' -> /dev/vfio/$1\$'"
+    # (the link reads /launcher/dev/vfio/N from the node's root)
+    guest "p=\$(launcher-run qemu-pid) && ls -l /proc/\$p/fd | grep -q '/dev/vfio/$1\$'"
 }
 launcher_hmp() { guest "launcher-run hmp '$1'"; }
 launcher_vm_lists() { # vvvv:dddd (info pci: "Ethernet controller: PCI device 8086:10d3")
