@@ -11,10 +11,32 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-/* Whether process directory `pid` (a file descriptor of it) has a descriptor on `target`. */
-static bool holds(int pid_fd, const char *target)
+/* What a descriptor is matched against: the path's text, and the device it names. */
+struct wanted {
+    const char *path;
+    bool by_number; /* the node is a character device: match its number too */
+    dev_t rdev;
+};
+
+/* Whether descriptor `name` of directory `fds` is on the wanted device: its link's text is the
+ * path, or it is the same character device (a process in a chroot or another mount namespace
+ * spells the path differently: /launcher/dev/vfio/3). */
+static bool is_wanted(int fds, const char *name, const struct wanted *w)
+{
+    char link[64];
+    ssize_t n = readlinkat(fds, name, link, sizeof(link) - 1);
+    if (n > 0 && (link[n] = 0, strcmp(link, w->path) == 0))
+        return true;
+    struct stat st;
+    return w->by_number && fstatat(fds, name, &st, 0) == 0 && S_ISCHR(st.st_mode) &&
+           st.st_rdev == w->rdev;
+}
+
+/* Whether process directory `pid` (a file descriptor of it) has a descriptor on `w`. */
+static bool holds(int pid_fd, const struct wanted *w)
 {
     int fd = openat(pid_fd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *fds = fd >= 0 ? fdopendir(fd) : NULL;
@@ -25,11 +47,8 @@ static bool holds(int pid_fd, const char *target)
     }
     const struct dirent *e;
     bool found = false;
-    char link[64];
-    while (!found && (e = readdir(fds))) {
-        ssize_t n = readlinkat(dirfd(fds), e->d_name, link, sizeof(link) - 1);
-        found = n > 0 && (link[n] = 0, strcmp(link, target) == 0);
-    }
+    while (!found && (e = readdir(fds)))
+        found = e->d_name[0] != '.' && is_wanted(dirfd(fds), e->d_name, w);
     closedir(fds);
     return found;
 }
@@ -47,8 +66,15 @@ static void describe_process(int pid_fd, const char *pid, char *buf, size_t size
     (void)snprintf(buf, size, "%s (pid %s)", comm[0] ? comm : "?", pid);
 }
 
-int node_holder_find(const char *proc_root, const char *path, char *buf, size_t size)
+int node_holder_find(const char *proc_root, const char *path, const char *node, char *buf,
+                     size_t size)
 {
+    struct wanted w = {.path = path};
+    struct stat st;
+    if (node && stat(node, &st) == 0 && S_ISCHR(st.st_mode)) {
+        w.by_number = true;
+        w.rdev = st.st_rdev;
+    }
     DIR *procs = opendir(proc_root);
     if (!procs)
         return -errno;
@@ -60,7 +86,7 @@ int node_holder_find(const char *proc_root, const char *path, char *buf, size_t 
         int pid_fd = openat(dirfd(procs), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (pid_fd < 0)
             continue;
-        if (holds(pid_fd, path)) {
+        if (holds(pid_fd, &w)) {
             describe_process(pid_fd, e->d_name, buf, size);
             found = 1;
         }

@@ -346,9 +346,11 @@ int node_vfio_group_busy(const char *dev_root, int group)
     return errno == ENOENT ? 0 : -errno;
 }
 
-int node_vfio_group_holder(const char *proc_root, int group, char *buf, size_t size)
+int node_vfio_group_holder(const char *dev_root, const char *proc_root, int group, char *buf,
+                           size_t size)
 {
-    char target[32];
+    char target[32], node[4096];
     (void)snprintf(target, sizeof(target), "/dev/vfio/%d", group);
-    return node_holder_find(proc_root, target, buf, size);
+    (void)snprintf(node, sizeof(node), "%s/vfio/%d", dev_root, group);
+    return node_holder_find(proc_root, target, node, buf, size);
 }

@@ -133,6 +133,7 @@ int node_vfio_member_essential(int root_fd, const struct node_vfio_dev *m,
  * absent, -errno otherwise. Opens and closes the group node at once. */
 int node_vfio_group_busy(const char *dev_root, int group);
 
-/* Who holds /dev/vfio/<group>: node_holder_find() (node/holder.h) of that path. Call it for a
- * group known busy, not to poll. */
-int node_vfio_group_holder(const char *proc_root, int group, char *buf, size_t size);
+/* Who holds /dev/vfio/<group>: node_holder_find() (node/holder.h) of that path and of the node
+ * below `dev_root`. Call it for a group known busy, not to poll. */
+int node_vfio_group_holder(const char *dev_root, const char *proc_root, int group, char *buf,
+                           size_t size);

@@ -363,21 +363,31 @@ static void test_holder(void)
 {
     char proc[512], buf[128] = "";
     (void)snprintf(proc, sizeof(proc), "%s/proc", tree.dir);
-    CU_ASSERT_EQUAL(node_vfio_group_holder(proc, 3, buf, sizeof(buf)), -ENOENT);
+    CU_ASSERT_EQUAL(node_vfio_group_holder(tree.dir, proc, 3, buf, sizeof(buf)), -ENOENT);
     fake_process("17", "sleep", "/dev/null");
     fake_process("412", "qemu-system-x86", "/dev/vfio/3");
     fake_process("self", "not-a-pid", "/dev/vfio/4");
-    CU_ASSERT_EQUAL(node_vfio_group_holder(proc, 3, buf, sizeof(buf)), 1);
+    CU_ASSERT_EQUAL(node_vfio_group_holder(tree.dir, proc, 3, buf, sizeof(buf)), 1);
     CU_ASSERT_STRING_EQUAL(buf, "qemu-system-x86 (pid 412)");
-    CU_ASSERT_EQUAL(node_vfio_group_holder(proc, 4, buf, sizeof(buf)), 0);  /* only numbers */
-    CU_ASSERT_EQUAL(node_vfio_group_holder(proc, 33, buf, sizeof(buf)), 0); /* not a prefix */
+    CU_ASSERT_EQUAL(node_vfio_group_holder(tree.dir, proc, 4, buf, sizeof(buf)),
+                    0); /* only numbers */
+    CU_ASSERT_EQUAL(node_vfio_group_holder(tree.dir, proc, 33, buf, sizeof(buf)),
+                    0);                                      /* not a prefix */
     fake_process("530", "qemu-kvm", "/dev/bus/usb/001/004"); /* any device node: a USB one */
-    CU_ASSERT_EQUAL(node_holder_find(proc, "/dev/bus/usb/001/004", buf, sizeof(buf)), 1);
+    CU_ASSERT_EQUAL(node_holder_find(proc, "/dev/bus/usb/001/004", NULL, buf, sizeof(buf)), 1);
     CU_ASSERT_STRING_EQUAL(buf, "qemu-kvm (pid 530)");
-    CU_ASSERT_EQUAL(node_holder_find(proc, "/dev/bus/usb/001/00", buf, sizeof(buf)), 0);
+    CU_ASSERT_EQUAL(node_holder_find(proc, "/dev/bus/usb/001/00", NULL, buf, sizeof(buf)), 0);
+    /* the same device spelled another way (a chroot's or another mount namespace's path, as
+     * KubeVirt's launcher in the qemu node has it): found by the device node's number */
+    fake_process("610", "qemu-system-x86", "/dev/./zero");
+    CU_ASSERT_EQUAL(node_holder_find(proc, "/dev/vfio/5", NULL, buf, sizeof(buf)), 0);
+    CU_ASSERT_EQUAL(node_holder_find(proc, "/dev/vfio/5", "/dev/zero", buf, sizeof(buf)), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "qemu-system-x86 (pid 610)");
+    CU_ASSERT_EQUAL(node_holder_find(proc, "/dev/vfio/5", "/dev/full", buf, sizeof(buf)), 0);
+    CU_ASSERT_EQUAL(node_holder_find(proc, "/dev/vfio/5", tree.dir, buf, sizeof(buf)), 0);
     int before = open_fds();
     for (int i = 0; i < 8; i++)
-        (void)node_vfio_group_holder(proc, 3, buf, sizeof(buf));
+        (void)node_vfio_group_holder(tree.dir, proc, 3, buf, sizeof(buf));
     CU_ASSERT_EQUAL(open_fds(), before);
 }
 

@@ -250,7 +250,7 @@ bool pcibind_group_held(const struct pcibind_env *env, const struct node_vfio_de
     if (!d->present || strcmp(d->driver, NODE_VFIO_DRIVER) != 0 || d->iommu_group < 0 ||
         node_vfio_group_busy(env->dev_root, d->iommu_group) <= 0)
         return false;
-    if (node_vfio_group_holder(env->proc_root, d->iommu_group, who, size) <= 0)
+    if (node_vfio_group_holder(env->dev_root, env->proc_root, d->iommu_group, who, size) <= 0)
         who[0] = '\0';
     return true;
 }

@@ -397,8 +397,11 @@ static void let_go(struct ujob *j)
         f.claimed = node_usb_interfaces_bound(c->sysfs_fd, port, "usbfs");
     /* the node open is the use (a VMM that has not configured the device yet claims no
      * interface); usbfs also tells a user in another PID namespace that /proc does not show */
+    char node[4096];
     if (f.claimed != -ENOENT && f.device_path &&
-        node_holder_find(c->cfg.env.proc_root, f.device_path, who, sizeof(who)) > 0)
+        node_holder_find(c->cfg.env.proc_root, f.device_path,
+                         agent_path(c, f.device_path, node, sizeof(node)) ? node : NULL, who,
+                         sizeof(who)) > 0)
         f.holder = who;
     usbclaim_let_go(&f, &j->out);
     bool busy = f.holder || f.claimed > 0;

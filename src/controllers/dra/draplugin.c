@@ -337,8 +337,8 @@ static void unprepare_claim(struct call *k, struct dclaim *d)
         if (strcmp(orig[i], NODE_VFIO_DRIVER) != 0 && groups[i] >= 0 &&
             node_vfio_group_busy(k->p->cfg.env.dev_root, groups[i]) > 0) {
             char holder[128]; /* who: read only now that the group is known busy */
-            if (node_vfio_group_holder(k->p->cfg.env.proc_root, groups[i], holder,
-                                       sizeof(holder)) <= 0)
+            if (node_vfio_group_holder(k->p->cfg.env.dev_root, k->p->cfg.env.proc_root, groups[i],
+                                       holder, sizeof(holder)) <= 0)
                 holder[0] = 0;
             draprep_busy_error(d->c.devices[i].address, groups[i], holder, orig[i], d->error,
                                sizeof(d->error));
