@@ -120,7 +120,7 @@ launcher_vm_lists() { # vvvv:dddd (info pci: "Ethernet controller: PCI device 80
 launcher_vm_bars() { # vvvv:dddd
     launcher_hmp 'info pci' | awk -v id="$1" '/^  Bus/ {f = 0} index(tolower($0), "pci device " id) {f = 1} f && /BAR[0-9]/'
 }
-launcher_stop() { GUEST_TIMEOUT=$((${1:-30} + 30)) guest "launcher-run stop ${1:-30}"; }
+launcher_stop() { GUEST_TIMEOUT=$((${1:-30} + 120)) guest "launcher-run stop ${1:-30}"; }
 launcher_gone() { guest "! launcher-run status >/dev/null && [ -z \"\$(launcher-run qemu-pid)\" ]"; }
 launcher_log() { guest "launcher-run log"; }
 launcher_vfio_bind() { # address
