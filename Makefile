@@ -18,7 +18,8 @@
 #                 (test/kubeletpeer) and KubeVirt's env reader (test/kubevirtenv) into caches
 #                 outside the repo; Helm for test_helm.sh (hack/helm-build.sh), Toxiproxy for
 #                 test_faults.sh (hack/toxiproxy-build.sh), prometheus-operator's CRDs for the
-#                 chart's monitoring objects (hack/prometheus-operator-crds.sh)
+#                 chart's monitoring objects (hack/prometheus-operator-crds.sh); KubeVirt v1.9.0's
+#                 virt-controller for test_kvrender.sh (hack/kubevirt-build.sh)
 #   make clean
 
 SHELL := /bin/bash
@@ -219,6 +220,7 @@ k8s: deps
 	@hack/kubeletpeer-build.sh >/dev/null
 	@hack/kubevirtenv-build.sh >/dev/null
 	@hack/kubevirt-crds.sh >/dev/null
+	@hack/kubevirt-build.sh virt-controller >/dev/null
 	@hack/prometheus-operator-crds.sh >/dev/null
 	@hack/helm-build.sh >/dev/null
 	@hack/toxiproxy-build.sh >/dev/null

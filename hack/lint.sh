@@ -51,6 +51,7 @@ shfiles=(hack/qemu-node.sh hack/kubelet.sh hack/go.sh hack/k8s-build.sh hack/fak
 shfiles+=(hack/image.sh test/integration/test_image.sh) # make image and its test
 shfiles+=(hack/helm-build.sh hack/anchor-build.sh) # Helm; the anchor for make bench
 shfiles+=(hack/cluster.sh) # the tests' control plane
+shfiles+=(hack/launcher-rootfs.sh hack/debian-apt.sh test/e2e/launcher-lib.sh) # KubeVirt's launcher in the qemu node
 shfiles+=(hack/toxiproxy-build.sh test/integration/faults-lib.sh test/integration/test_faults.sh
     test/long/test_faults_long.sh) # API faults
 shfiles+=(hack/mutate.sh hack/mutate-informer.sh hack/universalmutator-build.sh) # make mutate

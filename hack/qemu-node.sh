@@ -37,6 +37,16 @@
 #       --kubelet-kubeconfig FILE  kubelet's kubeconfig in the guest (/etc/kubelet/kubeconfig;
 #                              self-contained: certificates as *-data)
 #       --image-archive FILE   an OCI archive containerd imports at kubelet-node start (repeatable)
+#       --launcher             KubeVirt's virt-launcher can run in the guest (/sbin/launcher-run): the
+#                              root filesystem of hack/launcher-rootfs.sh (libvirt 11.3, qemu 10.0
+#                              from <release>-backports; about 370 MB, built on first use) as a
+#                              virtio disk (serial launcher-root, 00:09.0) through a per-boot
+#                              overlay (qemu's snapshot=on: the image stays as built, every boot
+#                              starts clean), mounted at /launcher; at least 2048 MB of memory
+#       --launcher-bin DIR     --launcher and the launcher's binaries (DIR/virt-launcher,
+#                              DIR/virt-launcher-monitor) on a second, read-only disk (serial
+#                              launcher-bin, 00:0a.0; BUILDDIR/launcher-bin.ext4, made when older
+#                              than them, about 1 s) at /launcher/kubevirt
 #       --memory MB, --smp N   guest size (default 768, 1)
 #       --timeout S            how long to wait for the control channel (default 120)
 #       --no-wait              return once qemu runs
@@ -84,6 +94,8 @@ TREE_MODULES="$BOOT_MODULES uas vfio_pci vfio_iommu_type1 igb igbvf ${QEMU_NODE_
 
 die() { echo "qemu-node: $*" >&2; exit 1; }
 note() { echo "qemu-node: $*" >&2; }
+# shellcheck source=hack/debian-apt.sh
+. "$HACK/debian-apt.sh"
 
 # --- the fixed device layout ---------------------------------------------------------------------
 
@@ -104,6 +116,8 @@ guest PCI address  device                               qemu id   IOMMU group, d
 0000:00:1f.0/2/3   q35 ICH9 LPC, SATA, SMBus            -         6 (all three), none
 Group numbers are the kernel's order of discovery; the same at every boot of this layout.
 
+With boot --launcher, also 0000:00:09.0 (and with --launcher-bin 0000:00:0a.0): virtio-blk
+1af4:1001 (the launcher's disks; the ICH9 functions' group follows them).
 With boot --sriov (qemu 10.0, see fetch_sriov_qemu), also (the ICH9 functions' group is then 7):
 0000:00:07.0       pcie-root-port 1b36:000c             sriovrp   6, pcieport
 0000:01:00.0       igb 8086:10c9 (82576 PF, 7 VFs)      sriov0    8, igb; 52:54:00:00:07:00
@@ -135,6 +149,8 @@ SRIOV_DEVICES=(
     -netdev user,id=n3,restrict=on
     -device igb,netdev=n3,id=sriov0,bus=sriovrp,addr=00.0,mac=52:54:00:00:07:00,romfile=
 )
+# in the tree of a --launcher boot (launcher.cpio): the launcher's disks
+LAUNCHER_MODULES="virtio_blk ext4"
 # loaded at a --sriov boot (a real node's udev would load them for the PF and its VFs)
 SRIOV_BOOT_MODULES="igb igbvf"
 
@@ -255,37 +271,7 @@ fetch_kernel() {
 # CACHE/qemu-backports/<version>/root. Its libraries are the host's (those of the host's qemu).
 SRIOV_QEMU_PKGS="qemu-system-x86 qemu-system-common qemu-system-data seabios"
 
-# The apt source line of the backports suite: the URI (and keyring) of the host's source for its
-# own release, from /etc/apt/sources.list or a deb822 file in sources.list.d.
-backports_source() {
-    local codename f line
-    codename=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)
-    [ -n "$codename" ] || die "no VERSION_CODENAME in /etc/os-release"
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [ -f "$f" ] || continue
-        line=$(awk -v want="$codename" '
-            function flush() {
-                if (deb && uri != "" && (" " suites " ") ~ (" " want " "))
-                    { printf "deb %s%s %s-backports main\n", key, uri, want; found = 1; exit }
-                deb = 0; uri = ""; suites = ""; key = ""
-            }
-            /^[ \t]*#/ { next }
-            /^[ \t]*$/ { flush(); next }
-            tolower($1) == "types:" { for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1 }
-            tolower($1) == "uris:" { uri = $2 }
-            tolower($1) == "suites:" { $1 = ""; suites = $0 }
-            tolower($1) == "signed-by:" && NF == 2 { key = "[signed-by=" $2 "] " }
-            END { if (!found) flush() }' "$f")
-        [ -z "$line" ] || { echo "$line"; return; }
-    done
-    line=$(awk -v want="$codename" '$1 == "deb" {
-            o = ""; i = 2
-            if ($2 ~ /^\[/) { while ($i !~ /\]$/) o = o $(i++) " "; o = o $(i++) " " }
-            if ($(i + 1) == want) { printf "deb %s%s %s-backports main\n", o, $i, want; exit } }' \
-        /etc/apt/sources.list 2>/dev/null)
-    [ -n "$line" ] || die "no apt source for $codename in /etc/apt/sources.list(.d) to take the backports mirror from"
-    echo "$line"
-}
+# backports_source: hack/debian-apt.sh
 
 # Prints the qemu-system-x86_64 to run for --sriov ("" = the host's). Network only on first use.
 fetch_sriov_qemu() {
@@ -537,6 +523,37 @@ build_kubelet() { # BUILDDIR
     rm -rf "$r"
 }
 
+# What a --launcher boot adds to the image: the modules of the launcher's disks (and a
+# modules.dep that has them). Only for --launcher: other boots keep their smaller initramfs.
+build_launcher() { # BUILDDIR
+    local out=$1 r k f
+    k=$(cat "$out/kernel-version")
+    r=$out/launcher-root
+    rm -rf "$r"
+    # shellcheck disable=SC2086 # lists of module names
+    copy_modules "$k" "$r" $TREE_MODULES $LAUNCHER_MODULES
+    (cd "$r" && find . -type f -name '*.ko*') | while read -r f; do [ ! -e "$out/root/$f" ] || rm -f "$r/$f"; done
+    (cd "$r" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$out/launcher.cpio.tmp"
+    mv "$out/launcher.cpio.tmp" "$out/launcher.cpio"
+    rm -rf "$r"
+}
+
+# The launcher's binaries as a small ext4 image in the image's directory (boot --launcher-bin).
+launcher_bin_image() { # DIR BUILDDIR: prints the image
+    local src=$1 img=$2/launcher-bin.ext4 r f
+    for f in virt-launcher virt-launcher-monitor; do [ -x "$src/$f" ] || die "--launcher-bin: no $src/$f"; done
+    if [ ! -f "$img" ] || [ "$img" -ot "$src/virt-launcher" ] || [ "$img" -ot "$src/virt-launcher-monitor" ]; then
+        r=$img.d
+        rm -rf "$r"
+        mkdir -p "$r"
+        for f in "$src"/virt-*; do [ -x "$f" ] && [ -f "$f" ] && cp "$f" "$r/"; done
+        mkfs.ext4 -q -F -L launcher-bin -d "$r" "$img.tmp" "$(($(du -sm "$r" | awk '{print $1}') * 11 / 10 + 8))M" >/dev/null
+        mv "$img.tmp" "$img"
+        rm -rf "$r"
+    fi
+    echo "$img"
+}
+
 vmm_linux_stale() { # BUILDDIR
     [ -f "$1/vmm-linux.cpio" ] || return 0
     [ "$1/vmm-linux.cpio" -ot "$1/initrd.img" ] && return 0
@@ -578,7 +595,7 @@ cmd_boot() {
     [ $# -ge 1 ] || die "usage: boot DIR [OPTIONS]"
     local dir image kubeconfig="" node=qnode agent_args="" agent_env="" agent="" enabled=1
     local mem=768 smp=1 timeout=120 wait=1 watch="" extras=() x vmm=0 vmm_linux=0 sriov=0
-    local kubelet=0 kubelet_kubeconfig="" archives=()
+    local kubelet=0 kubelet_kubeconfig="" archives=() launcher=0 launcher_bin=""
     dir=$(realpath -m "$1")
     shift
     image=$dir
@@ -595,6 +612,8 @@ cmd_boot() {
         --vmm) vmm=1; shift ;;
         --sriov) sriov=1; shift ;;
         --kubelet) kubelet=1; shift ;;
+        --launcher) launcher=1; shift ;;
+        --launcher-bin) launcher=1; launcher_bin=$2; shift 2 ;;
         --kubelet-kubeconfig) kubelet_kubeconfig=$2; shift 2 ;;
         --image-archive) archives+=("$2"); shift 2 ;;
         --vmm-linux) vmm=1; vmm_linux=1; shift ;;
@@ -619,6 +638,14 @@ cmd_boot() {
             qemu_dirs=(-L "$q/usr/share/qemu" -L "$q/usr/share/seabios")
         fi
     fi
+    # --launcher: its root filesystem (a per-boot overlay: snapshot=on), its binaries' disk
+    local ldisks=()
+    if [ $launcher -eq 1 ]; then
+        [ "$mem" -ge 2048 ] || mem=2048
+        # shellcheck disable=SC2054 # commas are qemu's
+        ldisks=(-drive "if=none,id=lroot,format=raw,snapshot=on,file=$("$HACK/launcher-rootfs.sh")"
+            -device virtio-blk-pci,drive=lroot,id=lroot,addr=09.0,serial=launcher-root)
+    fi
     mkdir -p "$dir"
     [ -z "$(qemu_pid "$dir")" ] || die "a node already runs in $dir (stop it first)"
     rm -f "$dir/ctl.sock" "$dir/qmp.sock" "$dir/qemu.pid"
@@ -633,6 +660,7 @@ cmd_boot() {
         echo "AGENT_ARGS=$(squote "$agent_args")"
         echo "AGENT_ENV=$(squote "$agent_env")"
         [ $sriov -eq 0 ] || echo "EXTRA_BOOT_MODULES=$(squote "$SRIOV_BOOT_MODULES")"
+        echo "LAUNCHER=$launcher"
     } >"$cfg/etc/hostdevd/node.env"
     if [ -n "$kubeconfig" ]; then
         install -m 600 "$kubeconfig" "$cfg/etc/hostdevd/kubeconfig"
@@ -678,6 +706,16 @@ cmd_boot() {
         fi
         parts+=("$image/kubelet.cpio")
     fi
+    if [ $launcher -eq 1 ]; then
+        if [ ! -f "$image/launcher.cpio" ] || [ "$image/launcher.cpio" -ot "$image/initrd.img" ]; then
+            build_launcher "$image"
+        fi
+        parts+=("$image/launcher.cpio")
+        # shellcheck disable=SC2054 # commas are qemu's
+        [ -z "$launcher_bin" ] || ldisks+=(
+            -drive "if=none,id=lbin,format=raw,readonly=on,file=$(launcher_bin_image "$launcher_bin" "$image")"
+            -device virtio-blk-pci,drive=lbin,id=lbin,addr=0a.0,serial=launcher-bin)
+    fi
     cat "${parts[@]}" "$dir/boot.cpio" >"$dir/initrd-boot.img"
     exec 9>&-
     [ -f "$dir/stick.img" ] || {
@@ -710,6 +748,7 @@ cmd_boot() {
     # shellcheck disable=SC2206
     args+=(${QEMU_NODE_QEMU_ARGS:-})
     [ $sriov -eq 0 ] || args+=("${SRIOV_DEVICES[@]}")
+    args+=(${ldisks[@]+"${ldisks[@]}"})
     printf '%q ' ${qemu_env[@]+"${qemu_env[@]}"} "$qemu" "${args[@]}" >"$dir/qemu.cmdline"
     echo >>"$dir/qemu.cmdline"
     date +%s.%N >"$dir/boot.started"

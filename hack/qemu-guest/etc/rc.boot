@@ -4,7 +4,7 @@
 # Drivers of the node's devices (not vfio: the agent loads it), network, hostname.
 # /etc/hostdevd/image.env (written by hack/qemu-node.sh build): BOOT_MODULES.
 # /etc/hostdevd/node.env (written by hack/qemu-node.sh boot, per boot): NODE_NAME,
-# EXTRA_BOOT_MODULES (boot --sriov: igb igbvf), ...
+# EXTRA_BOOT_MODULES (boot --sriov: igb igbvf), LAUNCHER (boot --launcher: 1), ...
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 NODE_NAME=qnode
 # shellcheck source=/dev/null
@@ -31,5 +31,6 @@ else
     echo "rc.boot: no management NIC at 0000:00:02.0"
 fi
 echo "nameserver 10.0.2.3" >/etc/resolv.conf
+[ "${LAUNCHER:-0}" != 1 ] || launcher-run mount || echo "rc.boot: launcher-run mount failed"
 cut -d' ' -f1 /proc/uptime >/run/boot-done
 echo "rc.boot: node $NODE_NAME up (mgmt ${MGMT:-none}) after $(cat /run/boot-done)s"
