@@ -58,7 +58,7 @@ fi
 
 echo "--- inputs: KubeVirt's binaries, the launcher image, the virt-handler stand-in"
 t0=$(ms)
-KUBEVIRT_BIN=$(hack/kubevirt-build.sh) || { fail "hack/kubevirt-build.sh"; finish; }
+KUBEVIRT_BIN=$(hack/kubevirt-build.sh virt-launcher virt-launcher-monitor virt-controller) || { fail "hack/kubevirt-build.sh"; finish; }
 read -r LAUNCHER_ARCHIVE LAUNCHER_IMAGE <<<"$(hack/launcher-image.sh "$KUBEVIRT_BIN")"
 STANDIN=$(hack/kvhandler-build.sh) || { fail "hack/kvhandler-build.sh"; finish; }
 if [ -f "${LAUNCHER_ARCHIVE:-}" ] && [ -x "$STANDIN" ]; then
@@ -113,6 +113,10 @@ else
     fail "Node $QN Ready" "$(guest 'tail -20 /var/log/kubelet.log')"
     finish
 fi
+# The API server taints a new Node not-ready; the node lifecycle controller (hack/cluster.sh does
+# not run it) lifts the taint once kubelet reports Ready: lifted here as it would.
+expect_ok "... its not-ready taint lifted (the node lifecycle controller's part)" \
+    kubectl taint node "$QN" node.kubernetes.io/not-ready:NoSchedule-
 GUEST_TIMEOUT=120 expect_ok "the agent starts in the node (after kubelet: its device plugins register with it)" \
     guest 'agentctl start'
 
