@@ -9,8 +9,10 @@
 # Into a cache outside the repo keyed by the root filesystem image, the binaries and this script,
 # with a completion stamp. Prints "ARCHIVE NAME" on stdout; progress on stderr.
 #
-#   hack/launcher-image.sh [BINDIR]   BINDIR: virt-launcher and virt-launcher-monitor (default:
-#                                     hack/kubevirt-build.sh's)
+#   hack/launcher-image.sh [BINDIR [HOOKDIR]]  BINDIR: virt-launcher and virt-launcher-monitor
+#                                     (default: hack/kubevirt-build.sh's); HOOKDIR:
+#                                     libvirt-hook-client, installed as /usr/bin/libvirt-hook-client
+#                                     (default: hack/kvhandler-build.sh's)
 #
 # The layer is not compressed (about 300 MB): the qemu node's containerd imports it under TCG,
 # where gunzip cost most of the import (197 s for a gzip -1 layer of 92 MB at load 5). libvirt's
@@ -25,8 +27,11 @@ die() { echo "launcher-image: $*" >&2; exit 1; }
 BIN=${1:-}
 [ -n "$BIN" ] || BIN=$("$HACK/kubevirt-build.sh" virt-launcher virt-launcher-monitor) || die "hack/kubevirt-build.sh"
 for f in virt-launcher virt-launcher-monitor; do [ -x "$BIN/$f" ] || die "no $BIN/$f"; done
+HOOK=${2:-}
+[ -n "$HOOK" ] || HOOK=$("$HACK/kvhandler-build.sh") || die "hack/kvhandler-build.sh"
+[ -x "$HOOK/libvirt-hook-client" ] || die "no $HOOK/libvirt-hook-client"
 ROOTFS=$("$HACK/launcher-rootfs.sh") || die "hack/launcher-rootfs.sh"
-KEY=$( (stat -c '%s %Y' "$ROOTFS"; sha256sum "$BIN/virt-launcher" "$BIN/virt-launcher-monitor" | cut -c1-64; cat "$0") |
+KEY=$( (stat -c '%s %Y' "$ROOTFS"; sha256sum "$BIN/virt-launcher" "$BIN/virt-launcher-monitor" "$HOOK/libvirt-hook-client" | cut -c1-64; cat "$0") |
     sha256sum | cut -c1-16)
 OUT=$CACHE/launcher-image-$KEY
 if [ -f "$OUT/.complete" ]; then echo "$OUT/launcher.tar $NAME"; exit 0; fi
@@ -45,6 +50,7 @@ debugfs -R "rdump / $R" "$ROOTFS" >"$W/debugfs.log" 2>&1 || { cat "$W/debugfs.lo
 rm -rf "$R/lost+found"
 [ -x "$R/usr/sbin/libvirtd" ] || die "no libvirtd in the root filesystem copied out of $ROOTFS"
 install -m 0755 "$BIN/virt-launcher" "$BIN/virt-launcher-monitor" "$R/kubevirt/"
+install -m 0755 "$HOOK/libvirt-hook-client" "$R/usr/bin/libvirt-hook-client"
 [ "$(readlink "$R/usr/bin/virt-launcher")" = /kubevirt/virt-launcher ] || die "the root filesystem's /usr/bin/virt-launcher does not link to /kubevirt/"
 mkdir -p "$W/oci/blobs/sha256"
 tar --sort=name --numeric-owner --format=gnu -C "$R" -cf "$W/layer.tar" .

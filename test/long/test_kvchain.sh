@@ -59,8 +59,9 @@ fi
 echo "--- inputs: KubeVirt's binaries, the launcher image, the virt-handler stand-in"
 t0=$(ms)
 KUBEVIRT_BIN=$(hack/kubevirt-build.sh virt-launcher virt-launcher-monitor virt-controller) || { fail "hack/kubevirt-build.sh"; finish; }
-read -r LAUNCHER_ARCHIVE LAUNCHER_IMAGE <<<"$(hack/launcher-image.sh "$KUBEVIRT_BIN")"
-STANDIN=$(hack/kvhandler-build.sh) || { fail "hack/kvhandler-build.sh"; finish; }
+KVH=$(hack/kvhandler-build.sh) || { fail "hack/kvhandler-build.sh"; finish; }
+STANDIN=$KVH/kvhandler-standin
+read -r LAUNCHER_ARCHIVE LAUNCHER_IMAGE <<<"$(hack/launcher-image.sh "$KUBEVIRT_BIN" "$KVH")"
 if [ -f "${LAUNCHER_ARCHIVE:-}" ] && [ -x "$STANDIN" ]; then
     pass "virt-controller, the launcher image $LAUNCHER_IMAGE ($(($(stat -c %s "$LAUNCHER_ARCHIVE") / 1048576)) MB), kvhandler-standin ($(($(ms) - t0)) ms)"
 else
@@ -92,6 +93,8 @@ QKUBECONFIG=$TEST_DIR/kvnode-kubelet.kubeconfig
 t0=$(ms)
 if node_boot "$QN" --no-agent --kubelet --kubelet-kubeconfig "$QKUBECONFIG" \
     --image-archive "$LAUNCHER_ARCHIVE" --extra "$STANDIN:/usr/bin/kvhandler-standin" \
+    --extra test/fixtures/kvchain/podip:/usr/lib/cni/podip \
+    --extra test/fixtures/kvchain/05-kvchain.conflist:/etc/cni/net.d/05-kvchain.conflist \
     --memory "${KVCHAIN_MEMORY:-4096}" --smp 2 --timeout 300; then
     pass "the qemu node booted with kubelet, containerd and the launcher image in ${BOOT_SECONDS}s"
 else
