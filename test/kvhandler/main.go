@@ -19,6 +19,10 @@
 //
 //	kvhandler-standin --vmi FILE --node NAME [--pods-dir DIR] [--timeout D]
 //
+// DIR is kubelet's pods directory; virt-handler's DaemonSet mounts it at /pods, and so must a
+// caller here (a bind mount: the socket's path under /var/lib/kubelet/pods is longer than a
+// unix socket's 108 bytes, and KubeVirt's safepath follows no symlink).
+//
 // Prints what it did, one line each, with the time since it started; exit 0 once the domain
 // runs, 1 on the timeout.
 package main

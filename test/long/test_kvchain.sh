@@ -182,7 +182,7 @@ if eventually 120 failed_scheduling "$POD"; then
 else
     fail "no device claimed yet: FailedScheduling naming $RES" "$(kubectl describe pod -n default "$POD" | tail -5)"
 fi
-[ -z "$(node_of "$POD")" ] && pass "... and not bound" || fail "... and not bound" "$(node_of "$POD")"
+if [ -z "$(node_of "$POD")" ]; then pass "... and not bound"; else fail "... and not bound" "$(node_of "$POD")"; fi
 
 echo "--- the claim: our agent binds $ADDR to vfio-pci, its device plugin offers it to kubelet"
 T_CLAIM=$(ms)
@@ -231,9 +231,15 @@ has_active_pod() { kubectl get vmi -n default "$VMI" -o json | jq -e '.status.ac
 eventually 60 has_active_pod || fail "virt-controller lists the Pod in the VMI's status.activePods"
 kubectl get vmi -n default "$VMI" -o json >"$TEST_DIR/vmi.json"
 launcher_put "$TEST_DIR/vmi.json" /tmp/vmi.json || fail "the VMI into the node"
+# kubelet's pods directory at /pods, as virt-handler's DaemonSet mounts it: the launcher's socket
+# under /var/lib/kubelet/pods/<uid>/volumes/kubernetes.io~empty-dir/sockets/ is longer than a
+# unix socket's path may be (108 bytes; the dial times out).
+expect_ok "kubelet's pods directory at /pods, as virt-handler has it" \
+    guest 'mkdir -p /pods && mount --bind /var/lib/kubelet/pods /pods'
 T_HAND=$(ms)
 expect_ok "kvhandler-standin started in the node" \
-    guest "kvhandler-standin --vmi /tmp/vmi.json --node $QN --timeout ${WAIT}s >/tmp/kvhandler.log 2>&1 & echo \$! >/tmp/kvhandler.pid"
+    guest "kvhandler-standin --vmi /tmp/vmi.json --node $QN --pods-dir /pods --timeout ${WAIT}s >/tmp/kvhandler.log 2>&1 & echo \$! >/tmp/kvhandler.pid"
+# shellcheck disable=SC2016 # expanded in the guest
 standin_done() { ! guest 'kill -0 $(cat /tmp/kvhandler.pid) 2>/dev/null'; }
 if eventually "$WAIT" standin_done && guest 'grep -q "domain .* Running" /tmp/kvhandler.log'; then
     T_DOM=$(ms)
@@ -241,7 +247,7 @@ if eventually "$WAIT" standin_done && guest 'grep -q "domain .* Running" /tmp/kv
 else
     fail "the launcher runs the domain" "$(guest 'cat /tmp/kvhandler.log' | tail -15)"
 fi
-guest 'cat /tmp/kvhandler.log' | sed 's/^/  | /'
+guest 'cat /tmp/kvhandler.log' | grep '^kvhandler-standin:' | sed 's/^/  | /'
 lists_device() { in_container "virsh -c qemu:///system qemu-monitor-command $DOMAIN --hmp 'info pci'" | grep -qi 'PCI device 8086:10d3'; }
 if eventually "$WAIT" lists_device; then
     T_LIST=$(ms)
