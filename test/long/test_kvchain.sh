@@ -32,6 +32,10 @@
 # device is claimed; a second VMI's Pod waits while the one device is taken.
 # Prints the times: VMI created -> Pod rendered -> bound -> container running -> VMI handed over
 # -> domain running -> guest lists the device.
+# Known limit: virt-launcher gives libvirtd 15 s to answer (virtcli.ConnectionTimeout); under
+# heavy load (13 on 2 cores) libvirtd in the node did not, and the launcher panicked ("failed to
+# connect to virtqemud"): the Pod fails and so does the hand-over. libvirt's capabilities cache
+# of the root filesystem is not valid in the container (new ctimes), so libvirtd probes qemu.
 # Needs root; skipped otherwise.
 # shellcheck disable=SC2317 # the small functions run through expect_ok and eventually
 # test-lock: qemu
@@ -43,8 +47,12 @@ SUITE=kvchain
 # shellcheck source=test/integration/kubevirt-lib.sh disable=SC1091
 . "$ROOT/test/integration/kubevirt-lib.sh"
 cd "$ROOT" || exit 1
-# An upper bound, not a pace: everything in the node runs under TCG on a shared 2-core machine.
-WAIT=${KVCHAIN_WAIT:-900}
+# An upper bound, not a pace: everything in the node runs under TCG on a shared 2-core machine
+# (the image's import took 400 s at load 5, 886 s at load 13).
+WAIT=${KVCHAIN_WAIT:-1500}
+# From the hand-over to the domain running (31 s measured: libvirt defines and starts it under
+# TCG); a failing hand-over ends there.
+DOMAIN_WAIT=${KVCHAIN_DOMAIN_WAIT:-300}
 QN=kvnode
 ADDR=0000:00:04.0
 VMI=vm-chain
@@ -238,10 +246,10 @@ expect_ok "kubelet's pods directory at /pods, as virt-handler has it" \
     guest 'mkdir -p /pods && mount --bind /var/lib/kubelet/pods /pods'
 T_HAND=$(ms)
 expect_ok "kvhandler-standin started in the node" \
-    guest "kvhandler-standin --vmi /tmp/vmi.json --node $QN --pods-dir /pods --timeout ${WAIT}s >/tmp/kvhandler.log 2>&1 & echo \$! >/tmp/kvhandler.pid"
+    guest "kvhandler-standin --vmi /tmp/vmi.json --node $QN --pods-dir /pods --timeout ${DOMAIN_WAIT}s >/tmp/kvhandler.log 2>&1 & echo \$! >/tmp/kvhandler.pid"
 # shellcheck disable=SC2016 # expanded in the guest
 standin_done() { ! guest 'kill -0 $(cat /tmp/kvhandler.pid) 2>/dev/null'; }
-if eventually "$WAIT" standin_done && guest 'grep -q "domain .* Running" /tmp/kvhandler.log'; then
+if eventually "$((DOMAIN_WAIT + 30))" standin_done && guest 'grep -q "domain .* Running" /tmp/kvhandler.log'; then
     T_DOM=$(ms)
     pass "the launcher took the VMI and reports its domain Running ($((T_DOM - T_HAND)) ms after the hand-over started)"
 else
@@ -249,7 +257,7 @@ else
 fi
 guest 'cat /tmp/kvhandler.log' | grep '^kvhandler-standin:' | sed 's/^/  | /'
 lists_device() { in_container "virsh -c qemu:///system qemu-monitor-command $DOMAIN --hmp 'info pci'" | grep -qi 'PCI device 8086:10d3'; }
-if eventually "$WAIT" lists_device; then
+if eventually 120 lists_device; then # (qemu has the device from its start)
     T_LIST=$(ms)
     pass "the VM's PCI bus lists 8086:10d3 (info pci through libvirt, in the launcher's container)"
 else
