@@ -72,6 +72,7 @@
 # initrd-boot.img (image + per-boot config archive), boot.cpio.
 #
 # In the guest: agentctl start|stop|restart|status|run-once|log|cmdline (see `agentctl help`),
+# launcher-run (boot --launcher: KubeVirt's virt-launcher; see hack/qemu-guest/sbin/launcher-run),
 # the agent's log in /var/log/hostdevd.log, config in /etc/hostdevd/. The guest's own files
 # (/init, inittab, boot script, control loop, agent supervisor, agentctl) are hack/qemu-guest/.
 # Environment: HOSTDEVD_QEMU_CACHE (default ~/.cache/hostdevd-qemu), QEMU_NODE_KERNEL_PKG
@@ -116,8 +117,8 @@ guest PCI address  device                               qemu id   IOMMU group, d
 0000:00:1f.0/2/3   q35 ICH9 LPC, SATA, SMBus            -         6 (all three), none
 Group numbers are the kernel's order of discovery; the same at every boot of this layout.
 
-With boot --launcher, also 0000:00:09.0 (and with --launcher-bin 0000:00:0a.0): virtio-blk
-1af4:1001 (the launcher's disks; the ICH9 functions' group follows them).
+With boot --launcher, also 0000:00:09.0 (group 6; with --launcher-bin 0000:00:0a.0, group 7):
+virtio-blk 1af4:1001, the launcher's disks (the ICH9 functions' group follows them: 8).
 With boot --sriov (qemu 10.0, see fetch_sriov_qemu), also (the ICH9 functions' group is then 7):
 0000:00:07.0       pcie-root-port 1b36:000c             sriovrp   6, pcieport
 0000:01:00.0       igb 8086:10c9 (82576 PF, 7 VFs)      sriov0    8, igb; 52:54:00:00:07:00

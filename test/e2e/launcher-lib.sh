@@ -23,6 +23,7 @@
 #   launcher_qemu_holds_group N      that qemu holds /dev/vfio/N open
 #   launcher_hmp 'CMD'               a qemu monitor command through libvirt (e.g. info pci)
 #   launcher_vm_lists VVVV:DDDD      the VM's PCI bus (info pci) has that function
+#   launcher_vm_bars VVVV:DDDD       its BAR lines in info pci (addresses the VM's SeaBIOS mapped)
 #   launcher_stop [S]                SIGTERM to the monitor, as kubelet stops the Pod; waits until
 #                                    it is gone (SIGKILL after S s)
 #   launcher_gone                    no monitor, no qemu
@@ -109,11 +110,15 @@ launcher_running() { [ "$(launcher_state)" = running ]; }
 launcher_domxml() { guest "launcher-run domxml"; }
 launcher_qemu_cmdline() { guest "launcher-run qemu-cmdline"; }
 launcher_qemu_holds_group() { # n
-    guest "p=\$(launcher-run qemu-pid) && ls -l /proc/\$p/fd | grep -q ' -> /dev/vfio/$1\$'"
+    # (the link reads /launcher/dev/vfio/N from the node's root)
+    guest "p=\$(launcher-run qemu-pid) && ls -l /proc/\$p/fd | grep -q '/dev/vfio/$1\$'"
 }
 launcher_hmp() { guest "launcher-run hmp '$1'"; }
 launcher_vm_lists() { # vvvv:dddd (info pci: "Ethernet controller: PCI device 8086:10d3")
     launcher_hmp 'info pci' | grep -qi "PCI device $1"
+}
+launcher_vm_bars() { # vvvv:dddd
+    launcher_hmp 'info pci' | awk -v id="$1" '/^  Bus/ {f = 0} index(tolower($0), "pci device " id) {f = 1} f && /BAR[0-9]/'
 }
 launcher_stop() { GUEST_TIMEOUT=$((${1:-30} + 30)) guest "launcher-run stop ${1:-30}"; }
 launcher_gone() { guest "! launcher-run status >/dev/null && [ -z \"\$(launcher-run qemu-pid)\" ]"; }
