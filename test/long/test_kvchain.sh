@@ -39,6 +39,7 @@
 # Needs root; skipped otherwise.
 # shellcheck disable=SC2317 # the small functions run through expect_ok and eventually
 # test-lock: qemu
+# shellcheck disable=SC2034 # lib.sh reads SUITE
 SUITE=kvchain
 # shellcheck source=test/e2e/lib.sh disable=SC1091
 . "$(dirname "$0")/../e2e/lib.sh"
