@@ -45,12 +45,22 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lev -lpthread
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
         -Wpointer-arith -Wvla -Wwrite-strings -Wundef -Wcast-align \
         -Werror=implicit-function-declaration
-BASE_CFLAGS := -std=gnu11 $(WARN) -Isrc -Ibuild/gen -D_GNU_SOURCE -DHOSTDEVD_VERSION='"$(VERSION)"' -DHOSTDEVD_COMMIT='"$(COMMIT)"' \
+BASE_CFLAGS := -std=gnu11 $(WARN) -Isrc -Ibuild/gen -D_GNU_SOURCE -DHOSTDEVD_VERSION='"$(VERSION)"' \
         -fno-common -MMD -MP
 RELEASE_CFLAGS := $(BASE_CFLAGS) -O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 ASAN_CFLAGS := $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
         -fno-sanitize-recover=all -DUNIT_TESTING
 ASAN_LDFLAGS := -fsanitize=address,undefined
+
+# Compiles go through ccache when it is installed (hack/deps.sh installs it): a clean clone then
+# compiles only what no earlier build compiled. The commit goes to main.c alone, so a new commit
+# changes one file's command line, not every file's.
+CCACHE := $(shell command -v ccache 2>/dev/null)
+COMPILE = $(CCACHE) $(CC)
+COMMIT_FLAG := -DHOSTDEVD_COMMIT='"$(COMMIT)"'
+build/release/src/controllers/main.o: RELEASE_CFLAGS += $(COMMIT_FLAG)
+build/asan/src/controllers/main.o: ASAN_CFLAGS += $(COMMIT_FLAG)
+build/plain/src/controllers/main.o: PLAIN_CFLAGS += $(COMMIT_FLAG)
 
 # Build lines: "  CC      src/x.c" and "  LD      bin/hostdevd" by default; `make V=1` prints each
 # whole command (compiler flags and all).
@@ -87,11 +97,11 @@ build/gen/%.pb-c.c build/gen/%.pb-c.h &: src/%.proto
 
 build/release/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
-	$(Q)$(call quiet,CC,$<)$(CC) $(RELEASE_CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+	$(Q)$(call quiet,CC,$<)$(COMPILE) $(RELEASE_CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 
 build/asan/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
-	$(Q)$(call quiet,CC,$<)$(CC) $(ASAN_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
+	$(Q)$(call quiet,CC,$<)$(COMPILE) $(ASAN_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
 
 # The unit runner's suite list is generated from the suites the test files define.
 build/gen/suites.gen.h: $(filter test/unit/test_%.c,$(UNIT_SRCS)) hack/gen-suites.sh
@@ -174,7 +184,7 @@ PLAIN_UNIT_OBJS := $(UNIT_SRCS:%.c=build/plain/%.o)
 PLAIN_BINS := build/plain/unit-tests build/plain/hostdevd build/plain/kubetool build/plain/grpctool
 build/plain/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
-	$(Q)$(call quiet,CC,$<)$(CC) $(PLAIN_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
+	$(Q)$(call quiet,CC,$<)$(COMPILE) $(PLAIN_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
 build/plain/test/unit/main.o: build/gen/suites.gen.h
 build/plain/test/unit/main.o: PLAIN_CFLAGS += -Ibuild/gen
 build/plain/unit-tests: $(PLAIN_UNIT_OBJS) $(PLAIN_LIB_OBJS)

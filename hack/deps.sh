@@ -17,7 +17,7 @@ set -euo pipefail
 HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 build=(
-    gcc make pkg-config
+    gcc make pkg-config ccache # ccache: a clean clone compiles only what no build compiled before
     libcurl4-openssl-dev libcjson-dev libpci-dev libudev-dev libev-dev libkmod-dev
     libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libyaml-dev libmnl-dev
 )

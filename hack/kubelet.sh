@@ -196,7 +196,7 @@ make_kubeconfig() {
         ! openssl verify -CAfile "$p/ca.crt" "$k/node.crt" >/dev/null 2>&1; then
         mkdir -p "$k"
         chmod 700 "$k"
-        openssl req -new -newkey rsa:2048 -nodes -subj "/O=system:nodes/O=system:masters/CN=system:node:$NODE" \
+        openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/O=system:nodes/O=system:masters/CN=system:node:$NODE" \
             -keyout "$k/node.key" -out "$k/node.csr" 2>/dev/null
         openssl x509 -req -in "$k/node.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial \
             -CAserial "$k/ca.srl" -days 30 -out "$k/node.crt" 2>/dev/null \

@@ -849,7 +849,7 @@ cmd_kubelet_kubeconfig() {
     local key=${K8S_CA%/*}/ca.key t
     [ -f "$key" ] || die "no CA key beside $K8S_CA"
     t=$(mktemp -d)
-    openssl req -new -newkey rsa:2048 -nodes -subj "/O=system:nodes/O=system:masters/CN=system:node:$1" \
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/O=system:nodes/O=system:masters/CN=system:node:$1" \
         -keyout "$t/node.key" -out "$t/node.csr" 2>/dev/null || { rm -rf "$t"; die "openssl req failed"; }
     openssl x509 -req -in "$t/node.csr" -CA "$K8S_CA" -CAkey "$key" -CAcreateserial -CAserial "$t/ca.srl" \
         -days 2 -out "$t/node.crt" 2>/dev/null \

@@ -14,7 +14,7 @@ WAIT=${CHART_NODE_WAIT:-240}
 ms() { date +%s%N; }
 elapsed() { echo $((($(date +%s%N) - $1) / 1000000)); }
 T_ALL=$(ms)
-helm() { "$HELM" "$@" 2> >(grep -v 'found symbolic link in path' >&2); }
+helm() { GOGC=off GOMEMLIMIT=512MiB "$HELM" "$@" 2> >(grep -v 'found symbolic link in path' >&2); }
 
 chart_node_up() {
     local t0 out

@@ -27,7 +27,7 @@ if ! HELM=$("$ROOT/hack/helm-build.sh"); then
 fi
 cluster_start
 # Helm logs each symlink of the chart (crds/, manifests/) at INFO on stderr; kept out of $OUT.
-helm() { "$HELM" "$@" 2> >(grep -v 'found symbolic link in path' >&2); }
+helm() { GOGC=off GOMEMLIMIT=512MiB "$HELM" "$@" 2> >(grep -v 'found symbolic link in path' >&2); }
 
 echo "--- lint and render ($("$HELM" version --short))"
 expect_ok "helm lint" helm lint --strict "$CHART"
