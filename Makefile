@@ -55,8 +55,14 @@ ASAN_LDFLAGS := -fsanitize=address,undefined
 # Compiles go through ccache when it is installed (hack/deps.sh installs it): a clean clone then
 # compiles only what no earlier build compiled. The commit goes to main.c alone, so a new commit
 # changes one file's command line, not every file's.
+# Nothing on a library file's command line names the clone's directory: the fixtures' path goes
+# to test files only, and ccache leaves the directory out of its hash (so -g's compilation
+# directory in a cached object can name the clone that compiled it first).
 CCACHE := $(shell command -v ccache 2>/dev/null)
 COMPILE = $(CCACHE) $(CC)
+export CCACHE_NOHASHDIR := true
+export CCACHE_BASEDIR := $(CURDIR)
+FIXTURES_FLAG = $(if $(filter build/%/test/%,$@),-DFIXTURES='"$(CURDIR)/test/fixtures"')
 COMMIT_FLAG := -DHOSTDEVD_COMMIT='"$(COMMIT)"'
 build/release/src/controllers/main.o: RELEASE_CFLAGS += $(COMMIT_FLAG)
 build/asan/src/controllers/main.o: ASAN_CFLAGS += $(COMMIT_FLAG)
@@ -101,7 +107,7 @@ build/release/%.o: %.c | $(GEN_HDRS)
 
 build/asan/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
-	$(Q)$(call quiet,CC,$<)$(COMPILE) $(ASAN_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
+	$(Q)$(call quiet,CC,$<)$(COMPILE) $(ASAN_CFLAGS) $(PKG_CFLAGS) $(FIXTURES_FLAG) -c -o $@ $<
 
 # The unit runner's suite list is generated from the suites the test files define.
 build/gen/suites.gen.h: $(filter test/unit/test_%.c,$(UNIT_SRCS)) hack/gen-suites.sh
@@ -184,7 +190,7 @@ PLAIN_UNIT_OBJS := $(UNIT_SRCS:%.c=build/plain/%.o)
 PLAIN_BINS := build/plain/unit-tests build/plain/hostdevd build/plain/kubetool build/plain/grpctool
 build/plain/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
-	$(Q)$(call quiet,CC,$<)$(COMPILE) $(PLAIN_CFLAGS) $(PKG_CFLAGS) -DFIXTURES='"$(CURDIR)/test/fixtures"' -c -o $@ $<
+	$(Q)$(call quiet,CC,$<)$(COMPILE) $(PLAIN_CFLAGS) $(PKG_CFLAGS) $(FIXTURES_FLAG) -c -o $@ $<
 build/plain/test/unit/main.o: build/gen/suites.gen.h
 build/plain/test/unit/main.o: PLAIN_CFLAGS += -Ibuild/gen
 build/plain/unit-tests: $(PLAIN_UNIT_OBJS) $(PLAIN_LIB_OBJS)
