@@ -93,8 +93,9 @@ static int link_path(int root_fd, const char *dir, const char *link, char *out, 
 {
     char path[PATH_SIZE], target[PATH_SIZE];
     int r = join(path, sizeof(path), dir, link);
-    if (r == 0)
-        r = node_sysfs_read_link_target(root_fd, path, target, sizeof(target));
+    if (r < 0)
+        return r;
+    r = node_sysfs_read_link_target(root_fd, path, target, sizeof(target));
     if (r < 0)
         return r == -EFBIG ? -ENAMETOOLONG : r;
     if (target[0] == '/')

@@ -152,14 +152,17 @@ static void test_scan(void)
     node_mdev_scan_done(NULL);
 }
 
-/* A PCI parent known by its subsystem link only (a path that is not under devices/pci*). */
-static void test_scan_pci_by_subsystem(void)
+/* PCI parents are known by either sign: a path under devices/pci* (without a subsystem link
+ * here), or a subsystem link to bus/pci (with a path elsewhere). */
+static void test_scan_pci(void)
 {
     fresh();
+    CU_ASSERT_EQUAL(sysfs_tree_unlink(&tree, GVT_DIR "/subsystem"), 0);
     CU_ASSERT_EQUAL(sysfs_tree_link(&tree, MTTY_DIR "/subsystem", "../../../../bus/pci"), 0);
     struct node_mdev_scan s;
     CU_ASSERT_EQUAL_FATAL(node_mdev_scan(root_fd, &s, NULL), 0);
     CU_ASSERT_EQUAL_FATAL(s.n_parents, 2);
+    CU_ASSERT_TRUE(s.parents[0].pci);
     CU_ASSERT_TRUE(s.parents[1].pci);
     node_mdev_scan_done(&s);
 }
@@ -394,7 +397,7 @@ static CU_TestInfo tests[] = {
         {"uuid_valid", test_uuid_valid},
         {"uuid_new", test_uuid_new},
         {"scan", test_scan},
-        {"scan_pci_by_subsystem", test_scan_pci_by_subsystem},
+        {"scan_pci", test_scan_pci},
         {"find", test_find},
         {"create", test_create},
         {"create_existing", test_create_existing},
