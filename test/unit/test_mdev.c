@@ -10,6 +10,7 @@
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -132,20 +133,21 @@ static void test_scan(void)
     struct node_mdev_scan s;
     struct err e = {{0}};
     CU_ASSERT_EQUAL_FATAL(node_mdev_scan(root_fd, &s, &e), 0);
-    CU_ASSERT_EQUAL_FATAL(s.n_parents, 2);
-    CU_ASSERT_STRING_EQUAL(s.parents[0].name, "0000:00:02.0");
-    CU_ASSERT_TRUE(s.parents[0].pci);
-    CU_ASSERT_EQUAL_FATAL(s.parents[0].n_types, 2);
-    check_type(&s.parents[0].types[0], "i915-GVTg_V5_4", "GVTg_V5_4", "low gm size: 128MB", 2);
-    check_type(&s.parents[0].types[1], "i915-GVTg_V5_8", "", "", 0);
-    CU_ASSERT_STRING_EQUAL(s.parents[1].name, "mtty");
-    CU_ASSERT_FALSE(s.parents[1].pci);
-    CU_ASSERT_EQUAL_FATAL(s.parents[1].n_types, 2);
-    check_type(&s.parents[1].types[0], "mtty-1", "Single port serial", "", 24);
-    check_type(&s.parents[1].types[1], "mtty-2", "Dual port serial", "", 12);
-    CU_ASSERT_EQUAL_FATAL(s.n_instances, 2);
-    check_instance(&s.instances[0], GVT_UUID, "i915-GVTg_V5_8", "0000:00:02.0", 31);
-    check_instance(&s.instances[1], MTTY_UUID, "mtty-2", "mtty", 30);
+    bool shape = s.n_parents == 2 && s.parents[0].n_types == 2 && s.parents[1].n_types == 2 &&
+                 s.n_instances == 2;
+    CU_ASSERT_TRUE(shape); /* then the details (no fatal assert: the scan is freed below) */
+    if (shape) {
+        CU_ASSERT_STRING_EQUAL(s.parents[0].name, "0000:00:02.0");
+        CU_ASSERT_TRUE(s.parents[0].pci);
+        check_type(&s.parents[0].types[0], "i915-GVTg_V5_4", "GVTg_V5_4", "low gm size: 128MB", 2);
+        check_type(&s.parents[0].types[1], "i915-GVTg_V5_8", "", "", 0);
+        CU_ASSERT_STRING_EQUAL(s.parents[1].name, "mtty");
+        CU_ASSERT_FALSE(s.parents[1].pci);
+        check_type(&s.parents[1].types[0], "mtty-1", "Single port serial", "", 24);
+        check_type(&s.parents[1].types[1], "mtty-2", "Dual port serial", "", 12);
+        check_instance(&s.instances[0], GVT_UUID, "i915-GVTg_V5_8", "0000:00:02.0", 31);
+        check_instance(&s.instances[1], MTTY_UUID, "mtty-2", "mtty", 30);
+    }
     CU_ASSERT_EQUAL(s.n_skipped, 0);
     node_mdev_scan_done(&s);
     CU_ASSERT_PTR_NULL(s.parents);
@@ -161,9 +163,9 @@ static void test_scan_pci(void)
     CU_ASSERT_EQUAL(sysfs_tree_link(&tree, MTTY_DIR "/subsystem", "../../../../bus/pci"), 0);
     struct node_mdev_scan s;
     CU_ASSERT_EQUAL_FATAL(node_mdev_scan(root_fd, &s, NULL), 0);
-    CU_ASSERT_EQUAL_FATAL(s.n_parents, 2);
-    CU_ASSERT_TRUE(s.parents[0].pci);
-    CU_ASSERT_TRUE(s.parents[1].pci);
+    CU_ASSERT_EQUAL(s.n_parents, 2);
+    CU_ASSERT_TRUE(s.n_parents == 2 && s.parents[0].pci);
+    CU_ASSERT_TRUE(s.n_parents == 2 && s.parents[1].pci);
     node_mdev_scan_done(&s);
 }
 
@@ -273,17 +275,18 @@ static void test_malformed_type(void)
     CU_ASSERT_EQUAL(sysfs_tree_unlink(&tree, GVT_DIR TYPES "i915-GVTg_V5_4/device_api"), 0);
     put(GVT_DIR TYPES "i915-GVTg_V5_8/available_instances", "-1\n");
     CU_ASSERT_EQUAL_FATAL(node_mdev_scan(root_fd, &s, &e), 0);
-    CU_ASSERT_EQUAL_FATAL(s.n_parents, 2);
-    CU_ASSERT_EQUAL(s.parents[0].n_types, 0);
-    CU_ASSERT_EQUAL_FATAL(s.parents[1].n_types, 1);
-    CU_ASSERT_STRING_EQUAL(s.parents[1].types[0].id, "mtty-1");
-    CU_ASSERT_EQUAL_FATAL(s.n_skipped, 3);
-    CU_ASSERT_STRING_EQUAL(s.skipped[0].entry, "0000:00:02.0/i915-GVTg_V5_4");
-    CU_ASSERT_STRING_EQUAL(s.skipped[0].why, "device_api: absent");
-    CU_ASSERT_STRING_EQUAL(s.skipped[1].entry, "0000:00:02.0/i915-GVTg_V5_8");
-    CU_ASSERT_STRING_EQUAL(s.skipped[1].why, "available_instances: out of range");
-    CU_ASSERT_STRING_EQUAL(s.skipped[2].entry, "mtty/mtty-2");
-    CU_ASSERT_STRING_EQUAL(s.skipped[2].why, "available_instances: malformed");
+    bool shape = s.n_parents == 2 && s.parents[0].n_types == 0 && s.parents[1].n_types == 1 &&
+                 s.n_skipped == 3;
+    CU_ASSERT_TRUE(shape);
+    if (shape) {
+        CU_ASSERT_STRING_EQUAL(s.parents[1].types[0].id, "mtty-1");
+        CU_ASSERT_STRING_EQUAL(s.skipped[0].entry, "0000:00:02.0/i915-GVTg_V5_4");
+        CU_ASSERT_STRING_EQUAL(s.skipped[0].why, "device_api: absent");
+        CU_ASSERT_STRING_EQUAL(s.skipped[1].entry, "0000:00:02.0/i915-GVTg_V5_8");
+        CU_ASSERT_STRING_EQUAL(s.skipped[1].why, "available_instances: out of range");
+        CU_ASSERT_STRING_EQUAL(s.skipped[2].entry, "mtty/mtty-2");
+        CU_ASSERT_STRING_EQUAL(s.skipped[2].why, "available_instances: malformed");
+    }
     CU_ASSERT_EQUAL(s.n_instances, 2); /* instances of skipped types are still there */
     node_mdev_scan_done(&s);
     CU_ASSERT_EQUAL(sysfs_tree_unlink(&tree, MTTY_DIR TYPES "mtty-1/available_instances"), 0);
@@ -316,8 +319,8 @@ static void test_broken_links(void)
             {MTTY_UUID, "iommu_group: not a directory"},
             {"junk", "not a lowercase UUID"},
     };
-    CU_ASSERT_EQUAL_FATAL(s.n_skipped, sizeof(want) / sizeof(want[0]));
-    for (size_t i = 0; i < s.n_skipped; i++) {
+    CU_ASSERT_EQUAL(s.n_skipped, sizeof(want) / sizeof(want[0]));
+    for (size_t i = 0; i < s.n_skipped && i < sizeof(want) / sizeof(want[0]); i++) {
         CU_ASSERT_STRING_EQUAL(s.skipped[i].entry, want[i][0]);
         CU_ASSERT_STRING_EQUAL(s.skipped[i].why, want[i][1]);
     }
