@@ -54,7 +54,7 @@ struct node_mdev_instance {
     char uuid[NODE_MDEV_UUID_SIZE];
     char type[NODE_MDEV_NAME_SIZE];   /* its type's id */
     char parent[NODE_MDEV_NAME_SIZE]; /* its parent's name */
-    int iommu_group;                  /* -1 when it has none */
+    int iommu_group;                  /* -1 when it has none (or its link leads nowhere) */
 };
 
 struct node_mdev_scan {
@@ -95,8 +95,8 @@ int node_mdev_find(int root_fd, const char *uuid, struct node_mdev_instance *ret
  * -errno with `ret_err` (may be NULL) saying what is wrong and what to do: -EINVAL (malformed
  * UUID or name), -ENODEV (no such mdev parent), -ENOENT (the parent has no such type; the
  * message lists its types), -ENOSPC (available_instances is 0), -EEXIST (an instance with that
- * UUID exists with another type or parent), -EIO (the type's files cannot be read), or the
- * kernel's answer to the write.
+ * UUID exists with another type or parent), -EIO (that instance exists but cannot be read, or
+ * the type's available_instances cannot), or the kernel's answer to the write.
  */
 int node_mdev_create(int root_fd, const char *parent, const char *type, const char *uuid,
                      struct err *ret_err);
