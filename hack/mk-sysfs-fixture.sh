@@ -52,6 +52,21 @@
 # speed=MBITS (default 480), product= manufacturer= serial= (strings: '_' stands for a space and
 # %XX for the byte XX, e.g. %5f for '_'; %00 is not allowed), omit=NAME[,NAME...] (files or
 # directories of the device to leave out, e.g. omit=idVendor or omit=1-2:1.0).
+#
+# Mediated devices (mdev): lines starting with the word "mdev_type" or "mdev".
+#   mdev_type PARENT TYPE available=N [api=vfio-pci] [name=STRING] [description=STRING]
+#   mdev UUID PARENT TYPE [iommu=N]
+#   mdev_type mtty mtty-2 available=12 name=Dual_port_serial
+#   mdev 8f3f6a52-3b4e-4a8e-9d1a-2f6f0c1b7e21 mtty mtty-2 iommu=30
+# PARENT is a PCI address described in the same file, or a name (a virtual device at
+# devices/virtual/NAME/NAME, as the kernel's mtty sample makes it, with its subsystem link to
+# class/NAME). Each parent gets class/mdev_bus/PARENT and, in its directory,
+# mdev_supported_types/TYPE/ with available_instances, device_api (default vfio-pci), name and
+# description when given (strings as for USB), create (empty: what a test writes stays) and
+# devices/. An instance is the directory PARENTDIR/UUID/ with remove (empty), the links
+# mdev_type (../mdev_supported_types/TYPE), subsystem (bus/mdev) and iommu_group (iommu=N), and
+# the links bus/mdev/devices/UUID and TYPE/devices/UUID to it; its type must be on an earlier
+# line. bus/mdev/devices exists when there is any mdev line.
 set -euo pipefail
 
 usage() {
@@ -186,6 +201,57 @@ parse_usb() { # port ids rest lineno
     fi
 }
 
+# ---- mdev (parsing) ----
+declare -a mparents=() mtypes=() mdevs=() # in description order; mtypes as PARENT/TYPE
+declare -A mavail mapi mstr mdev_of miommu
+re_uuid='^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+
+parse_mdev_type() { # parent type rest lineno
+    local p=$1 t=$2 n=$4 kv kvs k v
+    [[ $p =~ $re_addr || $p =~ $re_name ]] || die "line $n: '$p' is not a PCI address or a name"
+    [[ $t =~ $re_name ]] || die "line $n: '$t' is not a type id"
+    [ -z "${mavail[$p/$t]:-}" ] || die "line $n: mdev_type $p $t appears twice"
+    [[ " ${mparents[*]} " == *" $p "* ]] || mparents+=("$p")
+    mtypes+=("$p/$t")
+    read -ra kvs <<<"$3" || true
+    for kv in "${kvs[@]}"; do
+        [[ $kv == *=* ]] || die "line $n: '$kv' is not key=value"
+        k=${kv%%=*} v=${kv#*=}
+        case $k in
+        available) [[ $v =~ $re_uint ]] || die "line $n: available=$v is not a number"
+            mavail[$p/$t]=$v ;;
+        api) [[ $v =~ $re_name ]] || die "line $n: bad device api '$v'"
+            mapi[$p/$t]=$v ;;
+        name | description) decode_str "$v" "$n"
+            mstr[$p/$t/$k]=$REPLY ;;
+        *) die "line $n: unknown key '$k'" ;;
+        esac
+    done
+    [ -n "${mavail[$p/$t]:-}" ] || die "line $n: mdev_type needs available=N"
+}
+
+parse_mdev() { # word first second rest lineno
+    local n=$5 u=$2 p=$3 t kv kvs
+    if [ "$1" = mdev_type ]; then
+        parse_mdev_type "$2" "$3" "$4" "$n"
+        return
+    fi
+    [[ $u =~ $re_uuid ]] || die "line $n: '$u' is not a lowercase UUID"
+    [ -z "${mdev_of[$u]:-}" ] || die "line $n: mdev $u appears twice"
+    read -ra kvs <<<"$4" || true
+    t=${kvs[0]:-}
+    [ -n "${mavail[$p/$t]:-}" ] || die "line $n: no earlier mdev_type $p $t"
+    mdevs+=("$u")
+    mdev_of[$u]=$p/$t
+    for kv in "${kvs[@]:1}"; do
+        case $kv in
+        iommu=*) [[ ${kv#*=} =~ $re_uint ]] || die "line $n: $kv is not a group number"
+            miommu[$u]=$((10#${kv#*=})) ;;
+        *) die "line $n: '$kv' is not iommu=N" ;;
+        esac
+    done
+}
+
 parse() {
     local line n=0 a c ids rest kv kvs
     while IFS= read -r line || [ -n "$line" ]; do
@@ -195,6 +261,10 @@ parse() {
         [ -n "$a" ] || continue
         if [ "$a" = usb ]; then
             parse_usb "$c" "$ids" "$rest" "$n"
+            continue
+        fi
+        if [ "$a" = mdev_type ] || [ "$a" = mdev ]; then
+            parse_mdev "$a" "$c" "$ids" "$rest" "$n"
             continue
         fi
         a=${a,,} c=${c,,} ids=${ids,,}
@@ -217,6 +287,9 @@ parse() {
         [ -n "${physfn[$a]:-}" ] || continue
         [ -n "${class[${physfn[$a]}]:-}" ] || die "$a: physfn ${physfn[$a]} is not described"
         vfs[${physfn[$a]}]+="$a "
+    done
+    for p in "${mparents[@]}"; do
+        [[ ! $p =~ $re_addr ]] || [ -n "${class[$p]:-}" ] || die "mdev parent $p is not described"
     done
     local p b
     for p in "${usbs[@]}"; do
@@ -501,6 +574,55 @@ write_usb() {
     done
 }
 
+# ---- mdev ----
+
+mparent_dir() { # parent -> REPLY: relative path of its directory
+    if [[ $1 =~ $re_addr ]]; then devdir "$1"; else REPLY="devices/virtual/$1/$1"; fi
+}
+
+write_mdev() {
+    local p t u rel d g
+    mkdir -p "$out/class/mdev_bus" "$out/bus/mdev/devices"
+    for p in "${mparents[@]}"; do
+        mparent_dir "$p"
+        mkdir -p "$out/$REPLY"
+        link "../../$REPLY" "$out/class/mdev_bus/$p"
+        if [[ ! $p =~ $re_addr ]]; then
+            mkdir -p "$out/class/$p"
+            link "../../../../class/$p" "$out/$REPLY/subsystem"
+            link "../../$REPLY" "$out/class/$p/$p"
+        fi
+    done
+    for t in "${mtypes[@]}"; do
+        mparent_dir "${t%%/*}"
+        d=$out/$REPLY/mdev_supported_types/${t#*/}
+        mkdir -p "$d/devices"
+        printf '%s\n' "${mavail[$t]}" >"$d/available_instances"
+        printf '%s\n' "${mapi[$t]:-vfio-pci}" >"$d/device_api"
+        [ -z "${mstr[$t/name]+set}" ] || printf '%s\n' "${mstr[$t/name]}" >"$d/name"
+        [ -z "${mstr[$t/description]+set}" ] || printf '%s\n' "${mstr[$t/description]}" >"$d/description"
+        : >"$d/create"
+    done
+    for u in "${mdevs[@]}"; do
+        t=${mdev_of[$u]}
+        mparent_dir "${t%%/*}"
+        rel=$REPLY/$u
+        mkdir -p "$out/$rel"
+        : >"$out/$rel/remove"
+        link "../mdev_supported_types/${t#*/}" "$out/$rel/mdev_type"
+        ups "$rel"
+        link "${REPLY}bus/mdev" "$out/$rel/subsystem"
+        link "../../../$rel" "$out/bus/mdev/devices/$u"
+        link "../../../$u" "$out/${rel%/*}/mdev_supported_types/${t#*/}/devices/$u"
+        g=${miommu[$u]:-}
+        [ -n "$g" ] || continue
+        mkdir -p "$out/kernel/iommu_groups/$g/devices"
+        [ -e "$out/kernel/iommu_groups/$g/type" ] || echo DMA >"$out/kernel/iommu_groups/$g/type"
+        link "${REPLY}kernel/iommu_groups/$g" "$out/$rel/iommu_group"
+        link "../../../../$rel" "$out/kernel/iommu_groups/$g/devices/$u"
+    done
+}
+
 make_symlinks() {
     if command -v python3 >/dev/null; then
         local i
@@ -562,6 +684,7 @@ if [ ${#usbs[@]} -gt 0 ]; then
     mkdir -p "$out/bus/usb/devices"
     write_usb
 fi
+[ ${#mparents[@]} -eq 0 ] || write_mdev
 make_symlinks
 for p in "${!uomit[@]}"; do
     usb_dir "$p"
