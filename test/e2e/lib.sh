@@ -288,7 +288,7 @@ mdev_remove_start() {
     guest "rm -f /tmp/mdev.rm.rc; (echo 1 >$MDEV_BUS/$1/remove; echo \$? >/tmp/mdev.rm.rc) </dev/null >/dev/null 2>&1 &
 echo \$! >/tmp/mdev.rm.pid"
 }
-mdev_remove_rc() { guest "cat /tmp/mdev.rm.rc" 2>/dev/null; }
+mdev_remove_rc() { guest "cat /tmp/mdev.rm.rc 2>/dev/null"; }
 mdev_remove_waits() { guest "grep -qx vfio_unregister_group_dev /proc/\$(cat /tmp/mdev.rm.pid)/wchan"; }
 vmm_start_mdev() { vmm_start "-device vfio-pci,sysfsdev=$MDEV_BUS/$1,id=hostdev0"; }
 vfio_group_holders() {
