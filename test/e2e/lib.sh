@@ -42,7 +42,7 @@
 #                                    not loaded at boot): modprobe mtty (with mdev, vfio) and
 #                                    vfio_iommu_type1; parent /sys/class/mdev_bus/mtty; prints the
 #                                    guest's seconds for it
-#   mdev_avail TYPE                  available_instances of mtty's TYPE (mtty-1, mtty-2)
+#   mdev_avail TYPE...               available_instances of mtty's TYPEs (mtty-1, mtty-2), one line
 #   mdev_create TYPE UUID            an instance by the sysfs write (the infrastructure's own check;
 #                                    the agent creates them itself); prints the guest's seconds
 #   mdev_exists UUID / mdev_group UUID   in /sys/bus/mdev/devices / its IOMMU group number
@@ -280,7 +280,9 @@ guest_timed() {
 awk -v a=\$a '{printf \"%.2f\\n\", \$1 - a}' /proc/uptime"
 }
 mtty_load() { guest_timed 'modprobe mtty && modprobe vfio_iommu_type1 && test -d /sys/class/mdev_bus/mtty/mdev_supported_types'; }
-mdev_avail() { guest "cat /sys/class/mdev_bus/mtty/mdev_supported_types/$1/available_instances"; }
+mdev_avail() { # types...: their available_instances, on one line
+    guest "for t in $*; do cat /sys/class/mdev_bus/mtty/mdev_supported_types/\$t/available_instances; done" | xargs
+}
 mdev_create() { guest_timed "echo $2 >/sys/class/mdev_bus/mtty/mdev_supported_types/$1/create"; } # type uuid
 mdev_exists() { guest "test -e $MDEV_BUS/$1"; }
 mdev_group() { guest "basename \$(readlink $MDEV_BUS/$1/iommu_group)"; }

@@ -174,7 +174,7 @@ if T_CREATE=$(mdev_create mtty-2 "$MDEV_UUID"); then pass "an mtty-2 instance cr
 expect_ok "... in $MDEV_BUS" mdev_exists "$MDEV_UUID"
 MGROUP=$(mdev_group "$MDEV_UUID")
 expect_ok "... with an IOMMU group of its own ($MGROUP) and /dev/vfio/$MGROUP" guest "test -c /dev/vfio/$MGROUP && [ \$(ls /sys/kernel/iommu_groups/$MGROUP/devices) = $MDEV_UUID ]"
-expect_ok "both types draw on mtty's 24 ports: mtty-1 22, mtty-2 11 left" test "$(mdev_avail mtty-1) $(mdev_avail mtty-2)" = "22 11"
+expect_ok "both types draw on mtty's 24 ports: mtty-1 22, mtty-2 11 left" test "$(mdev_avail mtty-1 mtty-2)" = "22 11"
 T0=$(now)
 vmm_start_mdev "$MDEV_UUID"
 if eventually 60 vmm_bios_saw 4348:3253; then pass "a VMM opens it (-device vfio-pci,sysfsdev=...): SeaBIOS finds 4348:3253"; else fail "a VMM opens the mdev: SeaBIOS finds 4348:3253" "$(guest 'cat /tmp/vmm.err; tail -5 /tmp/vmm.bios')"; fi
@@ -197,7 +197,7 @@ if eventually 30 vmm_gone; then pass "the VMM exits"; else fail "the VMM exits";
 if eventually 30 test "$(mdev_remove_rc)" = 0; then pass "the removal then completes: the write returns 0"; else fail "the removal completes when the VMM exits" "rc $(mdev_remove_rc)"; fi
 T_BACK=$(now)
 expect_ok "... the instance and /dev/vfio/$MGROUP are gone" guest "! test -e /sys/class/mdev_bus/mtty/$MDEV_UUID && ! test -e /dev/vfio/$MGROUP"
-expect_ok "... mtty-1 24 and mtty-2 12 available again" test "$(mdev_avail mtty-1) $(mdev_avail mtty-2)" = "24 12"
+expect_ok "... mtty-1 24 and mtty-2 12 available again" test "$(mdev_avail mtty-1 mtty-2)" = "24 12"
 echo "  VMM quit -> removal returned: $(secs "$T1" "$T_BACK") s (with the 1 s pause of the quit)"
 expect_ok "the same UUID made again (mtty-1) and removed at once with no VMM" \
     guest "echo $MDEV_UUID >$TYPES/mtty-1/create && echo 1 >$MDEV_BUS/$MDEV_UUID/remove && ! test -e /sys/class/mdev_bus/mtty/$MDEV_UUID"
