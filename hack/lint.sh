@@ -52,6 +52,7 @@ shfiles+=(hack/image.sh test/integration/test_image.sh) # make image and its tes
 shfiles+=(hack/helm-build.sh hack/anchor-build.sh) # Helm; the anchor for make bench
 shfiles+=(hack/cluster.sh) # the tests' control plane
 shfiles+=(hack/launcher-rootfs.sh hack/debian-apt.sh test/e2e/launcher-lib.sh) # KubeVirt's launcher in the qemu node
+shfiles+=(hack/mtty-build.sh) # the mdev sample in the qemu node
 shfiles+=(hack/launcher-image.sh hack/kvhandler-build.sh test/integration/kubevirt-lib.sh
     test/long/test_kvchain.sh test/fixtures/kvchain/podip) # the chain from a VMI
 shfiles+=(hack/toxiproxy-build.sh test/integration/faults-lib.sh test/integration/test_faults.sh

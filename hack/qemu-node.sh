@@ -63,6 +63,8 @@
 #                                                     the cluster's CA (needs K8S_SERVER, K8S_CA and
 #                                                     the ca.key beside it)
 #   hack/qemu-node.sh devices                         the fixed device layout
+#   hack/qemu-node.sh kernel                          the version of the kernel the image boots
+#                                                     (fetched into the cache on first use)
 #   hack/qemu-node.sh kubeconfig NODE FILE            a kubeconfig for the guest's agent with a
 #                                                     token bound to the Node (needs K8S_SERVER,
 #                                                     K8S_CA, kubectl)
@@ -91,7 +93,9 @@ export DEBIAN_FRONTEND=noninteractive
 # Modules in the image's tree (with their dependencies). The guest loads the drivers of the
 # devices at boot, but not vfio: the agent loads vfio-pci and vfio_iommu_type1 itself.
 BOOT_MODULES="virtio_pci virtio_net e1000 e1000e xhci_pci usb_storage sd_mod usbhid hid_generic"
-TREE_MODULES="$BOOT_MODULES uas vfio_pci vfio_iommu_type1 igb igbvf ${QEMU_NODE_EXTRA_MODULES:-}"
+# mdev (the mediated-device bus) and the kernel's mtty sample (hack/mtty-build.sh) are in the
+# tree too, not loaded at boot: a test's `modprobe mtty` loads them (and vfio).
+TREE_MODULES="$BOOT_MODULES uas vfio_pci vfio_iommu_type1 igb igbvf mdev ${QEMU_NODE_EXTRA_MODULES:-}"
 
 die() { echo "qemu-node: $*" >&2; exit 1; }
 note() { echo "qemu-node: $*" >&2; }
@@ -402,8 +406,9 @@ cmd_build() {
     printf '/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n' >"$r/etc/ld.so.conf"
     ldconfig -r "$r" 2>/dev/null || true
 
-    # the kernel modules: a real /lib/modules/K tree with only what the node needs
+    # the kernel modules: a real /lib/modules/K tree with only what the node needs, and mtty
     local mods=$r/lib/modules/$k
+    install -D -m 644 "$("$HACK/mtty-build.sh" "$k")" "$mods/extra/mtty.ko"
     # shellcheck disable=SC2086 # a list of module names
     copy_modules "$k" "$r" $TREE_MODULES
 
@@ -531,6 +536,8 @@ build_launcher() { # BUILDDIR
     k=$(cat "$out/kernel-version")
     r=$out/launcher-root
     rm -rf "$r"
+    # (the image's mtty in this tree's modules.dep too: this archive's replaces the image's)
+    install -D -m 644 "$out/root/lib/modules/$k/extra/mtty.ko" "$r/lib/modules/$k/extra/mtty.ko"
     # shellcheck disable=SC2086 # lists of module names
     copy_modules "$k" "$r" $TREE_MODULES $LAUNCHER_MODULES
     (cd "$r" && find . -type f -name '*.ko*') | while read -r f; do [ ! -e "$out/root/$f" ] || rm -f "$r/$f"; done
@@ -880,6 +887,7 @@ main() {
     kubeconfig) cmd_kubeconfig "$@" ;;
     kubelet-kubeconfig) cmd_kubelet_kubeconfig "$@" ;;
     devices) print_devices ;;
+    kernel) fetch_kernel ;;
     exec | wait-ready | reboot)
         [ $# -ge 1 ] || die "usage: $cmd DIR ..."
         local dir

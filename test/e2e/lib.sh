@@ -37,6 +37,22 @@
 #                                    ARGS; its serial console in the guest's /tmp/vmm.console
 #   vmm_linux_wait S                 wait (polling every 5 s) until the nested init is done or the
 #                                    VMM is gone; vmm_linux_console prints the init's "nested:" lines
+#   guest_timed 'CMD'                CMD in the guest; prints the guest's own seconds for it
+#   mtty_load                        the kernel's mtty sample (every image's module tree has it,
+#                                    not loaded at boot): modprobe mtty (with mdev, vfio) and
+#                                    vfio_iommu_type1; parent /sys/class/mdev_bus/mtty; prints the
+#                                    guest's seconds for it
+#   mdev_avail TYPE...               available_instances of mtty's TYPEs (mtty-1, mtty-2), one line
+#   mdev_create TYPE UUID            an instance by the sysfs write (the infrastructure's own check;
+#                                    the agent creates them itself); prints the guest's seconds
+#   mdev_exists UUID / mdev_group UUID   in /sys/bus/mdev/devices / its IOMMU group number
+#   mdev_remove_start UUID           write 1 to its `remove` in the background (the kernel makes
+#                                    the writer wait while a VMM holds the device); mdev_remove_rc
+#                                    prints the write's status once it returned, mdev_remove_waits
+#                                    says the writer sleeps in vfio_unregister_group_dev
+#   vmm_start_mdev UUID              vmm_start with -device vfio-pci,sysfsdev=/sys/bus/mdev/devices/UUID
+#                                    (vmm_bios_saw 4348:3253: SeaBIOS found mtty's serial card)
+#   vfio_group_holders N             "PID COMM" of each guest process with /dev/vfio/N open
 #
 # Every node is stopped when the test exits, before the control plane (chained into
 # cluster_stop, which lib.sh's EXIT trap runs). When a check failed, the agent's log and the tail
@@ -249,3 +265,35 @@ vmm_linux_wait() { # seconds: every 5 s, not eventually's 0.5 s (each poll costs
     done
 }
 vmm_linux_kill() { guest "kill \$(cat /tmp/vmm.pid) 2>/dev/null; true"; }
+
+# --- mediated devices: the kernel's mtty sample (hack/mtty-build.sh) --------------------------------
+# mtty.ko is in every image's module tree (extra/), with mdev, not loaded at boot: other suites see
+# no new device. Its parent "mtty" (not a PCI device) has types mtty-1 (one port) and mtty-2 (two)
+# over one pool of 24 ports. A test loads it when it needs it; the agent then sees
+# /sys/class/mdev_bus/mtty. vfio_iommu_type1 is what a VMM's container needs for an mdev (the
+# agent loads it too when it starts).
+MDEV_BUS=/sys/bus/mdev/devices
+# guest_timed 'CMD': CMD in the guest (its stdout dropped); prints the guest's own seconds for it
+# (its uptime clock: 10 ms steps, no control channel in it); fails as CMD does.
+guest_timed() {
+    guest "a=\$(cut -d' ' -f1 /proc/uptime); { $1; } >/dev/null || exit \$?
+awk -v a=\$a '{printf \"%.2f\\n\", \$1 - a}' /proc/uptime"
+}
+mtty_load() { guest_timed 'modprobe mtty && modprobe vfio_iommu_type1 && test -d /sys/class/mdev_bus/mtty/mdev_supported_types'; }
+mdev_avail() { # types...: their available_instances, on one line
+    guest "for t in $*; do cat /sys/class/mdev_bus/mtty/mdev_supported_types/\$t/available_instances; done" | xargs
+}
+mdev_create() { guest_timed "echo $2 >/sys/class/mdev_bus/mtty/mdev_supported_types/$1/create"; } # type uuid
+mdev_exists() { guest "test -e $MDEV_BUS/$1"; }
+mdev_group() { guest "basename \$(readlink $MDEV_BUS/$1/iommu_group)"; }
+mdev_remove_start() {
+    guest "rm -f /tmp/mdev.rm.rc; (echo 1 >$MDEV_BUS/$1/remove; echo \$? >/tmp/mdev.rm.rc) </dev/null >/dev/null 2>&1 &
+echo \$! >/tmp/mdev.rm.pid"
+}
+mdev_remove_rc() { guest "cat /tmp/mdev.rm.rc 2>/dev/null"; }
+mdev_remove_waits() { guest "grep -qx vfio_unregister_group_dev /proc/\$(cat /tmp/mdev.rm.pid)/wchan"; }
+vmm_start_mdev() { vmm_start "-device vfio-pci,sysfsdev=$MDEV_BUS/$1,id=hostdev0"; }
+vfio_group_holders() {
+    guest "for p in /proc/[0-9]*; do ls -l \$p/fd 2>/dev/null | grep -q ' /dev/vfio/$1\$' &&
+    echo \${p#/proc/} \$(cat \$p/comm); done; true"
+}

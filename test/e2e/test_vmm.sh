@@ -9,8 +9,12 @@
 # While the VMM runs, deleting the claim waits (DeviceInUse, naming the VMM), an agent restart
 # changes nothing, and the device stays on vfio-pci; when the VMM exits, the claim goes and the
 # e1000e is back on its driver with its network interface. The node runs no kubelet: the agent
-# says so once per start, with no refused registration logged. Prints claim -> device in the
-# nested machine and VMM exit -> device back on e1000e.
+# says so once per start, with no refused registration logged. Then the infrastructure of the
+# mdev tests (issue 45): the kernel's mtty sample, in the image's module tree but not loaded at
+# boot, loaded; its types and capacity; an instance made by UUID, opened by a VMM
+# (`-device vfio-pci,sysfsdev=/sys/bus/mdev/devices/<uuid>`, SeaBIOS finds 4348:3253); its removal
+# waiting in the kernel while the VMM holds it and completing when the VMM exits. Prints claim ->
+# device in the nested machine, VMM exit -> device back on e1000e, and the mdev steps' times.
 SUITE=e2e-vmm
 # shellcheck source=test/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -148,5 +152,55 @@ NOKUBELET=$(guest "grep -c 'kubelet is not running on this node' /var/log/hostde
     fail "no refused registration logged without a kubelet" "$REFUSED: $(guest "grep 'did not take' /var/log/hostdevd.log | tail -2")"
 [ "$NOKUBELET" -ge 1 ] && [ "$NOKUBELET" -le 2 ] && pass "'kubelet is not running' said $NOKUBELET times (two agent starts)" ||
     fail "'kubelet is not running' said once per agent start" "$NOKUBELET"
+
+echo "--- mediated devices: the kernel's mtty sample (the qemu node's mdev infrastructure)"
+# The image has mtty.ko (hack/mtty-build.sh) and mdev in its module tree, not loaded at boot. An
+# instance of mtty-2 made by the sysfs write (the agent will make them itself), opened by a VMM
+# with the argument libvirt gives qemu for an mdev hostdev; SeaBIOS finds the serial card
+# 4348:3253. Removing it while the VMM holds it: the kernel takes the device off the mdev bus at
+# once and then waits in vfio_unregister_group_dev until the VMM closes it (mtty has no `request`
+# callback to ask the VMM to let go), without failing.
+MDEV_UUID=0e5b9c8a-7f3d-4c21-9a6e-45d1b2c3e4f5
+MDEV_T0=$SECONDS
+TYPES=/sys/class/mdev_bus/mtty/mdev_supported_types
+if guest 'test -e /sys/class/mdev_bus || lsmod | grep -qE "^(mdev|mtty) "'; then
+    fail "no mdev parent and no mdev module at boot" "$(guest 'ls /sys/class/mdev_bus; lsmod | grep -E "^(mdev|mtty) "')"
+else pass "no mdev parent and no mdev module at boot"; fi
+if T_LOAD=$(mtty_load); then pass "modprobe mtty: /sys/class/mdev_bus/mtty (${T_LOAD}s in the guest)"; else fail "modprobe mtty" "$T_LOAD"; fi
+MTYPES=$(guest "for t in $TYPES/*; do echo \"\${t##*/} \$(cat \$t/available_instances) \$(cat \$t/device_api) \$(cat \$t/name)\"; done")
+expect_contains "its types: mtty-1 (24 available) and mtty-2 (12), vfio-pci" "$MTYPES" \
+    "mtty-1 24 vfio-pci Single port serial" "mtty-2 12 vfio-pci Dual port serial"
+if T_CREATE=$(mdev_create mtty-2 "$MDEV_UUID"); then pass "an mtty-2 instance created by its UUID (${T_CREATE}s in the guest)"; else fail "an mtty-2 instance created" "$T_CREATE"; fi
+expect_ok "... in $MDEV_BUS" mdev_exists "$MDEV_UUID"
+MGROUP=$(mdev_group "$MDEV_UUID")
+expect_ok "... with an IOMMU group of its own ($MGROUP) and /dev/vfio/$MGROUP" guest "test -c /dev/vfio/$MGROUP && [ \$(ls /sys/kernel/iommu_groups/$MGROUP/devices) = $MDEV_UUID ]"
+expect_ok "both types draw on mtty's 24 ports: mtty-1 22, mtty-2 11 left" test "$(mdev_avail mtty-1 mtty-2)" = "22 11"
+T0=$(now)
+vmm_start_mdev "$MDEV_UUID"
+if eventually 60 vmm_bios_saw 4348:3253; then pass "a VMM opens it (-device vfio-pci,sysfsdev=...): SeaBIOS finds 4348:3253"; else fail "a VMM opens the mdev: SeaBIOS finds 4348:3253" "$(guest 'cat /tmp/vmm.err; tail -5 /tmp/vmm.bios')"; fi
+T_SEEN=$(now)
+HOLDERS=$(vfio_group_holders "$MGROUP")
+expect_ok "... and it alone holds /dev/vfio/$MGROUP (holders: ${HOLDERS//$'\n'/, })" test "$HOLDERS" = "$(guest 'cat /tmp/vmm.pid') qemu-system-x86"
+echo "  VMM started -> SeaBIOS read the mdev: $(secs "$T0" "$T_SEEN") s"
+mdev_remove_start "$MDEV_UUID"
+if eventually 30 mdev_remove_waits; then pass "removing it while the VMM holds it waits: the writer sleeps in vfio_unregister_group_dev"; else fail "removing it while held waits in vfio_unregister_group_dev" "rc $(mdev_remove_rc); wchan $(guest "cat /proc/\$(cat /tmp/mdev.rm.pid)/wchan")"; fi
+expect_ok "... the write has not returned" test -z "$(mdev_remove_rc)"
+expect_ok "... the VMM still holds /dev/vfio/$MGROUP" vmm_holds_group "$MGROUP"
+expect_ok "... the instance is off the mdev bus already, still under its parent" \
+    guest "! test -e $MDEV_BUS/$MDEV_UUID && test -d /sys/class/mdev_bus/mtty/$MDEV_UUID"
+expect_ok "... its ports not back yet (mtty-2: 11)" test "$(mdev_avail mtty-2)" = 11
+expect_reject "... and its UUID cannot be created again meanwhile" "File exists" \
+    guest "echo $MDEV_UUID >$TYPES/mtty-1/create"
+T1=$(now)
+vmm_quit
+if eventually 30 vmm_gone; then pass "the VMM exits"; else fail "the VMM exits"; fi
+if eventually 30 test "$(mdev_remove_rc)" = 0; then pass "the removal then completes: the write returns 0"; else fail "the removal completes when the VMM exits" "rc $(mdev_remove_rc)"; fi
+T_BACK=$(now)
+expect_ok "... the instance and /dev/vfio/$MGROUP are gone" guest "! test -e /sys/class/mdev_bus/mtty/$MDEV_UUID && ! test -e /dev/vfio/$MGROUP"
+expect_ok "... mtty-1 24 and mtty-2 12 available again" test "$(mdev_avail mtty-1 mtty-2)" = "24 12"
+echo "  VMM quit -> removal returned: $(secs "$T1" "$T_BACK") s (with the 1 s pause of the quit)"
+expect_ok "the same UUID made again (mtty-1) and removed at once with no VMM" \
+    guest "echo $MDEV_UUID >$TYPES/mtty-1/create && echo 1 >$MDEV_BUS/$MDEV_UUID/remove && ! test -e /sys/class/mdev_bus/mtty/$MDEV_UUID"
+echo "  the mdev checks took $((SECONDS - MDEV_T0)) s"
 
 finish
