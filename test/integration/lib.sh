@@ -77,12 +77,16 @@ helm() { GOGC=off GOMEMLIMIT=512MiB command helm "$@"; }
 export -f kubectl helm
 
 # eventually SECONDS COMMAND...: retries the command until it succeeds or time runs out.
+# It looks again after 0.2 s, then less and less often, at most once a second: a quick change is
+# seen at once, and a long wait (a qemu node's reboot) runs one kubectl or guest command a
+# second instead of two (make test's CPU, not its waits, sets its time on 2 cores).
 eventually() {
-    local deadline=$((SECONDS + $1))
+    local deadline=$((SECONDS + $1)) pause=(0.2 0.3 0.5 0.7) i=0
     shift
     until "$@" >/dev/null 2>&1; do
         [ $SECONDS -lt $deadline ] || return 1
-        sleep 0.5
+        sleep "${pause[i]:-1}"
+        i=$((i + 1))
     done
 }
 
