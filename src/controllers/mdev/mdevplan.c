@@ -267,8 +267,8 @@ cJSON *mdevplan_status(const struct mdevplan *p, const cJSON *obj,
     cJSON *types = types_json(mdevplan_parent(scan, parent), &avail);
     cJSON_AddItemToObject(st, "mdevTypes", types);
     cJSON_AddItemToObject(st, "availableTypes", avail);
-    char res[256];
     if (p->instance) {
+        char res[256];
         cJSON_AddStringToObject(st, "configureVGPUTypeName", p->instance->type);
         if (mdevobj_resource_name(p->instance->type, res, sizeof(res)) == 0)
             cJSON_AddStringToObject(st, "resourceName", res);
