@@ -209,8 +209,8 @@ kubectl patch vgpudevice "$SLOT" --type merge -p '{"spec":{"enabled":false}}' >/
 if eventually 60 vg_is "$SLOT" '.status.conditions[0].reason' DeviceInUse; then pass "disabled while the VMM holds it: DeviceInUse"; else fail "disabled while held: DeviceInUse" "$(vg_reason "$SLOT"): $(vg_message "$SLOT")"; fi
 expect_contains "... naming the VMM" "$(vg_message "$SLOT")" "/dev/vfio/$MGROUP) is held by qemu-system-x86 (pid $(guest 'cat /tmp/vmm.pid'))"
 expect_ok "... the instance stays, still configured" mdev_exists "$MDEV_UUID"
-expect_ok "... no remove was written: no writer waits in vfio_unregister_group_dev" \
-    guest '! grep -qx vfio_unregister_group_dev /proc/[0-9]*/wchan'
+expect_ok "... no remove was written: no thread waits in vfio_unregister_group_dev" \
+    guest '! grep -qx vfio_unregister_group_dev /proc/[0-9]*/task/[0-9]*/wchan'
 if guest_agent_ready; then pass "... and the agent is ready (its worker is free)"; else fail "agent ready while the VMM holds the instance" "$(node_logs | tail -5)"; fi
 T1=$(now)
 vmm_quit
