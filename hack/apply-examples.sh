@@ -13,12 +13,15 @@ status() { # kind name file
     kubectl patch "$1" "$2" --subresource status --type merge --patch-file "$3" >/dev/null
 }
 kubectl apply -f examples/pcidevices.yaml -f examples/usbdevices.yaml \
-    -f examples/sriovnetworkdevices.yaml >/dev/null
+    -f examples/sriovnetworkdevices.yaml -f examples/vgpudevices.yaml >/dev/null
 for n in titan-0000001f6 titan-000001000 titan-000001001; do
     status pcidevice "$n" "examples/status/$n.yaml"
 done
 status usbdevice titan-0951-1666-2-1-4 examples/status/titan-0951-1666-2-1-4.yaml
 status sriovnetworkdevice titan-enp59s0f0 examples/status/titan-enp59s0f0.yaml
+for n in titan-mtty-0 titan-mtty-1; do
+    status vgpudevice "$n" "examples/status/$n.yaml"
+done
 # Right after the chart made the CRDs and its admission policies, the API server may answer a
 # create of a kind the policies match "Resource kind ... not found" (ServiceUnavailable) until
 # it resolves the new kind for them (seconds; ~20 s seen): again, for up to 90 s.

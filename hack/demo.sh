@@ -267,7 +267,7 @@ if [ "${DEMO_NODE:-1}" != 0 ]; then
     run kubectl get pcidevices -o wide -l "nodename=$NODE"
 fi
 echo
-echo "=== the five kinds, with sample objects of a node \"titan\" (examples/: no Node, no agent)"
+echo "=== the six kinds, with sample objects of a node \"titan\" (examples/: no Node, no agent)"
 # examples/status/ says titan's agent bound the GPU; the controller sees there is no Node titan.
 reason() { # kind name
     kubectl get "$1" "$2" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}'

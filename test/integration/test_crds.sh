@@ -56,8 +56,9 @@ expect_contains "api-resources --categories=hostdevices lists the six kinds with
     fail "exactly six kinds in the category" "$OUT"
 
 expect_ok "kubectl get hostdevices" kubectl get hostdevices
-expect_contains "get hostdevices lists objects of all five kinds" "$OUT" \
+expect_contains "get hostdevices lists objects of all six kinds" "$OUT" \
     "pcidevice.devices.harvesterhci.io/titan-0000001f6" \
+    "vgpudevice.devices.harvesterhci.io/titan-mtty-0" \
     "sriovnetworkdevice.devices.harvesterhci.io/titan-enp59s0f0" \
     "pcideviceclaim.devices.harvesterhci.io/titan-000001000" \
     "usbdevice.devices.harvesterhci.io/titan-0951-1666-2-1-4" \
@@ -352,7 +353,7 @@ vgpu_yaml() { # name parent [extra spec lines]
     printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: VGPUDevice\nmetadata:\n  name: "%s"\n  labels: {nodename: titan}\nspec:\n  address: "%s"\n  parentGPUDeviceAddress: "%s"\n  nodeName: titan\n%s' \
         "$1" "$2" "$2" "${3:-}"
 }
-V=titan-mtty-0
+V=titan-mtty-7 # (the examples have titan-mtty-0 and -1)
 expect_ok "a free slot as the agent publishes it" create_yaml "$(vgpu_yaml $V mtty)"
 expect_ok "... and its status (harvester's fields and hostdevd's)" status_patch vgpudevice $V \
     '{"status":{"availableTypes":{"Single port serial":"mtty-1","Dual port serial":"mtty-2"},
