@@ -89,7 +89,7 @@ static int add_device(struct devplugin_alloc *a, const struct devplugin_dev *d)
         return r < 0 ? r : add_path(a, d->dev_path);
     }
     if (r == 0) /* a PCI address, or an mdev's UUID */
-        r = buf_printf(&a->env_value, "%s", d->address);
+        r = buf_printf(&a->env_value, "%s", d->kind == DEVPLUGIN_MDEV ? d->id : d->address);
     if (r == 0)
         r = add_path(a, "/dev/vfio/vfio");
     (void)snprintf(path, sizeof(path), "/dev/vfio/%d", d->iommu_group);
