@@ -8,7 +8,7 @@ kubectl apply -k crds/ >/dev/null
 kubectl wait --for condition=Established --timeout 60s \
     crd/pcidevices.devices.harvesterhci.io crd/pcideviceclaims.devices.harvesterhci.io \
     crd/usbdevices.devices.harvesterhci.io crd/usbdeviceclaims.devices.harvesterhci.io \
-    crd/sriovnetworkdevices.devices.harvesterhci.io >/dev/null
+    crd/sriovnetworkdevices.devices.harvesterhci.io crd/vgpudevices.devices.harvesterhci.io >/dev/null
 status() { # kind name file
     kubectl patch "$1" "$2" --subresource status --type merge --patch-file "$3" >/dev/null
 }

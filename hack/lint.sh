@@ -85,8 +85,9 @@ declare -A ALLOW=(
     [controllers/dra]="base kube kubelet node controllers/runtime controllers/objects controllers/devices controllers/binding"
     [controllers/kubevirt]="base kube node controllers/runtime controllers/objects"
     [controllers/sriov]="base kube node controllers/runtime controllers/objects controllers/devices controllers/binding"
+    [controllers/mdev]="base kube node controllers/runtime controllers/objects controllers/devices controllers/binding"
     [controllers/cli]="base kube kubelet node controllers/runtime controllers/objects controllers/devices controllers/binding controllers/claims"
-    [controllers]="base kube kubelet node controllers/runtime controllers/objects controllers/binding controllers/devices controllers/claims controllers/deviceplugin controllers/dra controllers/kubevirt controllers/sriov controllers/cli"
+    [controllers]="base kube kubelet node controllers/runtime controllers/objects controllers/binding controllers/devices controllers/claims controllers/deviceplugin controllers/dra controllers/kubevirt controllers/sriov controllers/mdev controllers/cli"
 )
 declare -A arrows=() rooms=()
 for f in src/**/*.[ch]; do

@@ -27,6 +27,8 @@ const struct kube_resource kube_res_usbdeviceclaims = {"devices.harvesterhci.io"
                                                        "usbdeviceclaims", false};
 const struct kube_resource kube_res_sriovnetworkdevices = {"devices.harvesterhci.io", "v1beta1",
                                                            "sriovnetworkdevices", false};
+const struct kube_resource kube_res_vgpudevices = {"devices.harvesterhci.io", "v1beta1",
+                                                   "vgpudevices", false};
 const struct kube_resource kube_res_nodes = {"", "v1", "nodes", false};
 const struct kube_resource kube_res_kubevirts = {"kubevirt.io", "v1", "kubevirts", true};
 const struct kube_resource kube_res_crds = {"apiextensions.k8s.io", "v1",

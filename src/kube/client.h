@@ -30,6 +30,7 @@ extern const struct kube_resource kube_res_pcideviceclaims;
 extern const struct kube_resource kube_res_usbdevices;
 extern const struct kube_resource kube_res_usbdeviceclaims;
 extern const struct kube_resource kube_res_sriovnetworkdevices;
+extern const struct kube_resource kube_res_vgpudevices;
 extern const struct kube_resource kube_res_nodes;
 extern const struct kube_resource kube_res_kubevirts;
 extern const struct kube_resource

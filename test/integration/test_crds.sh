@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# test/integration/test_crds.sh - the five CRDs on a real kube-apiserver, checked with the real
+# test/integration/test_crds.sh - the six CRDs on a real kube-apiserver, checked with the real
 # kubectl: discovery (category, short names), printer columns, explain, selectable fields,
 # valid samples accepted, malformed objects rejected with a message that names the problem,
 # the API formats agreeing with the C rules (test/fixtures/formats.txt), SRIOVNetworkDevices as
-# harvester's controller writes them and each of their CEL rules, the objects an earlier version
+# harvester's controller writes them and each of their CEL rules, VGPUDevices' CEL rules, the objects an earlier version
 # wrote (test/fixtures/upgrade/, recorded by test/long/test_upgrade.sh) taken as they are, and
 # the garbage collector of kube-controller-manager removing a deleted Node's devices.
 SUITE=crds
@@ -48,12 +48,12 @@ expect_ok "CRDs apply and become Established" hack/apply-examples.sh
 
 echo "--- discovery and printing"
 OUT=$(kubectl api-resources --categories=hostdevices 2>&1)
-expect_contains "api-resources --categories=hostdevices lists the five kinds with short names" "$OUT" \
+expect_contains "api-resources --categories=hostdevices lists the six kinds with short names" "$OUT" \
     "pcideviceclaims" "pcidevclaim" "PCIDeviceClaim" "pcidevices" "pcidev " "PCIDevice" \
     "usbdeviceclaims" "usbdevclaim" "USBDeviceClaim" "usbdevices" "usbdev " "USBDevice" \
-    "sriovnetworkdevices" "sriovnd" "SRIOVNetworkDevice"
-[ "$(grep -c devices.harvesterhci.io <<<"$OUT")" -eq 5 ] && pass "exactly five kinds in the category" ||
-    fail "exactly five kinds in the category" "$OUT"
+    "sriovnetworkdevices" "sriovnd" "SRIOVNetworkDevice" "vgpudevices" "vgpu " "VGPUDevice"
+[ "$(grep -c devices.harvesterhci.io <<<"$OUT")" -eq 6 ] && pass "exactly six kinds in the category" ||
+    fail "exactly six kinds in the category" "$OUT"
 
 expect_ok "kubectl get hostdevices" kubectl get hostdevices
 expect_contains "get hostdevices lists objects of all five kinds" "$OUT" \
@@ -346,6 +346,63 @@ if [ ${#disagree[@]} -eq 0 ] && [ $agree -ge 50 ]; then
 else
     fail "API server and C rules disagree on ${#disagree[@]} values" "$(printf '%s\n' "${disagree[@]}")"
 fi
+
+echo "--- VGPUDevice: harvester's fields are valid; hostdevd's rules say what to write"
+vgpu_yaml() { # name parent [extra spec lines]
+    printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: VGPUDevice\nmetadata:\n  name: "%s"\n  labels: {nodename: titan}\nspec:\n  address: "%s"\n  parentGPUDeviceAddress: "%s"\n  nodeName: titan\n%s' \
+        "$1" "$2" "$2" "${3:-}"
+}
+V=titan-mtty-0
+expect_ok "a free slot as the agent publishes it" create_yaml "$(vgpu_yaml $V mtty)"
+expect_ok "... and its status (harvester's fields and hostdevd's)" status_patch vgpudevice $V \
+    '{"status":{"availableTypes":{"Single port serial":"mtty-1","Dual port serial":"mtty-2"},
+      "mdevTypes":[{"id":"mtty-1","name":"Single port serial","deviceAPI":"vfio-pci","available":24},
+                   {"id":"mtty-2","name":"Dual port serial","deviceAPI":"vfio-pci","available":12}],
+      "vGPUStatus":""}}'
+expect_contains "enabled defaults to false" "$(kubectl get vgpu $V -o jsonpath='{.spec.enabled}')" "false"
+OUT=$(kubectl get vgpudevices 2>&1)
+expect_contains "vgpudevices printer columns (harvester's, Ready, Reason)" \
+    "$(head -1 <<<"$OUT" | tr -s ' ')" "NAME ADDRESS NODE NAME ENABLED UUID VGPUTYPE PARENTGPUDEVICE READY REASON AGE"
+OUT=$(kubectl get vgpudevices --field-selector spec.parentGPUDeviceAddress=mtty -o name 2>&1)
+expect_contains "slots selected by spec.parentGPUDeviceAddress" "$OUT" "vgpudevice.devices.harvesterhci.io/$V"
+OUT=$(kubectl explain vgpudevice.spec 2>&1)
+expect_contains "explain vgpudevice.spec describes the fields" "$OUT" \
+    "Whether the instance should exist" "The type of the instance" "The UUID the instance gets"
+expect_reject "enabled without a type" "spec.enabled is true but spec.vGPUTypeName is empty" \
+    kubectl patch vgpu $V --type merge -p '{"spec":{"enabled":true}}'
+expect_reject "spec.uuid in upper case" 'not a UUID as the kernel names mdevs' \
+    kubectl patch vgpu $V --type merge -p '{"spec":{"uuid":"83B8F4F2-509F-382F-3C1E-E6BFE0FA1001"}}'
+expect_reject "spec.parentGPUDeviceAddress changed" "spec.parentGPUDeviceAddress cannot change" \
+    kubectl patch vgpu $V --type merge -p '{"spec":{"parentGPUDeviceAddress":"0000:00:02.0"}}'
+expect_reject "spec.nodeName changed" "spec.nodeName cannot change" \
+    kubectl patch vgpu $V --type merge -p '{"spec":{"nodeName":"other"}}'
+expect_ok "enabled with a type and a UUID" kubectl patch vgpu $V --type merge \
+    -p '{"spec":{"enabled":true,"vGPUTypeName":"mtty-2","uuid":"83b8f4f2-509f-382f-3c1e-e6bfe0fa1001"}}'
+expect_ok "the type can change before the instance exists" kubectl patch vgpu $V --type merge \
+    -p '{"spec":{"vGPUTypeName":"mtty-1"}}'
+expect_ok "... the status as the agent writes it once the instance exists" status_patch vgpudevice $V \
+    '{"status":{"uuid":"83b8f4f2-509f-382f-3c1e-e6bfe0fa1001","vGPUStatus":"vGPUConfigured",
+      "configureVGPUTypeName":"mtty-1","resourceName":"devices.harvesterhci.io/mtty-1","iommuGroup":"14"}}'
+expect_reject "the type cannot change while the instance exists" "set spec.enabled=false first" \
+    kubectl patch vgpu $V --type merge -p '{"spec":{"vGPUTypeName":"mtty-2"}}'
+expect_reject "nor the UUID" "set spec.enabled=false first" \
+    kubectl patch vgpu $V --type merge -p '{"spec":{"uuid":"83b8f4f2-509f-382f-3c1e-e6bfe0fa1002"}}'
+expect_ok "disabling and changing the type in one write is allowed" kubectl patch vgpu $V --type merge \
+    -p '{"spec":{"enabled":false,"vGPUTypeName":"mtty-2"}}'
+expect_reject "status.vGPUStatus is vGPUConfigured or empty" 'Unsupported value: "configured"' \
+    status_patch vgpudevice $V '{"status":{"vGPUStatus":"configured"}}'
+OUT=$(kubectl get vgpudevices $V 2>&1)
+expect_contains "... the row: enabled, UUID, type, parent" "$(tr -s ' ' <<<"$OUT")" \
+    "$V mtty titan false 83b8f4f2-509f-382f-3c1e-e6bfe0fa1001 mtty-1 mtty"
+# As harvester's vGPU controller writes one: address a VF, parent the PF, no uuid in spec.
+expect_ok "a VGPUDevice as harvester's controller creates it" create_yaml 'apiVersion: devices.harvesterhci.io/v1beta1
+kind: VGPUDevice
+metadata:
+  name: titan-000004001
+  labels: {nodename: titan, harvesterhci.io/parentSRIOVGPUDevice: titan-000004000}
+spec: {address: "0000:04:00.1", nodeName: titan, parentGPUDeviceAddress: "0000:04:00.0", enabled: true, vGPUTypeName: NVIDIA A2-4Q}'
+expect_ok "... and its status" status_patch vgpudevice titan-000004001 \
+    '{"status":{"uuid":"","vGPUStatus":"","configureVGPUTypeName":"","availableTypes":{"NVIDIA A2-4Q":"nvidia-745"}}}'
 
 echo "--- objects as the previous version wrote them (test/fixtures/upgrade/objects.json)"
 # test/long/test_upgrade.sh records what version N (its UPGRADE_FROM) wrote on a real node; each

@@ -17,3 +17,5 @@ const struct cache_kind kind_pcideviceclaims = {
         .name = "pcideviceclaims", .res = &kube_res_pcideviceclaims, .node_field = "spec.nodeName"};
 const struct cache_kind kind_usbdeviceclaims = {.name = "usbdeviceclaims",
                                                 .res = &kube_res_usbdeviceclaims};
+const struct cache_kind kind_vgpudevices = {
+        .name = "vgpudevices", .res = &kube_res_vgpudevices, .node_label = "nodename"};
