@@ -144,6 +144,44 @@ refused() { kubectl get events --field-selector involvedObject.name=p2 -o jsonpa
 if eventually 30 refused; then pass "a pod asking for 2 NICs when 1 is free is refused: kubelet's reason"; else
     fail "over-request refused" "$(phase p2); $(kubectl get events --field-selector involvedObject.name=p2)"; fi
 
+echo "--- mediated devices (VGPUDevices published with their status, as their agent writes it)"
+RES_MDEV=devices.harvesterhci.io/mtty-2
+M1=0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a61
+M2=0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a62
+M3=0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a63 # published, but not in /sys/bus/mdev/devices
+vgpu() { # name uuid group: an enabled VGPUDevice whose instance exists (status as the agent's)
+    printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: VGPUDevice\nmetadata: {name: %s, labels: {nodename: %s}}\nspec: {nodeName: %s, address: mtty, parentGPUDeviceAddress: mtty, vGPUTypeName: mtty-2, enabled: true}\n' \
+        "$1" "$NODE" "$NODE" | kubectl create -f - >/dev/null &&
+        kubectl patch vgpudevice "$1" --subresource=status --type=merge -p "{\"status\":{\"uuid\":\"$2\",
+            \"vGPUStatus\":\"vGPUConfigured\",\"configureVGPUTypeName\":\"mtty-2\",\"resourceName\":\"$RES_MDEV\",
+            \"iommuGroup\":\"$3\"}}" >/dev/null
+}
+vgpu "$NODE-mtty-0" $M1 20 && vgpu "$NODE-mtty-1" $M2 21 && vgpu "$NODE-mtty-2" $M3 22
+# kubelet's capacity counts every device, allocatable the healthy ones
+capacity() { kubectl get node "$NODE" -o jsonpath="{.status.capacity['${1//./\\.}']}" 2>/dev/null; }
+mdev_offered() { [ "$(allocatable $RES_MDEV)" = 2 ] && [ "$(capacity $RES_MDEV)" = 3 ]; }
+if eventually 30 mdev_offered; then
+    pass "three configured instances offered as $RES_MDEV: capacity 3, allocatable 2 (the one missing from sysfs is Unhealthy)"
+else
+    fail "mdev offered" "capacity $(capacity $RES_MDEV) allocatable $(allocatable $RES_MDEV); $(tail -5 "$TEST_DIR/agent.log")"
+fi
+pod m1 "$RES_MDEV" 2
+if eventually 30 running m1; then
+    REC=$(record m1)
+    ENV=$(env_name MDEV_PCI_RESOURCE "$RES_MDEV")
+    expect_contains "a pod asking for two instances gets $ENV, /dev/vfio/vfio and both groups" "$REC" \
+        '"MDEV_PCI_RESOURCE_DEVICES_HARVESTERHCI_IO_MTTY-2"' '"/dev/vfio/vfio"' '"/dev/vfio/20"' '"/dev/vfio/21"'
+    grep -qE "\"$ENV\",\"value\":\"($M1,$M2|$M2,$M1)\"|\"$ENV\":\"($M1,$M2|$M2,$M1)\"" <<<"$REC" &&
+        pass "... whose value is the two UUIDs, comma-joined (what virt-launcher reads)" || fail "mdev env value" "$REC"
+else
+    fail "pod m1 running" "$(kubectl describe pod m1 | tail -15)"
+fi
+kubectl patch vgpudevice "$NODE-mtty-2" --subresource=status --type=merge -p '{"status":{"vGPUStatus":"","uuid":""}}' >/dev/null
+mdev_two() { [ "$(capacity $RES_MDEV)" = 2 ]; }
+if eventually 30 mdev_two; then pass "an instance its agent removed (vGPUStatus cleared) is withdrawn: capacity 2"; else
+    fail "removed mdev withdrawn" "capacity $(capacity $RES_MDEV)"; fi
+kubectl delete pod m1 --wait=false >/dev/null
+
 echo "--- Allocate round trip (our client, a connection per call, release build)"
 PSOCK=$(find "$DEVICE_PLUGIN_DIR" -name "hostdevd-intel.com*.sock" | head -1)
 REQ=0a0e0a0c$(printf '%s' "$NIC1" | od -An -tx1 | tr -d ' \n')
@@ -260,7 +298,6 @@ fi
 # the device is listed, Unhealthy, as its PCIDevice still says virtio-pci. The rescan that
 # updates the PCIDevice changes only the device's health, which only a ListAndWatch sent again
 # for it tells kubelet (its allocatable counts the healthy devices, its capacity all of them).
-capacity() { kubectl get node "$NODE" -o jsonpath="{.status.capacity['${1//./\\.}']}" 2>/dev/null; }
 offered() { [ "$(capacity "$1")" = "$2" ] && [ "$(allocatable "$1")" = "$3" ]; } # resource all healthy
 relink "$NIC2" vfio-pci
 if eventually 30 bound "$NIC2" && eventually 30 offered "$RES_PCI" 2 1; then
