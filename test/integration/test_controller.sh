@@ -193,7 +193,7 @@ MTTY='{"mdevNameSelector":"Dual_port_serial","resourceName":"devices.harvesterhc
 GVT='{"mdevNameSelector":"i915-GVTg_V5_4","resourceName":"devices.harvesterhci.io/i915-gvtg-v5-4","externalResourceProvider":true}'
 mdevs() { cr_json | jq -c '.spec.configuration.permittedHostDevices.mediatedDevices // []'; }
 mdevs_are() { # the foreign entry first (kept in place), then ours in any order
-    [ "$(mdevs | jq -c '.[0:1] + (.[1:] | sort_by(.resourceName))')" = "$1" ]
+    [ "$(mdevs | jq -cS '.[0:1] + (.[1:] | sort_by(.resourceName))')" = "$(jq -cS . <<<"$1")" ]
 }
 owned() { cr_json | jq -r '.metadata.annotations["hostdevd.io/owned-host-devices"] // ""'; }
 T=$(now)
