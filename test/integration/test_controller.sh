@@ -397,7 +397,7 @@ wait "${PIDS[2]}" && pass "it exits 0 on SIGTERM" || fail "controller exit" "$(t
 # RBAC without the right to write Leases: it reads everything it watches, and may read Leases.
 kubectl create namespace nolease >/dev/null
 kubectl create serviceaccount ctl-nolease -n nolease >/dev/null
-kubectl create clusterrole ctl-nolease --verb=get,list,watch --resource=pcidevices,pcideviceclaims,usbdevices,usbdeviceclaims,nodes,leases,kubevirts >/dev/null
+kubectl create clusterrole ctl-nolease --verb=get,list,watch --resource=pcidevices,pcideviceclaims,usbdevices,usbdeviceclaims,vgpudevices,nodes,leases,kubevirts >/dev/null
 kubectl create clusterrolebinding ctl-nolease --clusterrole ctl-nolease --serviceaccount nolease:ctl-nolease >/dev/null
 sa_kubeconfig nolease ctl-nolease "$TEST_DIR/nolease.kubeconfig"
 lost_replica 3 nolease "$TEST_DIR/nolease.kubeconfig"
