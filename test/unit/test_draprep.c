@@ -429,8 +429,40 @@ static void test_metadata_mdev(void)
     cJSON_Delete(m);
 }
 
+/* A prepared mdev's checkpoint entry reads back (its UUID as the address): the unprepare and a
+ * restarted plugin's load take it (a 20-byte address buffer once made it "malformed"). */
+static void test_checkpoint_mdev(void)
+{
+    struct draprep_device devs[] = {{"gpu", "mdev-0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a61",
+                                     "0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a61"}};
+    struct draprep_claim c = {"vms", "vm1-gpu", UID, "", devs, 1};
+    const char *orig[] = {"vfio-pci"};
+    int groups[] = {200};
+    cJSON *ck = draprep_checkpoint_new();
+    CU_ASSERT_EQUAL_FATAL(draprep_checkpoint_put(ck, &c, orig, groups, true), 0);
+    char *text = cJSON_PrintUnformatted(ck);
+    cJSON *back = NULL;
+    struct err e = {""};
+    CU_ASSERT_EQUAL_FATAL(draprep_checkpoint_parse(text, &back, &e), 0);
+    struct draprep_claim r = {0};
+    const char **ro = NULL;
+    int *rg = NULL;
+    CU_ASSERT_EQUAL_FATAL(
+            draprep_checkpoint_entry(draprep_checkpoint_claim(back, UID), UID, &r, &ro, &rg), 0);
+    CU_ASSERT_STRING_EQUAL(r.devices[0].address, "0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a61");
+    CU_ASSERT_STRING_EQUAL(ro[0], "vfio-pci");
+    CU_ASSERT_EQUAL(rg[0], 200);
+    draprep_claim_done(&r);
+    free(ro);
+    free(rg);
+    cJSON_free(text);
+    cJSON_Delete(back);
+    cJSON_Delete(ck);
+}
+
 static CU_TestInfo tests[] = {
         {"metadata of an mdev", test_metadata_mdev},
+        {"checkpoint of an mdev", test_checkpoint_mdev},
         {"device name to address", test_address},
         {"allocation: our driver and pool only, bad claims refused", test_parse},
         {"CDI spec and ids", test_cdi},

@@ -480,7 +480,7 @@ static int entry_device(const cJSON *d, struct draprep_device *ret, const char *
     const char *req = json_str(d, "request"), *name = json_str(d, "name"),
                *a = json_str(d, "address");
     const cJSON *g = json_field(d, "group");
-    char addr[20];
+    char addr[sizeof(ret->address)];
     *orig = json_str(d, "original");
     if (!req || !name || !a || !*orig || !cJSON_IsNumber(g) ||
         strlen(req) >= sizeof(ret->request) || strlen(name) >= sizeof(ret->name) ||
