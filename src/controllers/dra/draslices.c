@@ -459,7 +459,7 @@ static int compare_mdevs(const void *a, const void *b)
 }
 
 /* The type name of type `id` in a VGPUDevice's status.mdevTypes, or NULL. */
-static const char *type_name(const cJSON *st, const char *id)
+static const char *name_of_type(const cJSON *st, const char *id)
 {
     const cJSON *t;
     cJSON_ArrayForEach(t, json_field(st, "mdevTypes"))
@@ -480,7 +480,7 @@ bool draslices_mdev_of(const cJSON *vgpu, const char *node, struct draslices_mde
         return false;
     *ret = (struct draslices_mdev){.uuid = uuid,
                                    .type = type,
-                                   .type_name = type_name(st, type),
+                                   .type_name = name_of_type(st, type),
                                    .parent = parent ? parent : json_str(spec, "address"),
                                    .iommu_group = mdevobj_iommu_group(vgpu)};
     return true;

@@ -59,9 +59,10 @@ int permitted_mdev_selector(const char *name, const char *id, char *buf, size_t 
         return -EINVAL;
     if (len >= size)
         return -ENAMETOOLONG;
-    for (size_t i = 0; i < len; i++)
-        buf[i] = s[i] == ' ' ? '_' : s[i];
+    memcpy(buf, s, len);
     buf[len] = '\0';
+    for (char *p = strchr(buf, ' '); p; p = strchr(p + 1, ' '))
+        *p = '_';
     return 0;
 }
 
