@@ -21,6 +21,7 @@
     X(usbdevices_part)  /* devices/usbdevice: USBDevices */                                        \
     X(usbclaim_part)    /* claims/usbclaim: USBDeviceClaims */                                     \
     X(sriovnet_part)    /* sriov/sriovnet: SRIOVNetworkDevices */                                  \
+    X(vgpudev_part)     /* mdev/vgpudev: VGPUDevices (mediated devices) */                         \
     X(plugins_part)     /* deviceplugin/plugins: the kubelet device plugins */                     \
     X(draslices_part)   /* dra/draslices: the ResourceSlices */                                    \
     X(draplugin_part)   /* dra/draplugin: the DRA kubelet plugin */                                \

@@ -63,6 +63,20 @@ sriov_put() { # user name jq-filter [status]
     fi
 }
 
+# A VGPUDevice as the agent creates it: a free slot of parent mtty (disabled).
+vgpu_json() { # name spec-node label-node [owner-node]
+    local owner=null
+    if [ -n "${4:-}" ]; then
+        owner=$(jq -cn --arg n "$4" --arg u "$(kubectl get node "$4" -o jsonpath='{.metadata.uid}')" \
+            '[{apiVersion: "v1", kind: "Node", name: $n, uid: $u}]')
+    fi
+    jq -cn --arg n "$1" --arg s "$2" --arg l "$3" --argjson o "$owner" \
+        '{apiVersion: "devices.harvesterhci.io/v1beta1", kind: "VGPUDevice",
+          metadata: ({name: $n, labels: {nodename: $l, "devices.harvesterhci.io/mdev-parent": "mtty"}}
+                     + (if $o then {ownerReferences: $o} else {} end)),
+          spec: {address: "mtty", parentGPUDeviceAddress: "mtty", nodeName: $s, enabled: false}}'
+}
+
 # Creates a device, then writes its status, as the agent does.
 create_with_status() { # token resource name object-json status-json
     api "$1" POST "$API/$2" "$4" >/dev/null && api "$1" PATCH "$API/$2/$3/status" "$5"
@@ -125,7 +139,7 @@ expect_ok "namespace, CRDs, RBAC and admission policies apply" \
     kubectl apply -f "$TEST_DIR/rest.yaml"
 expect_ok "the CRDs become Established" kubectl wait --for condition=Established --timeout 60s \
     crd/pcidevices.$G crd/pcideviceclaims.$G crd/usbdevices.$G crd/usbdeviceclaims.$G \
-    crd/sriovnetworkdevices.$G
+    crd/sriovnetworkdevices.$G crd/vgpudevices.$G
 expect_ok "the DaemonSet and the Deployment pass a server-side dry run" \
     kubectl apply --server-side --dry-run=server -f "$TEST_DIR/workloads.yaml" -o json
 WL=$OUT
@@ -315,6 +329,8 @@ ready() {
         denied_by hostdevd-agent-lease api "$TU" POST "$LAPI?dryRun=All" "$(lease node-c node-c)" &&
         denied_by hostdevd-agent-sriov api "$TA" POST "$API/sriovnetworkdevices?dryRun=All" \
             "$(sriov_json node-b-eth9 node-b node-b)" &&
+        denied_by hostdevd-agent-vgpu api "$TA" POST "$API/vgpudevices?dryRun=All" \
+            "$(vgpu_json node-b-mtty-9 node-b node-b)" &&
         denied_by hostdevd-agent-resourceslices api "$TA" POST "$RAPI?dryRun=All" "$(slice node-b-vfio-pci-0 node-b)" &&
         denied_by hostdevd-controller-claims api "$TC" PATCH \
             "$API/pcideviceclaims/node-b-000009000?dryRun=All" '{"metadata":{"labels":{"x":"y"}}}' &&
@@ -328,7 +344,8 @@ ready() {
             <<<"$(pci_claim $X 0000:01:00.0 node-a)")" = alice ] &&
         kubectl auth can-i use usbdevices.$G/$DONGLE --as bob &&
         kubectl auth can-i '*' '*' --as erin &&
-        kubectl auth can-i patch sriovnetworkdevices.$G --as nora
+        kubectl auth can-i patch sriovnetworkdevices.$G --as nora &&
+        kubectl auth can-i patch vgpudevices.$G --as nora
 }
 if eventually 60 ready; then
     pass "the admission policies and the test users' bindings are in effect"
@@ -456,6 +473,63 @@ reject "dave (write verbs on everything by mistake) still cannot create a PF" \
     kubectl --as dave create --dry-run=server -f - <<<"$(sriov_json node-b-eth9 node-b node-b)"
 reject "... nor write its status" "may update sriovnetworkdevices/status; dave is neither" \
     kubectl --as dave patch sriovnd $PB --subresource status --type merge -p '{"status":{"totalVFs":128}}'
+
+echo "--- mediated devices: agents publish their own node's slots; enabled, type and UUID are the users'"
+VA=node-a-mtty-0
+VB=node-b-mtty-0
+expect_ok "node-a's agent creates VGPUDevice $VA (a free slot)" \
+    api "$TA" POST "$API/vgpudevices" "$(vgpu_json $VA node-a node-a node-a)"
+expect_ok "node-a's agent writes its status" api "$TA" PATCH "$API/vgpudevices/$VA/status" \
+    '{"status":{"availableTypes":{"Dual port serial":"mtty-2"},"mdevTypes":[{"id":"mtty-2","available":12}]}}'
+expect_ok "node-a's agent adds its finalizer" \
+    api "$TA" PATCH "$API/vgpudevices/$VA" '{"metadata":{"finalizers":["devices.harvesterhci.io/mdev"]}}'
+expect_ok "... and removes it" api "$TA" PATCH "$API/vgpudevices/$VA" '{"metadata":{"finalizers":null}}'
+expect_ok "node-a's agent creates another slot" \
+    api "$TA" POST "$API/vgpudevices" "$(vgpu_json node-a-mtty-1 node-a node-a node-a)"
+expect_ok "... and deletes it" api "$TA" DELETE "$API/vgpudevices/node-a-mtty-1"
+expect_ok "node-b's agent creates VGPUDevice $VB and its status" \
+    create_with_status "$TB" vgpudevices $VB "$(vgpu_json $VB node-b node-b node-b)" \
+    '{"status":{"vGPUStatus":""}}'
+VOWN="the agent of node node-a may only write VGPUDevices of its own node, with spec.nodeName node-a and label nodename=node-a (before and after the change)"
+reject "node-a's agent cannot create a slot of node-b" "$VOWN; node-b-mtty-9 has spec.nodeName node-b and nodename=node-b" \
+    api "$TA" POST "$API/vgpudevices" "$(vgpu_json node-b-mtty-9 node-b node-b)"
+reject "... nor one of node-b labelled for node-a" "$VOWN; node-a-mtty-9 has spec.nodeName node-b and nodename=node-a" \
+    api "$TA" POST "$API/vgpudevices" "$(vgpu_json node-a-mtty-9 node-b node-a)"
+reject "... nor one owned by Node node-b" "may only make VGPUDevices owned by Node node-a" \
+    api "$TA" POST "$API/vgpudevices" "$(vgpu_json node-a-mtty-9 node-a node-a node-b)"
+reject "node-a's agent cannot write node-b's status" "$VOWN; $VB has spec.nodeName node-b" \
+    api "$TA" PATCH "$API/vgpudevices/$VB/status" '{"status":{"uuid":"83b8f4f2-509f-382f-3c1e-e6bfe0fa1001"}}'
+reject "... nor enable it" "$VOWN; $VB has spec.nodeName node-b" \
+    api "$TA" PATCH "$API/vgpudevices/$VB" '{"spec":{"enabled":true,"vGPUTypeName":"mtty-2"}}'
+reject "... nor delete it" "$VOWN; $VB has spec.nodeName node-b" \
+    api "$TA" DELETE "$API/vgpudevices/$VB"
+reject "node-a's agent cannot give its slot to node-b (label)" "$VOWN" \
+    api "$TA" PATCH "$API/vgpudevices/$VA" '{"metadata":{"labels":{"nodename":"node-b"}}}'
+VUSER="the hostdevd agent may not change spec.enabled, spec.vGPUTypeName or spec.uuid of VGPUDevice $VA: users set them"
+reject "node-a's agent cannot enable its own slot" "$VUSER" \
+    api "$TA" PATCH "$API/vgpudevices/$VA" '{"spec":{"enabled":true,"vGPUTypeName":"mtty-2"}}'
+reject "... nor set its spec.uuid" "$VUSER" \
+    api "$TA" PATCH "$API/vgpudevices/$VA" '{"spec":{"uuid":"83b8f4f2-509f-382f-3c1e-e6bfe0fa1001"}}'
+reject "an agent token without a node name writes no slot" "may write VGPUDevices only with a token that names its node" \
+    api "$TU" POST "$API/vgpudevices" "$(vgpu_json node-a-mtty-9 node-a node-a)"
+expect_ok "nora (hostdevd-device-admin) enables node-a's slot with a type" \
+    kubectl --as nora patch vgpu $VA --type merge -p '{"spec":{"enabled":true,"vGPUTypeName":"mtty-2"}}'
+reject "nora cannot write its status (the agent's report)" \
+    "User \"nora\" cannot get resource \"vgpudevices/status\"" \
+    kubectl --as nora patch vgpu $VA --subresource status --type merge -p '{"status":{"vGPUStatus":"vGPUConfigured"}}'
+reject "... nor create a slot (the agents publish them)" "User \"nora\" cannot create resource \"vgpudevices\"" \
+    kubectl --as nora create --dry-run=server -f - <<<"$(vgpu_json node-a-mtty-9 node-a node-a)"
+expect_ok "... but may delete one (the agent removes its instance first)" \
+    kubectl --as nora delete vgpu $VA --dry-run=server
+expect_contains "alice (hostdevd-device-user) reads the slots" \
+    "$(kubectl --context alice get vgpudevices -o name 2>&1)" "vgpudevice.$G/$VA" "vgpudevice.$G/$VB"
+reject "... but cannot enable one" "User \"alice\" cannot patch resource \"vgpudevices\"" \
+    kubectl --context alice patch vgpu $VB --type merge -p '{"spec":{"enabled":true,"vGPUTypeName":"mtty-2"}}'
+reject "dave (write verbs on everything by mistake) still cannot create a slot" \
+    "only the hostdevd agent (for its own node) and cluster admins may create vgpudevices; dave is neither" \
+    kubectl --as dave create --dry-run=server -f - <<<"$(vgpu_json node-b-mtty-9 node-b node-b)"
+reject "... nor write its status" "may update vgpudevices/status; dave is neither" \
+    kubectl --as dave patch vgpu $VB --subresource status --type merge -p '{"status":{"vGPUStatus":"vGPUConfigured"}}'
 
 echo "--- only agents and cluster admins write devices"
 reject "a user granted write verbs on devices still cannot create one" \

@@ -389,7 +389,7 @@ LEFT=$(kubectl get "$KINDS" -A -o json 2>/dev/null | jq -r '.items[] | select((.
      .["app.kubernetes.io/managed-by"] == "Helm")) | .kind + " " + (.metadata.namespace // "-") + "/" + .metadata.name' | sort)
 expect_ok "what stays: the CRDs, the release namespace $NS and the leader Lease in it" \
     diff <(printf '%s\n' "$LEFT") <(printf 'CustomResourceDefinition -/%s\n' pcideviceclaims.$G pcidevices.$G \
-        sriovnetworkdevices.$G usbdeviceclaims.$G usbdevices.$G; printf 'Lease %s/hostdevd-controller\nNamespace -/%s\n' $NS $NS)
+        sriovnetworkdevices.$G usbdeviceclaims.$G usbdevices.$G vgpudevices.$G; printf 'Lease %s/hostdevd-controller\nNamespace -/%s\n' $NS $NS)
 expect_ok "the CRDs stay (helm never deletes crds/), and with them the devices and claims" \
     kubectl get crd/pcidevices.$G crd/pcideviceclaims.$G crd/usbdevices.$G crd/usbdeviceclaims.$G \
     crd/sriovnetworkdevices.$G pcidevice/$X pcideviceclaim/$X -o name

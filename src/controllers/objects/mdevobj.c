@@ -5,6 +5,7 @@
 #include "controllers/objects/mdevobj.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -93,11 +94,13 @@ static int sanitize(const char *s, const char *keep, char *out, size_t size)
 {
     size_t n = 0;
     for (const char *c = s; *c; c++) {
-        char ch = (*c >= 'A' && *c <= 'Z') ? (char)(*c - 'A' + 'a') : *c;
+        const char ch = (char)tolower((unsigned char)*c);
         bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || strchr(keep, ch);
         if (n + 1 >= size)
             return -ENAMETOOLONG;
-        out[n++] = ok && ch ? ch : '-';
+        out[n++] = ch;
+        if (!ok)
+            out[n - 1] = '-';
     }
     out[n] = '\0';
     return 0;
