@@ -17,7 +17,7 @@
 # vfio-pci) records i40e for each and, unprepared, gives each one back (its driver_override
 # cleared); a malformed DRA request is refused and the plugin serves on; a device found on
 # vfio-pci whose PCIDevice says another driver at first sight gets that one recorded and given
-# back on unprepare; a mediated device instance (a VGPUDevice published as its agent would) is in
+# back on unprepare; a mediated device instance (the fixture's, adopted by the agent) is in
 # the pool, allocated by class mdev.vfio-pci.hostdevd.io, prepared with its group's node and the
 # metadata's mdevUUID, which KubeVirt's builder turns into an mdev hostdev. Prints pod created ->
 # device prepared.
@@ -49,7 +49,7 @@ PLUGIN_DIR=$KROOT/plugins/$DRIVER
 CDI=$TEST_DIR/cdi
 SYS=$TEST_DIR/sys
 DEV=$TEST_DIR/dev
-MD=0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a71 # an mtty-2 instance (its VGPUDevice published below)
+MD=0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a71 # an mtty-2 instance (the agent adopts it as a VGPUDevice)
 printf 'mdev_type mtty mtty-2 available=10 name=Dual_port_serial\nmdev %s mtty mtty-2 iommu=200\n' "$MD" |
     cat test/fixtures/sysfs/small-server.txt - >"$TEST_DIR/desc.txt"
 hack/mk-sysfs-fixture.sh "$TEST_DIR/desc.txt" "$SYS" >/dev/null
@@ -190,11 +190,11 @@ expect_contains "... the message names the ResourceClaim" \
     "$(kubectl get pcideviceclaim "$(pci_name $X710)" -o jsonpath='{.status.conditions[0].message}')" "default/$CLAIM"
 
 echo "--- a mediated device instance (VGPUDevice) allocated by the scheduler and prepared"
-agent_vgpu "$NODE" "$NODE-mtty-0" $MD mtty-2 "Dual port serial" 200
+# the agent adopts the fixture's instance as a configured VGPUDevice (with its group)
 mdev_in_slice() { kubectl get resourceslices -o json | jq -e --arg d "mdev-$MD" --arg u "$MD" \
     '[.items[].spec.devices[]? | select(.name == $d) | .attributes] | length == 1 and
      .[0]["dra.kubevirt.io/mdevUUID"].string == $u and .[0].mdevType.string == "mtty-2" and .[0].iommuGroup.int == 200' >/dev/null; }
-if eventually 30 mdev_in_slice; then pass "the instance is in the node's pool: mdev-<uuid> with dra.kubevirt.io/mdevUUID, mdevType, iommuGroup"; else
+if eventually 60 mdev_in_slice; then pass "the instance is in the node's pool: mdev-<uuid> with dra.kubevirt.io/mdevUUID, mdevType, iommuGroup"; else
     fail "mdev in slice" "$(kubectl get resourceslices -o json | jq -c '[.items[].spec.devices[]?.name]')"; fi
 kubectl apply -f - >/dev/null <<EOF
 apiVersion: resource.k8s.io/v1

@@ -144,24 +144,19 @@ refused() { kubectl get events --field-selector involvedObject.name=p2 -o jsonpa
 if eventually 30 refused; then pass "a pod asking for 2 NICs when 1 is free is refused: kubelet's reason"; else
     fail "over-request refused" "$(phase p2); $(kubectl get events --field-selector involvedObject.name=p2)"; fi
 
-echo "--- mediated devices (VGPUDevices published with their status, as their agent writes it)"
+echo "--- mediated devices (the fixture's two mtty-2 instances, adopted by the agent as VGPUDevices)"
 RES_MDEV=devices.harvesterhci.io/mtty-2
-M1=0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a61
-M2=0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a62
-M3=0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a63 # published, but not in /sys/bus/mdev/devices
-vgpu() { # name uuid group: an enabled VGPUDevice whose instance exists (status as the agent's)
-    printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: VGPUDevice\nmetadata: {name: %s, labels: {nodename: %s}}\nspec: {nodeName: %s, address: mtty, parentGPUDeviceAddress: mtty, vGPUTypeName: mtty-2, enabled: true}\n' \
-        "$1" "$NODE" "$NODE" | kubectl create -f - >/dev/null &&
-        kubectl patch vgpudevice "$1" --subresource=status --type=merge -p "{\"status\":{\"uuid\":\"$2\",
-            \"vGPUStatus\":\"vGPUConfigured\",\"configureVGPUTypeName\":\"mtty-2\",\"resourceName\":\"$RES_MDEV\",
-            \"iommuGroup\":\"$3\"}}" >/dev/null
+M1=1a2b3c4d-6e2a-4f3b-9b1e-1d2c3e4f5a61
+M2=5e6f7a8b-6e2a-4f3b-9b1e-1d2c3e4f5a62
+adopted() { # the agent's VGPUDevices of both instances, configured, with their resource and group
+    [ "$(kubectl get vgpudevices -o json | jq --arg r "$RES_MDEV" '[.items[].status | select(.vGPUStatus == "vGPUConfigured" and .resourceName == $r and (.iommuGroup // "") != "") | .uuid] | length')" = 2 ]
 }
-vgpu "$NODE-mtty-0" $M1 20 && vgpu "$NODE-mtty-1" $M2 21 && vgpu "$NODE-mtty-2" $M3 22
-# kubelet's capacity counts every device, allocatable the healthy ones
+if eventually 30 adopted; then pass "the agent publishes both instances as configured VGPUDevices of $RES_MDEV"; else
+    fail "mdev adopted" "$(kubectl get vgpudevices -o json | jq -c '[.items[] | {n: .metadata.name, s: .status}]')"; fi
 capacity() { kubectl get node "$NODE" -o jsonpath="{.status.capacity['${1//./\\.}']}" 2>/dev/null; }
-mdev_offered() { [ "$(allocatable $RES_MDEV)" = 2 ] && [ "$(capacity $RES_MDEV)" = 3 ]; }
+mdev_offered() { [ "$(allocatable $RES_MDEV)" = 2 ] && [ "$(capacity $RES_MDEV)" = 2 ]; }
 if eventually 30 mdev_offered; then
-    pass "three configured instances offered as $RES_MDEV: capacity 3, allocatable 2 (the one missing from sysfs is Unhealthy)"
+    pass "both instances offered to kubelet as $RES_MDEV: capacity 2, allocatable 2"
 else
     fail "mdev offered" "capacity $(capacity $RES_MDEV) allocatable $(allocatable $RES_MDEV); $(tail -5 "$TEST_DIR/agent.log")"
 fi
@@ -176,10 +171,6 @@ if eventually 30 running m1; then
 else
     fail "pod m1 running" "$(kubectl describe pod m1 | tail -15)"
 fi
-kubectl patch vgpudevice "$NODE-mtty-2" --subresource=status --type=merge -p '{"status":{"vGPUStatus":"","uuid":""}}' >/dev/null
-mdev_two() { [ "$(capacity $RES_MDEV)" = 2 ]; }
-if eventually 30 mdev_two; then pass "an instance its agent removed (vGPUStatus cleared) is withdrawn: capacity 2"; else
-    fail "removed mdev withdrawn" "capacity $(capacity $RES_MDEV)"; fi
 kubectl delete pod m1 --wait=false >/dev/null
 
 echo "--- Allocate round trip (our client, a connection per call, release build)"
