@@ -16,7 +16,9 @@
 # unplugged stays in the list as Unhealthy (allocatable 0, capacity 1) and turns Healthy when
 # plugged back; a claim deleted while a VM holds its group (a pty the "VMM" holds with TIOCEXCL,
 # the agent without CAP_SYS_ADMIN) waits DeviceInUse and every ListAndWatch message kubelet takes
-# meanwhile still has the device, until the VMM exits. Prints claim Ready -> allocatable, and restart -> re-registered (median and
+# meanwhile still has the device, until the VMM exits; the fixture's two mtty-2 mdevs, adopted by
+# the agent as VGPUDevices, are offered as devices.harvesterhci.io/mtty-2 and a pod asking for
+# both gets MDEV_PCI_RESOURCE_<NAME>=<uuid>,<uuid> and both groups' nodes. Prints claim Ready -> allocatable, and restart -> re-registered (median and
 # worst).
 # test-lock: kubelet (the kubelet harness: its sysctls are global; see hack/run-tests.sh)
 SUITE=plugins
