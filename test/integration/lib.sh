@@ -336,6 +336,24 @@ agent_claim() {
     fi
 }
 
+# agent_vgpu NODE NAME UUID TYPE-ID [TYPE-NAME [GROUP]]: an enabled VGPUDevice whose mdev instance
+# exists, its status as its agent writes it (vGPUConfigured, resourceName from the type id as
+# objects/mdevobj.h makes it, the parent's types in status.mdevTypes; no TYPE-NAME: a type without
+# a name file). agent_vgpu_removed NAME: its status once the agent has removed the instance.
+agent_vgpu() {
+    local g=devices.harvesterhci.io res name=
+    res=$g/$(tr 'A-Z_' 'a-z-' <<<"$4")
+    [ -n "${5:-}" ] && name=",\"name\":\"$5\""
+    printf 'apiVersion: %s/v1beta1\nkind: VGPUDevice\nmetadata: {name: %s, labels: {nodename: %s}}\nspec: {nodeName: %s, address: mtty, parentGPUDeviceAddress: mtty, vGPUTypeName: "%s", enabled: true}\n' \
+        "$g" "$2" "$1" "$1" "$4" | kubectl create -f - >/dev/null &&
+        kubectl patch vgpudevice "$2" --subresource status --type merge -p "{\"status\":{\"uuid\":\"$3\",
+            \"vGPUStatus\":\"vGPUConfigured\",\"configureVGPUTypeName\":\"$4\",\"resourceName\":\"$res\",
+            \"iommuGroup\":\"${6:-30}\",\"mdevTypes\":[{\"id\":\"$4\"$name,\"available\":3}]}}" >/dev/null
+}
+agent_vgpu_removed() {
+    kubectl patch vgpudevice "$1" --subresource status --type merge -p '{"status":{"uuid":"","vGPUStatus":""}}' >/dev/null
+}
+
 # agent_ready pci|usb NAME: the claim's status as its agent writes it once the device is ready.
 agent_ready() {
     local now cond

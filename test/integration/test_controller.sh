@@ -6,6 +6,8 @@
 # appends to the CR end with exactly the needed entries, no duplicates, the foreign entries
 # untouched and in order; killing the leader once 5 of the first 15 claims are Ready, the other
 # 15 coming while no replica leads, hands over to the other replica and the end state is the same;
+# configured mdev instances (VGPUDevices) get one owned mediatedDevices entry per type, a foreign one
+# kept, and lose it when no instance is left;
 # with a second KubeVirt CR (no --kubevirt) neither CR is written while a claim becomes Ready, and
 # the one left gets its entry once the other is deleted; deleting the claims removes only our
 # entries; an idle controller writes nothing.
@@ -183,6 +185,42 @@ A2=$(hack/audit-requests.py "$TEST_DIR/cluster/audit.log" | cut -d" " -f2)
 [ "$W2" -eq "$W1" ] && [ "$A2" -eq "$A1" ] && pass "an idle controller writes nothing (audit log, 10 s; only its election Lease renews)" ||
     fail "idle writes" "CR $((W2 - W1)), all $((A2 - A1))"
 
+echo "--- mediated devices: mediatedDevices kept exact (VGPUDevices as their agents publish them)"
+FM='{"mdevNameSelector":"GRID_T4-1Q","resourceName":"nvidia.com/GRID_T4-1Q"}'
+kubectl patch kubevirt -n kubevirt kubevirt --type merge \
+    -p "{\"spec\":{\"configuration\":{\"permittedHostDevices\":{\"mediatedDevices\":[$FM]}}}}" >/dev/null
+MTTY='{"mdevNameSelector":"Dual_port_serial","resourceName":"devices.harvesterhci.io/mtty-2","externalResourceProvider":true}'
+GVT='{"mdevNameSelector":"i915-GVTg_V5_4","resourceName":"devices.harvesterhci.io/i915-gvtg-v5-4","externalResourceProvider":true}'
+mdevs() { cr_json | jq -c '.spec.configuration.permittedHostDevices.mediatedDevices // []'; }
+mdevs_are() { # the foreign entry first (kept in place), then ours in any order
+    [ "$(mdevs | jq -cS '.[0:1] + (.[1:] | sort_by(.resourceName))')" = "$(jq -cS . <<<"$1")" ]
+}
+owned() { cr_json | jq -r '.metadata.annotations["hostdevd.io/owned-host-devices"] // ""'; }
+T=$(now)
+agent_vgpu node-a node-a-mtty-0 0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a01 mtty-2 "Dual port serial"
+agent_vgpu node-b node-b-mtty-0 0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a02 mtty-2 "Dual port serial"
+agent_vgpu node-c node-c-0000000200-0 0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a03 i915-GVTg_V5_4
+if eventually 20 mdevs_are "[$FM,$GVT,$MTTY]"; then
+    pass "one entry per type in use (two nodes' mtty-2 once; a type without a name by its id), after the foreign one ($(awk -v a="$(now)" -v b="$T" 'BEGIN {printf "%.2f", a - b}') s)"
+else
+    fail "mediatedDevices entries" "$(mdevs)"
+fi
+[[ ",$(owned)," == *,devices.harvesterhci.io/i915-gvtg-v5-4,devices.harvesterhci.io/mtty-2,* ]] &&
+    pass "... recorded as owned in the annotation" || fail "mdev names owned" "$(owned)"
+agent_vgpu_removed node-a-mtty-0
+kubectl delete vgpudevice node-c-0000000200-0 >/dev/null
+if eventually 20 mdevs_are "[$FM,$MTTY]"; then
+    pass "an instance removed on one node leaves the type's entry to the other; a deleted one's type goes"
+else
+    fail "mdev entries after removal" "$(mdevs)"
+fi
+kubectl delete vgpudevice node-a-mtty-0 node-b-mtty-0 >/dev/null
+if eventually 20 mdevs_are "[$FM]" && [[ ",$(owned)," != *mtty* ]]; then
+    pass "no instance left: only the foreign mediatedDevices entry stays, the names leave the record"
+else
+    fail "mdev entries removed" "$(mdevs) $(owned)"
+fi
+
 echo "--- the HostDevices feature gate off: the Ready claims are told"
 ONE=$(kubectl get pcideviceclaims -o name | head -1)
 ONE=${ONE#*/}
@@ -359,7 +397,7 @@ wait "${PIDS[2]}" && pass "it exits 0 on SIGTERM" || fail "controller exit" "$(t
 # RBAC without the right to write Leases: it reads everything it watches, and may read Leases.
 kubectl create namespace nolease >/dev/null
 kubectl create serviceaccount ctl-nolease -n nolease >/dev/null
-kubectl create clusterrole ctl-nolease --verb=get,list,watch --resource=pcidevices,pcideviceclaims,usbdevices,usbdeviceclaims,nodes,leases,kubevirts >/dev/null
+kubectl create clusterrole ctl-nolease --verb=get,list,watch --resource=pcidevices,pcideviceclaims,usbdevices,usbdeviceclaims,vgpudevices,nodes,leases,kubevirts >/dev/null
 kubectl create clusterrolebinding ctl-nolease --clusterrole ctl-nolease --serviceaccount nolease:ctl-nolease >/dev/null
 sa_kubeconfig nolease ctl-nolease "$TEST_DIR/nolease.kubeconfig"
 lost_replica 3 nolease "$TEST_DIR/nolease.kubeconfig"

@@ -157,8 +157,9 @@ reject "the agent cannot delete another node's slice" "may only write ResourceSl
 
 echo "--- DeviceClasses and a ResourceClaim"
 OUT=$(kubectl get deviceclasses -o name 2>&1)
-expect_contains "three DeviceClasses (their CEL compiled)" "$OUT" "deviceclass.resource.k8s.io/$DRIVER" \
-    "deviceclass.resource.k8s.io/nic.$DRIVER" "deviceclass.resource.k8s.io/gpu.$DRIVER"
+expect_contains "four DeviceClasses (their CEL compiled)" "$OUT" "deviceclass.resource.k8s.io/$DRIVER" \
+    "deviceclass.resource.k8s.io/nic.$DRIVER" "deviceclass.resource.k8s.io/gpu.$DRIVER" \
+    "deviceclass.resource.k8s.io/mdev.$DRIVER"
 expect_reject "a selector that does not compile is refused (the API server checks CEL)" "compilation failed" \
     kubectl create --dry-run=server -f - <<<'{"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass","metadata":{"name":"bad"},"spec":{"selectors":[{"cel":{"expression":"device.attributes[\"vfio-pci.hostdevd.io\"].classID.startsWith(2)"}}]}}'
 CLAIM='{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"one-nvidia-gpu","namespace":"default"},

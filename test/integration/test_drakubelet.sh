@@ -17,7 +17,10 @@
 # vfio-pci) records i40e for each and, unprepared, gives each one back (its driver_override
 # cleared); a malformed DRA request is refused and the plugin serves on; a device found on
 # vfio-pci whose PCIDevice says another driver at first sight gets that one recorded and given
-# back on unprepare. Prints pod created -> device prepared.
+# back on unprepare; a mediated device instance (the fixture's, adopted by the agent) is in
+# the pool, allocated by class mdev.vfio-pci.hostdevd.io, prepared with its group's node and the
+# metadata's mdevUUID, which KubeVirt's builder turns into an mdev hostdev. Prints pod created ->
+# device prepared.
 # test-lock: kubelet (the kubelet harness: its sysctls are global; see hack/run-tests.sh)
 SUITE=drakubelet
 # shellcheck source=test/integration/lib.sh
@@ -46,7 +49,10 @@ PLUGIN_DIR=$KROOT/plugins/$DRIVER
 CDI=$TEST_DIR/cdi
 SYS=$TEST_DIR/sys
 DEV=$TEST_DIR/dev
-hack/mk-sysfs-fixture.sh test/fixtures/sysfs/small-server.txt "$SYS" >/dev/null
+MD=0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a71 # an mtty-2 instance (the agent adopts it as a VGPUDevice)
+printf 'mdev_type mtty mtty-2 available=10 name=Dual_port_serial\nmdev %s mtty mtty-2 iommu=200\n' "$MD" |
+    cat test/fixtures/sysfs/small-server.txt - >"$TEST_DIR/desc.txt"
+hack/mk-sysfs-fixture.sh "$TEST_DIR/desc.txt" "$SYS" >/dev/null
 mkdir -p "$SYS/module/vfio_iommu_type1" "$DEV" "$TEST_DIR/proc/1" "$TEST_DIR/proc/net"
 fake_proc "$TEST_DIR/proc"
 PORT=$(free_port)
@@ -182,6 +188,65 @@ is_reason() { [ "$(reason)" = "$1" ]; }
 if eventually 30 is_reason AllocatedByDRA; then pass "refused: AllocatedByDRA"; else fail "AllocatedByDRA" "$(reason)"; fi
 expect_contains "... the message names the ResourceClaim" \
     "$(kubectl get pcideviceclaim "$(pci_name $X710)" -o jsonpath='{.status.conditions[0].message}')" "default/$CLAIM"
+
+echo "--- a mediated device instance (VGPUDevice) allocated by the scheduler and prepared"
+# the agent adopts the fixture's instance as a configured VGPUDevice (with its group)
+mdev_in_slice() { kubectl get resourceslices -o json | jq -e --arg d "mdev-$MD" --arg u "$MD" \
+    '[.items[].spec.devices[]? | select(.name == $d) | .attributes] | length == 1 and
+     .[0]["dra.kubevirt.io/mdevUUID"].string == $u and .[0].mdevType.string == "mtty-2" and .[0].iommuGroup.int == 200' >/dev/null; }
+if eventually 60 mdev_in_slice; then pass "the instance is in the node's pool: mdev-<uuid> with dra.kubevirt.io/mdevUUID, mdevType, iommuGroup"; else
+    fail "mdev in slice" "$(kubectl get resourceslices -o json | jq -c '[.items[].spec.devices[]?.name]')"; fi
+kubectl apply -f - >/dev/null <<EOF
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: vgpu, namespace: default}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: mdev.$DRIVER
+          selectors:
+          - cel: {expression: 'device.attributes["$DRIVER"].mdevType == "mtty-2"'}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: vm-mdev, namespace: default}
+spec:
+  automountServiceAccountToken: false
+  hostNetwork: true
+  tolerations: [{operator: Exists}]
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: vgpu}]
+  containers:
+  - name: c
+    image: busybox
+    resources: {claims: [{name: gpu}]}
+EOF
+if eventually 60 running vm-mdev; then
+    MCLAIM=$(claim_of vm-mdev)
+    MUID=$(kubectl get resourceclaim "$MCLAIM" -o jsonpath='{.metadata.uid}')
+    expect_contains "the scheduler allocated the instance (class mdev.$DRIVER, a selector on mdevType)" \
+        "$(kubectl get resourceclaim "$MCLAIM" -o jsonpath='{.status.allocation.devices.results[0].device}')" "mdev-$MD"
+    MSPEC=$CDI/$DRIVER-$MUID.json
+    expect_contains "CDI: /dev/vfio/vfio and the instance's group's node" \
+        "$(jq -r '.devices[0].containerEdits.deviceNodes[].path' "$MSPEC" | tr '\n' ' ')" "/dev/vfio/vfio /dev/vfio/200"
+    MMETA=$(jq -r '.devices[1].containerEdits.mounts[0].hostPath' "$MSPEC")
+    expect_contains "metadata: the UUID under mdevUUID (the key KubeVirt v1.9.0 reads), no pciBusID" \
+        "$(jq -c '.requests[0].devices[0].attributes | {u: .mdevUUID.string, p: has("resource.kubernetes.io/pciBusID")}' "$MMETA")" \
+        "{\"u\":\"$MD\",\"p\":false}"
+    if [ -x "$KVENV" ]; then
+        mkdir -p "$BASE/resourceclaimtemplates/gpu/gpu" && cp "$MMETA" "$BASE/resourceclaimtemplates/gpu/gpu/$DRIVER-metadata.json"
+        KV=$("$KVENV" --dra-base "$BASE" --dra-claim gpu --dra-request gpu 2>&1)
+        expect_contains "KubeVirt v1.9.0's DRA host-device builder makes an mdev hostdev of it" \
+            "$(jq -r .hostDevicesXML <<<"$KV" 2>&1)" 'type="mdev"' "uuid=\"$MD\""
+    fi
+    kubectl delete pod vm-mdev --wait=false >/dev/null
+    unprepared() { [ ! -e "$MSPEC" ]; }
+    if eventually 60 unprepared; then pass "the pod deleted: the instance's claim unprepared (CDI spec gone)"; else fail "mdev unprepared" "$(tail -5 "$TEST_DIR/agent.log")"; fi
+else
+    fail "mdev pod running" "$(kubectl describe pod vm-mdev | tail -15; tail -10 "$TEST_DIR/agent.log")"
+fi
 
 echo "--- kubelet restarts in the middle of a prepare; the call repeats"
 # The agent frozen (SIGSTOP) holds kubelet's NodePrepareResources for a new pod unanswered in its

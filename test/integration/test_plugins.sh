@@ -16,7 +16,9 @@
 # unplugged stays in the list as Unhealthy (allocatable 0, capacity 1) and turns Healthy when
 # plugged back; a claim deleted while a VM holds its group (a pty the "VMM" holds with TIOCEXCL,
 # the agent without CAP_SYS_ADMIN) waits DeviceInUse and every ListAndWatch message kubelet takes
-# meanwhile still has the device, until the VMM exits. Prints claim Ready -> allocatable, and restart -> re-registered (median and
+# meanwhile still has the device, until the VMM exits; the fixture's two mtty-2 mdevs, adopted by
+# the agent as VGPUDevices, are offered as devices.harvesterhci.io/mtty-2 and a pod asking for
+# both gets MDEV_PCI_RESOURCE_<NAME>=<uuid>,<uuid> and both groups' nodes. Prints claim Ready -> allocatable, and restart -> re-registered (median and
 # worst).
 # test-lock: kubelet (the kubelet harness: its sysctls are global; see hack/run-tests.sh)
 SUITE=plugins
@@ -144,6 +146,35 @@ refused() { kubectl get events --field-selector involvedObject.name=p2 -o jsonpa
 if eventually 30 refused; then pass "a pod asking for 2 NICs when 1 is free is refused: kubelet's reason"; else
     fail "over-request refused" "$(phase p2); $(kubectl get events --field-selector involvedObject.name=p2)"; fi
 
+echo "--- mediated devices (the fixture's two mtty-2 instances, adopted by the agent as VGPUDevices)"
+RES_MDEV=devices.harvesterhci.io/mtty-2
+M1=1a2b3c4d-6e2a-4f3b-9b1e-1d2c3e4f5a61
+M2=5e6f7a8b-6e2a-4f3b-9b1e-1d2c3e4f5a62
+adopted() { # the agent's VGPUDevices of both instances, configured, with their resource and group
+    [ "$(kubectl get vgpudevices -o json | jq --arg r "$RES_MDEV" '[.items[].status | select(.vGPUStatus == "vGPUConfigured" and .resourceName == $r and (.iommuGroup // "") != "") | .uuid] | length')" = 2 ]
+}
+if eventually 30 adopted; then pass "the agent publishes both instances as configured VGPUDevices of $RES_MDEV"; else
+    fail "mdev adopted" "$(kubectl get vgpudevices -o json | jq -c '[.items[] | {n: .metadata.name, s: .status}]')"; fi
+capacity() { kubectl get node "$NODE" -o jsonpath="{.status.capacity['${1//./\\.}']}" 2>/dev/null; }
+mdev_offered() { [ "$(allocatable $RES_MDEV)" = 2 ] && [ "$(capacity $RES_MDEV)" = 2 ]; }
+if eventually 30 mdev_offered; then
+    pass "both instances offered to kubelet as $RES_MDEV: capacity 2, allocatable 2"
+else
+    fail "mdev offered" "capacity $(capacity $RES_MDEV) allocatable $(allocatable $RES_MDEV); $(tail -5 "$TEST_DIR/agent.log")"
+fi
+pod m1 "$RES_MDEV" 2
+if eventually 30 running m1; then
+    REC=$(record m1)
+    ENV=$(env_name MDEV_PCI_RESOURCE "$RES_MDEV")
+    expect_contains "a pod asking for two instances gets $ENV, /dev/vfio/vfio and both groups" "$REC" \
+        '"MDEV_PCI_RESOURCE_DEVICES_HARVESTERHCI_IO_MTTY-2"' '"/dev/vfio/vfio"' '"/dev/vfio/20"' '"/dev/vfio/21"'
+    grep -qE "\"$ENV\",\"value\":\"($M1,$M2|$M2,$M1)\"|\"$ENV\":\"($M1,$M2|$M2,$M1)\"" <<<"$REC" &&
+        pass "... whose value is the two UUIDs, comma-joined (what virt-launcher reads)" || fail "mdev env value" "$REC"
+else
+    fail "pod m1 running" "$(kubectl describe pod m1 | tail -15)"
+fi
+kubectl delete pod m1 --wait=false >/dev/null
+
 echo "--- Allocate round trip (our client, a connection per call, release build)"
 PSOCK=$(find "$DEVICE_PLUGIN_DIR" -name "hostdevd-intel.com*.sock" | head -1)
 REQ=0a0e0a0c$(printf '%s' "$NIC1" | od -An -tx1 | tr -d ' \n')
@@ -260,7 +291,6 @@ fi
 # the device is listed, Unhealthy, as its PCIDevice still says virtio-pci. The rescan that
 # updates the PCIDevice changes only the device's health, which only a ListAndWatch sent again
 # for it tells kubelet (its allocatable counts the healthy devices, its capacity all of them).
-capacity() { kubectl get node "$NODE" -o jsonpath="{.status.capacity['${1//./\\.}']}" 2>/dev/null; }
 offered() { [ "$(capacity "$1")" = "$2" ] && [ "$(allocatable "$1")" = "$3" ]; } # resource all healthy
 relink "$NIC2" vfio-pci
 if eventually 30 bound "$NIC2" && eventually 30 offered "$RES_PCI" 2 1; then

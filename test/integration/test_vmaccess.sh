@@ -3,8 +3,8 @@
 # policies-kubevirt.yaml) on a real control plane with KubeVirt v1.9.0's own CRDs
 # (hack/kubevirt-crds.sh). No hostdevd runs: the KubeVirt CR, with the ownership annotation
 # the controller writes, is made here. Checks: VMIs and VMs asking for hostdevd's resource
-# names (PCI per device, USB, PCI pool; hostDevices and gpus) need "use" on the device or the
-# pool, and the refusal names what is missing; foreign names are not checked; a VM update is
+# names (PCI per device, USB, PCI pool, an mdev type; hostDevices and gpus) need "use" on the
+# device or the pool, and the refusal names what is missing; foreign names are not checked; a VM update is
 # checked for the names it adds only; KubeVirt's virt-controller (and no same-named impostor)
 # is exempt; Pods asking for owned names directly are refused to everyone else; Pods without
 # extended resources are never evaluated, also before KubeVirt's CRDs exist (and why the Pod
@@ -28,6 +28,7 @@ Y=titan-000001001                # another: nobody may
 USB=titan-0951-1666-2-1-4        # a USBDevice: alice may use it
 POOL=intel.com/82574L_GIGABIT_NETWORK_CONNECTION # a PCI pool: alice may use it
 FOREIGN=nvidia.com/GA102GL_A10   # listed in permittedHostDevices by someone else
+MDEV=devices.harvesterhci.io/mtty-2 # an mdev type (VGPUDevices): a pool of its instances
 KVC=system:serviceaccount:kubevirt:kubevirt-controller
 MANY=() # 12 more per-device names, for the cost limit
 for i in 0 1 2 3 4 5 6 7 8 9 a b c; do MANY+=("intel.com/titan-00000200$i"); done
@@ -197,7 +198,7 @@ for k in "${KVKINDS[@]}"; do KVFILES+=(-f "$KVCRDS/$k.yaml"); done
 expect_ok "KubeVirt v1.9.0's CRDs: kubevirts, VMIs, VMs, replica sets, pools, instance types, clones, restores" \
     kubectl create "${KVFILES[@]}"
 kubectl wait --for condition=Established --timeout 60s "${KVKINDS[@]/#/crd/}" >/dev/null
-OWNED=$(owned_annotation "intel.com/$X" "intel.com/$Y" "kubevirt.io/$USB" "$POOL" "${MANY[@]}")
+OWNED=$(owned_annotation "intel.com/$X" "intel.com/$Y" "kubevirt.io/$USB" "$POOL" "$MDEV" "${MANY[@]}")
 expect_ok "namespace kubevirt, KubeVirt's service account, the KubeVirt CR with owned names" \
     kubectl apply -f - <<EOF
 apiVersion: v1
@@ -362,6 +363,29 @@ expect_ok "carol: a VM in team-a with intel.com/$Y" \
 expect_reject "carol: a VM in team-b refused" "in VirtualMachine team-b/vm-c" \
     try_as carol "$(vm vm-c "intel.com/$Y" | jq -c '.metadata.namespace = "team-b"')"
 expect_ok "alice (a ClusterRoleBinding): intel.com/$X in team-b too" try alice "$(vmi_in team-b vm1 "intel.com/$X")"
+
+echo "--- an mdev type (VGPUDevices) is a pool: granted per namespace like a PCI pool"
+expect_ok "dave may use $MDEV in team-b (a Role there)" kubectl apply -f - <<EOF2
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: mdev-pool, namespace: team-b}
+rules:
+- {apiGroups: [$G], resources: [pcidevicepools], resourceNames: ["$MDEV"], verbs: [use]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: mdev-pool, namespace: team-b}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: mdev-pool}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: dave}]
+EOF2
+expect_ok "dave: a VMI in team-b with an mdev as a GPU" try_as dave "$(vmi_gpu vm1 "$MDEV" | jq -c '.metadata.namespace = "team-b"')"
+expect_reject "dave: the same in team-a refused, naming the pool grant" \
+    "user dave may not use host device $MDEV in VirtualMachineInstance team-a/vm1: it needs the verb \"use\" on pcidevicepools/$MDEV" \
+    try_as dave "$(vmi_gpu vm1 "$MDEV" | jq -c '.metadata.namespace = "team-a"')"
+expect_reject "carol (no grant): an mdev as a host device refused" "user carol may not use host device $MDEV" \
+    try_as carol "$(vmi_in team-b vm1 "$MDEV")"
+expect_reject "alice: a Pod asking for the mdev type directly refused (only KubeVirt)" "may not create Pod" \
+    try alice "$(pod p "{\"limits\": {\"$MDEV\": 1}}")"
 
 echo "--- quota: a namespace's share of a resource name"
 expect_ok "team-a's ResourceQuota: one intel.com/$Y (the extended resource), one device of the DRA class" \

@@ -112,6 +112,40 @@ static void test_allocate_usb_and_unknown(void)
     CU_ASSERT_EQUAL(devplugin_allocate("intel.com/X710", devs, N_DEVS, bad, 0, &a, &e), -EINVAL);
 }
 
+/* An mdev: its UUID in MDEV_PCI_RESOURCE_<NAME> ('-' kept, as KubeVirt's ResourceNameToEnvVar),
+ * the vfio nodes of its own group. */
+static void test_allocate_mdev(void)
+{
+    const struct devplugin_dev mdevs[] = {
+            {.id = "83b8f4f2-509f-382f-3c1e-e6bfe0fa1001",
+             .vfio_cdev = "",
+             .kind = DEVPLUGIN_MDEV,
+             .iommu_group = 14,
+             .numa_node = -1},
+            {.id = "83b8f4f2-509f-382f-3c1e-e6bfe0fa1002",
+             .vfio_cdev = "vfio3",
+             .kind = DEVPLUGIN_MDEV,
+             .iommu_group = 15,
+             .numa_node = -1},
+    };
+    const char *ids[] = {"83b8f4f2-509f-382f-3c1e-e6bfe0fa1002",
+                         "83b8f4f2-509f-382f-3c1e-e6bfe0fa1001"};
+    struct devplugin_alloc a;
+    struct err e = {""};
+    CU_ASSERT_EQUAL_FATAL(
+            devplugin_allocate("devices.harvesterhci.io/mtty-2", mdevs, 2, ids, 2, &a, &e), 0);
+    CU_ASSERT_STRING_EQUAL(a.env_key, "MDEV_PCI_RESOURCE_DEVICES_HARVESTERHCI_IO_MTTY-2");
+    CU_ASSERT_STRING_EQUAL(
+            buf_str(&a.env_value),
+            "83b8f4f2-509f-382f-3c1e-e6bfe0fa1002,83b8f4f2-509f-382f-3c1e-e6bfe0fa1001");
+    CU_ASSERT_EQUAL_FATAL(a.n_paths, 4);
+    CU_ASSERT_STRING_EQUAL(a.paths[0], "/dev/vfio/vfio");
+    CU_ASSERT_STRING_EQUAL(a.paths[1], "/dev/vfio/15");
+    CU_ASSERT_STRING_EQUAL(a.paths[2], "/dev/vfio/devices/vfio3");
+    CU_ASSERT_STRING_EQUAL(a.paths[3], "/dev/vfio/14");
+    devplugin_alloc_done(&a);
+}
+
 static void test_prefer(void)
 {
     const char *avail[] = {"0000:3b:00.0", "0000:af:00.0", "0000:3b:00.1", "0000:af:00.1"};
@@ -137,6 +171,7 @@ static CU_TestInfo tests[] = {
         {"allocate PCI", test_allocate_pci},
         {"allocate USB; unknown IDs", test_allocate_usb_and_unknown},
         {"preferred allocation", test_prefer},
+        {"allocate mdev", test_allocate_mdev},
         CU_TEST_INFO_NULL,
 };
 

@@ -55,6 +55,17 @@ static void test_address(void)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         CU_ASSERT_EQUAL(draprep_address(bad[i], a, sizeof(a)), -EINVAL);
     CU_ASSERT_EQUAL(draprep_address("pci-0000-65-00-0", a, 12), -EINVAL); /* does not fit */
+    char u[40];
+    CU_ASSERT_EQUAL(draprep_address("mdev-0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a61", u, sizeof(u)), 0);
+    CU_ASSERT_STRING_EQUAL(u, "0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a61");
+    CU_ASSERT_TRUE(draprep_is_mdev(u));
+    CU_ASSERT_FALSE(draprep_is_mdev("0000:65:00.0"));
+    CU_ASSERT_EQUAL(draprep_address("mdev-0C7AC1D4-6e2a-4f3b-9b1e-1d2c3e4f5a61", u, sizeof(u)),
+                    -EINVAL);
+    CU_ASSERT_EQUAL(draprep_address("mdev-0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a6", u, sizeof(u)),
+                    -EINVAL);
+    CU_ASSERT_EQUAL(draprep_address("mdev-0c7ac1d4x6e2a-4f3b-9b1e-1d2c3e4f5a61", u, sizeof(u)),
+                    -EINVAL);
 }
 
 static void test_parse(void)
@@ -394,7 +405,64 @@ static void test_messages(void)
     buf_free(&b);
 }
 
+/* An mdev's metadata carries its UUID under "mdevUUID", the key KubeVirt v1.9.0 reads (no
+ * pciBusID), even without the slice's attributes. */
+static void test_metadata_mdev(void)
+{
+    struct draprep_device devs[] = {{"gpu", "mdev-0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a61",
+                                     "0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a61"}};
+    struct draprep_claim c = {"vms", "vm1-gpu", UID, "", devs, 1};
+    cJSON *m = draprep_metadata(&c, "gpu", "vfio-pci.hostdevd.io", "titan", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_STRING_EQUAL(str_at(m, "requests.0.devices.0.name"),
+                           "mdev-0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a61");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetArrayItem(
+                    cJSON_GetObjectItemCaseSensitive(
+                            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "requests"), 0),
+                            "devices"),
+                    0),
+            "attributes");
+    CU_ASSERT_STRING_EQUAL(str_at(cJSON_GetObjectItemCaseSensitive(a, "mdevUUID"), "string"),
+                           "0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a61");
+    CU_ASSERT_PTR_NULL(cJSON_GetObjectItemCaseSensitive(a, "resource.kubernetes.io/pciBusID"));
+    cJSON_Delete(m);
+}
+
+/* A prepared mdev's checkpoint entry reads back (its UUID as the address): the unprepare and a
+ * restarted plugin's load take it (a 20-byte address buffer once made it "malformed"). */
+static void test_checkpoint_mdev(void)
+{
+    struct draprep_device devs[] = {{"gpu", "mdev-0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a61",
+                                     "0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a61"}};
+    struct draprep_claim c = {"vms", "vm1-gpu", UID, "", devs, 1};
+    const char *orig[] = {"vfio-pci"};
+    int groups[] = {200};
+    cJSON *ck = draprep_checkpoint_new();
+    CU_ASSERT_EQUAL_FATAL(draprep_checkpoint_put(ck, &c, orig, groups, true), 0);
+    char *text = cJSON_PrintUnformatted(ck);
+    cJSON *back = NULL;
+    struct err e = {""};
+    CU_ASSERT_EQUAL_FATAL(draprep_checkpoint_parse(text, &back, &e), 0);
+    struct draprep_claim r = {0};
+    const char **ro = NULL;
+    int *rg = NULL;
+    CU_ASSERT_EQUAL_FATAL(
+            draprep_checkpoint_entry(draprep_checkpoint_claim(back, UID), UID, &r, &ro, &rg), 0);
+    CU_ASSERT_STRING_EQUAL(r.devices[0].address, "0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a61");
+    CU_ASSERT_STRING_EQUAL(ro[0], "vfio-pci");
+    CU_ASSERT_EQUAL(rg[0], 200);
+    draprep_claim_done(&r);
+    free(ro);
+    free(rg);
+    cJSON_free(text);
+    cJSON_Delete(back);
+    cJSON_Delete(ck);
+}
+
 static CU_TestInfo tests[] = {
+        {"metadata of an mdev", test_metadata_mdev},
+        {"checkpoint of an mdev", test_checkpoint_mdev},
         {"device name to address", test_address},
         {"allocation: our driver and pool only, bad claims refused", test_parse},
         {"CDI spec and ids", test_cdi},

@@ -115,6 +115,10 @@ static void cache_free(struct cache *c)
     c->n = 0;
 }
 
+/* The mdev instances the next plans see (test_mdev_pool). */
+static const struct draslices_mdev *g_mdevs;
+static size_t g_n_mdevs;
+
 static int plan(struct cache *c, const struct map *devs, const struct map *claimed, const char *uid,
                 struct draslices_plan *p)
 {
@@ -122,6 +126,8 @@ static int plan(struct cache *c, const struct map *devs, const struct map *claim
                                  .node_uid = uid,
                                  .devices = devs,
                                  .claimed = claimed,
+                                 .mdevs = g_mdevs,
+                                 .n_mdevs = g_n_mdevs,
                                  .slices = (const cJSON *const *)c->slices,
                                  .n_slices = c->n};
     return draslices_plan(&in, p);
@@ -379,7 +385,79 @@ static void test_mixed_generations(void)
     map_free(devs);
 }
 
+#define M1 "0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a61"
+
+/* An mdev instance's entry: the UUID where KubeVirt reads it, its type, parent and group, and the
+ * PCI functions' string attributes present and empty. */
+static void test_mdev_attributes(void)
+{
+    struct draslices_mdev m = {M1, "mtty-2", "Dual port serial", "mtty", 20};
+    cJSON *d = draslices_mdev_device(&m);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "name")),
+                           "mdev-" M1);
+    CU_ASSERT_STRING_EQUAL(attr(d, "dra.kubevirt.io/mdevUUID")->valuestring, M1);
+    CU_ASSERT_STRING_EQUAL(attr(d, "mdevUUID")->valuestring, M1);
+    CU_ASSERT_STRING_EQUAL(attr(d, "mdevType")->valuestring, "mtty-2");
+    CU_ASSERT_STRING_EQUAL(attr(d, "mdevTypeName")->valuestring, "Dual port serial");
+    CU_ASSERT_STRING_EQUAL(attr(d, "mdevParent")->valuestring, "mtty");
+    CU_ASSERT_EQUAL(attr(d, "iommuGroup")->valueint, 20);
+    CU_ASSERT_STRING_EQUAL(attr(d, "classID")->valuestring, "");
+    CU_ASSERT_STRING_EQUAL(attr(d, "vendorID")->valuestring, "");
+    CU_ASSERT_STRING_EQUAL(attr(d, "driver")->valuestring, "");
+    CU_ASSERT_PTR_NULL(attr(d, "resource.kubernetes.io/pciBusID")); /* not a PCI function */
+    cJSON_Delete(d);
+    m.iommu_group = -1; /* no group known: left out */
+    CU_ASSERT_PTR_NULL(draslices_mdev_device(&m));
+    m.iommu_group = 20;
+    m.uuid = "0C7AC1D4-6E2A-4F3B-9B1E-1D2C3E4F5A61"; /* not a DNS label */
+    CU_ASSERT_PTR_NULL(draslices_mdev_device(&m));
+    /* from a VGPUDevice: its node's, configured */
+    cJSON *o = cJSON_Parse(
+            "{\"spec\": {\"nodeName\": \"titan\", \"parentGPUDeviceAddress\": \"mtty\"},"
+            " \"status\": {\"uuid\": \"" M1 "\", \"vGPUStatus\": \"vGPUConfigured\","
+            " \"configureVGPUTypeName\": \"mtty-2\", \"iommuGroup\": \"20\","
+            " \"resourceName\": \"devices.harvesterhci.io/mtty-2\","
+            " \"mdevTypes\": [{\"id\": \"mtty-1\", \"name\": \"Single port serial\"},"
+            " {\"id\": \"mtty-2\", \"name\": \"Dual port serial\"}]}}");
+    CU_ASSERT_TRUE_FATAL(draslices_mdev_of(o, "titan", &m));
+    CU_ASSERT_STRING_EQUAL(m.uuid, M1);
+    CU_ASSERT_STRING_EQUAL(m.type_name, "Dual port serial");
+    CU_ASSERT_EQUAL(m.iommu_group, 20);
+    CU_ASSERT_FALSE(draslices_mdev_of(o, "other", &m)); /* another node's */
+    cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "status"),
+                                           "vGPUStatus", cJSON_CreateString(""));
+    CU_ASSERT_FALSE(draslices_mdev_of(o, "titan", &m)); /* removed */
+    cJSON_Delete(o);
+}
+
+/* Instances join the pool after the PCI functions; one removed leaves it (a new generation). */
+static void test_mdev_pool(void)
+{
+    struct map *devs = map_new(pcidevice_spec_free), *claimed = map_new(NULL);
+    put(devs, dev("0000:65:00.0", "0200", 0));
+    struct draslices_mdev m[] = {{M1, "mtty-2", "Dual port serial", "mtty", 20}};
+    struct cache c = {0};
+    g_mdevs = m;
+    g_n_mdevs = 1;
+    CU_ASSERT_EQUAL(step(&c, devs, claimed, 1), 1);
+    const cJSON *list = slice_devices(&c, NODE "-vfio-pci-0");
+    CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(list), 2);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetArrayItem(list, 0)->child->valuestring, "pci-0000-65-00-0");
+    CU_ASSERT_STRING_EQUAL(cJSON_GetArrayItem(list, 1)->child->valuestring, "mdev-" M1);
+    CU_ASSERT_EQUAL(step(&c, devs, claimed, 0), 1);
+    g_n_mdevs = 0;
+    CU_ASSERT_EQUAL(step(&c, devs, claimed, 1), 2);
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(slice_devices(&c, NODE "-vfio-pci-0")), 1);
+    g_mdevs = NULL;
+    cache_free(&c);
+    map_free(devs);
+    map_free(claimed);
+}
+
 static CU_TestInfo tests[] = {
+        {"mdev instance attributes", test_mdev_attributes},
+        {"mdev instances in the pool", test_mdev_pool},
         {"device name", test_device_name},
         {"attributes", test_attributes},
         {"pool: blockers, claims, generation", test_pool},

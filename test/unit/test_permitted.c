@@ -2,6 +2,7 @@
 /* test/unit/test_permitted.c - permittedHostDevices as a set with an owner. */
 #include <CUnit/CUnit.h>
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +12,10 @@
 
 #define OWNED "\"hostdevd.io/owned-host-devices\""
 
-static const struct permitted_entry nic = {"intel.com/82574L", false, "8086", "10d3"};
-static const struct permitted_entry gpu = {"nvidia.com/TU104GL", false, "10de", "1eb8"};
-static const struct permitted_entry stick = {"kubevirt.io/titan-0951-1666-2-1-4", true, "0951",
-                                             "1666"};
+static const struct permitted_entry nic = {"intel.com/82574L", PERMITTED_PCI, "8086", "10d3", ""};
+static const struct permitted_entry gpu = {"nvidia.com/TU104GL", PERMITTED_PCI, "10de", "1eb8", ""};
+static const struct permitted_entry stick = {"kubevirt.io/titan-0951-1666-2-1-4", PERMITTED_USB,
+                                             "0951", "1666", ""};
 
 static cJSON *cr(const char *annotation, const char *phd)
 {
@@ -165,7 +166,7 @@ static void test_foreign_kept_in_order_owned_removed(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(r.patch);
     CU_ASSERT_PTR_NOT_NULL(find(r.patch, "\"pciHostDevices\":[" FOREIGN_A "," FOREIGN_B
                                          ",{\"pciVendorSelector\":\"8086:10d3\""));
-    CU_ASSERT_PTR_NULL(find(r.patch, "mediatedDevices")); /* never touched */
+    CU_ASSERT_PTR_NULL(find(r.patch, "mediatedDevices")); /* foreign, unchanged: not written */
     CU_ASSERT_PTR_NULL(find(r.patch, "\"usb\""));         /* unchanged: not written */
     CU_ASSERT_PTR_NOT_NULL(find(r.patch, OWNED ":\"intel.com/82574L\""));
     free(r.patch);
@@ -187,7 +188,7 @@ static void test_rewritten_and_conflict(void)
     cJSON *o = cr("nvidia.com/TU104GL",
                   "{\"pciHostDevices\":[{\"pciVendorSelector\":\"10de:1eb8\",\"resourceName\":"
                   "\"nvidia.com/TU104GL\"}," FOREIGN_B "]}");
-    struct permitted_entry x710 = {"intel.com/X710", false, "8086", "1583"};
+    struct permitted_entry x710 = {"intel.com/X710", PERMITTED_PCI, "8086", "1583", ""};
     const struct permitted_entry *e[] = {&gpu, &x710};
     struct permitted_want w = want_of(e, 2);
     struct permitted_result r;
@@ -240,9 +241,9 @@ static void test_conflict_across_lists(void)
 #define PORT_NAME  "kubevirt.io/titan-0951-1666-2-1"   /* port 2-1 */
 #define PORT4_NAME "kubevirt.io/titan-0951-1666-2-1-4" /* port 2-1.4 */
 
-static const struct permitted_entry nic_x = {X_NAME, false, "8086", "10d4"};
-static const struct permitted_entry port = {PORT_NAME, true, "0951", "1666"};
-static const struct permitted_entry port4 = {PORT4_NAME, true, "0951", "1666"};
+static const struct permitted_entry nic_x = {X_NAME, PERMITTED_PCI, "8086", "10d4", ""};
+static const struct permitted_entry port = {PORT_NAME, PERMITTED_USB, "0951", "1666", ""};
+static const struct permitted_entry port4 = {PORT4_NAME, PERMITTED_USB, "0951", "1666", ""};
 
 struct name_case {
     const char *what;
@@ -254,9 +255,10 @@ struct name_case {
 };
 
 /* near names of ours, as foreign entries (or, moving ownership, ours) */
-static const struct permitted_entry nic_lower = {"intel.com/82574l", false, "8086", "10d3"};
-static const struct permitted_entry port4_upper = {"kubevirt.io/Titan-0951-1666-2-1-4", true,
-                                                   "0951", "1666"};
+static const struct permitted_entry nic_lower = {"intel.com/82574l", PERMITTED_PCI, "8086", "10d3",
+                                                 ""};
+static const struct permitted_entry port4_upper = {"kubevirt.io/Titan-0951-1666-2-1-4",
+                                                   PERMITTED_USB, "0951", "1666", ""};
 
 static const struct name_case name_cases[] = {
         {"pci: foreign a prefix of ours",
@@ -619,6 +621,122 @@ static void test_gate_and_errors(void)
     cJSON_Delete(o);
 }
 
+/* KubeVirt's mdevNameSelector of a type: virt-handler's getMdevTypeName (the name file, spaces as
+ * '_', trimmed; the id when there is no name file). */
+static void test_mdev_selector(void)
+{
+    char b[32];
+    CU_ASSERT_EQUAL(permitted_mdev_selector("Dual port serial", "mtty-2", b, sizeof(b)), 0);
+    CU_ASSERT_STRING_EQUAL(b, "Dual_port_serial");
+    CU_ASSERT_EQUAL(permitted_mdev_selector(" GRID T4-1Q\n", "nvidia-222", b, sizeof(b)), 0);
+    CU_ASSERT_STRING_EQUAL(b, "GRID_T4-1Q");
+    CU_ASSERT_EQUAL(permitted_mdev_selector(NULL, "i915-GVTg_V5_4", b, sizeof(b)), 0);
+    CU_ASSERT_STRING_EQUAL(b, "i915-GVTg_V5_4");
+    CU_ASSERT_EQUAL(permitted_mdev_selector(" \n", "mtty-1", b, sizeof(b)), 0);
+    CU_ASSERT_STRING_EQUAL(b, "mtty-1");
+    CU_ASSERT_EQUAL(permitted_mdev_selector("", "", b, sizeof(b)), -EINVAL);
+    CU_ASSERT_EQUAL(permitted_mdev_selector(NULL, NULL, b, sizeof(b)), -EINVAL);
+    CU_ASSERT_EQUAL(permitted_mdev_selector("Dual port serial", "x", b, 16), -ENAMETOOLONG);
+}
+
+static const struct permitted_entry serial2 = {.resource = "devices.harvesterhci.io/mtty-2",
+                                               .kind = PERMITTED_MDEV,
+                                               .selector = "Dual_port_serial"};
+#define MINE_SERIAL2                                                                               \
+    "{\"mdevNameSelector\":\"Dual_port_serial\",\"resourceName\":\"devices.harvesterhci.io/"       \
+    "mtty-2\",\"externalResourceProvider\":true}"
+#define FOREIGN_GRID "{\"mdevNameSelector\":\"GRID_T4-1Q\",\"resourceName\":\"nvidia.com/T4-1Q\"}"
+
+/* mediatedDevices is kept like the other two lists: added after foreign entries, removed when
+ * no instance needs it, rewritten when edited, foreign ones kept in place. */
+static void test_mdev_list(void)
+{
+    cJSON *o = cr(NULL, "{\"mediatedDevices\":[" FOREIGN_GRID "]}");
+    const struct permitted_entry *e[] = {&serial2, &nic};
+    struct permitted_want w = want_of(e, 2);
+    struct permitted_result r;
+    CU_ASSERT_EQUAL_FATAL(permitted_plan(o, &w, &r), 0);
+    CU_ASSERT_EQUAL(r.added, 2);
+    CU_ASSERT_PTR_NOT_NULL(
+            find(r.patch, "\"mediatedDevices\":[" FOREIGN_GRID "," MINE_SERIAL2 "]"));
+    CU_ASSERT_PTR_NOT_NULL(
+            find(r.patch, OWNED ":\"devices.harvesterhci.io/mtty-2,intel.com/82574L\""));
+    CU_ASSERT_PTR_NULL(find(r.patch, "\"usb\""));
+    apply(o, r.patch);
+    free(r.patch);
+    CU_ASSERT_EQUAL(permitted_plan(o, &w, &r), 0);
+    CU_ASSERT_PTR_NULL(r.patch); /* exact */
+    /* someone edits our entry: rewritten in place */
+    cJSON *ours = cJSON_GetArrayItem(
+            cJSON_GetObjectItemCaseSensitive(
+                    cJSON_GetObjectItemCaseSensitive(
+                            cJSON_GetObjectItemCaseSensitive(
+                                    cJSON_GetObjectItemCaseSensitive(o, "spec"), "configuration"),
+                            "permittedHostDevices"),
+                    "mediatedDevices"),
+            1);
+    cJSON_ReplaceItemInObjectCaseSensitive(ours, "externalResourceProvider", cJSON_CreateFalse());
+    CU_ASSERT_EQUAL_FATAL(permitted_plan(o, &w, &r), 0);
+    CU_ASSERT_EQUAL(r.rewritten, 1);
+    CU_ASSERT_PTR_NOT_NULL(
+            find(r.patch, "\"mediatedDevices\":[" FOREIGN_GRID "," MINE_SERIAL2 "]"));
+    apply(o, r.patch);
+    free(r.patch);
+    /* the instance gone: our entry goes, the foreign one stays */
+    const struct permitted_entry *left[] = {&nic};
+    struct permitted_want w2 = want_of(left, 1);
+    CU_ASSERT_EQUAL_FATAL(permitted_plan(o, &w2, &r), 0);
+    CU_ASSERT_EQUAL(r.removed, 1);
+    CU_ASSERT_PTR_NOT_NULL(find(r.patch, "\"mediatedDevices\":[" FOREIGN_GRID "]"));
+    CU_ASSERT_PTR_NOT_NULL(find(r.patch, OWNED ":\"intel.com/82574L\""));
+    CU_ASSERT_PTR_NULL(find(r.patch, "pciHostDevices")); /* unchanged */
+    free(r.patch);
+    permitted_want_done(&w2);
+    permitted_want_done(&w);
+    cJSON_Delete(o);
+}
+
+/* A foreign mediatedDevices entry of a name an instance needs (KubeVirt's own, not external): a
+ * conflict, left to it; the record lost: restored when the entry is exactly ours. */
+static void test_mdev_conflict_and_restore(void)
+{
+    cJSON *o = cr(NULL, "{\"mediatedDevices\":[{\"mdevNameSelector\":\"Dual_port_serial\","
+                        "\"resourceName\":\"devices.harvesterhci.io/mtty-2\"}]}");
+    const struct permitted_entry *e[] = {&serial2};
+    struct permitted_want w = want_of(e, 1);
+    struct permitted_result r;
+    CU_ASSERT_EQUAL_FATAL(permitted_plan(o, &w, &r), 0);
+    CU_ASSERT_STRING_EQUAL(r.conflicts, "devices.harvesterhci.io/mtty-2");
+    CU_ASSERT_PTR_NULL(r.patch); /* nothing of ours to write */
+    cJSON_Delete(o);
+    o = cr(NULL, "{\"mediatedDevices\":[" MINE_SERIAL2 "]}");
+    CU_ASSERT_EQUAL_FATAL(permitted_plan(o, &w, &r), 0);
+    CU_ASSERT_EQUAL(r.adopted, 1);
+    CU_ASSERT_EQUAL(r.added, 0);
+    CU_ASSERT_PTR_NOT_NULL(find(r.patch, OWNED ":\"devices.harvesterhci.io/mtty-2\""));
+    CU_ASSERT_PTR_NULL(find(r.patch, "permittedHostDevices"));
+    free(r.patch);
+    permitted_want_done(&w);
+    cJSON_Delete(o);
+}
+
+/* Two types offered under one resource name (two card models whose type ids sanitize alike): the
+ * smallest selector, in whatever order the caches list them. */
+static void test_mdev_one_selector(void)
+{
+    struct permitted_entry a = serial2, b = serial2;
+    (void)snprintf(a.selector, sizeof(a.selector), "%s", "B_type");
+    (void)snprintf(b.selector, sizeof(b.selector), "%s", "A_type");
+    const struct permitted_entry *ab[] = {&a, &b}, *ba[] = {&b, &a};
+    struct permitted_want w1 = want_of(ab, 2), w2 = want_of(ba, 2);
+    CU_ASSERT_EQUAL(w1.n, 1);
+    CU_ASSERT_EQUAL(w2.n, 1);
+    CU_ASSERT_STRING_EQUAL(w1.entries[0].selector, "A_type");
+    CU_ASSERT_STRING_EQUAL(w2.entries[0].selector, "A_type");
+    permitted_want_done(&w1);
+    permitted_want_done(&w2);
+}
+
 static CU_TestInfo tests[] = {
         {"added to a null or missing list, once", test_add_to_null_and_missing},
         {"foreign kept in order, owned removed", test_foreign_kept_in_order_owned_removed},
@@ -631,6 +749,11 @@ static CU_TestInfo tests[] = {
         {"a same-named entry hostdevd did not write: a conflict, not adopted",
          test_foreign_same_name_not_adopted},
         {"feature gate; errors", test_gate_and_errors},
+        {"mdevNameSelector as KubeVirt reads a type's name", test_mdev_selector},
+        {"mediatedDevices kept exact like the other lists", test_mdev_list},
+        {"mediatedDevices: a foreign entry is a conflict; the record restored",
+         test_mdev_conflict_and_restore},
+        {"one selector per mdev resource name, in any order", test_mdev_one_selector},
         CU_TEST_INFO_NULL,
 };
 

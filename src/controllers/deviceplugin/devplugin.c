@@ -88,8 +88,8 @@ static int add_device(struct devplugin_alloc *a, const struct devplugin_dev *d)
             r = buf_printf(&a->env_value, "%d:%d", d->busnum, d->devnum);
         return r < 0 ? r : add_path(a, d->dev_path);
     }
-    if (r == 0)
-        r = buf_printf(&a->env_value, "%s", d->address);
+    if (r == 0) /* a PCI address, or an mdev's UUID */
+        r = buf_printf(&a->env_value, "%s", d->kind == DEVPLUGIN_MDEV ? d->id : d->address);
     if (r == 0)
         r = add_path(a, "/dev/vfio/vfio");
     (void)snprintf(path, sizeof(path), "/dev/vfio/%d", d->iommu_group);
@@ -100,6 +100,19 @@ static int add_device(struct devplugin_alloc *a, const struct devplugin_dev *d)
         r = add_path(a, path);
     }
     return r;
+}
+
+static const char *env_prefix(enum devplugin_kind kind)
+{
+    switch (kind) {
+    case DEVPLUGIN_USB:
+        return "USB_RESOURCE";
+    case DEVPLUGIN_MDEV:
+        return "MDEV_PCI_RESOURCE"; /* KubeVirt's v1.MDevResourcePrefix */
+    case DEVPLUGIN_PCI:
+    default:
+        return "PCI_RESOURCE";
+    }
 }
 
 int devplugin_allocate(const char *resource, const struct devplugin_dev *devs, size_t n,
@@ -114,9 +127,8 @@ int devplugin_allocate(const char *resource, const struct devplugin_dev *devs, s
         if (!d)
             r = err_set(ret_err, -ENOENT, "device %s is not offered as %s on this node", ids[i],
                         resource);
-        else if (i == 0 &&
-                 devplugin_env_name(d->kind == DEVPLUGIN_USB ? "USB_RESOURCE" : "PCI_RESOURCE",
-                                    resource, ret->env_key, sizeof(ret->env_key)) < 0)
+        else if (i == 0 && devplugin_env_name(env_prefix(d->kind), resource, ret->env_key,
+                                              sizeof(ret->env_key)) < 0)
             r = err_set(ret_err, -ENAMETOOLONG, "resource name %s is too long", resource);
         else if ((r = add_device(ret, d)) < 0)
             (void)err_set(ret_err, r, "cannot build the answer: %s", strerror(-r));

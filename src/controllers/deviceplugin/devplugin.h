@@ -2,16 +2,19 @@
 /*
  * controllers/deviceplugin/devplugin.h - what the agent's kubelet device plugins answer, pure (no
  * I/O, no logging, unit-tested): the socket name of a resource, the environment variable KubeVirt's
- * virt-launcher reads, the Allocate answer for PCI and USB devices, and the preferred
+ * virt-launcher reads, the Allocate answer for PCI, USB and mediated devices, and the preferred
  * allocation. The plugins themselves (gRPC on kubelet/grpc.h, registration, ListAndWatch) use
  * these.
  *
  * The KubeVirt contract (pkg/util/util.go ResourceNameToEnvVar, hostdevice/addresspool.go):
- * `PCI_RESOURCE_<NAME>` holds comma-joined PCI addresses (full domain), `USB_RESOURCE_<NAME>`
- * comma-joined decimal `bus:device`; `<NAME>` is the resource name upper-cased with every '/'
- * and '.' replaced by '_' (nothing else changes). PCI devices get `/dev/vfio/vfio`,
- * `/dev/vfio/<group>` of every group and `/dev/vfio/devices/vfioN` when the kernel has the
- * iommufd cdev; USB devices their `/dev/bus/usb/BBB/DDD`; all with permissions "mrw".
+ * `PCI_RESOURCE_<NAME>` holds comma-joined PCI addresses (full domain), `MDEV_PCI_RESOURCE_<NAME>`
+ * comma-joined mdev UUIDs (hostdevice/generic/addresspool.go: the pool of v1.MDevResourcePrefix,
+ * tried after the PCI pool), `USB_RESOURCE_<NAME>` comma-joined decimal `bus:device`; `<NAME>` is
+ * the resource name upper-cased with every '/' and '.' replaced by '_' (nothing else changes:
+ * "devices.harvesterhci.io/mtty-2" -> "MDEV_PCI_RESOURCE_DEVICES_HARVESTERHCI_IO_MTTY-2"). PCI
+ * devices and mdevs get `/dev/vfio/vfio`, `/dev/vfio/<group>` of every group and
+ * `/dev/vfio/devices/vfioN` when the kernel has the iommufd cdev; USB devices their
+ * `/dev/bus/usb/BBB/DDD`; all with permissions "mrw".
  */
 #pragma once
 
@@ -23,17 +26,17 @@
 
 #define DEVPLUGIN_SOCKET_PREFIX "hostdevd-"
 
-enum devplugin_kind { DEVPLUGIN_PCI, DEVPLUGIN_USB };
+enum devplugin_kind { DEVPLUGIN_PCI, DEVPLUGIN_USB, DEVPLUGIN_MDEV };
 
-/* One device a plugin offers: its ID (the PCI address, or the USBDevice name) and the facts
- * Allocate and the preference need. */
+/* One device a plugin offers: its ID (the PCI address, the USBDevice name, or an mdev's UUID)
+ * and the facts Allocate and the preference need. */
 struct devplugin_dev {
     const char *id;
     const char *address;   /* PCI: "0000:00:04.0" */
-    const char *vfio_cdev; /* PCI: "vfio0" when /sys/bus/pci/devices/<a>/vfio-dev/ has one, or "" */
+    const char *vfio_cdev; /* PCI, mdev: "vfio0" when the device's vfio-dev/ has one, or "" */
     const char *dev_path;  /* USB: "/dev/bus/usb/002/004" */
     enum devplugin_kind kind;
-    int iommu_group;    /* PCI: >= 0 */
+    int iommu_group;    /* PCI, mdev: >= 0 */
     int busnum, devnum; /* USB: decimal */
     int numa_node;      /* < 0: unknown */
 };
@@ -55,7 +58,7 @@ int devplugin_socket_name(const char *dir, const char *resource, char *buf, size
  * variable. Fills `ret` (free with devplugin_alloc_done). */
 struct devplugin_alloc {
     char env_key[320];
-    struct buf env_value; /* comma-joined addresses or bus:device */
+    struct buf env_value; /* comma-joined addresses, UUIDs or bus:device */
     char (*paths)[64];    /* device nodes, each once */
     size_t n_paths;
 };

@@ -25,6 +25,7 @@
 #include "controllers/deviceplugin/devplugin.h"
 #include "controllers/objects/caches.h"
 #include "controllers/objects/kinds.h"
+#include "controllers/objects/mdevobj.h"
 #include "controllers/objects/pciobj.h"
 #include "controllers/objects/usbobj.h"
 #include "controllers/runtime/manager.h"
@@ -50,7 +51,7 @@ static void plugins_free(void *userdata);
 struct pdev {
     struct devplugin_dev d;
     bool healthy;
-    char id[254], address[20], cdev[32], dev_path[32];
+    char id[254], address[20], cdev[32], dev_path[32]; /* id: an mdev's UUID */
 };
 
 struct offer { /* what one resource offers now */
@@ -80,9 +81,10 @@ struct plugin {
 
 struct plugins {
     struct plugins_config cfg;
-    char dir[4096];          /* cfg.dir's copy */
-    struct caches caches;    /* the process's */
-    struct map *by_resource; /* resource -> struct plugin */
+    char dir[4096];              /* cfg.dir's copy */
+    struct caches caches;        /* the process's */
+    struct kube_informer *vgpus; /* the process's VGPUDevices of this node */
+    struct map *by_resource;     /* resource -> struct plugin */
     int sysfs_fd;
     int inotify_fd;
     ev_io inotify_io;
@@ -133,16 +135,17 @@ static struct pdev *offer_add(struct map *offers, const char *resource)
     return d;
 }
 
-/* The iommufd cdev of a PCI device bound to vfio-pci ("vfio0"), or "". Only one with a `dev`
+/* The iommufd cdev of a PCI device bound to vfio-pci or of an mdev ("vfio0"), or "": in
+ * `device`'s vfio-dev/ (bus/pci/devices/<address>, bus/mdev/devices/<uuid>). Only one with a `dev`
  * attribute is a character device: kernels 6.1 to 6.5 (and later ones without
  * CONFIG_VFIO_DEVICE_CDEV) list vfio-dev/vfio0 but make no /dev/vfio/devices/vfio0, and a
  * container asked to have a device that does not exist never starts. */
-static void read_cdev(const struct plugins *p, const char *address, char *buf, size_t size)
+static void read_cdev(const struct plugins *p, const char *device, char *buf, size_t size)
 {
     char dir[128], **names = NULL;
     size_t n = 0;
     buf[0] = '\0';
-    (void)snprintf(dir, sizeof(dir), "bus/pci/devices/%s/vfio-dev", address);
+    (void)snprintf(dir, sizeof(dir), "%s/vfio-dev", device);
     if (node_sysfs_list(p->sysfs_fd, dir, &names, &n) == 0 && n > 0) {
         char dev[192], majmin[32];
         (void)snprintf(dev, sizeof(dev), "%s/%s/dev", dir, names[0]);
@@ -171,7 +174,36 @@ static void add_pci(struct plugins *p, struct map *offers, const char *name, con
     d->d.iommu_group = group && group[0] ? (int)strtol(group, NULL, 10) : -1;
     d->d.numa_node = int_field(ds, "numaNode", -1);
     d->healthy = json_same(json_str(ds, "kernelDriverInUse"), "vfio-pci");
-    read_cdev(p, address, d->cdev, sizeof(d->cdev));
+    char sys[64];
+    (void)snprintf(sys, sizeof(sys), "bus/pci/devices/%s", address);
+    read_cdev(p, sys, d->cdev, sizeof(d->cdev));
+}
+
+/* Whether mdev `uuid` exists on the node (/sys/bus/mdev/devices/<uuid>): gone after a reboot
+ * until the agent creates it again, or removed behind the agent's back. */
+static bool mdev_exists(const struct plugins *p, const char *uuid)
+{
+    char path[96];
+    (void)snprintf(path, sizeof(path), "bus/mdev/devices/%s", uuid);
+    return node_sysfs_check_dir(p->sysfs_fd, path) == 0;
+}
+
+static void add_mdev(struct plugins *p, struct map *offers, const cJSON *vgpu)
+{
+    const char *uuid = NULL, *resource = NULL;
+    if (!json_same(json_str(json_field(vgpu, "spec"), "nodeName"), p->cfg.env.node_name) ||
+        !mdevobj_offered(vgpu, &uuid, &resource) || !uuid || !resource)
+        return;
+    struct pdev *d = offer_add(offers, resource);
+    if (!d)
+        return;
+    (void)snprintf(d->id, sizeof(d->id), "%s", uuid);
+    d->d.kind = DEVPLUGIN_MDEV;
+    d->d.iommu_group = mdevobj_iommu_group(vgpu);
+    d->healthy = d->d.iommu_group >= 0 && mdev_exists(p, uuid);
+    char sys[96];
+    (void)snprintf(sys, sizeof(sys), "bus/mdev/devices/%s", uuid);
+    read_cdev(p, sys, d->cdev, sizeof(d->cdev));
 }
 
 static void add_usb(struct plugins *p, struct map *offers, const char *name, const cJSON *claim)
@@ -207,6 +239,9 @@ static struct map *compute_offers(struct plugins *p)
     while (offers && p->caches.usb_claims &&
            kube_informer_next(p->caches.usb_claims, &pos, &key, &obj))
         add_usb(p, offers, key, obj);
+    pos = 0;
+    while (offers && p->vgpus && kube_informer_next(p->vgpus, &pos, &key, &obj))
+        add_mdev(p, offers, obj);
     return offers;
 }
 
@@ -451,7 +486,8 @@ static void on_preferred(struct grpc_call *call, const uint8_t *msg, size_t len,
     free(out);
 }
 
-/* Whether device `id` is still where Allocate put it: a PCI device on vfio-pci, a USB node. */
+/* Whether device `id` is still where Allocate put it: a PCI device on vfio-pci, a USB node, an
+ * mdev that exists. */
 static int still_ready(const struct plugin *pl, const char *id, struct err *e)
 {
     char path[PATH_MAX], link[256];
@@ -464,6 +500,13 @@ static int still_ready(const struct plugin *pl, const char *id, struct err *e)
             (void)snprintf(path, sizeof(path), "%s%s", pl->ps->cfg.env.dev_root, d->dev_path + 4);
             return stat(path, &st) == 0 ? 0 : err_set(e, -ENODEV, "%s is gone", d->dev_path);
         }
+        if (d->d.kind == DEVPLUGIN_MDEV)
+            return mdev_exists(pl->ps, d->id)
+                           ? 0
+                           : err_set(e, -ENODEV,
+                                     "mediated device %s does not exist on this node (any more): "
+                                     "its VGPUDevice's agent creates it again",
+                                     d->id);
         (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/driver", d->address);
         int r = node_sysfs_read_link(pl->ps->sysfs_fd, path, link, sizeof(link));
         if (r < 0 || strcmp(link, "vfio-pci") != 0)
@@ -842,6 +885,7 @@ struct plugins *plugins_new(const struct plugins_config *cfg)
                                  manager_cache(cfg->env.mgr, &kind_pcidevices),
                                  manager_cache(cfg->env.mgr, &kind_usbdeviceclaims),
                                  manager_cache(cfg->env.mgr, &kind_usbdevices)};
+    ps->vgpus = manager_cache(cfg->env.mgr, &kind_vgpudevices);
     ps->inotify_fd = -1;
     ps->sysfs_fd = node_sysfs_open_root(cfg->env.sysfs_root);
     ps->by_resource = map_new(plugin_map_free);
@@ -885,6 +929,7 @@ static const struct watch watches[] = {
         {.kind = &kind_usbdevices, .map = on_change},
         {.kind = &kind_usbdeviceclaims, .map = on_change},
         {.kind = &kind_pcideviceclaims, .map = on_change},
+        {.kind = &kind_vgpudevices, .map = on_change},
         {0},
 };
 

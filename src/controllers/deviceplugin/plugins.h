@@ -9,17 +9,21 @@
  * its device, ID = PCI address, under its PCIDevice's resourceName, or under "<vendor
  * domain>/<PCIDevice name>" when the claim says spec.disableResourcePooling; a USBDeviceClaim
  * whose agent enabled it (usbobj_claim_holds) offers its device, ID = USBDevice name, under the
- * USBDevice's resourceName. A device is Healthy while its PCIDevice says vfio-pci (or its
- * USBDevice is plugged in), Unhealthy otherwise. Any change of those caches recomputes the set
+ * USBDevice's resourceName; a VGPUDevice of this node whose instance is offered
+ * (objects/mdevobj.h mdevobj_offered: status vGPUConfigured with a UUID and a resourceName, until
+ * its agent has removed it) offers the instance, ID = its UUID, under status.resourceName (one
+ * resource per mdev type). A device is Healthy while its PCIDevice says vfio-pci (its USBDevice
+ * is plugged in, the mdev exists in /sys/bus/mdev/devices and has an IOMMU group), Unhealthy
+ * otherwise. Any change of those caches recomputes the set
  * (plugins_sync, coalesced): a new resource starts a plugin, a changed device list is pushed to
  * every ListAndWatch stream, and a resource nobody offers any more keeps its plugin with an empty
  * list (kubelet withdraws the devices at once).
  *
  * Answers (controllers/deviceplugin/devplugin.h): Allocate gives PCI_RESOURCE_<NAME> /
- * USB_RESOURCE_<NAME> and the device nodes with "mrw" (a USB node is chowned to KubeVirt's qemu
- * user 107:107 first); an ID we do not offer is NOT_FOUND. GetPreferredAllocation keeps IOMMU
- * groups whole and one NUMA node; PreStartContainer re-checks that every PCI device is still on
- * vfio-pci (USB: that its node exists).
+ * MDEV_PCI_RESOURCE_<NAME> / USB_RESOURCE_<NAME> and the device nodes with "mrw" (a USB node is
+ * chowned to KubeVirt's qemu user 107:107 first); an ID we do not offer is NOT_FOUND.
+ * GetPreferredAllocation keeps IOMMU groups whole and one NUMA node; PreStartContainer re-checks
+ * that every PCI device is still on vfio-pci (USB: that its node exists; mdev: that it exists).
  *
  * Kubelet restarts are watched with inotify on the directory: kubelet.sock created, or one of our
  * sockets deleted (kubelet removes foreign sockets when it starts), makes the plugins serve a new
@@ -44,7 +48,8 @@ struct plugins_config {
     const char *dir;     /* kubelet's device-plugin directory (kubelet.sock lives there) */
 };
 
-/* The offer is computed from the process's caches of our four kinds (runtime/manager.h), and
+/* The offer is computed from the process's caches of our claims, devices and VGPUDevices
+ * (runtime/manager.h), and
  * again after each of their events. */
 struct plugins *plugins_new(const struct plugins_config *cfg);
 /* Recomputes the offer soon (calls within one loop iteration are coalesced). */

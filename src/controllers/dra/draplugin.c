@@ -40,6 +40,7 @@
 #include "kubelet/draapi.h"
 #include "kubelet/grpc.h"
 #include "kubelet/regapi.h"
+#include "node/mdev.h"
 #include "node/sysfs.h"
 #include "node/vfio.h"
 
@@ -82,6 +83,7 @@ static void sync_ledger(struct draplugin *p);
 struct draplugin {
     struct draplugin_config cfg;
     struct kube_informer *pci_devices;
+    struct kube_informer *vgpus; /* this node's VGPUDevices: an mdev's attributes */
     char plugin_dir[PATH_MAX], socket[PATH_MAX], reg_socket[PATH_MAX], ck_path[PATH_MAX + 32];
     char cdi_dir[PATH_MAX];
     struct grpc_server *srv, *reg;
@@ -268,6 +270,23 @@ static int write_files(struct call *k, struct dclaim *d, const int *groups)
     return r;
 }
 
+/* The IOMMU group of mdev `uuid` (nothing to bind: the kernel made it a VFIO device), or -1 with
+ * the claim's error. */
+static int mdev_group(struct call *k, const char *uuid, char *error)
+{
+    struct node_mdev_instance inst;
+    struct err e = {""};
+    int r = node_mdev_find(k->p->cfg.bind->sysfs_fd, uuid, &inst, &e);
+    if (r == 1 && inst.iommu_group >= 0)
+        return inst.iommu_group;
+    (void)snprintf(error, ERROR_SIZE, "mediated device %s: %.900s", uuid,
+                   r < 0    ? e.msg
+                   : r == 0 ? "there is no such instance on this node (any more): its VGPUDevice's "
+                              "agent creates it again (status.vGPUStatus vGPUConfigured)"
+                            : "it has no IOMMU group");
+    return -1;
+}
+
 static void prepare_claim(struct call *k, struct dclaim *d)
 {
     const struct draprep_claim *c = &d->c;
@@ -280,8 +299,9 @@ static void prepare_claim(struct call *k, struct dclaim *d)
         /* A copy: draprep_checkpoint_put() below replaces (frees) the entry it points into. */
         const char *known = draprep_checkpoint_original(k->ck, c->uid, c->devices[i].address);
         orig[i] = seen[i];
-        if (known) {
-            (void)snprintf(seen[i], sizeof(seen[i]), "%s", known);
+        if (known || draprep_is_mdev(c->devices[i].address)) {
+            /* an mdev has no driver to change: nothing to restore, as a device on vfio-pci */
+            (void)snprintf(seen[i], sizeof(seen[i]), "%s", known ? known : NODE_VFIO_DRIVER);
             continue;
         }
         int r = pcibind_observe(k->p->cfg.bind, c->devices[i].address, &dev);
@@ -301,6 +321,16 @@ static void prepare_claim(struct call *k, struct dclaim *d)
     }
     for (size_t i = 0; i < c->n; i++) {
         struct bindplan_outcome o;
+        if (draprep_is_mdev(c->devices[i].address)) {
+            if ((groups[i] = mdev_group(k, c->devices[i].address, d->error)) >= 0)
+                continue;
+            char ignored[ERROR_SIZE];
+            if (restore_devices(k, c, orig, ignored) == 0) {
+                draprep_checkpoint_remove(k->ck, c->uid);
+                (void)save(k, ignored);
+            }
+            return;
+        }
         struct pcibind_request req = request(k, c->devices[i].address, orig[i], d->annotation[i]);
         pcibind_bind_device(k->p->cfg.bind, &req, &o);
         if (o.kind == BINDPLAN_BOUND) {
@@ -545,6 +575,21 @@ static void enqueue(struct call *k)
     start_next(k->p);
 }
 
+/* The slice entry of mdev `uuid` from its VGPUDevice, or NULL (the metadata then has only
+ * mdevUUID). */
+static cJSON *mdev_entry(const struct draplugin *p, const char *uuid)
+{
+    size_t pos = 0;
+    const char *key;
+    const cJSON *o;
+    while (p->vgpus && kube_informer_next(p->vgpus, &pos, &key, &o)) {
+        struct draslices_mdev m;
+        if (draslices_mdev_of(o, p->cfg.env.node_name, &m) && strcmp(m.uuid, uuid) == 0)
+            return draslices_mdev_device(&m);
+    }
+    return NULL;
+}
+
 /* What the loop knows about each device: who else holds it, its first driver, its attributes. */
 static void check_devices(struct call *k, struct dclaim *d)
 {
@@ -568,7 +613,7 @@ static void check_devices(struct call *k, struct dclaim *d)
         const char *ann = pciobj_first_driver(dev);
         (void)snprintf(d->annotation[i], sizeof(d->annotation[i]), "%s", ann ? ann : "");
         const struct pcidevice_spec *spec = scan ? map_get(scan, name) : NULL;
-        cJSON *entry = spec ? draslices_device(spec) : NULL;
+        cJSON *entry = draprep_is_mdev(a) ? mdev_entry(p, a) : spec ? draslices_device(spec) : NULL;
         d->attrs[i] = entry ? cJSON_DetachItemFromObjectCaseSensitive(entry, "attributes") : NULL;
         cJSON_Delete(entry);
     }
@@ -767,6 +812,7 @@ struct draplugin *draplugin_new(const struct draplugin_config *cfg)
     (void)snprintf(p->ck_path, sizeof(p->ck_path), "%s/checkpoint.json", p->plugin_dir);
     (void)snprintf(p->cdi_dir, sizeof(p->cdi_dir), "%s", cfg->cdi_dir);
     p->pci_devices = manager_cache(cfg->env.mgr, &kind_pcidevices);
+    p->vgpus = manager_cache(cfg->env.mgr, &kind_vgpudevices);
     if (!cfg->bind || !cfg->worker || !cfg->ledger) {
         log_error("Cannot make the DRA plugin", KV_ERRNO(-EINVAL));
         draplugin_free(p);

@@ -24,8 +24,29 @@ static bool all_hex(const char *s, size_t n)
     return true;
 }
 
+bool draprep_is_mdev(const char *address)
+{
+    static const char form[] = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
+    if (!address || strlen(address) != sizeof(form) - 1)
+        return false;
+    for (size_t i = 0; form[i]; i++) {
+        char c = address[i];
+        bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+        if (form[i] == '-' ? c != '-' : !hex)
+            return false;
+    }
+    return true;
+}
+
 int draprep_address(const char *device, char *buf, size_t size)
 {
+    /* mdev-<uuid>: the UUID */
+    if (device && strncmp(device, "mdev-", 5) == 0) {
+        if (!draprep_is_mdev(device + 5))
+            return -EINVAL;
+        int n = snprintf(buf, size, "%s", device + 5);
+        return n > 0 && (size_t)n < size ? 0 : -EINVAL;
+    }
     /* pci-DDDD-BB-DD-F, the domain 4 to 8 hex digits */
     if (!device || strncmp(device, "pci-", 4) != 0)
         return -EINVAL;
@@ -253,10 +274,14 @@ static cJSON *meta_device(const struct draprep_device *d, const char *driver, co
         !cJSON_AddItemToObject(o, "attributes", own))
         return NULL;
     cJSON *a = TAKE_PTR(own); /* o's now */
-    if (!json_field(a, "resource.kubernetes.io/pciBusID")) {
+    /* what KubeVirt's launcher needs, whatever the slice said: an mdev's UUID under "mdevUUID"
+     * (v1.9.0's pkg/dra/metadata MDevUUIDAttribute, read before pciBusID), a PCI function's
+     * address under the standard pciBusID */
+    const char *key = draprep_is_mdev(d->address) ? "mdevUUID" : "resource.kubernetes.io/pciBusID";
+    if (!json_field(a, key)) {
         _cleanup_json_ cJSON *s = cJSON_CreateObject();
         if (!s || !cJSON_AddStringToObject(s, "string", d->address) ||
-            !cJSON_AddItemToObject(a, "resource.kubernetes.io/pciBusID", s))
+            !cJSON_AddItemToObject(a, key, s))
             return NULL;
         TAKE_PTR(s); /* a's now */
     }
@@ -455,7 +480,7 @@ static int entry_device(const cJSON *d, struct draprep_device *ret, const char *
     const char *req = json_str(d, "request"), *name = json_str(d, "name"),
                *a = json_str(d, "address");
     const cJSON *g = json_field(d, "group");
-    char addr[20];
+    char addr[sizeof(ret->address)];
     *orig = json_str(d, "original");
     if (!req || !name || !a || !*orig || !cJSON_IsNumber(g) ||
         strlen(req) >= sizeof(ret->request) || strlen(name) >= sizeof(ret->name) ||

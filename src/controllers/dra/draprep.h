@@ -38,14 +38,16 @@ struct cJSON;
 #define DRAPREP_MAX_DEVICES   64 /* of our driver in one claim */
 #define DRAPREP_NAME_SIZE     254
 
-/* "0000:65:00.0" for "pci-0000-65-00-0" (draslices_device_name() backwards). Returns 0, or
- * -EINVAL when the name is not one of ours. */
+/* "0000:65:00.0" for "pci-0000-65-00-0" (draslices_device_name() backwards), the UUID for
+ * "mdev-<uuid>" (draslices_mdev_name()). Returns 0, or -EINVAL when the name is not one of ours. */
 int draprep_address(const char *device, char *buf, size_t size);
+/* Whether a device's address is an mdev's UUID (lower case 8-4-4-4-12), not a PCI address. */
+bool draprep_is_mdev(const char *address);
 
 struct draprep_device {
     char request[DRAPREP_NAME_SIZE]; /* as allocated: "nic" or "nic/intel" */
     char name[64];                   /* in the pool: "pci-0000-65-00-0" */
-    char address[20];
+    char address[40];                /* a PCI address, or an mdev's UUID */
 };
 
 struct draprep_claim {
@@ -57,7 +59,7 @@ struct draprep_claim {
 
 /* The devices of `driver` in pool `pool` that `claim` (a ResourceClaim as read from the API)
  * was allocated. -EINVAL with a sentence: the uid is not `uid` (deleted and made again), the
- * claim is not allocated, a device of ours is not a PCI function name, more than
+ * claim is not allocated, a device of ours is not a PCI function or mdev name, more than
  * DRAPREP_MAX_DEVICES. A claim with no device of ours is 0 with n == 0. */
 int draprep_parse(const struct cJSON *claim, const char *uid, const char *driver, const char *pool,
                   struct draprep_claim *ret, struct err *ret_err);

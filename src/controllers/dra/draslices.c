@@ -23,6 +23,7 @@
 #include "controllers/devices/nodeuid.h"
 #include "controllers/devices/pcidevice.h"
 #include "controllers/objects/kinds.h"
+#include "controllers/objects/mdevobj.h"
 #include "controllers/runtime/manager.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
@@ -105,6 +106,43 @@ cJSON *draslices_device(const struct pcidevice_spec *s)
     return d;
 }
 
+int draslices_mdev_name(const char *uuid, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "mdev-%s", uuid ? uuid : "");
+    if (n < 0 || (size_t)n >= size)
+        return -EINVAL;
+    return names_is_dns_label(buf) && n > 5 ? 0 : -EINVAL;
+}
+
+cJSON *draslices_mdev_device(const struct draslices_mdev *m)
+{
+    char name[64], type_name[DRASLICES_STRING_MAX + 1];
+    if (draslices_mdev_name(m->uuid, name, sizeof(name)) < 0 || !m->type || m->iommu_group < 0)
+        return NULL;
+    cJSON *d = cJSON_CreateObject();
+    bool ok = cJSON_AddStringToObject(d, "name", name) != NULL;
+    cJSON *attrs = cJSON_AddObjectToObject(d, "attributes");
+    ok = ok && attrs;
+    ok = attr_str(attrs, DRASLICES_KUBEVIRT_MDEV_UUID, m->uuid) && ok;
+    ok = attr_str(attrs, "mdevUUID", m->uuid) && ok; /* the key KubeVirt v1.9.0's launcher reads */
+    ok = attr_str(attrs, "mdevType", m->type) && ok;
+    cut(type_name, m->type_name ? m->type_name : "");
+    ok = attr_str(attrs, "mdevTypeName", type_name) && ok;
+    ok = attr_str(attrs, "mdevParent", m->parent ? m->parent : "") && ok;
+    ok = attr_int(attrs, "iommuGroup", m->iommu_group) && ok;
+    /* the attributes every PCI function has, empty, so a selector on them meets no missing
+     * attribute (a CEL error) */
+    static const char *const empty[] = {"vendorID",     "deviceID",     "classID",    "driver",
+                                        "serialNumber", "physicalSlot", "description"};
+    for (size_t i = 0; i < sizeof(empty) / sizeof(empty[0]); i++)
+        ok = attr_str(attrs, empty[i], "") && ok;
+    if (!ok) {
+        cJSON_Delete(d);
+        return NULL;
+    }
+    return d;
+}
+
 /* --- the plan --------------------------------------------------------------------------------- */
 
 static int compare_specs(const void *a, const void *b)
@@ -149,6 +187,16 @@ static int wanted_devices(const struct draslices_input *in, cJSON **ret)
         }
     }
     free(v);
+    /* then the mdev instances, in the caller's (UUID) order; one that cannot be told (no group
+     * yet) is left out */
+    for (size_t i = 0; list && i < in->n_mdevs; i++) {
+        cJSON *d = draslices_mdev_device(&in->mdevs[i]);
+        if (d && !cJSON_AddItemToArray(list, d)) {
+            cJSON_Delete(d);
+            cJSON_Delete(list);
+            list = NULL;
+        }
+    }
     if (!list)
         return -ENOMEM;
     *ret = list;
@@ -404,6 +452,57 @@ static struct map *claimed(const struct draslices *s)
     return m;
 }
 
+static int compare_mdevs(const void *a, const void *b)
+{
+    return strcmp(((const struct draslices_mdev *)a)->uuid,
+                  ((const struct draslices_mdev *)b)->uuid);
+}
+
+/* The type name of type `id` in a VGPUDevice's status.mdevTypes, or NULL. */
+static const char *name_of_type(const cJSON *st, const char *id)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, json_field(st, "mdevTypes"))
+    {
+        if (json_same(json_str(t, "id"), id))
+            return json_str(t, "name");
+    }
+    return NULL;
+}
+
+bool draslices_mdev_of(const cJSON *vgpu, const char *node, struct draslices_mdev *ret)
+{
+    const cJSON *spec = json_field(vgpu, "spec"), *st = json_field(vgpu, "status");
+    const char *uuid = NULL, *parent = json_str(spec, "parentGPUDeviceAddress");
+    const char *type = json_str(st, "configureVGPUTypeName");
+    if (!json_same(json_str(spec, "nodeName"), node) || !mdevobj_offered(vgpu, &uuid, NULL) ||
+        !type)
+        return false;
+    *ret = (struct draslices_mdev){.uuid = uuid,
+                                   .type = type,
+                                   .type_name = name_of_type(st, type),
+                                   .parent = parent ? parent : json_str(spec, "address"),
+                                   .iommu_group = mdevobj_iommu_group(vgpu)};
+    return true;
+}
+
+/* The instances this node's VGPUDevices say exist, in UUID order (strings borrowed from the
+ * cache). NULL on OOM. */
+static struct draslices_mdev *instances(const struct draslices *s, size_t *ret_n)
+{
+    size_t n = 0, pos = 0;
+    const char *key;
+    const cJSON *o;
+    struct draslices_mdev *v = calloc(kube_informer_size(s->cfg.vgpus) + 1, sizeof(*v));
+    while (v && kube_informer_next(s->cfg.vgpus, &pos, &key, &o))
+        if (draslices_mdev_of(o, s->cfg.env.node_name, &v[n]))
+            n++;
+    if (v)
+        qsort(v, n, sizeof(*v), compare_mdevs);
+    *ret_n = n;
+    return v;
+}
+
 static const cJSON **cached_slices(const struct draslices *s, size_t *ret_n)
 {
     struct kube_informer *inf = runner_informer(s->runner);
@@ -429,10 +528,13 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
                                  .devices = devobjs_want(s->cfg.devices),
                                  .claimed = claimed(s)};
     const cJSON **slices = cached_slices(s, &in.n_slices);
+    struct draslices_mdev *mdevs = instances(s, &in.n_mdevs);
     in.slices = slices;
+    in.mdevs = mdevs;
     struct job *j = calloc(1, sizeof(*j));
-    int r = j && slices && in.claimed ? draslices_plan(&in, &j->plan) : -ENOMEM;
+    int r = j && slices && mdevs && in.claimed ? draslices_plan(&in, &j->plan) : -ENOMEM;
     free(slices);
+    free(mdevs);
     map_free((struct map *)in.claimed);
     if (r < 0 || j->plan.n == 0) {
         if (j)
@@ -528,7 +630,8 @@ static bool can_start(void *ctx)
 {
     const struct draslices *s = ctx;
     return devobjs_want(s->cfg.devices) && s->cfg.claims &&
-           kube_informer_has_synced(s->cfg.claims) && nodeuid_answered(s->cfg.node);
+           kube_informer_has_synced(s->cfg.claims) && s->cfg.vgpus &&
+           kube_informer_has_synced(s->cfg.vgpus) && nodeuid_answered(s->cfg.node);
 }
 
 static const struct runner_ops ops = {
@@ -613,15 +716,17 @@ static void *make(const struct part_env *env)
     struct draslices_config c = {.env = *env,
                                  .node = manager_part(env->mgr, &nodeuid_part),
                                  .devices = manager_part(env->mgr, &pcidevices_part),
-                                 .claims = manager_cache(env->mgr, &kind_pcideviceclaims)};
+                                 .claims = manager_cache(env->mgr, &kind_pcideviceclaims),
+                                 .vgpus = manager_cache(env->mgr, &kind_vgpudevices)};
     return draslices_new(&c);
 }
 
-/* A scan (a device came or went), a claim (a claimed device leaves the pool), the Node's
- * uid (the slices' owner). */
+/* A scan (a device came or went), a claim (a claimed device leaves the pool), a VGPUDevice (an
+ * instance made or removed), the Node's uid (the slices' owner). */
 static const struct watch watches[] = {
         {.topic = &pcidevices_scanned, .map = on_change},
         {.kind = &kind_pcideviceclaims, .map = on_change},
+        {.kind = &kind_vgpudevices, .map = on_change},
         {.topic = &nodeuid_known, .map = on_change},
         {0},
 };

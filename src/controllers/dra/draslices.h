@@ -19,6 +19,16 @@
  *   iommuGroup                        int     (left out when the device has none)
  *   driver                            string  the kernel driver now, "" when none
  *   description                       string  the PCIDevice's, cut to 64 bytes (the API limit)
+ * After them, the mediated device instances of this node that exist (a VGPUDevice whose
+ * objects/mdevobj.h mdevobj_offered() says so, with an IOMMU group), in UUID order: device
+ * `mdev-<uuid>`, attributes
+ *   dra.kubevirt.io/mdevUUID, mdevUUID string  the UUID (the second is the key KubeVirt v1.9.0's
+ *                                             virt-launcher reads from the metadata file)
+ *   mdevType, mdevTypeName            string  the type id ("mtty-2") and its name (cut to 64)
+ *   mdevParent                        string  the parent ("mtty", "0000:00:02.0")
+ *   iommuGroup                        int     the instance's own group
+ *   vendorID, deviceID, classID, driver, serialNumber, physicalSlot, description: "" (so a
+ *                                             selector on them meets no missing attribute)
  *
  * spec.pool.generation: the generation of the cached slices while the pool's content (devices,
  * attributes, slice count) is unchanged; the highest cached generation + 1 when it changes,
@@ -28,7 +38,8 @@
  * pool and a device may move from one slice to the next, so the slices are planned together.
  * Its informer caches this node's slices of our driver (field selectors spec.nodeName and
  * spec.driver); an event of any of them queues the pool. It reads the PCI scan
- * (controllers/devices/pcidevice.h) and the PCIDeviceClaim cache, and starts once both are there.
+ * (controllers/devices/pcidevice.h), the PCIDeviceClaim and VGPUDevice caches, and starts once
+ * they are all there.
  */
 #pragma once
 
@@ -52,11 +63,29 @@ int draslices_device_name(const char *address, char *buf, size_t size);
 /* The device entry of a slice for `s` ({"name", "attributes"}). NULL on OOM or a bad address. */
 struct cJSON *draslices_device(const struct pcidevice_spec *s);
 
+#define DRASLICES_KUBEVIRT_MDEV_UUID "dra.kubevirt.io/mdevUUID"
+
+/* One mediated device instance of the pool (strings borrowed). */
+struct draslices_mdev {
+    const char *uuid, *type, *type_name, *parent;
+    int iommu_group;
+};
+
+/* "mdev-<uuid>". Returns 0, or -EINVAL when it is no DNS label (not a lower-case UUID). */
+int draslices_mdev_name(const char *uuid, char *buf, size_t size);
+/* The instance a VGPUDevice `vgpu` of node `node` says exists (mdevobj_offered, with a type):
+ * true with `*ret` filled (strings borrowed from `vgpu`), false otherwise. */
+bool draslices_mdev_of(const struct cJSON *vgpu, const char *node, struct draslices_mdev *ret);
+/* The device entry of instance `m`. NULL on OOM, a bad UUID, no type or no group. */
+struct cJSON *draslices_mdev_device(const struct draslices_mdev *m);
+
 struct draslices_input {
-    const char *node;                  /* the pool, and spec.nodeName */
-    const char *node_uid;              /* NULL while unknown: no ownerReference */
-    const struct map *devices;         /* name -> struct pcidevice_spec: the last scan */
-    const struct map *claimed;         /* set of PCI addresses a PCIDeviceClaim holds */
+    const char *node;                   /* the pool, and spec.nodeName */
+    const char *node_uid;               /* NULL while unknown: no ownerReference */
+    const struct map *devices;          /* name -> struct pcidevice_spec: the last scan */
+    const struct map *claimed;          /* set of PCI addresses a PCIDeviceClaim holds */
+    const struct draslices_mdev *mdevs; /* the instances of this node, in UUID order */
+    size_t n_mdevs;
     const struct cJSON *const *slices; /* the cached slices of the pool */
     size_t n_slices;
 };
@@ -97,6 +126,7 @@ struct draslices_config {
     const struct nodeuid *node; /* the Node's uid, for the ownerReference */
     const struct devobjs *devices; /* the last PCI scan */
     struct kube_informer *claims;  /* this node's PCIDeviceClaims */
+    struct kube_informer *vgpus;   /* this node's VGPUDevices (the mdev instances) */
     /* the process makes it with its nodeuid and pcidevices parts and its claims' cache */
 };
 

@@ -19,6 +19,7 @@
 #include "controllers/kubevirt/permitted.h"
 #include "controllers/objects/caches.h"
 #include "controllers/objects/kinds.h"
+#include "controllers/objects/mdevobj.h"
 #include "controllers/objects/pciobj.h"
 #include "controllers/objects/usbobj.h"
 #include "controllers/runtime/eventspart.h"
@@ -40,7 +41,8 @@ static void kvpermit_free(void *userdata);
 struct kvpermit {
     struct kvpermit_config cfg;
     struct runner *runner;
-    struct caches caches; /* the process's */
+    struct caches caches;        /* the process's */
+    struct kube_informer *vgpus; /* the process's VGPUDevices (every node's) */
     bool gate_reported, count_reported;
     size_t count_told; /* the count of CRs count_reported was about */
     struct map *told;  /* uids of the claims told that the feature gate is off */
@@ -60,14 +62,14 @@ struct kvjob {
 /* --- what the claims need ------------------------------------------------------------------ */
 
 /* The gate is off and `claim` needs an entry: one Warning Event on it (until the gate is on). */
-static void tell_gate_off(struct kvpermit *k, bool usb, const char *name, const cJSON *claim,
-                          const char *cr)
+static void tell_gate_off(struct kvpermit *k, const char *kind, const char *name,
+                          const cJSON *claim, const char *cr)
 {
     const char *uid = kube_meta_str(claim, "uid");
     if (!k->gate_reported || !uid || map_contains(k->told, uid) || map_put(k->told, uid, NULL) < 0)
         return;
     struct kube_event_ref ref = {.api_version = "devices.harvesterhci.io/v1beta1",
-                                 .kind = usb ? "USBDeviceClaim" : "PCIDeviceClaim",
+                                 .kind = kind,
                                  .name = name,
                                  .uid = uid};
     char note[512];
@@ -83,7 +85,7 @@ bool kvpermit_pci_entry(const cJSON *claim, const cJSON *dev, const char *key,
                         struct permitted_entry *ret)
 {
     const cJSON *st = json_field(dev, "status");
-    struct permitted_entry e = {.usb = false};
+    struct permitted_entry e = {.kind = PERMITTED_PCI};
     if (!pciobj_bound(claim) || !json_str(st, "vendorId") || !json_str(st, "deviceId") ||
         !pciobj_resource(claim, dev, key, e.resource, sizeof(e.resource)))
         return false;
@@ -97,13 +99,39 @@ bool kvpermit_usb_entry(const cJSON *claim, const cJSON *dev, struct permitted_e
 {
     const cJSON *st = json_field(dev, "status");
     const char *rn = json_str(st, "resourceName");
-    struct permitted_entry e = {.usb = true};
+    struct permitted_entry e = {.kind = PERMITTED_USB};
     if (!usbobj_claim_holds(claim) || !rn || !json_str(st, "vendorID") ||
         !json_str(st, "productID"))
         return false;
     (void)snprintf(e.resource, sizeof(e.resource), "%s", rn);
     (void)snprintf(e.vendor, sizeof(e.vendor), "%s", json_str(st, "vendorID"));
     (void)snprintf(e.product, sizeof(e.product), "%s", json_str(st, "productID"));
+    *ret = e;
+    return names_is_extended_resource_name(e.resource);
+}
+
+/* The entry of status.mdevTypes whose id is `id`, or NULL. */
+static const cJSON *mdev_type(const cJSON *st, const char *id)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, json_field(st, "mdevTypes"))
+    {
+        if (json_same(json_str(t, "id"), id))
+            return t;
+    }
+    return NULL;
+}
+
+bool kvpermit_mdev_entry(const cJSON *vgpu, struct permitted_entry *ret)
+{
+    const cJSON *st = json_field(vgpu, "status");
+    const char *rn = NULL, *id = json_str(st, "configureVGPUTypeName");
+    struct permitted_entry e = {.kind = PERMITTED_MDEV};
+    if (!mdevobj_offered(vgpu, NULL, &rn) || !rn || !id || !id[0] ||
+        permitted_mdev_selector(json_str(mdev_type(st, id), "name"), id, e.selector,
+                                sizeof(e.selector)) < 0)
+        return false;
+    (void)snprintf(e.resource, sizeof(e.resource), "%s", rn);
     *ret = e;
     return names_is_extended_resource_name(e.resource);
 }
@@ -118,7 +146,7 @@ static void want_pci(struct kvpermit *k, struct permitted_want *w, const char *c
         if (!kvpermit_pci_entry(claim, kube_informer_get(k->caches.pci_devices, key), key, &e))
             continue;
         (void)permitted_want_add(w, &e);
-        tell_gate_off(k, false, key, claim, cr);
+        tell_gate_off(k, "PCIDeviceClaim", key, claim, cr);
     }
 }
 
@@ -132,7 +160,21 @@ static void want_usb(struct kvpermit *k, struct permitted_want *w, const char *c
         if (!kvpermit_usb_entry(claim, kube_informer_get(k->caches.usb_devices, key), &e))
             continue;
         (void)permitted_want_add(w, &e);
-        tell_gate_off(k, true, key, claim, cr);
+        tell_gate_off(k, "USBDeviceClaim", key, claim, cr);
+    }
+}
+
+static void want_mdev(struct kvpermit *k, struct permitted_want *w, const char *cr)
+{
+    size_t pos = 0;
+    const char *key;
+    const cJSON *vgpu;
+    while (k->vgpus && kube_informer_next(k->vgpus, &pos, &key, &vgpu)) {
+        struct permitted_entry e;
+        if (!kvpermit_mdev_entry(vgpu, &e))
+            continue;
+        (void)permitted_want_add(w, &e);
+        tell_gate_off(k, "VGPUDevice", key, vgpu, cr);
     }
 }
 
@@ -192,6 +234,7 @@ static int plan_cr(void *ctx, const char *key, const cJSON *obj, void **ret_plan
     report_gate(k, key, obj);
     want_pci(k, &w, key);
     want_usb(k, &w, key);
+    want_mdev(k, &w, key);
     metrics_set(k->entries, (double)w.n);
     int r = permitted_plan(obj, &w, &res);
     permitted_want_done(&w);
@@ -269,7 +312,8 @@ static bool can_start(void *ctx)
     bool synced = k->caches.pci_claims && kube_informer_has_synced(k->caches.pci_claims) &&
                   kube_informer_has_synced(k->caches.pci_devices) &&
                   kube_informer_has_synced(k->caches.usb_claims) &&
-                  kube_informer_has_synced(k->caches.usb_devices);
+                  kube_informer_has_synced(k->caches.usb_devices) && k->vgpus &&
+                  kube_informer_has_synced(k->vgpus);
     return synced && leasepart_leads(k->cfg.env.mgr);
 }
 
@@ -324,6 +368,7 @@ struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg)
     k->caches = (struct caches){
             manager_cache(m, &kind_pcideviceclaims), manager_cache(m, &kind_pcidevices),
             manager_cache(m, &kind_usbdeviceclaims), manager_cache(m, &kind_usbdevices)};
+    k->vgpus = manager_cache(m, &kind_vgpudevices);
     struct runner_config rc = {.name = "kubevirt",
                                .loop = cfg->env.loop,
                                .http = cfg->env.http,
@@ -389,9 +434,13 @@ static void *make(const struct part_env *env)
 }
 
 static const struct watch watches[] = {
-        {.kind = &kind_pcideviceclaims, .map = enqueue}, {.kind = &kind_pcidevices, .map = enqueue},
-        {.kind = &kind_usbdeviceclaims, .map = enqueue}, {.kind = &kind_usbdevices, .map = enqueue},
-        {.topic = &leasepart_leading, .map = enqueue},   {0},
+        {.kind = &kind_pcideviceclaims, .map = enqueue},
+        {.kind = &kind_pcidevices, .map = enqueue},
+        {.kind = &kind_usbdeviceclaims, .map = enqueue},
+        {.kind = &kind_usbdevices, .map = enqueue},
+        {.kind = &kind_vgpudevices, .map = enqueue},
+        {.topic = &leasepart_leading, .map = enqueue},
+        {0},
 };
 
 static void kvpermit_free(void *userdata)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * controllers/kubevirt/kubevirt.h - the controller's KubeVirt reconciler: keeps the KubeVirt CR's
- * spec.configuration.permittedHostDevices exactly what the Ready claims of the cluster need
+ * spec.configuration.permittedHostDevices exactly what the Ready claims and the configured
+ * mediated device instances (VGPUDevices) of the cluster need
  * (controllers/kubevirt/permitted.h decides the write), on the shared runner. The CR is found by
  * watching kubevirts.kubevirt.io in all namespaces (exactly one is expected; zero or several are
  * reported and nothing is written), or named by the configuration. Any change of the claims, their
@@ -47,12 +48,20 @@ bool kvpermit_pci_entry(const struct cJSON *claim, const struct cJSON *dev, cons
 bool kvpermit_usb_entry(const struct cJSON *claim, const struct cJSON *dev,
                         struct permitted_entry *ret);
 
+/* The mediatedDevices entry a VGPUDevice `vgpu` needs: true with `*ret` filled while its instance
+ * is offered (controllers/objects/mdevobj.h mdevobj_offered: configured, with a UUID and a
+ * status.resourceName that is a valid extended resource name), the selector being KubeVirt's
+ * name of its type (status.configureVGPUTypeName's entry in status.mdevTypes: its name with
+ * spaces as '_', else the id; permitted_mdev_selector). Pure. */
+bool kvpermit_mdev_entry(const struct cJSON *vgpu, struct permitted_entry *ret);
+
 /* Whether the KubeVirt CR `key` ("namespace/name") is the one to manage: the one `configured`
  * names, or with none configured (NULL), the only one of the `count` there are (two or more: none
  * of them, whichever comes first). Pure. */
 bool kvpermit_manages(const char *configured, const char *key, size_t count);
 
-/* The entries are computed from the process's caches of our four kinds (cluster-wide), and the
+/* The entries are computed from the process's caches of our claims, devices and VGPUDevices
+ * (cluster-wide), and the
  * CR looked at again after each of their events and when this replica starts to lead; keys are
  * handed out only while it leads (runtime/leasepart.h). */
 struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg);

@@ -5,6 +5,7 @@
 #include "controllers/kubevirt/permitted.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,9 +18,17 @@
 
 int permitted_want_add(struct permitted_want *w, const struct permitted_entry *e)
 {
-    for (size_t i = 0; i < w->n; i++)
-        if (strcmp(w->entries[i].resource, e->resource) == 0)
-            return 0;
+    for (size_t i = 0; i < w->n; i++) {
+        struct permitted_entry *have = &w->entries[i];
+        if (strcmp(have->resource, e->resource) != 0)
+            continue;
+        /* two mdev types offered under one name: the smallest selector, whatever the caches'
+         * order (else the entry would flap between writes) */
+        if (have->kind == PERMITTED_MDEV && e->kind == PERMITTED_MDEV &&
+            strcmp(e->selector, have->selector) < 0)
+            *have = *e;
+        return 0;
+    }
     struct permitted_entry *p = realloc(w->entries, (w->n + 1) * sizeof(*p));
     if (!p)
         return -ENOMEM;
@@ -32,6 +41,29 @@ void permitted_want_done(struct permitted_want *w)
 {
     free(w->entries);
     *w = (struct permitted_want){0};
+}
+
+int permitted_mdev_selector(const char *name, const char *id, char *buf, size_t size)
+{
+    const char *s = name ? name : "";
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t len = strlen(s);
+    while (len > 0 && isspace((unsigned char)s[len - 1]))
+        len--;
+    if (len == 0) {
+        s = id ? id : "";
+        len = strlen(s);
+    }
+    if (len == 0)
+        return -EINVAL;
+    if (len >= size)
+        return -ENAMETOOLONG;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    for (char *p = strchr(buf, ' '); p; p = strchr(p + 1, ' '))
+        *p = '_';
+    return 0;
 }
 
 bool permitted_gate_enabled(const cJSON *kubevirt)
@@ -83,7 +115,10 @@ static int cmp_names(const void *a, const void *b)
 static cJSON *entry_json(const struct permitted_entry *e)
 {
     cJSON *o = cJSON_CreateObject();
-    if (e->usb) {
+    if (e->kind == PERMITTED_MDEV) {
+        cJSON_AddStringToObject(o, "mdevNameSelector", e->selector);
+        cJSON_AddStringToObject(o, "resourceName", e->resource);
+    } else if (e->kind == PERMITTED_USB) {
         cJSON_AddStringToObject(o, "resourceName", e->resource);
         cJSON *sel = cJSON_AddArrayToObject(o, "selectors");
         cJSON *s = cJSON_CreateObject();
@@ -101,10 +136,10 @@ static cJSON *entry_json(const struct permitted_entry *e)
 }
 
 static const struct permitted_entry *wanted(const struct permitted_want *w, const char *resource,
-                                            bool usb)
+                                            enum permitted_kind kind)
 {
     for (size_t i = 0; resource && i < w->n; i++)
-        if (w->entries[i].usb == usb && strcmp(w->entries[i].resource, resource) == 0)
+        if (w->entries[i].kind == kind && strcmp(w->entries[i].resource, resource) == 0)
             return &w->entries[i];
     return NULL;
 }
@@ -112,10 +147,10 @@ static const struct permitted_entry *wanted(const struct permitted_want *w, cons
 struct pass { /* one list being rebuilt */
     const struct permitted_want *w;
     const char *owned;
-    bool usb;
-    bool *emitted;  /* per want entry: placed already */
-    bool *conflict; /* per want entry: a foreign entry serves it */
-    bool *adopted;  /* per want entry: not in the record, but its entries are ours (taken back) */
+    enum permitted_kind kind; /* the list being rebuilt */
+    bool *emitted;            /* per want entry: placed already */
+    bool *conflict;           /* per want entry: a foreign entry serves it */
+    bool *adopted; /* per want entry: not in the record, but its entries are ours (taken back) */
     struct permitted_result *res;
     struct buf *conflicts, *adopted_names;
 };
@@ -138,7 +173,7 @@ static void keep_current(struct pass *p, const cJSON *current, cJSON *out)
     cJSON_ArrayForEach(item, current)
     {
         const char *rn = json_str(item, "resourceName");
-        const struct permitted_entry *e = wanted(p->w, rn, p->usb);
+        const struct permitted_entry *e = wanted(p->w, rn, p->kind);
         size_t idx = e ? (size_t)(e - p->w->entries) : 0;
         if (!rn || !owns(p, rn)) {
             cJSON_AddItemToArray(out, cJSON_Duplicate(item, true)); /* foreign */
@@ -154,7 +189,9 @@ static void keep_current(struct pass *p, const cJSON *current, cJSON *out)
     }
 }
 
-static const char *const lists[] = {"pciHostDevices", "usb"};
+/* By enum permitted_kind. */
+static const char *const lists[] = {"pciHostDevices", "usb", "mediatedDevices"};
+#define N_LISTS (sizeof(lists) / sizeof(lists[0]))
 
 /* Whether every entry of either list named like `e` is exactly what hostdevd writes for `e` (in
  * its list, nothing more, nothing less): such entries are ours, whatever the record says. */
@@ -162,13 +199,13 @@ static bool all_ours(const cJSON *phd, const struct permitted_entry *e)
 {
     _cleanup_json_ cJSON *mine = entry_json(e);
     bool ours = mine != NULL;
-    for (size_t l = 0; ours && l < 2; l++) {
+    for (size_t l = 0; ours && l < N_LISTS; l++) {
         const cJSON *item;
         cJSON_ArrayForEach(item, json_field(phd, lists[l]))
         {
             const char *rn = json_str(item, "resourceName");
             if (rn && strcmp(rn, e->resource) == 0 &&
-                ((l == 1) != e->usb || !cJSON_Compare(mine, item, true)))
+                (l != (size_t)e->kind || !cJSON_Compare(mine, item, true)))
                 ours = false;
         }
     }
@@ -177,11 +214,11 @@ static bool all_ours(const cJSON *phd, const struct permitted_entry *e)
 
 /* Decides the needed names the record does not list but an entry of either list does: taken
  * back when all such entries are exactly ours (the record was removed or edited), else left to
- * the foreign entry (a conflict). Both lists first: a name owned for one list must not make a
- * foreign entry of the same name in the other list look owned next time (it was removed then). */
+ * the foreign entry (a conflict). All lists first: a name owned for one list must not make a
+ * foreign entry of the same name in another list look owned next time (it was removed then). */
 static void find_conflicts(struct pass *p, const cJSON *phd)
 {
-    for (size_t l = 0; l < 2; l++) {
+    for (size_t l = 0; l < N_LISTS; l++) {
         const cJSON *item;
         cJSON_ArrayForEach(item, json_field(phd, lists[l]))
         {
@@ -203,13 +240,13 @@ static void find_conflicts(struct pass *p, const cJSON *phd)
     }
 }
 
-/* The new list of kind `usb`, or NULL when it would equal the current one. */
+/* The new list of kind p->kind, or NULL when it would equal the current one. */
 static cJSON *rebuild(struct pass *p, const cJSON *current)
 {
     _cleanup_json_ cJSON *out = cJSON_CreateArray();
     keep_current(p, current, out);
     for (size_t i = 0; i < p->w->n; i++) {
-        if (p->w->entries[i].usb != p->usb || p->emitted[i])
+        if (p->w->entries[i].kind != p->kind || p->emitted[i])
             continue;
         cJSON_AddItemToArray(out, entry_json(&p->w->entries[i]));
         p->emitted[i] = true;
@@ -241,13 +278,14 @@ static char *new_owned(const struct permitted_want *w, const bool *conflict)
     return s ? s : strdup("");
 }
 
-/* Assembles the merge patch of whatever changed (taking `pci` and `usb`); NULL when nothing
- * did. */
-static char *patch_of(const cJSON *kubevirt, cJSON *pci, cJSON *usb, const char *owned)
+/* Assembles the merge patch of whatever changed (taking the rebuilt lists `built`, one per
+ * kind, NULL where unchanged); NULL when nothing did. */
+static char *patch_of(const cJSON *kubevirt, cJSON **built, const char *owned)
 {
-    _cleanup_json_ cJSON *own_pci = pci, *own_usb = usb;
-    bool owner_changed = strcmp(owned, owned_list(kubevirt)) != 0;
-    if (!pci && !usb && !owner_changed)
+    bool owner_changed = strcmp(owned, owned_list(kubevirt)) != 0, lists_changed = false;
+    for (size_t l = 0; l < N_LISTS; l++)
+        lists_changed |= built[l] != NULL;
+    if (!lists_changed && !owner_changed)
         return NULL;
     _cleanup_json_ cJSON *patch = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
@@ -259,14 +297,13 @@ static char *patch_of(const cJSON *kubevirt, cJSON *pci, cJSON *usb, const char 
         else
             cJSON_AddNullToObject(ann, PERMITTED_OWNED_ANNOTATION);
     }
-    if (pci || usb) {
+    if (lists_changed) {
         cJSON *phd = cJSON_AddObjectToObject(
                 cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "spec"), "configuration"),
                 "permittedHostDevices");
-        if (pci && cJSON_AddItemToObject(phd, "pciHostDevices", pci))
-            TAKE_PTR(own_pci); /* the patch's now */
-        if (usb && cJSON_AddItemToObject(phd, "usb", usb))
-            TAKE_PTR(own_usb);
+        for (size_t l = 0; l < N_LISTS; l++)
+            if (built[l] && cJSON_AddItemToObject(phd, lists[l], built[l]))
+                built[l] = NULL; /* the patch's now */
     }
     return cJSON_PrintUnformatted(patch);
 }
@@ -294,13 +331,17 @@ int permitted_plan(const cJSON *kubevirt, const struct permitted_want *w,
                      .conflicts = &conflicts,
                      .adopted_names = &adopted};
     find_conflicts(&p, phd);
-    _cleanup_json_ cJSON *pci = rebuild(&p, json_field(phd, "pciHostDevices"));
-    p.usb = true;
-    _cleanup_json_ cJSON *usb = rebuild(&p, json_field(phd, "usb"));
+    cJSON *built[N_LISTS] = {NULL};
+    for (size_t l = 0; l < N_LISTS; l++) {
+        p.kind = (enum permitted_kind)l;
+        built[l] = rebuild(&p, json_field(phd, lists[l]));
+    }
     char *owned = new_owned(w, p.conflict);
     (void)snprintf(ret->conflicts, sizeof(ret->conflicts), "%s", buf_str(&conflicts));
     (void)snprintf(ret->adopted_names, sizeof(ret->adopted_names), "%s", buf_str(&adopted));
-    ret->patch = owned ? patch_of(kubevirt, TAKE_PTR(pci), TAKE_PTR(usb), owned) : NULL;
+    ret->patch = owned ? patch_of(kubevirt, built, owned) : NULL;
+    for (size_t l = 0; l < N_LISTS; l++)
+        cJSON_Delete(built[l]); /* what the patch did not take */
     int r = owned ? 0 : -ENOMEM;
     free(owned);
     free(flags);
