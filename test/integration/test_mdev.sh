@@ -80,7 +80,7 @@ S0=$NODE-mtty-0
 S1=$NODE-mtty-1
 S2=$NODE-mtty-2
 HAND=0b7c2a1e-5d4f-4c3b-9a8e-7f6d5c4b3a21
-ADOPTED=$NODE-0b7c2a1e
+ADOPTED=$NODE-$HAND
 U0=83b8f4f2-509f-382f-3c1e-e6bfe0fa1001
 
 echo "--- published"

@@ -173,10 +173,7 @@ int mdevobj_adopted_name(const char *node, const char *uuid, char *buf, size_t s
 {
     if (!uuid || !node_mdev_uuid_valid(uuid))
         return -EINVAL;
-    char head[9];
-    memcpy(head, uuid, 8);
-    head[8] = '\0';
-    return object_name(node, head, NULL, buf, size);
+    return object_name(node, uuid, NULL, buf, size);
 }
 
 const struct node_mdev_type *mdevobj_type_find(const struct node_mdev_parent *p, const char *want)

@@ -98,7 +98,8 @@ int mdevobj_parent_label(const char *parent, char *buf, size_t size);
 int mdevobj_slot_name(const char *node, const char *parent, unsigned k, char *buf, size_t size);
 
 /* The name of an instance found on `node` that no object names (made by hand, by mdevctl):
- * "<node>-<the UUID's first 8 digits>". Returns as mdevobj_slot_name(). */
+ * "<node>-<its UUID>" (the whole UUID: two instances may share any prefix). Returns as
+ * mdevobj_slot_name(). */
 int mdevobj_adopted_name(const char *node, const char *uuid, char *buf, size_t size);
 
 /* The type of parent `p` that `want` names: the type with that id, else the first with that
