@@ -57,12 +57,11 @@ ASAN_LDFLAGS := -fsanitize=address,undefined
 # changes one file's command line, not every file's.
 # Nothing on a library file's command line names the clone's directory: the fixtures' path goes
 # to test files only, and ccache leaves the directory out of its hash (so -g's compilation
-# directory in a cached object can name the clone that compiled it first). No CCACHE_BASEDIR: it
-# would rewrite the fixtures' absolute path in -DFIXTURES to a relative one.
+# directory in a cached object can name the clone that compiled it first).
 CCACHE := $(shell command -v ccache 2>/dev/null)
 COMPILE = $(CCACHE) $(CC)
 export CCACHE_NOHASHDIR := true
-FIXTURES_FLAG = $(if $(filter build/%/test/%,$@),-DFIXTURES='"$(CURDIR)/test/fixtures"')
+FIXTURES_FLAG = $(if $(filter build/asan/test/% build/plain/test/%,$@),-DFIXTURES='"$(CURDIR)/test/fixtures"')
 COMMIT_FLAG := -DHOSTDEVD_COMMIT='"$(COMMIT)"'
 build/release/src/controllers/main.o: RELEASE_CFLAGS += $(COMMIT_FLAG)
 build/asan/src/controllers/main.o: ASAN_CFLAGS += $(COMMIT_FLAG)

@@ -140,13 +140,17 @@ JOBS=${HOSTDEVD_TEST_JOBS:-$(($(nproc) + 1))}
 [ "$what" != long ] || JOBS=${HOSTDEVD_TEST_JOBS:-1} # long checks measure idle and load
 [ "$JOBS" -ge 1 ] 2>/dev/null || JOBS=1
 
-# The order: longest first by the previous run's wall times; a suite without one (a new suite, a
-# clean clone) by its lock (qemu first: they run one at a time, so they start early) and size.
+# The order: longest first by the previous run's wall times, else (a clean clone) by those of
+# test/suite-times.tsv (a run's times.tsv, committed: without it a clean clone started the unit
+# runner and the demo, 62 s and 135 s, last, and they were the run's tail); a suite in neither (a
+# new suite) by its lock (qemu first: they run one at a time, so they start early) and size.
 declare -A PREV=()
-if [ -f "$results/times.tsv" ]; then
+times=$results/times.tsv
+[ -f "$times" ] || times=test/suite-times.tsv
+if [ -f "$times" ]; then
     while IFS=$'\t' read -r n w _; do
         [[ "$w" =~ ^[0-9]+$ ]] && PREV[$n]=$w
-    done <"$results/times.tsv"
+    done <"$times"
 fi
 ORDER=()
 while read -r _ i; do ORDER+=("$i"); done < <(
