@@ -287,6 +287,17 @@ static int mdev_group(struct call *k, const char *uuid, char *error)
     return -1;
 }
 
+/* A prepare that failed part way: the devices back on their drivers, then the checkpoint entry
+ * gone (kept when a restore fails, so the next unprepare or start tries again). */
+static void undo_prepare(struct call *k, const struct draprep_claim *c, const char *const *orig)
+{
+    char ignored[ERROR_SIZE];
+    if (restore_devices(k, c, orig, ignored) == 0) {
+        draprep_checkpoint_remove(k->ck, c->uid);
+        (void)save(k, ignored);
+    }
+}
+
 static void prepare_claim(struct call *k, struct dclaim *d)
 {
     const struct draprep_claim *c = &d->c;
@@ -324,11 +335,7 @@ static void prepare_claim(struct call *k, struct dclaim *d)
         if (draprep_is_mdev(c->devices[i].address)) {
             if ((groups[i] = mdev_group(k, c->devices[i].address, d->error)) >= 0)
                 continue;
-            char ignored[ERROR_SIZE];
-            if (restore_devices(k, c, orig, ignored) == 0) {
-                draprep_checkpoint_remove(k->ck, c->uid);
-                (void)save(k, ignored);
-            }
+            undo_prepare(k, c, orig);
             return;
         }
         struct pcibind_request req = request(k, c->devices[i].address, orig[i], d->annotation[i]);
@@ -339,11 +346,7 @@ static void prepare_claim(struct call *k, struct dclaim *d)
         }
         (void)snprintf(d->error, sizeof(d->error), "device %s: %s: %.900s", c->devices[i].address,
                        o.reason ? o.reason : "BindFailed", o.message);
-        char ignored[ERROR_SIZE];
-        if (restore_devices(k, c, orig, ignored) == 0) {
-            draprep_checkpoint_remove(k->ck, c->uid);
-            (void)save(k, ignored);
-        }
+        undo_prepare(k, c, orig);
         return;
     }
     if (write_files(k, d, groups) == 0 && draprep_checkpoint_put(k->ck, c, orig, groups, true) == 0)
