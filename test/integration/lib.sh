@@ -72,7 +72,12 @@ expect_contains() {
 # lives a fraction of a second and the collector took a fifth of its CPU; make test makes about
 # 2800 kubectl calls. Exported, so the suites' bash subshells and scripts use them too (a
 # `timeout kubectl ...` runs the binary as it is).
-kubectl() { GOGC=off GOMEMLIMIT=512MiB command kubectl "$@"; }
+# HOSTDEVD_TEST_TRACE=FILE (an absolute path) appends a line per kubectl call and per
+# `eventually` (where, how long, how it ended) to FILE: where make test's CPU and waits go.
+kubectl() {
+    [ -z "${HOSTDEVD_TEST_TRACE:-}" ] || echo "kubectl ${0##*/} $*" >>"$HOSTDEVD_TEST_TRACE"
+    GOGC=off GOMEMLIMIT=512MiB command kubectl "$@"
+}
 helm() { GOGC=off GOMEMLIMIT=512MiB command helm "$@"; }
 export -f kubectl helm
 
@@ -81,13 +86,16 @@ export -f kubectl helm
 # seen at once, and a long wait (a qemu node's reboot) runs one kubectl or guest command a
 # second instead of two (make test's CPU, not its waits, sets its time on 2 cores).
 eventually() {
-    local deadline=$((SECONDS + $1)) pause=(0.2 0.3 0.5 0.7) i=0
+    local deadline=$((SECONDS + $1)) pause=(0.2 0.3 0.5 0.7) i=0 t0=$SECONDS r=0
     shift
     until "$@" >/dev/null 2>&1; do
-        [ $SECONDS -lt $deadline ] || return 1
+        [ $SECONDS -lt $deadline ] || { r=1; break; }
         sleep "${pause[i]:-1}"
         i=$((i + 1))
     done
+    [ -z "${HOSTDEVD_TEST_TRACE:-}" ] || echo "eventually ${BASH_SOURCE[1]##*/}:${BASH_LINENO[0]}" \
+        "$((SECONDS - t0))s tries=$((i + 1)) rc=$r $1" >>"$HOSTDEVD_TEST_TRACE"
+    return $r
 }
 
 # track PID...: background processes of the test (agents, controllers), killed when the test
