@@ -146,7 +146,7 @@ expect_refused "no instance while the whole parent is allocated (12 x mtty-2: ca
 delete_pod whole
 expect_allocated "the whole parent's pod gone: 12 x mtty-2 allocated" p12 "$(seq_devs mtty-2 0 11)"
 pod p13 mtty-2:1
-expect_refused "a 13th mtty-2 is refused (24 of 24 ports used)" p13
+expect_refused "a 13th mtty-2 is refused (the 12 devices of the type are taken; 24 of 24 ports used)" p13
 pod p1 mtty-1:1
 expect_refused "an mtty-1 too, with all 24 mtty-1 devices unallocated: the ports are shared" p1
 pod whole2 whole
