@@ -10,8 +10,9 @@
 # (counters and devices in one slice, more than 64 devices consuming counters in a slice, more
 # than 2 counter sets per device, more than 8 sets per slice); the scheduler allocates the whole
 # parent and then no instance, 12 mtty-2 and then neither a 13th nor an mtty-1, frees on delete,
-# mixes types to exactly 24 ports, and takes nothing from a pool whose device names a counter
-# set that does not exist.
+# mixes types to exactly 24 ports, frees the counters of an allocated device the next generation
+# leaves out (what an agent must not do), and takes nothing from a pool whose device names a
+# counter set that does not exist.
 # shellcheck disable=SC2034 # lib.sh reads it
 SUITE=drapartition
 # shellcheck source=test/integration/lib.sh disable=SC1091
@@ -164,6 +165,14 @@ expect_allocated "one of 10 x mtty-2 + 1 x mtty-1 (21 ports, 3 used) is allocate
 if [ "$(ports_used)" -eq $PORTS ]; then pass "types mixed to exactly $PORTS ports"; else fail "$PORTS ports in all" "$(ports_used)"; fi
 pod pover mtty-1:1
 expect_refused "one more mtty-1 is refused" pover
+
+echo "--- an allocated device left out of the pool's next generation no longer counts"
+# what an agent must not do: its counters go back to the pool while its claim still holds it
+GONE=$(allocated pmix)
+NEXT=$(jq -c --arg gone "$GONE" '.spec.pool.generation = 2 | .spec.devices |= map(select(.name as $n | ($gone | split(" ")) | index($n) | not))' <<<"$DEVICES")
+expect_ok "generation 2 without pmix's 11 devices (the counter slice too, unchanged)" \
+    kubectl replace -f - <<<"$(jq -c '.spec.pool.generation = 2' <<<"$COUNTERS")"$'\n'"$NEXT"
+expect_allocated "the waiting mtty-1 is allocated: the ports of pmix's devices are free again" pover mtty-1-2
 
 echo "--- a device naming a counter set that is not there: the whole pool is taken out"
 BAD=$(slice bad-pool-0 bad-pool 1 "$(jq -cn "$DEV"'{devices: [{name: "plain", attributes: {plain: {bool: true}}},
