@@ -8,7 +8,7 @@
 # mtty-2 devices consuming 1 and 2, and the parent whole consuming all 24 (the one-path rule).
 # Checks: the API server keeps sharedCounters and consumesCounters and refuses what 1.37 limits
 # (counters and devices in one slice, more than 64 devices consuming counters in a slice, more
-# than 2 counter sets per device, more than 8 sets per slice); the scheduler allocates the whole
+# than 2 counter sets per device, more than 32 counters per set or 8 sets per slice); the scheduler allocates the whole
 # parent and then no instance, 12 mtty-2 and then neither a 13th nor an mtty-1, frees on delete,
 # mixes types to exactly 24 ports, frees the counters of an allocated device the next generation
 # leaves out (what an agent must not do), and takes nothing from a pool whose device names a
@@ -66,6 +66,8 @@ expect_reject "counters and devices in one slice are refused" "only one of \`sha
 expect_reject "65 devices consuming counters in one slice are refused" "must have at most 64 items" dry "$(slice x x 1 "$(many 65)")"
 expect_ok "(64 are accepted)" dry "$(slice x x 1 "$(many 64)")"
 expect_reject "a device drawing from 3 counter sets is refused" "must have at most 2 items" dry "$(slice x x 1 "$(many 1 3)")"
+expect_reject "33 counters in one set are refused" "must have at most 32 items" \
+    dry "$(slice x x 1 "$(jq -cn '{sharedCounters: [{name: "s", counters: ([range(33) as $i | {key: "c\($i)", value: {value: "1"}}] | from_entries)}]}')")"
 expect_reject "9 counter sets in one slice are refused" "must have at most 8 items" \
     dry "$(slice x x 1 "$(jq -cn '{sharedCounters: [range(9) as $i | {name: "s\($i)", counters: {ports: {value: "1"}}}]}')")"
 
