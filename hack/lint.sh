@@ -60,7 +60,7 @@ shfiles+=(hack/toxiproxy-build.sh test/integration/faults-lib.sh test/integratio
 shfiles+=(hack/mutate.sh hack/mutate-informer.sh hack/universalmutator-build.sh) # make mutate
 shfiles+=(hack/fuzz.sh) # make fuzz
 shfiles+=(hack/run-tests.sh) # make test's runner
-shfiles+=(test/integration/test_drapartition.sh) # DRA partitionable devices
+shfiles+=(test/long/test_drapartition.sh) # DRA partitionable devices
 shfiles+=(hack/image-at.sh test/long/test_upgrade.sh) # the upgrade from an earlier version
 shfiles+=(hack/prometheus-operator-crds.sh) # the monitoring objects' CRDs
 mapfile -t bench < <(git ls-files --cached --others --exclude-standard -- 'hack/bench/*.sh' | sort -u)

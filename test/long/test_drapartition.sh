@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test/integration/test_drapartition.sh - partitionable devices (KEP-4815, feature gate
+# test/long/test_drapartition.sh - partitionable devices (KEP-4815, feature gate
 # DRAPartitionableDevices, beta and on by default in 1.36 and 1.37) as the real kube-apiserver
 # and kube-scheduler allocate them: an mdev parent's creatable capacity modelled as hostdevd
 # would publish it (docs/dra.md, "Creatable capacity"). No agent: the test publishes the pool as
@@ -14,9 +14,9 @@
 # leaves out (what an agent must not do), and takes nothing from a pool whose device names a
 # counter set that does not exist.
 # shellcheck disable=SC2034 # lib.sh reads it
-SUITE=drapartition
+SUITE=long-drapartition
 # shellcheck source=test/integration/lib.sh disable=SC1091
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../integration/lib.sh"
 cd "$ROOT" || exit 1
 
 NODE=mdev-node
