@@ -201,16 +201,20 @@ cluster_stop() {
 
 # --- PCIDeviceClaims of $NODE's devices ------------------------------------------------------------
 name_of() { local a=${1//:/}; echo "$NODE-${a//./}"; }
+CLAIMS=/apis/devices.harvesterhci.io/v1beta1/pcideviceclaims
 claim() {
-    printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "%s", nodeName: %s}\n' \
-        "$(name_of "$1")" "$1" "$NODE" | kubectl create -f - >/dev/null
+    kapi POST $CLAIMS "$(printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "%s", nodeName: %s}\n' \
+        "$(name_of "$1")" "$1" "$NODE")" >/dev/null
 }
 field() { kubectl get pcideviceclaim "$(name_of "$1")" -o jsonpath="$2" 2>/dev/null; }
-enabled() { [ "$(field "$1" '{.status.passthroughEnabled}')" = true ]; }
-reason() { field "$1" '{.status.conditions[?(@.type=="Ready")].reason}'; }
-message() { field "$1" '{.status.conditions[?(@.type=="Ready")].message}'; }
+# The polled ones by curl and jq (lib.sh's kapi): a wait polls them up to once a second.
+claim_jq() { kapi GET "$CLAIMS/$(name_of "$1")" 2>/dev/null | jq -r "$2"; }
+enabled() { [ "$(claim_jq "$1" .status.passthroughEnabled)" = true ]; }
+ready_field() { claim_jq "$1" ".status.conditions[]? | select(.type == \"Ready\") | .$2"; }
+reason() { ready_field "$1" reason; }
+message() { ready_field "$1" message; }
 has_reason() { [ "$(reason "$1")" = "$2" ]; }
-claim_gone() { ! kubectl get pcideviceclaim "$(name_of "$1")" >/dev/null 2>&1; }
+claim_gone() { ! kapi GET "$CLAIMS/$(name_of "$1")" >/dev/null 2>&1; }
 guest_driver() { guest "basename \$(readlink /sys/bus/pci/devices/$1/driver) 2>/dev/null"; }
 on_driver() { [ "$(guest_driver "$1")" = "$2" ]; }
 

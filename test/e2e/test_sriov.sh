@@ -30,10 +30,10 @@ s_has_reason() { [ "$(sreason)" = "$1" ]; }
 numvfs() { kubectl patch sriovnetworkdevice "$OBJ" --type merge -p "{\"spec\":{\"numVFs\":$1}}" >/dev/null; }
 guest_numvfs() { guest "cat /sys/bus/pci/devices/$PF/sriov_numvfs"; }
 # The VF PCIDevices published for the PF: their addresses, sorted.
-vf_objects() {
-    kubectl get pcidevices -l "nodename=$NODE" \
-        -o jsonpath='{range .items[*]}{.status.sriov.physicalFunction}|{.status.address}{"\n"}{end}' |
-        awk -F'|' -v pf="$PF" '$1 == pf {print $2}' | sort | tr '\n' ' '
+vf_objects() { # (polled: curl and jq, lib.sh's kapi)
+    kapi GET "/apis/devices.harvesterhci.io/v1beta1/pcidevices?labelSelector=nodename%3D$NODE" |
+        jq -r --arg pf "$PF" '.items[] | select(.status.sriov.physicalFunction == $pf) | .status.address' |
+        sort | tr '\n' ' '
 }
 vf_count_is() { [ "$(vf_objects | wc -w)" -eq "$1" ]; }
 # The guest's VFs (virtfn links), as addresses, sorted.

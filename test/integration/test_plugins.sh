@@ -61,7 +61,9 @@ if eventually 60 ready; then pass "agent ready next to kubelet"; else fail "agen
 
 now() { date +%s.%N; }
 since() { awk -v a="$(now)" -v b="$1" 'BEGIN {printf "%.2f", a - b}'; }
-allocatable() { kubectl get node "$NODE" -o jsonpath="{.status.allocatable['${1//./\\.}']}" 2>/dev/null; }
+# (polled: curl and jq, lib.sh's kapi)
+node_status() { kapi GET "/api/v1/nodes/$NODE" 2>/dev/null | jq -r --arg r "$2" ".status.$1[\$r] // empty"; }
+allocatable() { node_status allocatable "$1"; }
 has_allocatable() { [ "$(allocatable "$1")" = "$2" ]; }
 metric() { curl -fsS "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 pci_name() { local a=${1//:/}; echo "$NODE-${a//./}"; }
@@ -155,7 +157,7 @@ adopted() { # the agent's VGPUDevices of both instances, configured, with their 
 }
 if eventually 30 adopted; then pass "the agent publishes both instances as configured VGPUDevices of $RES_MDEV"; else
     fail "mdev adopted" "$(kubectl get vgpudevices -o json | jq -c '[.items[] | {n: .metadata.name, s: .status}]')"; fi
-capacity() { kubectl get node "$NODE" -o jsonpath="{.status.capacity['${1//./\\.}']}" 2>/dev/null; }
+capacity() { node_status capacity "$1"; }
 mdev_offered() { [ "$(allocatable $RES_MDEV)" = 2 ] && [ "$(capacity $RES_MDEV)" = 2 ]; }
 if eventually 30 mdev_offered; then
     pass "both instances offered to kubelet as $RES_MDEV: capacity 2, allocatable 2"
