@@ -147,7 +147,7 @@ guest_agent_ready() { # (wget fails on the 503 of a not yet ready agent)
 
 node_reboot() {
     local out
-    out=$(python3 "$GUESTCTL" "$NODE_DIR/ctl.sock" reboot --timeout 120) || return 1
+    out=$(python3 "$GUESTCTL" "$NODE_DIR/ctl.sock" reboot --timeout 300) || return 1
     REBOOT_SECONDS=$out
 }
 

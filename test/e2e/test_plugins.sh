@@ -58,7 +58,7 @@ RES_USB=$(kubectl get usbdevice "$KBD" -o jsonpath='{.status.resourceName}')
 guest "kubeletpeer --wait-resources 2 --timeout 150s --seen-file /tmp/peer.seen --allocate '$RES_PCI' \
     --allocate '$RES_USB' --bench $BENCH >/tmp/peer.json 2>/tmp/peer.log &"
 sock() { guest 'test -S /var/lib/kubelet/device-plugins/kubelet.sock'; }
-eventually 30 sock || fail "kubelet.sock served in the guest" "$(guest 'cat /tmp/peer.log')"
+eventually 120 sock || fail "kubelet.sock served in the guest" "$(guest 'cat /tmp/peer.log')"
 printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "%s", nodeName: %s}\n' \
     "$PCI_CLAIM" "$NIC" "$NODE" | kubectl create -f - >/dev/null
 printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: USBDeviceClaim\nmetadata: {name: %s}\nspec: {}\n' "$KBD" |
