@@ -207,14 +207,13 @@ claim() {
         "$(name_of "$1")" "$1" "$NODE")" >/dev/null
 }
 field() { kubectl get pcideviceclaim "$(name_of "$1")" -o jsonpath="$2" 2>/dev/null; }
-# The polled ones by curl and jq (lib.sh's kapi): a wait polls them up to once a second.
-claim_jq() { kapi GET "$CLAIMS/$(name_of "$1")" 2>/dev/null | jq -r "$2"; }
-enabled() { [ "$(claim_jq "$1" .status.passthroughEnabled)" = true ]; }
-ready_field() { claim_jq "$1" ".status.conditions[]? | select(.type == \"Ready\") | .$2"; }
+# The polled ones by curl and jq (lib.sh's kget): a wait polls them up to once a second.
+enabled() { [ "$(kget pcideviceclaim "$(name_of "$1")" .status.passthroughEnabled)" = true ]; }
+ready_field() { kget pcideviceclaim "$(name_of "$1")" ".status.conditions[]? | select(.type == \"Ready\") | .$2"; }
 reason() { ready_field "$1" reason; }
 message() { ready_field "$1" message; }
 has_reason() { [ "$(reason "$1")" = "$2" ]; }
-claim_gone() { ! kapi GET "$CLAIMS/$(name_of "$1")" >/dev/null 2>&1; }
+claim_gone() { ! kexists pcideviceclaim "$(name_of "$1")"; }
 guest_driver() { guest "basename \$(readlink /sys/bus/pci/devices/$1/driver) 2>/dev/null"; }
 on_driver() { [ "$(guest_driver "$1")" = "$2" ]; }
 

@@ -33,12 +33,12 @@ KBD2=$NODE-0627-0001-1-4
 XHCI_CLAIM=$NODE-000000060
 
 usbdevs() { kubectl get usbdevices -l "nodename=$NODE" -o name 2>/dev/null | sed 's|.*/||' | sort; }
-field() { kubectl get "$1" "$2" -o jsonpath="{.status.$3}" 2>/dev/null; }
+field() { kget "$1" "$2" ".status.$3"; } # (polled: curl and jq, lib.sh's kget)
 field_is() { [ "$(field usbdevice "$1" "$2")" = "$3" ]; }
-exists() { kubectl get "$1" "$2" >/dev/null 2>&1; }
+exists() { kexists "$1" "$2"; }
 gone() { ! exists "$1" "$2"; }
-reason() { kubectl get "$1" "$2" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}' 2>/dev/null; }
-message() { kubectl get "$1" "$2" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}' 2>/dev/null; }
+reason() { kget "$1" "$2" '.status.conditions[]? | select(.type == "Ready") | .reason'; }
+message() { kget "$1" "$2" '.status.conditions[]? | select(.type == "Ready") | .message'; }
 has_reason() { [ "$(reason "$1" "$2")" = "$3" ]; }
 usb_claim() {
     printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: USBDeviceClaim\nmetadata: {name: %s}\nspec: {}\n' "$1" |

@@ -252,6 +252,11 @@ kapi() {
     [ $# -lt 3 ] || a+=(-H "Content-Type: ${4:-application/yaml}" --data-binary "$3")
     curl "${a[@]}" "$K8S_SERVER$2"
 }
+# kget KIND NAME JQ: a devices.harvesterhci.io object's field (KIND as kubectl takes it: pcidevice,
+# usbdeviceclaim, ...) by curl and jq, for the fields tests poll; nothing for a missing field or
+# object, as kubectl's jsonpath. kexists KIND NAME: the object exists.
+kget() { kapi GET "/apis/devices.harvesterhci.io/v1beta1/${1}s/$2" 2>/dev/null | jq -r "$3 | select(. != null)"; }
+kexists() { kapi GET "/apis/devices.harvesterhci.io/v1beta1/${1}s/$2" >/dev/null 2>&1; }
 # kapi_status PLURAL NAME JSON: a merge patch of a devices.harvesterhci.io object's status.
 kapi_status() {
     kapi PATCH "/apis/devices.harvesterhci.io/v1beta1/$1/$2/status" "$3" application/merge-patch+json
