@@ -256,8 +256,10 @@ if eventually 60 running vm-mdev; then
     echo "--- one path per instance: prepared for a claim, the device plugin does not give it out"
     if eventually 30 mdev_counts 1/0; then pass "listed Unhealthy: kubelet's device manager has it, allocates none (capacity 1, allocatable 0)"; else
         fail "Unhealthy while prepared" "$(capacity $RES_MDEV)/$(allocatable $RES_MDEV); $(tail -5 "$TEST_DIR/agent.log")"; fi
-    # (its path is longer than a unix socket address takes: called from its directory)
-    MSOCK=$(cd "$DEVICE_PLUGIN_DIR" && find . -name "hostdevd-devices.harvesterhci.io_mtty-2*.sock" | head -1)
+    # the resource's socket (its name cut and hashed here: the test's directory is long), called
+    # from its directory (its whole path is longer than a unix socket address takes)
+    MSOCK=$(sed -n 's|.*"Registered device plugin with kubelet" resource="'"$RES_MDEV"'" socket=".*/\([^/"]*\)".*|\1|p' \
+        "$TEST_DIR/agent.log" | tail -1)
     dp_call() { (cd "$DEVICE_PLUGIN_DIR" && "$GRPCTOOL" call "$MSOCK" "$@" 2>&1); }
     # AllocateRequest {container_requests {devices_ids: MD}}; PreStartContainerRequest {devices_ids: MD}
     expect_contains "Allocate of it is refused, naming the claim" \
