@@ -18,9 +18,10 @@
  * worker thread and one call at a time: each device's original driver is recorded in the
  * checkpoint (written atomically) before anything changes, the device is bound with the
  * PCIDeviceClaim's verified steps (controllers/binding/pcibind.h: the host-critical and
- * whole-IOMMU-group checks, vfio-pci loaded, bind, verify), then the metadata files and the CDI spec are written and the claim is marked prepared. The answer
- * gives each device its two CDI ids (the VFIO device nodes, the metadata mount). A failure is
- * that claim's error (kubelet retries); the devices this attempt bound are restored.
+ * whole-IOMMU-group checks, vfio-pci loaded, bind, verify), then the metadata files and the CDI
+ * spec are written and the claim is marked prepared. The answer gives each device its two CDI
+ * ids (the VFIO device nodes, the metadata mount). A failure is that claim's error (kubelet
+ * retries); the devices this attempt bound are restored.
  * Preparing a prepared claim again (kubelet repeats calls after restarts) binds nothing twice
  * and answers the same.
  *
