@@ -14,10 +14,10 @@
  * its agent has removed it) offers the instance, ID = its UUID, under status.resourceName (one
  * resource per mdev type). A device is Healthy while its PCIDevice says vfio-pci (its USBDevice
  * is plugged in, the mdev exists in /sys/bus/mdev/devices, has an IOMMU group and no DRA
- * ResourceClaim holds it: binding/ledger.h), Unhealthy otherwise. Any change of those caches recomputes the set
- * (plugins_sync, coalesced): a new resource starts a plugin, a changed device list is pushed to
- * every ListAndWatch stream, and a resource nobody offers any more keeps its plugin with an empty
- * list (kubelet withdraws the devices at once).
+ * ResourceClaim holds it: binding/ledger.h), Unhealthy otherwise. Any change of those caches
+ * recomputes the set (plugins_sync, coalesced): a new resource starts a plugin, a changed device
+ * list is pushed to every ListAndWatch stream, and a resource nobody offers any more keeps its
+ * plugin with an empty list (kubelet withdraws the devices at once).
  *
  * Answers (controllers/deviceplugin/devplugin.h): Allocate gives PCI_RESOURCE_<NAME> /
  * MDEV_PCI_RESOURCE_<NAME> / USB_RESOURCE_<NAME> and the device nodes with "mrw" (a USB node is
