@@ -58,7 +58,7 @@ struct dclaim { /* one claim of a call */
     char error[ERROR_SIZE]; /* "" while fine */
     char (*annotation)[64]; /* per device: the PCIDevice's driver at first sight */
     char (*given)[128];     /* per device: an mdev's resource, when the device plugin gave it out */
-    bool checked;           /* prepare: no other path holds its devices (it holds its mdevs) */
+    bool checked;           /* prepare: checked, nothing else holds its devices (loop only) */
     cJSON **attrs;          /* per device: its slice attributes (or NULL) */
     struct cdi_ids {
         char device[DRAPREP_NAME_SIZE + 128], metadata[DRAPREP_NAME_SIZE + 128];
@@ -565,14 +565,15 @@ static void on_call_done(struct worker_job *wj, bool cancelled)
 }
 
 /* The mdevs of the claims being prepared (checked, not prepared yet): held from the check on,
- * so that the device plugin does not give one out meanwhile. */
+ * so that the device plugin does not give one out meanwhile. (`checked`, not `error`: the worker
+ * may be writing the running call's errors.) */
 static void hold_preparing(struct draplugin *p, const struct call *k)
 {
     char who[2 * DRAPREP_NAME_SIZE];
     for (size_t i = 0; k && k->prepare && i < k->claims.n; i++) {
         const struct dclaim *d = &k->dc[i];
         (void)snprintf(who, sizeof(who), "%s/%s", d->ref->namespace_, d->ref->name);
-        for (size_t j = 0; d->checked && !d->error[0] && j < d->c.n; j++)
+        for (size_t j = 0; d->checked && j < d->c.n; j++)
             if (draprep_is_mdev(d->c.devices[j].address))
                 (void)ledger_hold(p->cfg.ledger, d->c.devices[j].address, LEDGER_DRA, d->ref->uid,
                                   who);
@@ -681,7 +682,7 @@ static void check_devices(struct call *k, struct dclaim *d)
         d->attrs[i] = entry ? cJSON_DetachItemFromObjectCaseSensitive(entry, "attributes") : NULL;
         cJSON_Delete(entry);
     }
-    d->checked = true;
+    d->checked = !d->error[0];
 }
 
 static void claims_read(struct call *k)
