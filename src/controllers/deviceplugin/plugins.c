@@ -393,8 +393,8 @@ static int refuse_held(const struct plugin *pl, const struct dpapi_request *req,
     return 0;
 }
 
-/* The mdevs an Allocate gave out, in the ledger: a DRA claim of one is refused while its group
- * is open (the DRA plugin's check) and says the device plugin gave it out. */
+/* The mdevs an Allocate gave out, in the ledger: a DRA claim of one is refused while a process
+ * holds its group (the DRA plugin's check), and says the device plugin gave it out. */
 static void record_given(const struct plugin *pl, const struct dpapi_request *req)
 {
     for (size_t i = 0; pl->ps->ledger && i < req->n_containers; i++)

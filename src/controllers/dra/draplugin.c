@@ -289,7 +289,7 @@ static int mdev_group(struct call *k, const char *uuid, char *error)
     return -1;
 }
 
-/* One path at a time: an mdev whose group a process has open (a VMM of a device-plugin pod, or
+/* One path at a time: an mdev whose group a process holds (a VMM of a device-plugin pod, or
  * one started by hand) is not prepared for another VM. true when it is free; else the claim's
  * error names the holder. (Kubelet does not tell a device plugin when its pod is gone: an
  * instance the device plugin gave out counts as in use while its group is open.) */
