@@ -19,8 +19,12 @@
 # vfio-pci whose PCIDevice says another driver at first sight gets that one recorded and given
 # back on unprepare; a mediated device instance (the fixture's, adopted by the agent) is in
 # the pool, allocated by class mdev.vfio-pci.hostdevd.io, prepared with its group's node and the
-# metadata's mdevUUID, which KubeVirt's builder turns into an mdev hostdev. Prints pod created ->
-# device prepared.
+# metadata's mdevUUID, which KubeVirt's builder turns into an mdev hostdev; one path per instance:
+# while a claim has it prepared, the agent's device plugin lists it Unhealthy (kubelet's
+# allocatable 0 of 1), refuses Allocate and PreStartContainer of it naming the claim, and lists it
+# Healthy again once unprepared; a pod that got it from the device plugin and whose "VMM" holds
+# its group makes a claim of it fail to prepare, naming the holder and the device plugin, until
+# the VMM lets go. Prints pod created -> device prepared.
 # test-lock: kubelet (the kubelet harness: its sysctls are global; see hack/run-tests.sh)
 SUITE=drakubelet
 # shellcheck source=test/integration/lib.sh
@@ -56,8 +60,10 @@ hack/mk-sysfs-fixture.sh "$TEST_DIR/desc.txt" "$SYS" >/dev/null
 mkdir -p "$SYS/module/vfio_iommu_type1" "$DEV" "$TEST_DIR/proc/1" "$TEST_DIR/proc/net"
 fake_proc "$TEST_DIR/proc"
 PORT=$(free_port)
+# Without CAP_SYS_ADMIN, as the DaemonSet's agent: a tty opened with TIOCEXCL then refuses it
+# with EBUSY, the fake /dev/vfio/<group> a VMM holds (one path per instance, below).
 start_agent() {
-    "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
+    setpriv --bounding-set -sys_admin --inh-caps -sys_admin -- "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
         --proc-root "$TEST_DIR/proc" --dev-root "$DEV" --kubelet-dir "$KROOT" --cdi-dir "$CDI" \
         --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source none -v 1 >>"$TEST_DIR/agent.log" 2>&1 &
     AGENT_PID=$!
@@ -190,6 +196,12 @@ expect_contains "... the message names the ResourceClaim" \
     "$(kubectl get pcideviceclaim "$(pci_name $X710)" -o jsonpath='{.status.conditions[0].message}')" "default/$CLAIM"
 
 echo "--- a mediated device instance (VGPUDevice) allocated by the scheduler and prepared"
+RES_MDEV=devices.harvesterhci.io/mtty-2
+allocatable() { kubectl get node "$NODE" -o jsonpath="{.status.allocatable['${1//./\\.}']}" 2>/dev/null; }
+capacity() { kubectl get node "$NODE" -o jsonpath="{.status.capacity['${1//./\\.}']}" 2>/dev/null; }
+mdev_counts() { [ "$(capacity $RES_MDEV)/$(allocatable $RES_MDEV)" = "$1" ]; }
+if eventually 60 mdev_counts 1/1; then pass "the device plugin offers the instance too, Healthy ($RES_MDEV capacity 1, allocatable 1)"; else
+    fail "mdev offered by the device plugin" "$(capacity $RES_MDEV)/$(allocatable $RES_MDEV)"; fi
 # the agent adopts the fixture's instance as a configured VGPUDevice (with its group)
 mdev_in_slice() { kubectl get resourceslices -o json | jq -e --arg d "mdev-$MD" --arg u "$MD" \
     '[.items[].spec.devices[]? | select(.name == $d) | .attributes] | length == 1 and
@@ -241,12 +253,111 @@ if eventually 60 running vm-mdev; then
         expect_contains "KubeVirt v1.9.0's DRA host-device builder makes an mdev hostdev of it" \
             "$(jq -r .hostDevicesXML <<<"$KV" 2>&1)" 'type="mdev"' "uuid=\"$MD\""
     fi
+    echo "--- one path per instance: prepared for a claim, the device plugin does not give it out"
+    if eventually 30 mdev_counts 1/0; then pass "listed Unhealthy: kubelet's device manager has it, allocates none (capacity 1, allocatable 0)"; else
+        fail "Unhealthy while prepared" "$(capacity $RES_MDEV)/$(allocatable $RES_MDEV); $(tail -5 "$TEST_DIR/agent.log")"; fi
+    # the resource's socket (its name cut and hashed here: the test's directory is long), called
+    # from its directory (its whole path is longer than a unix socket address takes)
+    MSOCK=$(sed -n 's|.*"Registered device plugin with kubelet" resource="'"$RES_MDEV"'" socket=".*/\([^/"]*\)".*|\1|p' \
+        "$TEST_DIR/agent.log" | tail -1)
+    dp_call() { (cd "$DEVICE_PLUGIN_DIR" && "$GRPCTOOL" call "$MSOCK" "$@" 2>&1); }
+    # AllocateRequest {container_requests {devices_ids: MD}}; PreStartContainerRequest {devices_ids: MD}
+    expect_contains "Allocate of it is refused, naming the claim" \
+        "$(dp_call /v1beta1.DevicePlugin/Allocate $'\n&\n$'"$MD")" \
+        "code=9 msg=\"mediated device $MD is prepared for ResourceClaim default/$MCLAIM (DRA driver $DRIVER)"
+    expect_contains "... and so is PreStartContainer (a pod it was given to just before)" \
+        "$(dp_call /v1beta1.DevicePlugin/PreStartContainer $'\n$'"$MD")" \
+        "code=9 msg=\"mediated device $MD is prepared for ResourceClaim default/$MCLAIM"
     kubectl delete pod vm-mdev --wait=false >/dev/null
     unprepared() { [ ! -e "$MSPEC" ]; }
     if eventually 60 unprepared; then pass "the pod deleted: the instance's claim unprepared (CDI spec gone)"; else fail "mdev unprepared" "$(tail -5 "$TEST_DIR/agent.log")"; fi
+    if eventually 30 mdev_counts 1/1; then pass "unprepared: Healthy again (allocatable 1)"; else
+        fail "Healthy after unprepare" "$(capacity $RES_MDEV)/$(allocatable $RES_MDEV)"; fi
 else
     fail "mdev pod running" "$(kubectl describe pod vm-mdev | tail -15; tail -10 "$TEST_DIR/agent.log")"
 fi
+
+echo "--- one path per instance: given out by the device plugin and in use, a claim of it waits"
+kubectl apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: dp-mdev, namespace: default}
+spec:
+  automountServiceAccountToken: false
+  hostNetwork: true
+  tolerations: [{operator: Exists}]
+  containers:
+  - name: c
+    image: busybox
+    resources: {limits: {$RES_MDEV: 1}}
+EOF
+if eventually 60 running dp-mdev; then pass "a pod gets the instance from the device plugin ($RES_MDEV)"; else
+    fail "dp-mdev running" "$(kubectl describe pod dp-mdev | tail -10)"; fi
+# Its "VMM": the fake /dev/vfio/200 (the instance's group), a pty held with TIOCEXCL (the agent's
+# open gets EBUSY, as from a vfio group a VMM holds), named by the fake /proc.
+mkdir -p "$DEV/vfio"
+python3 - "$DEV/vfio/200" "$TEST_DIR/proc" >"$TEST_DIR/holder.log" 2>&1 <<'EOF' &
+import fcntl, os, signal, sys, termios
+path, proc = sys.argv[1], os.path.join(sys.argv[2], str(os.getpid()))
+m, s = os.openpty()
+os.symlink(os.ttyname(s), path)
+fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
+fcntl.ioctl(fd, termios.TIOCEXCL)
+os.close(s)
+os.makedirs(proc + "/fd")
+os.symlink("/dev/vfio/200", proc + "/fd/17")
+with open(proc + "/comm", "w") as f:
+    f.write("qemu-system-x86\n")
+def let_go(*_):
+    for p in (proc + "/fd/17", proc + "/comm", path):
+        os.unlink(p)
+    os._exit(0)
+signal.signal(signal.SIGTERM, let_go)
+while True:
+    signal.pause()
+EOF
+HOLDER=$!
+track "$HOLDER"
+holding() { [ -s "$TEST_DIR/proc/$HOLDER/comm" ]; }
+holding_not() { [ ! -e "$TEST_DIR/proc/$HOLDER/comm" ]; }
+eventually 10 holding || fail "the VMM holds /dev/vfio/200" "$(cat "$TEST_DIR/holder.log")"
+kubectl apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: vm-mdev2, namespace: default}
+spec:
+  automountServiceAccountToken: false
+  hostNetwork: true
+  tolerations: [{operator: Exists}]
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: vgpu}]
+  containers:
+  - name: c
+    image: busybox
+    resources: {claims: [{name: gpu}]}
+EOF
+held_msg() { kubectl get events -n default --field-selector involvedObject.name=vm-mdev2 -o jsonpath='{.items[*].message}' 2>/dev/null; }
+refused_held() {
+    held_msg | grep -qF "mediated device $MD is held by qemu-system-x86 (pid $HOLDER): /dev/vfio/200 (its IOMMU group) is open, given out by the device plugin as $RES_MDEV"
+}
+if eventually 60 refused_held; then
+    pass "the claim's prepare is refused, naming the VMM and the device plugin (FailedPrepareDynamicResources)"
+else
+    fail "prepare refused while held" "$(held_msg | tail -c 600; tail -3 "$TEST_DIR/agent.log")"
+fi
+if [ "$(phase vm-mdev2)" != Running ]; then pass "... and that pod does not run"; else fail "vm-mdev2 ran" "$(phase vm-mdev2)"; fi
+kill -TERM "$HOLDER"
+eventually 10 holding_not || fail "the VMM let go" "$(cat "$TEST_DIR/holder.log")"
+# kubelet calls again on its own (90 s later here: a fake CRI's pod resyncs); a change of the pod
+# makes it sync, and prepare, at once
+T0=$(now)
+kubectl annotate pod vm-mdev2 hostdevd.io/test-nudge=1 >/dev/null
+if eventually 60 running vm-mdev2; then pass "the VMM let go: kubelet's next prepare takes the instance and the pod runs ($(since "$T0") s)"; else
+    fail "vm-mdev2 running after release" "$(kubectl describe pod vm-mdev2 | tail -8; tail -3 "$TEST_DIR/agent.log")"; fi
+if eventually 30 mdev_counts 1/0; then pass "... and the device plugin lists it Unhealthy"; else
+    fail "Unhealthy after the claim took it" "$(capacity $RES_MDEV)/$(allocatable $RES_MDEV)"; fi
+kubectl delete pod vm-mdev2 dp-mdev --wait=false >/dev/null
+mdev_unprepared() { [ "$(jq '[.claims[].devices[] | select(.address == "'"$MD"'")] | length' "$PLUGIN_DIR/checkpoint.json")" = 0 ]; }
+eventually 60 mdev_unprepared || fail "vm-mdev2's claim unprepared" "$(tail -3 "$TEST_DIR/agent.log")"
 
 echo "--- kubelet restarts in the middle of a prepare; the call repeats"
 # The agent frozen (SIGSTOP) holds kubelet's NodePrepareResources for a new pod unanswered in its

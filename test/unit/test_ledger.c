@@ -3,7 +3,8 @@
  * test/unit/test_ledger.c - binding/ledger: who holds each device, and the rule "one path at a
  * time" with the reasons and messages the claim reconciler and the DRA plugin gave before it
  * (word for word); a path's holdings replaced (begin, hold, end) and the release emitted once,
- * with the path, to a part that watches it; the addresses every path holds.
+ * with the path, to a part that watches it; the addresses every path holds; an mdev instance
+ * between the device plugin and DRA, and ledger_changed on every holding begun or ended.
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
@@ -16,8 +17,8 @@
 #include "controllers/runtime/part.h"
 
 static struct {
-    int released;
-    enum ledger_path path;
+    int released, changed;
+    enum ledger_path path, changed_path;
 } W;
 
 static void on_released(void *self, const struct watch_event *ev)
@@ -27,7 +28,16 @@ static void on_released(void *self, const struct watch_event *ev)
     W.path = *(const enum ledger_path *)ev->data;
 }
 
-static const struct watch watches[] = {{.topic = &ledger_released, .map = on_released}, {0}};
+static void on_changed(void *self, const struct watch_event *ev)
+{
+    (void)self;
+    W.changed++;
+    W.changed_path = *(const enum ledger_path *)ev->data;
+}
+
+static const struct watch watches[] = {{.topic = &ledger_released, .map = on_released},
+                                       {.topic = &ledger_changed, .map = on_changed},
+                                       {0}};
 static const struct part_ops watcher = {.name = "watcher", .watches = watches};
 
 static struct manager *mgr;
@@ -193,7 +203,50 @@ static void test_many_released(void)
     teardown(l);
 }
 
+/* An mdev instance: the device plugin may not give out one a DRA claim holds (the message names
+ * the claim); the device plugin's Allocate does not refuse a DRA claim here (the DRA plugin
+ * checks whether the instance is in use); each holding begun or ended is a change, once. */
+static void test_mdev_between_plugin_and_dra(void)
+{
+    struct ledger *l = setup();
+    struct ledger_refusal why;
+    char who[64] = "";
+    const char *u = "0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a71", *res = "devices.harvesterhci.io/mtty-2";
+    CU_ASSERT_EQUAL(ledger_check(l, u, LEDGER_DEVICE_PLUGIN, res, &why), 0);
+    CU_ASSERT_EQUAL(ledger_hold(l, u, LEDGER_DEVICE_PLUGIN, res, res), 0);
+    CU_ASSERT_EQUAL(W.changed, 1);
+    CU_ASSERT_EQUAL(W.changed_path, LEDGER_DEVICE_PLUGIN);
+    CU_ASSERT_EQUAL(ledger_hold(l, u, LEDGER_DEVICE_PLUGIN, res, res), 0); /* again: no change */
+    CU_ASSERT_EQUAL(W.changed, 1);
+    CU_ASSERT_EQUAL(ledger_check(l, u, LEDGER_DRA, "uid-1", &why), 0);
+    CU_ASSERT_TRUE(ledger_held(l, u, LEDGER_DEVICE_PLUGIN, NULL, who, sizeof(who)));
+    CU_ASSERT_STRING_EQUAL(who, res);
+
+    CU_ASSERT_EQUAL(ledger_hold(l, u, LEDGER_DRA, "uid-1", "vms/vm1-gpu"), 0);
+    CU_ASSERT_EQUAL(W.changed, 2);
+    CU_ASSERT_EQUAL(W.changed_path, LEDGER_DRA);
+    why.reason = NULL;
+    CU_ASSERT_EQUAL(ledger_check(l, u, LEDGER_DEVICE_PLUGIN, res, &why), -EBUSY);
+    CU_ASSERT_STRING_EQUAL(why.reason ? why.reason : "(none)", "PreparedForResourceClaim");
+    CU_ASSERT_STRING_EQUAL(why.message,
+                           "mediated device 0c7ac1d4-6e2a-4f3b-9b1e-1d2c3e4f5a71 is prepared for "
+                           "ResourceClaim vms/vm1-gpu (DRA driver vfio-pci.hostdevd.io): the "
+                           "device plugin gives it out again once that claim's Pod is gone");
+    /* the device plugin's record forgotten (the claim took it), then the claim unprepared */
+    ledger_release(l, u, LEDGER_DEVICE_PLUGIN, NULL);
+    CU_ASSERT_EQUAL(W.changed, 3);
+    CU_ASSERT_EQUAL(W.released, 1);
+    CU_ASSERT_EQUAL(W.path, LEDGER_DEVICE_PLUGIN);
+    ledger_begin(l, LEDGER_DRA);
+    ledger_end(l, LEDGER_DRA);
+    CU_ASSERT_EQUAL(W.changed, 4);
+    CU_ASSERT_EQUAL(W.changed_path, LEDGER_DRA);
+    CU_ASSERT_EQUAL(ledger_check(l, u, LEDGER_DEVICE_PLUGIN, res, &why), 0);
+    teardown(l);
+}
+
 static CU_TestInfo tests[] = {
+        {"an mdev between the device plugin and DRA", test_mdev_between_plugin_and_dra},
         {"many holdings gone at once: all forgotten", test_many_released},
         {"one path at a time, with the claims' and DRA's messages", test_one_path_at_a_time},
         {"held, replaced, released by id and path", test_held_and_released},

@@ -27,6 +27,7 @@ struct ledger {
 };
 
 const struct topic ledger_released = {"a device was let go"};
+const struct topic ledger_changed = {"a holding began or ended"};
 
 struct ledger *ledger_new(struct manager *m)
 {
@@ -68,10 +69,13 @@ int ledger_hold(struct ledger *l, const char *address, enum ledger_path path, co
             return -ENOMEM;
         }
     }
+    bool news = !h->held[path] || strcmp(h->id[path], id) != 0;
     h->held[path] = true;
     h->stale[path] = false;
     (void)snprintf(h->id[path], sizeof(h->id[path]), "%s", id);
     (void)snprintf(h->who[path], sizeof(h->who[path]), "%s", who);
+    if (news)
+        manager_emit(l->mgr, &ledger_changed, &path);
     return 0;
 }
 
@@ -89,6 +93,7 @@ static bool forget(struct ledger *l, const char *address, struct holding *h, enu
 static void released(struct ledger *l, enum ledger_path path)
 {
     manager_emit(l->mgr, &ledger_released, &path);
+    manager_emit(l->mgr, &ledger_changed, &path);
 }
 
 void ledger_release(struct ledger *l, const char *address, enum ledger_path path, const char *id)
@@ -175,6 +180,16 @@ int ledger_check(const struct ledger *l, const char *address, enum ledger_path p
         (void)snprintf(ret->message, sizeof(ret->message),
                        "device %s is held by PCIDeviceClaim %s: delete that claim first", address,
                        who);
+        return -EBUSY;
+    }
+    if (path == LEDGER_DEVICE_PLUGIN &&
+        ledger_held(l, address, LEDGER_DRA, NULL, who, sizeof(who))) {
+        ret->reason = "PreparedForResourceClaim";
+        (void)snprintf(ret->message, sizeof(ret->message),
+                       "mediated device %s is prepared for ResourceClaim %.600s (DRA driver "
+                       "vfio-pci.hostdevd.io): the device plugin gives it out again once that "
+                       "claim's Pod is gone",
+                       address, who);
         return -EBUSY;
     }
     if (path == LEDGER_DRA && ledger_held(l, address, LEDGER_DRA, id, who, sizeof(who))) {

@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * controllers/binding/ledger.h - who holds each device of this node, by path: a
- * PCIDeviceClaim, a DRA ResourceClaim (prepared), and the rule that a device goes one path at a
+ * PCIDeviceClaim, a DRA ResourceClaim (prepared, or being prepared), an Allocate of kubelet's
+ * device plugin (a mediated device instance), and the rule that a device goes one path at a
  * time, written down once. The claim reconciler records its claims as its cache shows them; the
- * DRA plugin records its checkpoint after loading it and after each call. Each asks
+ * DRA plugin records its checkpoint after loading it and after each call, and the claims it is
+ * preparing; the device plugins record the mdev instances Allocate gave out. Each asks
  * ledger_check() before it takes a device, and gets the refusal's reason and message from here.
  * When a holder lets go (a DRA claim unprepared), ledger_released is emitted so that what waited
- * goes on. Node-local, in memory (rebuilt from the claims and the checkpoint at start); runs on
- * the loop; does not log.
+ * goes on; every change of a holding emits ledger_changed. Node-local, in memory (rebuilt from
+ * the claims and the checkpoint at start; an Allocate is forgotten by a restart); runs on the
+ * loop; does not log.
+ *
+ * An Allocate is not a holding kubelet ever ends (a device plugin is not told when its pod is
+ * gone): the DRA plugin takes one as still in use only while the instance's /dev/vfio/<group> is
+ * open (its own check, off the loop), and forgets it when it prepares the instance.
  */
 #pragma once
 
@@ -20,8 +27,9 @@ struct topic;
 
 /* The paths a device can take to a VM. */
 enum ledger_path {
-    LEDGER_PCI_CLAIM, /* a PCIDeviceClaim (id and who: its name) */
-    LEDGER_DRA,       /* a prepared DRA ResourceClaim (id: its uid; who: namespace/name) */
+    LEDGER_PCI_CLAIM,     /* a PCIDeviceClaim (id and who: its name) */
+    LEDGER_DRA,           /* a prepared DRA ResourceClaim (id: its uid; who: namespace/name) */
+    LEDGER_DEVICE_PLUGIN, /* an mdev an Allocate gave out (id and who: the resource name) */
     LEDGER_PATHS
 };
 
@@ -60,11 +68,16 @@ int ledger_addresses(const struct ledger *l, char ***ret, size_t *ret_n);
 /* One path at a time: may `id` of `path` take `address`? 0, or -EBUSY with the refusal. A
  * PCIDeviceClaim (recorded as long as it exists) waits while a DRA claim is prepared with the
  * device; a DRA claim that does not hold the device yet is refused while a PCIDeviceClaim of it
- * exists or another DRA claim holds it. */
+ * exists or another DRA claim holds it; the device plugin may not give out an instance a DRA
+ * claim holds. (A DRA claim is not refused here for the device plugin's Allocate: whether that
+ * is still in use is the DRA plugin's check of the instance's group.) */
 int ledger_check(const struct ledger *l, const char *address, enum ledger_path path, const char *id,
                  struct ledger_refusal *ret);
 
 /* Emitted with the path (enum ledger_path *) that let a device go. */
 extern const struct topic ledger_released;
+/* Emitted with the path (enum ledger_path *) whose holding of a device began, changed its id or
+ * ended. */
+extern const struct topic ledger_changed;
 /* The part (runtime/part.h): made with the process's manager; find it with manager_part(). */
 extern const struct part_ops ledger_part;

@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
+#include "controllers/binding/ledger.h"
 #include "controllers/deviceplugin/devplugin.h"
 #include "controllers/objects/caches.h"
 #include "controllers/objects/kinds.h"
@@ -84,6 +85,7 @@ struct plugins {
     char dir[4096];              /* cfg.dir's copy */
     struct caches caches;        /* the process's */
     struct kube_informer *vgpus; /* the process's VGPUDevices of this node */
+    struct ledger *ledger;       /* who holds each device (binding/ledger.h); may be NULL */
     struct map *by_resource;     /* resource -> struct plugin */
     int sysfs_fd;
     int inotify_fd;
@@ -200,7 +202,10 @@ static void add_mdev(struct plugins *p, struct map *offers, const cJSON *vgpu)
     (void)snprintf(d->id, sizeof(d->id), "%s", uuid);
     d->d.kind = DEVPLUGIN_MDEV;
     d->d.iommu_group = mdevobj_iommu_group(vgpu);
-    d->healthy = d->d.iommu_group >= 0 && mdev_exists(p, uuid);
+    /* an instance a DRA claim holds is not given out here: Unhealthy, kubelet allocates it to no
+     * pod (binding/ledger.h) */
+    d->healthy = d->d.iommu_group >= 0 && mdev_exists(p, uuid) &&
+                 !ledger_held(p->ledger, uuid, LEDGER_DRA, NULL, NULL, 0);
     char sys[96];
     (void)snprintf(sys, sizeof(sys), "bus/mdev/devices/%s", uuid);
     read_cdev(p, sys, d->cdev, sizeof(d->cdev));
@@ -375,6 +380,32 @@ static void answer_done(struct answer *an)
     free(an->resp);
 }
 
+/* One path at a time: an mdev a DRA claim holds is not given out (-EBUSY, the ledger's
+ * message naming the claim). */
+static int refuse_held(const struct plugin *pl, const struct dpapi_request *req, struct err *e)
+{
+    struct ledger_refusal why;
+    for (size_t i = 0; pl->ps->ledger && i < req->n_containers; i++)
+        for (size_t j = 0; j < req->containers[i].n; j++)
+            if (ledger_check(pl->ps->ledger, req->containers[i].ids[j], LEDGER_DEVICE_PLUGIN,
+                             pl->resource, &why) < 0)
+                return err_set(e, -EBUSY, "%s", why.message);
+    return 0;
+}
+
+/* The mdevs an Allocate gave out, in the ledger: a DRA claim of one is refused while a process
+ * holds its group (the DRA plugin's check), and says the device plugin gave it out. */
+static void record_given(const struct plugin *pl, const struct dpapi_request *req)
+{
+    for (size_t i = 0; pl->ps->ledger && i < req->n_containers; i++)
+        for (size_t j = 0; j < req->containers[i].n; j++)
+            for (size_t k = 0; k < pl->n; k++)
+                if (pl->devs[k].d.kind == DEVPLUGIN_MDEV &&
+                    strcmp(pl->devs[k].id, req->containers[i].ids[j]) == 0)
+                    (void)ledger_hold(pl->ps->ledger, pl->devs[k].id, LEDGER_DEVICE_PLUGIN,
+                                      pl->resource, pl->resource);
+}
+
 static int build_answer(struct plugin *pl, const struct dpapi_request *req, struct answer *an,
                         struct err *e)
 {
@@ -419,10 +450,13 @@ static void on_allocate(struct grpc_call *call, const uint8_t *msg, size_t len, 
     buf_init(&b, GRPC_MAX_MESSAGE);
     int r = dpapi_decode_allocate(msg, len, &req, &e);
     if (r == 0)
+        r = refuse_held(pl, &req, &e);
+    if (r == 0)
         r = build_answer(pl, &req, &an, &e);
     if (r == 0)
         r = dpapi_encode_allocate(an.resp, an.n, &b);
     if (r == 0) {
+        record_given(pl, &req);
         metrics_inc(pl->ps->allocations);
         log_info("Allocated devices", KV_STR("resource", pl->resource),
                  KV_INT("containers", req.n_containers));
@@ -430,7 +464,10 @@ static void on_allocate(struct grpc_call *call, const uint8_t *msg, size_t len, 
     } else {
         log_warning("Refused an Allocate", KV_STR("resource", pl->resource),
                     KV_STR("message", e.msg));
-        grpc_call_finish(call, r == -ENOENT ? GRPC_NOT_FOUND : GRPC_INVALID_ARGUMENT,
+        grpc_call_finish(call,
+                         r == -ENOENT  ? GRPC_NOT_FOUND
+                         : r == -EBUSY ? GRPC_FAILED_PRECONDITION
+                                       : GRPC_INVALID_ARGUMENT,
                          e.msg[0] ? e.msg : strerror(-r));
     }
     answer_done(&an); /* not a cleanup: clang-analyzer does not see cleanups (a false leak) */
@@ -486,6 +523,22 @@ static void on_preferred(struct grpc_call *call, const uint8_t *msg, size_t len,
     free(out);
 }
 
+/* An mdev given out is still there and still ours: a DRA claim prepared with it since the
+ * Allocate (the scheduler does not see this plugin's pods) takes it first. */
+static int mdev_ready(const struct plugin *pl, const char *uuid, struct err *e)
+{
+    struct ledger_refusal why;
+    if (!mdev_exists(pl->ps, uuid))
+        return err_set(e, -ENODEV,
+                       "mediated device %s does not exist on this node (any more): its "
+                       "VGPUDevice's agent creates it again",
+                       uuid);
+    if (pl->ps->ledger &&
+        ledger_check(pl->ps->ledger, uuid, LEDGER_DEVICE_PLUGIN, pl->resource, &why) < 0)
+        return err_set(e, -ENODEV, "%s", why.message);
+    return 0;
+}
+
 /* Whether device `id` is still where Allocate put it: a PCI device on vfio-pci, a USB node, an
  * mdev that exists. */
 static int still_ready(const struct plugin *pl, const char *id, struct err *e)
@@ -501,12 +554,7 @@ static int still_ready(const struct plugin *pl, const char *id, struct err *e)
             return stat(path, &st) == 0 ? 0 : err_set(e, -ENODEV, "%s is gone", d->dev_path);
         }
         if (d->d.kind == DEVPLUGIN_MDEV)
-            return mdev_exists(pl->ps, d->id)
-                           ? 0
-                           : err_set(e, -ENODEV,
-                                     "mediated device %s does not exist on this node (any more): "
-                                     "its VGPUDevice's agent creates it again",
-                                     d->id);
+            return mdev_ready(pl, d->id, e);
         (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/driver", d->address);
         int r = node_sysfs_read_link(pl->ps->sysfs_fd, path, link, sizeof(link));
         if (r < 0 || strcmp(link, "vfio-pci") != 0)
@@ -886,6 +934,7 @@ struct plugins *plugins_new(const struct plugins_config *cfg)
                                  manager_cache(cfg->env.mgr, &kind_usbdeviceclaims),
                                  manager_cache(cfg->env.mgr, &kind_usbdevices)};
     ps->vgpus = manager_cache(cfg->env.mgr, &kind_vgpudevices);
+    ps->ledger = manager_part(cfg->env.mgr, &ledger_part);
     ps->inotify_fd = -1;
     ps->sysfs_fd = node_sysfs_open_root(cfg->env.sysfs_root);
     ps->by_resource = map_new(plugin_map_free);
@@ -924,12 +973,20 @@ static void *make(const struct part_env *env)
     return plugins_new(&c);
 }
 
+/* A DRA claim took an instance or let it go: its health. */
+static void on_ledger(void *self, const struct watch_event *ev)
+{
+    if (*(const enum ledger_path *)ev->data == LEDGER_DRA)
+        plugins_sync(self);
+}
+
 static const struct watch watches[] = {
         {.kind = &kind_pcidevices, .map = on_change},
         {.kind = &kind_usbdevices, .map = on_change},
         {.kind = &kind_usbdeviceclaims, .map = on_change},
         {.kind = &kind_pcideviceclaims, .map = on_change},
         {.kind = &kind_vgpudevices, .map = on_change},
+        {.topic = &ledger_changed, .map = on_ledger},
         {0},
 };
 

@@ -13,15 +13,18 @@
  * (objects/mdevobj.h mdevobj_offered: status vGPUConfigured with a UUID and a resourceName, until
  * its agent has removed it) offers the instance, ID = its UUID, under status.resourceName (one
  * resource per mdev type). A device is Healthy while its PCIDevice says vfio-pci (its USBDevice
- * is plugged in, the mdev exists in /sys/bus/mdev/devices and has an IOMMU group), Unhealthy
- * otherwise. Any change of those caches recomputes the set
- * (plugins_sync, coalesced): a new resource starts a plugin, a changed device list is pushed to
- * every ListAndWatch stream, and a resource nobody offers any more keeps its plugin with an empty
- * list (kubelet withdraws the devices at once).
+ * is plugged in, the mdev exists in /sys/bus/mdev/devices, has an IOMMU group and no DRA
+ * ResourceClaim holds it: binding/ledger.h), Unhealthy otherwise. Any change of those caches
+ * recomputes the set (plugins_sync, coalesced): a new resource starts a plugin, a changed device
+ * list is pushed to every ListAndWatch stream, and a resource nobody offers any more keeps its
+ * plugin with an empty list (kubelet withdraws the devices at once).
  *
  * Answers (controllers/deviceplugin/devplugin.h): Allocate gives PCI_RESOURCE_<NAME> /
  * MDEV_PCI_RESOURCE_<NAME> / USB_RESOURCE_<NAME> and the device nodes with "mrw" (a USB node is
- * chowned to KubeVirt's qemu user 107:107 first); an ID we do not offer is NOT_FOUND.
+ * chowned to KubeVirt's qemu user 107:107 first); an ID we do not offer is NOT_FOUND, an mdev a
+ * DRA claim holds FAILED_PRECONDITION naming the claim (PreStartContainer too); the mdevs given
+ * out are recorded in the ledger (the DRA plugin names the device plugin when it refuses one
+ * whose group is open).
  * GetPreferredAllocation keeps IOMMU groups whole and one NUMA node; PreStartContainer re-checks
  * that every PCI device is still on vfio-pci (USB: that its node exists; mdev: that it exists).
  *

@@ -57,6 +57,8 @@ struct dclaim { /* one claim of a call */
     bool known;             /* unprepare: the checkpoint knows it */
     char error[ERROR_SIZE]; /* "" while fine */
     char (*annotation)[64]; /* per device: the PCIDevice's driver at first sight */
+    char (*given)[128];     /* per device: an mdev's resource, when the device plugin gave it out */
+    bool checked;           /* prepare: checked, nothing else holds its devices (loop only) */
     cJSON **attrs;          /* per device: its slice attributes (or NULL) */
     struct cdi_ids {
         char device[DRAPREP_NAME_SIZE + 128], metadata[DRAPREP_NAME_SIZE + 128];
@@ -287,6 +289,28 @@ static int mdev_group(struct call *k, const char *uuid, char *error)
     return -1;
 }
 
+/* One path at a time: an mdev whose group a process holds (a VMM of a device-plugin pod, or
+ * one started by hand) is not prepared for another VM. true when it is free; else the claim's
+ * error names the holder. (Kubelet does not tell a device plugin when its pod is gone: an
+ * instance the device plugin gave out counts as in use while its group is open.) */
+static bool mdev_free(struct call *k, struct dclaim *d, size_t i, int group)
+{
+    const char *uuid = d->c.devices[i].address;
+    char holder[128] = "";
+    if (node_vfio_group_busy(k->p->cfg.env.dev_root, group) <= 0)
+        return true;
+    if (node_vfio_group_holder(k->p->cfg.env.dev_root, k->p->cfg.env.proc_root, group, holder,
+                               sizeof(holder)) <= 0)
+        holder[0] = 0;
+    (void)snprintf(d->error, sizeof(d->error),
+                   "mediated device %s is held by %s: /dev/vfio/%d (its IOMMU group) is open%s%s; "
+                   "this claim is prepared once it is let go (delete the Pod that holds it, or "
+                   "ask for another instance)",
+                   uuid, holder[0] ? holder : "a process", group,
+                   d->given[i][0] ? ", given out by the device plugin as " : "", d->given[i]);
+    return false;
+}
+
 /* A prepare that failed part way: the devices back on their drivers, then the checkpoint entry
  * gone (kept when a restore fails, so the next unprepare or start tries again). */
 static void undo_prepare(struct call *k, const struct draprep_claim *c, const char *const *orig)
@@ -304,6 +328,8 @@ static void prepare_claim(struct call *k, struct dclaim *d)
     const char *orig[DRAPREP_MAX_DEVICES];
     char seen[DRAPREP_MAX_DEVICES][64];
     int groups[DRAPREP_MAX_DEVICES];
+    /* prepared before (kubelet repeats calls): its VM may hold its mdevs now */
+    bool again = cJSON_IsTrue(json_field(draprep_checkpoint_claim(k->ck, c->uid), "prepared"));
     for (size_t i = 0; i < c->n; i++) {
         struct node_vfio_dev dev;
         groups[i] = -1;
@@ -333,7 +359,8 @@ static void prepare_claim(struct call *k, struct dclaim *d)
     for (size_t i = 0; i < c->n; i++) {
         struct bindplan_outcome o;
         if (draprep_is_mdev(c->devices[i].address)) {
-            if ((groups[i] = mdev_group(k, c->devices[i].address, d->error)) >= 0)
+            if ((groups[i] = mdev_group(k, c->devices[i].address, d->error)) >= 0 &&
+                (again || mdev_free(k, d, i, groups[i])))
                 continue;
             undo_prepare(k, c, orig);
             return;
@@ -416,6 +443,7 @@ static void call_free(struct call *k)
             cJSON_Delete(d->attrs[j]);
         free(d->attrs);
         free(d->annotation);
+        free(d->given);
         free(d->cdi);
         draprep_claim_done(&d->c);
     }
@@ -502,6 +530,17 @@ static void log_results(const struct call *k)
 
 static void start_next(struct draplugin *p);
 
+/* The mdevs a claim was prepared with are no longer the device plugin's to give out (their
+ * group was free: its pod, if any, had let go). */
+static void forget_given(const struct call *k)
+{
+    for (size_t i = 0; k->prepare && i < k->claims.n; i++)
+        for (size_t j = 0; !k->dc[i].error[0] && j < k->dc[i].c.n; j++)
+            if (draprep_is_mdev(k->dc[i].c.devices[j].address))
+                ledger_release(k->p->cfg.ledger, k->dc[i].c.devices[j].address,
+                               LEDGER_DEVICE_PLUGIN, NULL);
+}
+
 static void on_call_done(struct worker_job *wj, bool cancelled)
 {
     struct call *k = (struct call *)((char *)wj - offsetof(struct call, wj));
@@ -516,6 +555,7 @@ static void on_call_done(struct worker_job *wj, bool cancelled)
         k->ck = NULL;
     }
     log_results(k);
+    forget_given(k);
     answer(k);
     metrics_set(p->claims_gauge, cJSON_GetArraySize(json_field(p->ck, "claims")));
     p->running = NULL;
@@ -524,12 +564,31 @@ static void on_call_done(struct worker_job *wj, bool cancelled)
     start_next(p);
 }
 
-/* The checkpoint's claims are the ledger's DRA holdings: a device one lets go is released
- * there (the ledger tells whoever waited). */
+/* The mdevs of the claims being prepared (checked, not prepared yet): held from the check on,
+ * so that the device plugin does not give one out meanwhile. (`checked`, not `error`: the worker
+ * may be writing the running call's errors.) */
+static void hold_preparing(struct draplugin *p, const struct call *k)
+{
+    char who[2 * DRAPREP_NAME_SIZE];
+    for (size_t i = 0; k && k->prepare && i < k->claims.n; i++) {
+        const struct dclaim *d = &k->dc[i];
+        (void)snprintf(who, sizeof(who), "%s/%s", d->ref->namespace_, d->ref->name);
+        for (size_t j = 0; d->checked && j < d->c.n; j++)
+            if (draprep_is_mdev(d->c.devices[j].address))
+                (void)ledger_hold(p->cfg.ledger, d->c.devices[j].address, LEDGER_DRA, d->ref->uid,
+                                  who);
+    }
+}
+
+/* The checkpoint's claims are the ledger's DRA holdings, with the mdevs of the claims being
+ * prepared: a device one lets go is released there (the ledger tells whoever waited). */
 static void sync_ledger(struct draplugin *p)
 {
     const cJSON *e, *d;
     ledger_begin(p->cfg.ledger, LEDGER_DRA);
+    hold_preparing(p, p->running);
+    for (const struct call *k = p->queue; k; k = k->next)
+        hold_preparing(p, k);
     cJSON_ArrayForEach(e, json_field(p->ck, "claims"))
     {
         char who[2 * DRAPREP_NAME_SIZE];
@@ -600,7 +659,8 @@ static void check_devices(struct call *k, struct dclaim *d)
     d->annotation = calloc(d->c.n ? d->c.n : 1, sizeof(*d->annotation));
     d->attrs = calloc(d->c.n ? d->c.n : 1, sizeof(cJSON *));
     d->cdi = calloc(d->c.n ? d->c.n : 1, sizeof(*d->cdi));
-    if (!d->annotation || !d->attrs || !d->cdi) {
+    d->given = calloc(d->c.n ? d->c.n : 1, sizeof(*d->given));
+    if (!d->annotation || !d->attrs || !d->cdi || !d->given) {
         (void)snprintf(d->error, sizeof(d->error), "out of memory");
         return;
     }
@@ -612,6 +672,8 @@ static void check_devices(struct call *k, struct dclaim *d)
         (void)kube_names_pcidevice(p->cfg.env.node_name, a, name, sizeof(name));
         if (ledger_check(p->cfg.ledger, a, LEDGER_DRA, d->c.uid, &why) < 0)
             (void)snprintf(d->error, sizeof(d->error), "%s", why.message);
+        (void)ledger_held(p->cfg.ledger, a, LEDGER_DEVICE_PLUGIN, NULL, d->given[i],
+                          sizeof(d->given[i]));
         const cJSON *dev = p->pci_devices ? kube_informer_get(p->pci_devices, name) : NULL;
         const char *ann = pciobj_first_driver(dev);
         (void)snprintf(d->annotation[i], sizeof(d->annotation[i]), "%s", ann ? ann : "");
@@ -620,14 +682,17 @@ static void check_devices(struct call *k, struct dclaim *d)
         d->attrs[i] = entry ? cJSON_DetachItemFromObjectCaseSensitive(entry, "attributes") : NULL;
         cJSON_Delete(entry);
     }
+    d->checked = !d->error[0];
 }
 
 static void claims_read(struct call *k)
 {
+    struct draplugin *p = k->p;
     for (size_t i = 0; i < k->claims.n; i++)
         if (!k->dc[i].error[0])
             check_devices(k, &k->dc[i]);
-    enqueue(k);
+    enqueue(k); /* (may run and answer it at once: `k` is not used after) */
+    sync_ledger(p);
 }
 
 static void on_claim(const struct kube_err *err, const cJSON *obj, void *userdata)

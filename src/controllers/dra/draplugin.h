@@ -12,13 +12,16 @@
  * NodePrepareResources: for each claim, the allocation (GET of the ResourceClaim; a claim the
  * checkpoint says is prepared is answered from it, with no API call) names the devices of our
  * driver in this node's pool. A device a PCIDeviceClaim holds or another prepared claim holds
- * is an error for that claim. Then, on the worker thread and one call at a time: each device's
- * original driver is recorded in the checkpoint (written atomically) before anything changes,
- * the device is bound with the PCIDeviceClaim's verified steps (controllers/binding/pcibind.h: the
- * host-critical and whole-IOMMU-group checks, vfio-pci loaded, bind, verify), then the
- * metadata files and the CDI spec are written and the claim is marked prepared. The answer
- * gives each device its two CDI ids (the VFIO device nodes, the metadata mount). A failure is
- * that claim's error (kubelet retries); the devices this attempt bound are restored.
+ * is an error for that claim; an mdev is held in the ledger from then on (the device plugin lists
+ * it Unhealthy), and one whose /dev/vfio/<group> a process has open (a device-plugin pod's VMM)
+ * is an error naming the holder (checked on the worker; nothing of it is kept). Then, on the
+ * worker thread and one call at a time: each device's original driver is recorded in the
+ * checkpoint (written atomically) before anything changes, the device is bound with the
+ * PCIDeviceClaim's verified steps (controllers/binding/pcibind.h: the host-critical and
+ * whole-IOMMU-group checks, vfio-pci loaded, bind, verify), then the metadata files and the CDI
+ * spec are written and the claim is marked prepared. The answer gives each device its two CDI
+ * ids (the VFIO device nodes, the metadata mount). A failure is that claim's error (kubelet
+ * retries); the devices this attempt bound are restored.
  * Preparing a prepared claim again (kubelet repeats calls after restarts) binds nothing twice
  * and answers the same.
  *
