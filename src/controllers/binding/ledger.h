@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * controllers/binding/ledger.h - who holds each device of this node, by path: a
- * PCIDeviceClaim, a DRA ResourceClaim (prepared), and the rule that a device goes one path at a
- * time, written down once. The claim reconciler records its claims as its cache shows them; the
- * DRA plugin records its checkpoint after loading it and after each call. Each asks
- * ledger_check() before it takes a device, and gets the refusal's reason and message from here.
- * When a holder lets go (a DRA claim unprepared), ledger_released is emitted so that what waited
- * goes on. Node-local, in memory (rebuilt from the claims and the checkpoint at start); runs on
- * the loop; does not log.
+ * PCIDeviceClaim, a DRA ResourceClaim (prepared), mediated device instances on a PCI parent, and
+ * the rule that a device goes one path at a time, written down once. The claim reconciler
+ * records its claims as its cache shows them; the DRA plugin records its checkpoint after loading
+ * it and after each call; the VGPUDevice reconciler records the PCI parents that have instances
+ * after each scan of the node's mdevs (and while it creates one). Each asks ledger_check() before
+ * it takes a device, and gets the refusal's reason and message from here. When a holder lets go
+ * (a DRA claim unprepared, a parent's last instance removed), ledger_released is emitted so that
+ * what waited goes on. Node-local, in memory (rebuilt from the claims, the checkpoint and the
+ * scan at start); runs on the loop; does not log.
  */
 #pragma once
 
@@ -22,6 +24,8 @@ struct topic;
 enum ledger_path {
     LEDGER_PCI_CLAIM, /* a PCIDeviceClaim (id and who: its name) */
     LEDGER_DRA,       /* a prepared DRA ResourceClaim (id: its uid; who: namespace/name) */
+    LEDGER_MDEV,      /* mediated device instances on a PCI parent (id: the parent's address;
+                         who: "instance <uuid> (VGPUDevice <name>), ...") */
     LEDGER_PATHS
 };
 
@@ -29,7 +33,8 @@ struct ledger;
 
 /* Why a path may not take a device: the claim's reason and a message that says what to do. */
 struct ledger_refusal {
-    const char *reason; /* "AllocatedByDRA", "HeldByPCIDeviceClaim", "PreparedForResourceClaim" */
+    const char *reason; /* "AllocatedByDRA", "HeldByPCIDeviceClaim", "PreparedForResourceClaim",
+                           "ParentHasInstances" */
     char message[1024];
 };
 
@@ -53,14 +58,17 @@ void ledger_end(struct ledger *l, enum ledger_path path);
  * `buf`. */
 bool ledger_held(const struct ledger *l, const char *address, enum ledger_path path,
                  const char *except_id, char *buf, size_t size);
-/* Every address some path holds, in *ret (malloc'd array of malloc'd strings, *ret_n of them;
+/* Every address a PCIDeviceClaim or a DRA claim holds (those that go to vfio-pci: an mdev
+ * parent stays on its driver), in *ret (malloc'd array of malloc'd strings, *ret_n of them;
  * appended to what is there). Returns 0 or -ENOMEM. */
 int ledger_addresses(const struct ledger *l, char ***ret, size_t *ret_n);
 
 /* One path at a time: may `id` of `path` take `address`? 0, or -EBUSY with the refusal. A
  * PCIDeviceClaim (recorded as long as it exists) waits while a DRA claim is prepared with the
  * device; a DRA claim that does not hold the device yet is refused while a PCIDeviceClaim of it
- * exists or another DRA claim holds it. */
+ * exists or another DRA claim holds it; both wait while the device is the parent of mediated
+ * device instances (binding it to vfio-pci would remove them). LEDGER_MDEV takes nothing here:
+ * the VGPUDevice reconciler asks ledger_held() of the other two. */
 int ledger_check(const struct ledger *l, const char *address, enum ledger_path path, const char *id,
                  struct ledger_refusal *ret);
 

@@ -64,18 +64,22 @@ struct want {
 struct vgpudev {
     struct devobjs o; /* first: the runner's ctx */
     struct worker *worker;
-    const struct ledger *ledger;
+    struct ledger *ledger;
     int sysfs_fd;
     struct node_mdev_scan scan;
     bool scanned;
     char scan_error[512]; /* the last failed scan's message, said once */
     struct map *memory;   /* name -> struct memory */
     struct map *said;     /* name -> the last refusal logged */
+    struct map *creating; /* name -> struct want: creates on the worker now */
+    char adopted[KUBE_NAME_MAX + 1]; /* name_of()'s answer for an instance no object names */
     struct metrics_series *node_writes, *node_failures;
 };
 
 /* --- the node's mdevs, and the objects to create -----------------------------------------------
  */
+
+static void ledger_sync(struct vgpudev *v);
 
 static void rescan(struct vgpudev *v)
 {
@@ -87,12 +91,14 @@ static void rescan(struct vgpudev *v)
             log_warning("Cannot scan the node's mediated devices", KV_STR("message", err.msg),
                         KV_ERRNO(r));
         (void)snprintf(v->scan_error, sizeof(v->scan_error), "%s", err.msg);
+        ledger_sync(v); /* the last scan's, and the creates now */
         return;
     }
     v->scan_error[0] = '\0';
     node_mdev_scan_done(&v->scan);
     v->scan = s;
     v->scanned = true;
+    ledger_sync(v);
 }
 
 static bool ours(const struct vgpudev *v, const cJSON *obj)
@@ -122,8 +128,8 @@ static const char *free_slot_of(const struct vgpudev *v, const char *parent)
     return best;
 }
 
-/* Whether an object of this node names instance `uuid` (status.uuid or spec.uuid). */
-static bool named(const struct vgpudev *v, const char *uuid)
+/* The object of this node that names instance `uuid` (status.uuid or spec.uuid), or NULL. */
+static const char *object_of(const struct vgpudev *v, const char *uuid)
 {
     struct kube_informer *inf = runner_informer(v->o.runner);
     const char *key;
@@ -132,8 +138,75 @@ static bool named(const struct vgpudev *v, const char *uuid)
     while (kube_informer_next(inf, &pos, &key, &obj))
         if (json_same(mdevobj_status_uuid(obj), uuid) ||
             json_same(json_str(json_field(obj, "spec"), "uuid"), uuid))
-            return true;
-    return false;
+            return key;
+    return NULL;
+}
+
+static bool named(const struct vgpudev *v, const char *uuid)
+{
+    return object_of(v, uuid) != NULL;
+}
+
+/* The object of instance `uuid` for a message: the one that names it, else (once the cache is
+ * there) the adopted object the agent publishes for it; NULL before. */
+static const char *name_of(const char *uuid, void *arg)
+{
+    struct vgpudev *v = arg;
+    const char *key = object_of(v, uuid);
+    if (key || !runner_has_synced(v->o.runner))
+        return key;
+    if (mdevobj_adopted_name(v->o.cfg.env.node_name, uuid, v->adopted, sizeof(v->adopted)) < 0)
+        return NULL;
+    return v->adopted;
+}
+
+/* The instances of the scan and those being created, in *ret (n of them). Returns 0 or
+ * -ENOMEM. */
+static int instances_now(const struct vgpudev *v, struct node_mdev_instance **ret, size_t *ret_n)
+{
+    size_t n = v->scan.n_instances, pos = 0;
+    struct node_mdev_instance *all = calloc(n + map_size(v->creating) + 1, sizeof(*all));
+    void *val;
+    if (!all)
+        return -ENOMEM;
+    if (n)
+        memcpy(all, v->scan.instances, n * sizeof(*all));
+    while (map_next(v->creating, &pos, NULL, &val)) {
+        const struct want *w = val;
+        if (mdevplan_instance(&v->scan, w->uuid))
+            continue;
+        (void)snprintf(all[n].uuid, sizeof(all[n].uuid), "%s", w->uuid);
+        (void)snprintf(all[n].parent, sizeof(all[n].parent), "%s", w->parent);
+        n++;
+    }
+    *ret = all;
+    *ret_n = n;
+    return 0;
+}
+
+/* The ledger's LEDGER_MDEV holdings: every PCI parent with an instance (or one being created),
+ * so that a claim of it waits; one whose last instance went is released there (the claims that
+ * waited go on). */
+static void ledger_sync(struct vgpudev *v)
+{
+    struct node_mdev_instance *all = NULL;
+    size_t n = 0;
+    if (instances_now(v, &all, &n) < 0)
+        return; /* the holdings stay as they were */
+    ledger_begin(v->ledger, LEDGER_MDEV);
+    for (size_t i = 0; i < n; i++) {
+        const char *parent = all[i].parent;
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = strcmp(all[k].parent, parent) == 0;
+        if (seen || !kube_names_is_pci_address(parent))
+            continue;
+        char who[560];
+        (void)mdevplan_parent_users(all, n, parent, name_of, v, who, sizeof(who));
+        (void)ledger_hold(v->ledger, parent, LEDGER_MDEV, parent, who);
+    }
+    ledger_end(v->ledger, LEDGER_MDEV);
+    free(all);
 }
 
 static void want_put(struct map *want, const char *name, const char *parent, const char *type,
@@ -479,6 +552,8 @@ static void job_done(struct worker_job *wj, bool cancelled)
     struct vgpudev *v = j->v;
     if (cancelled) {
         runner_job_done(j->rj, RUNNER_RETRY, 0);
+        if (j->create)
+            map_remove(v->creating, j->name);
         free(j);
         return;
     }
@@ -495,8 +570,10 @@ static void job_done(struct worker_job *wj, bool cancelled)
                  KV_STR("parent", j->parent));
     }
     runner_job_done(j->rj, RUNNER_DONE, 0);
+    if (j->create)
+        map_remove(v->creating, j->name);
     free(j);
-    rescan(v);
+    rescan(v); /* and the ledger: the instance is in the scan now, or the create failed */
     want_sync(v);
 }
 
@@ -517,6 +594,10 @@ static void act(struct runner_job *job, void *p, void *ctx)
     j->rj = job;
     j->wj.run = job_run;
     j->wj.done = job_done;
+    if (j->create) { /* its parent is held from now: a claim of it waits for the create */
+        want_put(v->creating, j->name, j->parent, j->type, j->uuid);
+        ledger_sync(v);
+    }
     log_info(j->create ? "Creating mediated device" : "Removing mediated device",
              KV_STR("vgpudevice", j->name), KV_STR("uuid", j->uuid), KV_STR("parent", j->parent));
     worker_submit(v->worker, &j->wj);
@@ -531,6 +612,7 @@ static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_e
         map_remove(v->said, key);
     }
     want_sync(v);
+    ledger_sync(v); /* the objects a claim's message names */
 }
 
 static bool can_start(void *ctx)
@@ -569,6 +651,7 @@ static void vgpudev_free(void *self)
         return;
     map_free(v->memory);
     map_free(v->said);
+    map_free(v->creating);
     node_mdev_scan_done(&v->scan);
     if (v->sysfs_fd >= 0)
         close(v->sysfs_fd);
@@ -585,6 +668,7 @@ static void *make(const struct part_env *env)
     v->ledger = manager_part(env->mgr, &ledger_part);
     v->memory = map_new(free);
     v->said = map_new(free);
+    v->creating = map_new(free);
     v->sysfs_fd = node_sysfs_open_root(env->sysfs_root);
     v->node_writes = metrics_one(env->metrics, METRICS_COUNTER, "hostdevd_mdev_node_writes_total",
                                  "Mediated devices created and removed (and removals refused "
@@ -592,7 +676,7 @@ static void *make(const struct part_env *env)
     v->node_failures =
             metrics_one(env->metrics, METRICS_COUNTER, "hostdevd_mdev_node_write_failures_total",
                         "Mediated device creates and removes the kernel refused.");
-    if (!v->worker || !v->memory || !v->said || v->sysfs_fd < 0) {
+    if (!v->worker || !v->ledger || !v->memory || !v->said || !v->creating || v->sysfs_fd < 0) {
         log_error("Cannot make the VGPUDevice reconciler", KV_STR("sysfs", env->sysfs_root));
         vgpudev_free(v);
         return NULL;
