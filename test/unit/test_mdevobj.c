@@ -122,8 +122,7 @@ static void test_pci_parent_in_use(void)
             {"{\"spec\":{\"parentGPUDeviceAddress\":\"\",\"address\":\"0000:00:02.0\"},"
              "\"status\":{\"uuid\":\"" UUID "\"}}",
              "0000:00:02.0"},
-            {"{\"spec\":{\"parentGPUDeviceAddress\":\"mtty\"},\"status\":{\"uuid\":\"" UUID
-             "\"}}",
+            {"{\"spec\":{\"parentGPUDeviceAddress\":\"mtty\"},\"status\":{\"uuid\":\"" UUID "\"}}",
              NULL},
             {"{\"spec\":{\"parentGPUDeviceAddress\":\"0000:00:02.0\"},\"status\":{}}", NULL},
             {"{\"spec\":{\"parentGPUDeviceAddress\":\"0000:00:02.0\"},\"status\":{\"uuid\":\"x\"}}",

@@ -454,8 +454,8 @@ static struct map *claimed(const struct draslices *s)
     pos = 0;
     while (m && kube_informer_next(s->cfg.vgpus, &pos, &key, &vgpu)) {
         const char *parent = mdevobj_pci_parent_in_use(vgpu);
-        if (parent && json_same(json_str(json_field(vgpu, "spec"), "nodeName"),
-                                s->cfg.env.node_name) &&
+        if (parent &&
+            json_same(json_str(json_field(vgpu, "spec"), "nodeName"), s->cfg.env.node_name) &&
             map_put(m, parent, (void *)s) < 0)
             m = map_free(m);
     }

@@ -84,8 +84,8 @@ struct draslices_input {
     const char *node;                   /* the pool, and spec.nodeName */
     const char *node_uid;               /* NULL while unknown: no ownerReference */
     const struct map *devices;          /* name -> struct pcidevice_spec: the last scan */
-    const struct map *claimed; /* set of PCI addresses a PCIDeviceClaim holds, or mdev
-                                  instances use (their parents) */
+    const struct map *claimed;          /* set of PCI addresses a PCIDeviceClaim holds, or mdev
+                                           instances use (their parents) */
     const struct draslices_mdev *mdevs; /* the instances of this node, in UUID order */
     size_t n_mdevs;
     const struct cJSON *const *slices; /* the cached slices of the pool */

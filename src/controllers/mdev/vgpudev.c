@@ -68,10 +68,10 @@ struct vgpudev {
     int sysfs_fd;
     struct node_mdev_scan scan;
     bool scanned;
-    char scan_error[512]; /* the last failed scan's message, said once */
-    struct map *memory;   /* name -> struct memory */
-    struct map *said;     /* name -> the last refusal logged */
-    struct map *creating; /* name -> struct want: creates on the worker now */
+    char scan_error[512];            /* the last failed scan's message, said once */
+    struct map *memory;              /* name -> struct memory */
+    struct map *said;                /* name -> the last refusal logged */
+    struct map *creating;            /* name -> struct want: creates on the worker now */
     char adopted[KUBE_NAME_MAX + 1]; /* name_of()'s answer for an instance no object names */
     struct metrics_series *node_writes, *node_failures;
 };
