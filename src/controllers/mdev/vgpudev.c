@@ -32,6 +32,7 @@
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
 #include "controllers/devices/pcidevice.h"
+#include "controllers/mdev/mdevledger.h"
 #include "controllers/mdev/mdevplan.h"
 #include "controllers/objects/kinds.h"
 #include "controllers/objects/mdevobj.h"
@@ -64,15 +65,14 @@ struct want {
 struct vgpudev {
     struct devobjs o; /* first: the runner's ctx */
     struct worker *worker;
-    struct ledger *ledger;
+    const struct ledger *ledger;
+    struct mdevledger *held; /* the PCI parents with instances, in the ledger */
     int sysfs_fd;
     struct node_mdev_scan scan;
     bool scanned;
-    char scan_error[512];            /* the last failed scan's message, said once */
-    struct map *memory;              /* name -> struct memory */
-    struct map *said;                /* name -> the last refusal logged */
-    struct map *creating;            /* name -> struct want: creates on the worker now */
-    char adopted[KUBE_NAME_MAX + 1]; /* name_of()'s answer for an instance no object names */
+    char scan_error[512]; /* the last failed scan's message, said once */
+    struct map *memory;   /* name -> struct memory */
+    struct map *said;     /* name -> the last refusal logged */
     struct metrics_series *node_writes, *node_failures;
 };
 
@@ -128,85 +128,16 @@ static const char *free_slot_of(const struct vgpudev *v, const char *parent)
     return best;
 }
 
-/* The object of this node that names instance `uuid` (status.uuid or spec.uuid), or NULL. */
-static const char *object_of(const struct vgpudev *v, const char *uuid)
-{
-    struct kube_informer *inf = runner_informer(v->o.runner);
-    const char *key;
-    const cJSON *obj;
-    size_t pos = 0;
-    while (kube_informer_next(inf, &pos, &key, &obj))
-        if (json_same(mdevobj_status_uuid(obj), uuid) ||
-            json_same(json_str(json_field(obj, "spec"), "uuid"), uuid))
-            return key;
-    return NULL;
-}
-
 static bool named(const struct vgpudev *v, const char *uuid)
 {
-    return object_of(v, uuid) != NULL;
+    return mdevledger_object_of(runner_informer(v->o.runner), uuid) != NULL;
 }
 
-/* The object of instance `uuid` for a message: the one that names it, else (once the cache is
- * there) the adopted object the agent publishes for it; NULL before. */
-static const char *name_of(const char *uuid, void *arg)
-{
-    struct vgpudev *v = arg;
-    const char *key = object_of(v, uuid);
-    if (key || !runner_has_synced(v->o.runner))
-        return key;
-    if (mdevobj_adopted_name(v->o.cfg.env.node_name, uuid, v->adopted, sizeof(v->adopted)) < 0)
-        return NULL;
-    return v->adopted;
-}
-
-/* The instances of the scan and those being created, in *ret (n of them). Returns 0 or
- * -ENOMEM. */
-static int instances_now(const struct vgpudev *v, struct node_mdev_instance **ret, size_t *ret_n)
-{
-    size_t n = v->scan.n_instances, pos = 0;
-    struct node_mdev_instance *all = calloc(n + map_size(v->creating) + 1, sizeof(*all));
-    void *val;
-    if (!all)
-        return -ENOMEM;
-    if (n)
-        memcpy(all, v->scan.instances, n * sizeof(*all));
-    while (map_next(v->creating, &pos, NULL, &val)) {
-        const struct want *w = val;
-        if (mdevplan_instance(&v->scan, w->uuid))
-            continue;
-        (void)snprintf(all[n].uuid, sizeof(all[n].uuid), "%s", w->uuid);
-        (void)snprintf(all[n].parent, sizeof(all[n].parent), "%s", w->parent);
-        n++;
-    }
-    *ret = all;
-    *ret_n = n;
-    return 0;
-}
-
-/* The ledger's LEDGER_MDEV holdings: every PCI parent with an instance (or one being created),
- * so that a claim of it waits; one whose last instance went is released there (the claims that
- * waited go on). */
+/* The ledger's LEDGER_MDEV holdings again (mdev/mdevledger.h). */
 static void ledger_sync(struct vgpudev *v)
 {
-    struct node_mdev_instance *all = NULL;
-    size_t n = 0;
-    if (instances_now(v, &all, &n) < 0)
-        return; /* the holdings stay as they were */
-    ledger_begin(v->ledger, LEDGER_MDEV);
-    for (size_t i = 0; i < n; i++) {
-        const char *parent = all[i].parent;
-        bool seen = false;
-        for (size_t k = 0; k < i && !seen; k++)
-            seen = strcmp(all[k].parent, parent) == 0;
-        if (seen || !kube_names_is_pci_address(parent))
-            continue;
-        char who[560];
-        (void)mdevplan_parent_users(all, n, parent, name_of, v, who, sizeof(who));
-        (void)ledger_hold(v->ledger, parent, LEDGER_MDEV, parent, who);
-    }
-    ledger_end(v->ledger, LEDGER_MDEV);
-    free(all);
+    mdevledger_sync(v->held, &v->scan, runner_informer(v->o.runner),
+                    runner_has_synced(v->o.runner));
 }
 
 static void want_put(struct map *want, const char *name, const char *parent, const char *type,
@@ -553,7 +484,7 @@ static void job_done(struct worker_job *wj, bool cancelled)
     if (cancelled) {
         runner_job_done(j->rj, RUNNER_RETRY, 0);
         if (j->create)
-            map_remove(v->creating, j->name);
+            mdevledger_created(v->held, j->name);
         free(j);
         return;
     }
@@ -571,7 +502,7 @@ static void job_done(struct worker_job *wj, bool cancelled)
     }
     runner_job_done(j->rj, RUNNER_DONE, 0);
     if (j->create)
-        map_remove(v->creating, j->name);
+        mdevledger_created(v->held, j->name);
     free(j);
     rescan(v); /* and the ledger: the instance is in the scan now, or the create failed */
     want_sync(v);
@@ -595,7 +526,7 @@ static void act(struct runner_job *job, void *p, void *ctx)
     j->wj.run = job_run;
     j->wj.done = job_done;
     if (j->create) { /* its parent is held from now: a claim of it waits for the create */
-        want_put(v->creating, j->name, j->parent, j->type, j->uuid);
+        mdevledger_creating(v->held, j->name, j->parent, j->uuid);
         ledger_sync(v);
     }
     log_info(j->create ? "Creating mediated device" : "Removing mediated device",
@@ -651,7 +582,7 @@ static void vgpudev_free(void *self)
         return;
     map_free(v->memory);
     map_free(v->said);
-    map_free(v->creating);
+    mdevledger_free(v->held);
     node_mdev_scan_done(&v->scan);
     if (v->sysfs_fd >= 0)
         close(v->sysfs_fd);
@@ -665,10 +596,11 @@ static void *make(const struct part_env *env)
     if (!v)
         return NULL;
     v->worker = manager_worker(env->mgr);
-    v->ledger = manager_part(env->mgr, &ledger_part);
+    struct ledger *l = manager_part(env->mgr, &ledger_part);
+    v->ledger = l;
+    v->held = l ? mdevledger_new(l, env->node_name) : NULL;
     v->memory = map_new(free);
     v->said = map_new(free);
-    v->creating = map_new(free);
     v->sysfs_fd = node_sysfs_open_root(env->sysfs_root);
     v->node_writes = metrics_one(env->metrics, METRICS_COUNTER, "hostdevd_mdev_node_writes_total",
                                  "Mediated devices created and removed (and removals refused "
@@ -676,7 +608,7 @@ static void *make(const struct part_env *env)
     v->node_failures =
             metrics_one(env->metrics, METRICS_COUNTER, "hostdevd_mdev_node_write_failures_total",
                         "Mediated device creates and removes the kernel refused.");
-    if (!v->worker || !v->ledger || !v->memory || !v->said || !v->creating || v->sysfs_fd < 0) {
+    if (!v->worker || !v->held || !v->memory || !v->said || v->sysfs_fd < 0) {
         log_error("Cannot make the VGPUDevice reconciler", KV_STR("sysfs", env->sysfs_root));
         vgpudev_free(v);
         return NULL;
