@@ -7,7 +7,11 @@
 # created, Created with the resource name and IOMMU group; a type by its name; the refusals
 # (NoCapacity, TypeUnknown) with what to write and nothing created; a disabled slot's instance
 # removed; a deleted object's instance removed before it goes; an idle agent and a restart write
-# nothing; after a "reboot" (instances gone) the same UUIDs are created again. A process holding
+# nothing; after a "reboot" (instances gone) the same UUIDs are created again. One path per
+# device, on the PCI parent 0000:00:02.0: with an instance it is out of the DRA pool and a
+# PCIDeviceClaim of it is refused (ParentHasInstances, naming the instance and its VGPUDevice,
+# nothing changed); the instance disabled, the claim binds by itself and the parent's free slot
+# is refused (ParentClaimed); the claim deleted, an instance is made again. A process holding
 # an instance (DeviceInUse) needs a real /dev/vfio: test/e2e/test_vmm.sh.
 SUITE=mdev
 # shellcheck source=test/integration/lib.sh
@@ -26,7 +30,7 @@ create_node "$NODE"
 SYS=$TEST_DIR/sys
 hack/mk-sysfs-fixture.sh "$DESC" "$SYS" >/dev/null
 fake_proc "$TEST_DIR/proc"
-mkdir -p "$TEST_DIR/dev/vfio"
+mkdir -p "$TEST_DIR/dev/vfio" "$SYS/module/vfio_iommu_type1"
 PORT=$(free_port)
 python3 test/integration/mdev-kernel.py "$SYS" &
 track $!
@@ -60,9 +64,9 @@ vgpu_writes() {
 instance() { [ -e "$SYS/bus/mdev/devices/$1" ]; }
 no_instance() { ! instance "$1"; }
 avail() { cat "$SYS/devices/virtual/mtty/mtty/mdev_supported_types/$1/available_instances"; }
-# The node's disabled slots, sorted.
+# The node's disabled slots of parent mtty, sorted.
 slots() {
-    kubectl get vgpudevices -l "nodename=$NODE" -o json |
+    kubectl get vgpudevices -l "nodename=$NODE,devices.harvesterhci.io/mdev-parent=mtty" -o json |
         jq -r '.items[] | select((.spec.enabled // false) == false and .metadata.deletionTimestamp == null) | .metadata.name' | sort | tr '\n' ' '
 }
 slots_are() { [ "$(slots)" = "$1" ]; }
@@ -176,6 +180,60 @@ kubectl delete vgpudevice "$S1" --wait=false >/dev/null
 if eventually 30 no_instance "$U1"; then pass "deleted: the instance is removed"; else fail "deleted: removed" "$(reason "$S1"): $(message "$S1")"; fi
 if eventually 30 gone "$S1"; then pass "... and then the object goes (finalizer removed)"; else fail "deleted object gone" "$(kubectl get vgpu "$S1" -o json | jq -c .metadata)"; fi
 if eventually 30 slots_are "$S0 "; then pass "still exactly one free slot"; else fail "one free slot" "$(slots)"; fi
+
+echo "--- one path per device: a PCI parent with instances is not claimed whole"
+GPU=0000:00:02.0
+P0=$NODE-000000020-0
+CLAIM=$NODE-000000020
+U2=5f0c7d3e-2b1a-4c9d-8e7f-6a5b4c3d2e10
+in_pool() { kubectl get resourceslices -o json | jq -e --arg d "$1" '[.items[].spec.devices[]?.name] | index($d) != null' >/dev/null; }
+not_in_pool() { ! in_pool "$1"; }
+claim_get() { kubectl get pcideviceclaim "$CLAIM" -o jsonpath="{$1}" 2>/dev/null; }
+claim_reason() { claim_get '.status.conditions[?(@.type=="Ready")].reason'; }
+claim_has() { [ "$(claim_reason)" = "$1" ]; }
+expect_reason "the PCI parent's free slot" "$P0" Available "a free slot"
+if eventually 30 in_pool pci-0000-00-02-0; then pass "a PCI parent with no instances is in the DRA pool"; else fail "parent in the pool" "$(kubectl get resourceslices -o json | jq -c '[.items[].spec.devices[]?.name]')"; fi
+patch "$P0" "{\"spec\":{\"enabled\":true,\"vGPUTypeName\":\"i915-GVTg_V5_4\",\"uuid\":\"$U2\"}}"
+if eventually 30 is "$P0" .status.vGPUStatus vGPUConfigured && instance "$U2"; then pass "an instance on the PCI parent"; else fail "instance on $GPU" "$(reason "$P0"): $(message "$P0")"; fi
+if eventually 30 not_in_pool pci-0000-00-02-0; then pass "... and the parent leaves the DRA pool (its instance stays in it)"; else fail "parent out of the pool" "$(kubectl get resourceslices -o json | jq -c '[.items[].spec.devices[]?.name]')"; fi
+in_pool "mdev-$U2" && pass "... the instance is in the pool" || fail "instance in the pool" "$(kubectl get resourceslices -o json | jq -c '[.items[].spec.devices[]?.name]')"
+printf 'apiVersion: devices.harvesterhci.io/v1beta1\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "%s", nodeName: %s, userName: alice}\n' \
+    "$CLAIM" "$GPU" "$NODE" | kubectl create -f - >/dev/null
+if eventually 30 claim_has ParentHasInstances; then
+    expect_contains "a PCIDeviceClaim of the parent is refused: ParentHasInstances, naming the instance, its VGPUDevice and what to do" \
+        "$(claim_get '.status.conditions[?(@.type=="Ready")].message')" "device $GPU is the parent of mediated devices" \
+        "instance $U2 (VGPUDevice $P0)" "disable or delete that VGPUDevice (or remove the instance) first, then this claim binds"
+else
+    fail "claim of the parent refused" "$(claim_reason): $(claim_get '.status.conditions[?(@.type=="Ready")].message')"
+fi
+expect_contains "... nothing changed: not passed through, the instance and its object as they were" \
+    "$(claim_get .status.passthroughEnabled) $(instance "$U2" && echo there) $(reason "$P0")" "false there Created"
+patch "$P0" '{"spec":{"enabled":false}}'
+if eventually 30 no_instance "$U2"; then pass "the instance disabled: removed"; else fail "instance removed" "$(reason "$P0"): $(message "$P0")"; fi
+T0=$(date +%s.%N)
+if eventually 30 claim_has Bound; then
+    pass "... and the claim binds by itself, no retry by hand ($(printf '%.2f' "$(echo "$(date +%s.%N) - $T0" | bc)") s after the removal was seen)"
+else
+    fail "claim binds once the instance is gone" "$(claim_reason): $(claim_get '.status.conditions[?(@.type=="Ready")].message')"
+fi
+N=$(find "$SYS/bus/mdev/devices" -mindepth 1 | wc -l)
+patch "$P0" '{"spec":{"enabled":true,"vGPUTypeName":"i915-GVTg_V5_4"}}'
+expect_reason "an instance on the claimed parent is refused: ParentClaimed" "$P0" ParentClaimed "$CLAIM"
+[ "$(find "$SYS/bus/mdev/devices" -mindepth 1 | wc -l)" = "$N" ] && pass "... and nothing is created" ||
+    fail "nothing created on the claimed parent" "$(ls "$SYS/bus/mdev/devices")"
+kubectl delete pcideviceclaim "$CLAIM" --wait=false >/dev/null
+claim_gone() { ! kubectl get pcideviceclaim "$CLAIM" >/dev/null 2>&1; }
+if eventually 30 claim_gone && eventually 30 is "$P0" .status.vGPUStatus vGPUConfigured; then
+    pass "the claim deleted: the enabled object's instance is created"
+else
+    fail "instance after the claim" "$(reason "$P0"): $(message "$P0")"
+fi
+patch "$P0" '{"spec":{"enabled":false}}'
+if eventually 30 is "$P0" .status.vGPUStatus "" && eventually 30 in_pool pci-0000-00-02-0; then
+    pass "its last instance removed: the parent is back in the DRA pool"
+else
+    fail "parent back in the pool" "$(reason "$P0"); $(kubectl get resourceslices -o json | jq -c '[.items[].spec.devices[]?.name]')"
+fi
 stop_agent "the agent stops cleanly at the end"
 if grep -q "ERROR: AddressSanitizer\|runtime error" "$TEST_DIR/agent.log"; then fail "sanitizers quiet" "$(grep -A5 Sanitizer "$TEST_DIR/agent.log" | head)"; else pass "sanitizers quiet"; fi
 

@@ -98,6 +98,51 @@ static void test_one_path_at_a_time(void)
     teardown(l);
 }
 
+/* A PCI parent with mediated device instances: a PCIDeviceClaim and a DRA claim of it wait, with
+ * a message naming the instances and what to do; its last instance gone, both may take it. An
+ * mdev parent is no claimed member of a group (ledger_addresses leaves it out). */
+static void test_mdev_parent(void)
+{
+    struct ledger *l = setup();
+    struct ledger_refusal why;
+    const char *a = "0000:00:02.0";
+    CU_ASSERT_EQUAL(ledger_hold(l, a, LEDGER_MDEV, a,
+                                "instance 83b8f4f2-509f-382f-3c1e-e6bfe0fa1001 (VGPUDevice n-x-0)"),
+                    0);
+    CU_ASSERT_EQUAL(ledger_check(l, a, LEDGER_PCI_CLAIM, "n-000000020", &why), -EBUSY);
+    CU_ASSERT_STRING_EQUAL(why.reason, "ParentHasInstances");
+    CU_ASSERT_STRING_EQUAL(
+            why.message,
+            "device 0000:00:02.0 is the parent of mediated devices: instance "
+            "83b8f4f2-509f-382f-3c1e-e6bfe0fa1001 (VGPUDevice n-x-0). Binding it to vfio-pci "
+            "would remove them: disable or delete that VGPUDevice (or remove the instance) "
+            "first, then this claim binds");
+    CU_ASSERT_EQUAL(ledger_check(l, a, LEDGER_DRA, "uid-1", &why), -EBUSY);
+    CU_ASSERT_STRING_EQUAL(why.reason, "ParentHasInstances");
+    CU_ASSERT_PTR_NOT_NULL(strstr(why.message, "then this ResourceClaim can be prepared"));
+    /* two instances: "their VGPUDevices" */
+    CU_ASSERT_EQUAL(ledger_hold(l, a, LEDGER_MDEV, a, "instance u1 (VGPUDevice x), instance u2"),
+                    0);
+    CU_ASSERT_EQUAL(ledger_check(l, a, LEDGER_PCI_CLAIM, "n-000000020", &why), -EBUSY);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why.message, "disable or delete their VGPUDevices (or remove "
+                                               "the instances) first, then this claim binds"));
+    /* another device is free; the parent is no claimed address */
+    CU_ASSERT_EQUAL(ledger_check(l, "0000:00:03.0", LEDGER_PCI_CLAIM, "x", &why), 0);
+    char **v = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL(ledger_addresses(l, &v, &n), 0);
+    CU_ASSERT_EQUAL(n, 0);
+    free(v);
+    /* the last instance gone (a scan without it): released, and both may take it */
+    ledger_begin(l, LEDGER_MDEV);
+    ledger_end(l, LEDGER_MDEV);
+    CU_ASSERT_EQUAL(W.released, 1);
+    CU_ASSERT_EQUAL(W.path, LEDGER_MDEV);
+    CU_ASSERT_EQUAL(ledger_check(l, a, LEDGER_PCI_CLAIM, "n-000000020", &why), 0);
+    CU_ASSERT_EQUAL(ledger_check(l, a, LEDGER_DRA, "uid-1", &why), 0);
+    teardown(l);
+}
+
 static void test_held_and_released(void)
 {
     struct ledger *l = setup();
@@ -249,6 +294,7 @@ static CU_TestInfo tests[] = {
         {"an mdev between the device plugin and DRA", test_mdev_between_plugin_and_dra},
         {"many holdings gone at once: all forgotten", test_many_released},
         {"one path at a time, with the claims' and DRA's messages", test_one_path_at_a_time},
+        {"a PCI parent with mdev instances: claims wait, then go on", test_mdev_parent},
         {"held, replaced, released by id and path", test_held_and_released},
         {"a path's holdings replaced: one release emitted", test_replaced_holdings},
         CU_TEST_INFO_NULL,

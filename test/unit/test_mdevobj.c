@@ -105,6 +105,41 @@ static void test_status(void)
     CU_ASSERT_FALSE(mdevobj_configured(none));
 }
 
+/* The PCI parent an object keeps busy: status.uuid set (made, being made, not removed yet) and
+ * a PCI parent; a virtual parent, a free slot or garbage is none. */
+static void test_pci_parent_in_use(void)
+{
+    static const struct {
+        const char *json, *want;
+    } rows[] = {
+            {"{\"spec\":{\"parentGPUDeviceAddress\":\"0000:00:02.0\"},\"status\":{\"uuid\":\"" UUID
+             "\",\"vGPUStatus\":\"vGPUConfigured\"}}",
+             "0000:00:02.0"},
+            /* being created (or removed): status.uuid alone */
+            {"{\"spec\":{\"address\":\"0000:00:02.0\",\"enabled\":false},\"status\":{\"uuid\":"
+             "\"" UUID "\"}}",
+             "0000:00:02.0"},
+            {"{\"spec\":{\"parentGPUDeviceAddress\":\"\",\"address\":\"0000:00:02.0\"},"
+             "\"status\":{\"uuid\":\"" UUID "\"}}",
+             "0000:00:02.0"},
+            {"{\"spec\":{\"parentGPUDeviceAddress\":\"mtty\"},\"status\":{\"uuid\":\"" UUID "\"}}",
+             NULL},
+            {"{\"spec\":{\"parentGPUDeviceAddress\":\"0000:00:02.0\"},\"status\":{}}", NULL},
+            {"{\"spec\":{\"parentGPUDeviceAddress\":\"0000:00:02.0\"},\"status\":{\"uuid\":\"x\"}}",
+             NULL},
+            {"{}", NULL},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        _cleanup_(cJSON_Deletep) cJSON *o = parse(rows[i].json);
+        const char *got = mdevobj_pci_parent_in_use(o);
+        if (rows[i].want) {
+            CU_ASSERT_STRING_EQUAL(got ? got : "(null)", rows[i].want);
+        } else {
+            CU_ASSERT_PTR_NULL(got);
+        }
+    }
+}
+
 static void test_resource_name(void)
 {
     static const struct {
@@ -170,6 +205,7 @@ static CU_TestInfo tests[] = {
         {"the spec as read", test_spec},
         {"each wrong spec, with what to write", test_spec_wrong},
         {"what the status says exists and is offered", test_status},
+        {"the PCI parent an object keeps busy", test_pci_parent_in_use},
         {"the resource an instance is offered under", test_resource_name},
         {"parent labels, slot and adopted object names", test_names},
         {"a type by id, then by name", test_type_find},

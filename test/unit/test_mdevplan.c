@@ -204,11 +204,41 @@ static void test_status(void)
     CU_ASSERT_FALSE(mdevplan_slot_before("n-mtty-10", "n-mtty-2"));
 }
 
+static const char *names(const char *uuid, void *arg)
+{
+    (void)arg;
+    return strcmp(uuid, U0) == 0 ? "n-000000020-0" : NULL;
+}
+
+/* Who uses a PCI parent, for a claim's message: its instances with their objects, cut to fit. */
+static void test_parent_users(void)
+{
+    struct node_mdev_instance v[] = {
+            {.uuid = U0, .type = "i915-GVTg_V5_4", .parent = "0000:00:02.0"},
+            {.uuid = NEW, .type = "mtty-1", .parent = "mtty"},
+            {.uuid = "11111111-2222-4333-8444-555555555555", .parent = "0000:00:02.0"},
+    };
+    char buf[200];
+    CU_ASSERT_EQUAL(mdevplan_parent_users(v, 3, "0000:00:02.0", names, NULL, buf, sizeof(buf)), 2);
+    CU_ASSERT_STRING_EQUAL(buf, "instance " U0 " (VGPUDevice n-000000020-0), instance "
+                                "11111111-2222-4333-8444-555555555555");
+    CU_ASSERT_EQUAL(mdevplan_parent_users(v, 3, "mtty", NULL, NULL, buf, sizeof(buf)), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "instance " NEW);
+    CU_ASSERT_EQUAL(mdevplan_parent_users(v, 3, "0000:00:03.0", names, NULL, buf, sizeof(buf)), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "");
+    /* the second does not fit: ", ..." instead; not even the first: "..." */
+    CU_ASSERT_EQUAL(mdevplan_parent_users(v, 3, "0000:00:02.0", names, NULL, buf, 80), 2);
+    CU_ASSERT_STRING_EQUAL(buf, "instance " U0 " (VGPUDevice n-000000020-0), ...");
+    CU_ASSERT_EQUAL(mdevplan_parent_users(v, 3, "0000:00:02.0", names, NULL, buf, 20), 2);
+    CU_ASSERT_STRING_EQUAL(buf, "...");
+}
+
 static CU_TestInfo tests[] = {
         {"enable: finalizer, UUID to status, create; Created; reboot", test_enable},
         {"each refusal, with what to write", test_refusals},
         {"disable and delete: remove, DeviceInUse, clear, finalizer, extra slots", test_disable},
         {"the status written", test_status},
+        {"who uses a PCI parent, for a claim's message", test_parent_users},
         CU_TEST_INFO_NULL,
 };
 

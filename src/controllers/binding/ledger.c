@@ -153,6 +153,9 @@ int ledger_addresses(const struct ledger *l, char ***ret, size_t *ret_n)
         return -ENOMEM;
     *ret = out;
     while (map_next(l->devices, &pos, &key, &v)) {
+        const struct holding *h = v;
+        if (!h->held[LEDGER_PCI_CLAIM] && !h->held[LEDGER_DRA])
+            continue; /* an mdev parent: on its driver, it is no claimed member of a group */
         if (!(out[n] = strdup(key)))
             return -ENOMEM;
         *ret_n = ++n;
@@ -167,6 +170,19 @@ int ledger_check(const struct ledger *l, const char *address, enum ledger_path p
     if (path == LEDGER_DRA && ledger_held(l, address, path, NULL, NULL, 0) &&
         !ledger_held(l, address, path, id, NULL, 0))
         return 0; /* this DRA claim holds it already (a repeated call): a later claim is refused */
+    if ((path == LEDGER_PCI_CLAIM || path == LEDGER_DRA) &&
+        ledger_held(l, address, LEDGER_MDEV, NULL, who, sizeof(who))) {
+        bool many = strchr(who, ',') != NULL; /* "instance a (VGPUDevice x), instance b (...)" */
+        ret->reason = "ParentHasInstances";
+        (void)snprintf(ret->message, sizeof(ret->message),
+                       "device %s is the parent of mediated devices: %.600s. Binding it to "
+                       "vfio-pci would remove them: disable or delete %s (or remove the "
+                       "instance%s) first, then this %s",
+                       address, who, many ? "their VGPUDevices" : "that VGPUDevice",
+                       many ? "s" : "",
+                       path == LEDGER_PCI_CLAIM ? "claim binds" : "ResourceClaim can be prepared");
+        return -EBUSY;
+    }
     if (path == LEDGER_PCI_CLAIM && ledger_held(l, address, LEDGER_DRA, NULL, who, sizeof(who))) {
         ret->reason = "AllocatedByDRA";
         (void)snprintf(ret->message, sizeof(ret->message),

@@ -2,15 +2,17 @@
 /*
  * controllers/binding/ledger.h - who holds each device of this node, by path: a
  * PCIDeviceClaim, a DRA ResourceClaim (prepared, or being prepared), an Allocate of kubelet's
- * device plugin (a mediated device instance), and the rule that a device goes one path at a
- * time, written down once. The claim reconciler records its claims as its cache shows them; the
- * DRA plugin records its checkpoint after loading it and after each call, and the claims it is
- * preparing; the device plugins record the mdev instances Allocate gave out. Each asks
- * ledger_check() before it takes a device, and gets the refusal's reason and message from here.
- * When a holder lets go (a DRA claim unprepared), ledger_released is emitted so that what waited
- * goes on; every change of a holding emits ledger_changed. Node-local, in memory (rebuilt from
- * the claims and the checkpoint at start; an Allocate is forgotten by a restart); runs on the
- * loop; does not log.
+ * device plugin (a mediated device instance), mediated device instances on a PCI parent, and the
+ * rule that a device goes one path at a time, written down once. The claim reconciler records
+ * its claims as its cache shows them; the DRA plugin records its checkpoint after loading it and
+ * after each call, and the claims it is preparing; the device plugins record the mdev instances
+ * Allocate gave out; the VGPUDevice reconciler records the PCI parents that have instances after
+ * each scan of the node's mdevs (and while it creates one). Each asks ledger_check() before it
+ * takes a device, and gets the refusal's reason and message from here. When a holder lets go (a
+ * DRA claim unprepared, a parent's last instance removed), ledger_released is emitted so that
+ * what waited goes on; every change of a holding emits ledger_changed. Node-local, in memory
+ * (rebuilt from the claims, the checkpoint and the scan at start; an Allocate is forgotten by a
+ * restart); runs on the loop; does not log.
  *
  * An Allocate is not a holding kubelet ever ends (a device plugin is not told when its pod is
  * gone): the DRA plugin takes one as still in use only while the instance's /dev/vfio/<group> is
@@ -30,6 +32,8 @@ enum ledger_path {
     LEDGER_PCI_CLAIM,     /* a PCIDeviceClaim (id and who: its name) */
     LEDGER_DRA,           /* a prepared DRA ResourceClaim (id: its uid; who: namespace/name) */
     LEDGER_DEVICE_PLUGIN, /* an mdev an Allocate gave out (id and who: the resource name) */
+    LEDGER_MDEV,          /* mediated device instances on a PCI parent (id: the parent's address;
+                             who: "instance <uuid> (VGPUDevice <name>), ...") */
     LEDGER_PATHS
 };
 
@@ -37,7 +41,8 @@ struct ledger;
 
 /* Why a path may not take a device: the claim's reason and a message that says what to do. */
 struct ledger_refusal {
-    const char *reason; /* "AllocatedByDRA", "HeldByPCIDeviceClaim", "PreparedForResourceClaim" */
+    const char *reason; /* "AllocatedByDRA", "HeldByPCIDeviceClaim", "PreparedForResourceClaim",
+                           "ParentHasInstances" */
     char message[1024];
 };
 
@@ -61,7 +66,8 @@ void ledger_end(struct ledger *l, enum ledger_path path);
  * `buf`. */
 bool ledger_held(const struct ledger *l, const char *address, enum ledger_path path,
                  const char *except_id, char *buf, size_t size);
-/* Every address some path holds, in *ret (malloc'd array of malloc'd strings, *ret_n of them;
+/* Every address a PCIDeviceClaim or a DRA claim holds (those that go to vfio-pci: an mdev
+ * parent stays on its driver), in *ret (malloc'd array of malloc'd strings, *ret_n of them;
  * appended to what is there). Returns 0 or -ENOMEM. */
 int ledger_addresses(const struct ledger *l, char ***ret, size_t *ret_n);
 
@@ -70,7 +76,10 @@ int ledger_addresses(const struct ledger *l, char ***ret, size_t *ret_n);
  * device; a DRA claim that does not hold the device yet is refused while a PCIDeviceClaim of it
  * exists or another DRA claim holds it; the device plugin may not give out an instance a DRA
  * claim holds. (A DRA claim is not refused here for the device plugin's Allocate: whether that
- * is still in use is the DRA plugin's check of the instance's group.) */
+ * is still in use is the DRA plugin's check of the instance's group.) A PCIDeviceClaim and a DRA
+ * claim both wait while the device is the parent of mediated device instances (binding it to
+ * vfio-pci would remove them). LEDGER_MDEV takes nothing here: the VGPUDevice reconciler asks
+ * ledger_held() of the others. */
 int ledger_check(const struct ledger *l, const char *address, enum ledger_path path, const char *id,
                  struct ledger_refusal *ret);
 

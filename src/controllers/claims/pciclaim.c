@@ -651,8 +651,8 @@ static void start_node_work(struct cjob *j, bool check_only)
 }
 
 /* A claim (not deleting) on a device another path holds is refused (binding/ledger.h: a DRA
- * ResourceClaim prepared with it); it binds once that path lets the device go (the ledger
- * says so: every claim is queued then). */
+ * ResourceClaim prepared with it, mediated device instances on it); it binds once that path
+ * lets the device go (the ledger says so: every claim is queued then). */
 static bool refused_by_ledger(struct cjob *j, struct ledger_refusal *ret)
 {
     const char *a = pciobj_address(j->claim);
@@ -660,7 +660,7 @@ static bool refused_by_ledger(struct cjob *j, struct ledger_refusal *ret)
            ledger_check(j->c->ledger, a, LEDGER_PCI_CLAIM, key_of(j), ret) < 0;
 }
 
-static bool dra_refuses(struct cjob *j)
+static bool ledger_refuses(struct cjob *j)
 {
     struct ledger_refusal why;
     if (!refused_by_ledger(j, &why))
@@ -673,7 +673,7 @@ static bool dra_refuses(struct cjob *j)
 
 static void node_work(struct cjob *j)
 {
-    if (!dra_refuses(j))
+    if (!ledger_refuses(j))
         start_node_work(j, false);
 }
 
@@ -826,11 +826,12 @@ static void enqueue_all(void *self, const struct watch_event *ev)
     runner_enqueue_all(c->runner);
 }
 
-/* A DRA claim let devices go: claims refused because of them may go on. */
+/* A DRA claim let devices go, or an mdev parent's last instance went: claims refused because
+ * of them may go on. */
 static void on_released(void *self, const struct watch_event *ev)
 {
     const enum ledger_path *path = ev->data;
-    if (*path == LEDGER_DRA)
+    if (*path == LEDGER_DRA || *path == LEDGER_MDEV)
         enqueue_all(self, ev);
 }
 

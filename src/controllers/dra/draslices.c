@@ -434,19 +434,29 @@ static void job_free(void *p)
     free(j);
 }
 
-/* The PCI addresses this node's PCIDeviceClaims hold (a claim being deleted still does). */
+/* The PCI addresses another path has: this node's PCIDeviceClaims hold them (a claim being
+ * deleted still does), or they are the parents of this node's mediated device instances (the
+ * VGPUDevices that say so: mdevobj_pci_parent_in_use). */
 static struct map *claimed(const struct draslices *s)
 {
     struct map *m = map_new(NULL);
     size_t pos = 0;
     const char *key;
-    const cJSON *claim;
+    const cJSON *claim, *vgpu;
     while (m && kube_informer_next(s->cfg.claims, &pos, &key, &claim)) {
         const cJSON *spec = json_field(claim, "spec");
         const char *address = json_str(spec, "address");
         const char *node = json_str(spec, "nodeName");
         if (address && node && strcmp(node, s->cfg.env.node_name) == 0 &&
             map_put(m, address, (void *)s) < 0)
+            m = map_free(m);
+    }
+    pos = 0;
+    while (m && kube_informer_next(s->cfg.vgpus, &pos, &key, &vgpu)) {
+        const char *parent = mdevobj_pci_parent_in_use(vgpu);
+        if (parent &&
+            json_same(json_str(json_field(vgpu, "spec"), "nodeName"), s->cfg.env.node_name) &&
+            map_put(m, parent, (void *)s) < 0)
             m = map_free(m);
     }
     return m;

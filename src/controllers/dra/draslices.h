@@ -8,7 +8,8 @@
  * Driver DRASLICES_DRIVER, one pool per node named like the node, slices `<node>-vfio-pci-<i>`
  * (spec.nodeName = node, DRASLICES_MAX_DEVICES devices each, ownerReference to the Node). A
  * device is a PCI function of the last scan with no passthrough blocker that no PCIDeviceClaim
- * holds: a claimed device leaves the pool and comes back when its claim is gone. Device name
+ * holds and that is no parent of mediated device instances: a claimed device (or a parent with
+ * instances) leaves the pool and comes back when its claim (its last instance) is gone. Device name
  * `pci-<address with ':' and '.' as '-'>`; attributes (docs/dra.md):
  *   resource.kubernetes.io/pciBusID   string  "0000:65:00.0"
  *   resource.kubernetes.io/pcieRoot   string  "pci0000:64" (left out when unknown)
@@ -83,7 +84,8 @@ struct draslices_input {
     const char *node;                   /* the pool, and spec.nodeName */
     const char *node_uid;               /* NULL while unknown: no ownerReference */
     const struct map *devices;          /* name -> struct pcidevice_spec: the last scan */
-    const struct map *claimed;          /* set of PCI addresses a PCIDeviceClaim holds */
+    const struct map *claimed;          /* set of PCI addresses a PCIDeviceClaim holds, or mdev
+                                           instances use (their parents) */
     const struct draslices_mdev *mdevs; /* the instances of this node, in UUID order */
     size_t n_mdevs;
     const struct cJSON *const *slices; /* the cached slices of the pool */

@@ -45,6 +45,36 @@ bool mdevplan_has_capacity(const struct node_mdev_parent *p)
     return false;
 }
 
+size_t mdevplan_parent_users(const struct node_mdev_instance *v, size_t n, const char *parent,
+                             const char *(*name_of)(const char *uuid, void *arg), void *arg,
+                             char *buf, size_t size)
+{
+    static const char more[] = ", ...";
+    size_t count = 0, len = 0;
+    bool cut = false;
+    if (size)
+        buf[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(v[i].parent, parent) != 0)
+            continue;
+        const char *name = name_of ? name_of(v[i].uuid, arg) : NULL;
+        char one[400];
+        int w = snprintf(one, sizeof(one), "%sinstance %s%s%s%s", count ? ", " : "", v[i].uuid,
+                         name ? " (VGPUDevice " : "", name ? name : "", name ? ")" : "");
+        count++;
+        if (cut || w < 0 || (size_t)w >= sizeof(one) || len + (size_t)w + sizeof(more) > size) {
+            cut = true;
+            continue;
+        }
+        memcpy(buf + len, one, (size_t)w + 1);
+        len += (size_t)w;
+    }
+    const char *tail = len ? more : more + 2; /* "..." alone when not even one fits */
+    if (cut && len + strlen(tail) < size)
+        memcpy(buf + len, tail, strlen(tail) + 1);
+    return count;
+}
+
 static bool deleted(const cJSON *obj)
 {
     return json_field(json_field(obj, "metadata"), "deletionTimestamp") != NULL;

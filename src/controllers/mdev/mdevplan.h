@@ -28,6 +28,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "node/mdev.h"
 
@@ -95,6 +96,17 @@ const struct node_mdev_instance *mdevplan_instance(const struct node_mdev_scan *
                                                    const char *uuid);
 /* Whether parent `p` can make one more instance of some type. */
 bool mdevplan_has_capacity(const struct node_mdev_parent *p);
+
+/*
+ * Who uses PCI parent `parent`, for people (binding/ledger.h's LEDGER_MDEV "who", and so the
+ * message of a claim of the parent): its instances among `v` (`n` of them, in the order given),
+ * "instance <uuid> (VGPUDevice <name>), instance <uuid>, ...", with the object `name_of` gives for
+ * each UUID (NULL: none known). An instance that does not fit in `size` ends the list with
+ * ", ..." (always room for it). Returns how many instances of `parent` `v` has.
+ */
+size_t mdevplan_parent_users(const struct node_mdev_instance *v, size_t n, const char *parent,
+                             const char *(*name_of)(const char *uuid, void *arg), void *arg,
+                             char *buf, size_t size);
 
 /* Whether `obj` is a free slot candidate: disabled, not deleted, no status.uuid. */
 bool mdevplan_is_slot(const struct cJSON *obj);

@@ -32,6 +32,7 @@
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
 #include "controllers/devices/pcidevice.h"
+#include "controllers/mdev/mdevledger.h"
 #include "controllers/mdev/mdevplan.h"
 #include "controllers/objects/kinds.h"
 #include "controllers/objects/mdevobj.h"
@@ -65,6 +66,7 @@ struct vgpudev {
     struct devobjs o; /* first: the runner's ctx */
     struct worker *worker;
     const struct ledger *ledger;
+    struct mdevledger *held; /* the PCI parents with instances, in the ledger */
     int sysfs_fd;
     struct node_mdev_scan scan;
     bool scanned;
@@ -77,6 +79,8 @@ struct vgpudev {
 /* --- the node's mdevs, and the objects to create -----------------------------------------------
  */
 
+static void ledger_sync(struct vgpudev *v);
+
 static void rescan(struct vgpudev *v)
 {
     struct node_mdev_scan s = {0};
@@ -87,12 +91,14 @@ static void rescan(struct vgpudev *v)
             log_warning("Cannot scan the node's mediated devices", KV_STR("message", err.msg),
                         KV_ERRNO(r));
         (void)snprintf(v->scan_error, sizeof(v->scan_error), "%s", err.msg);
+        ledger_sync(v); /* the last scan's, and the creates now */
         return;
     }
     v->scan_error[0] = '\0';
     node_mdev_scan_done(&v->scan);
     v->scan = s;
     v->scanned = true;
+    ledger_sync(v);
 }
 
 static bool ours(const struct vgpudev *v, const cJSON *obj)
@@ -122,18 +128,16 @@ static const char *free_slot_of(const struct vgpudev *v, const char *parent)
     return best;
 }
 
-/* Whether an object of this node names instance `uuid` (status.uuid or spec.uuid). */
 static bool named(const struct vgpudev *v, const char *uuid)
 {
-    struct kube_informer *inf = runner_informer(v->o.runner);
-    const char *key;
-    const cJSON *obj;
-    size_t pos = 0;
-    while (kube_informer_next(inf, &pos, &key, &obj))
-        if (json_same(mdevobj_status_uuid(obj), uuid) ||
-            json_same(json_str(json_field(obj, "spec"), "uuid"), uuid))
-            return true;
-    return false;
+    return mdevledger_object_of(runner_informer(v->o.runner), uuid) != NULL;
+}
+
+/* The ledger's LEDGER_MDEV holdings again (mdev/mdevledger.h). */
+static void ledger_sync(struct vgpudev *v)
+{
+    mdevledger_sync(v->held, &v->scan, runner_informer(v->o.runner),
+                    runner_has_synced(v->o.runner));
 }
 
 static void want_put(struct map *want, const char *name, const char *parent, const char *type,
@@ -479,6 +483,8 @@ static void job_done(struct worker_job *wj, bool cancelled)
     struct vgpudev *v = j->v;
     if (cancelled) {
         runner_job_done(j->rj, RUNNER_RETRY, 0);
+        if (j->create)
+            mdevledger_created(v->held, j->name);
         free(j);
         return;
     }
@@ -495,8 +501,10 @@ static void job_done(struct worker_job *wj, bool cancelled)
                  KV_STR("parent", j->parent));
     }
     runner_job_done(j->rj, RUNNER_DONE, 0);
+    if (j->create)
+        mdevledger_created(v->held, j->name);
     free(j);
-    rescan(v);
+    rescan(v); /* and the ledger: the instance is in the scan now, or the create failed */
     want_sync(v);
 }
 
@@ -517,6 +525,10 @@ static void act(struct runner_job *job, void *p, void *ctx)
     j->rj = job;
     j->wj.run = job_run;
     j->wj.done = job_done;
+    if (j->create) { /* its parent is held from now: a claim of it waits for the create */
+        mdevledger_creating(v->held, j->name, j->parent, j->uuid);
+        ledger_sync(v);
+    }
     log_info(j->create ? "Creating mediated device" : "Removing mediated device",
              KV_STR("vgpudevice", j->name), KV_STR("uuid", j->uuid), KV_STR("parent", j->parent));
     worker_submit(v->worker, &j->wj);
@@ -531,6 +543,7 @@ static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_e
         map_remove(v->said, key);
     }
     want_sync(v);
+    ledger_sync(v); /* the objects a claim's message names */
 }
 
 static bool can_start(void *ctx)
@@ -569,6 +582,7 @@ static void vgpudev_free(void *self)
         return;
     map_free(v->memory);
     map_free(v->said);
+    mdevledger_free(v->held);
     node_mdev_scan_done(&v->scan);
     if (v->sysfs_fd >= 0)
         close(v->sysfs_fd);
@@ -582,7 +596,9 @@ static void *make(const struct part_env *env)
     if (!v)
         return NULL;
     v->worker = manager_worker(env->mgr);
-    v->ledger = manager_part(env->mgr, &ledger_part);
+    struct ledger *l = manager_part(env->mgr, &ledger_part);
+    v->ledger = l;
+    v->held = l ? mdevledger_new(l, env->node_name) : NULL;
     v->memory = map_new(free);
     v->said = map_new(free);
     v->sysfs_fd = node_sysfs_open_root(env->sysfs_root);
@@ -592,7 +608,7 @@ static void *make(const struct part_env *env)
     v->node_failures =
             metrics_one(env->metrics, METRICS_COUNTER, "hostdevd_mdev_node_write_failures_total",
                         "Mediated device creates and removes the kernel refused.");
-    if (!v->worker || !v->memory || !v->said || v->sysfs_fd < 0) {
+    if (!v->worker || !v->held || !v->memory || !v->said || v->sysfs_fd < 0) {
         log_error("Cannot make the VGPUDevice reconciler", KV_STR("sysfs", env->sysfs_root));
         vgpudev_free(v);
         return NULL;

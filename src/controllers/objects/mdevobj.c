@@ -78,6 +78,15 @@ bool mdevobj_offered(const cJSON *obj, const char **ret_uuid, const char **ret_r
     return true;
 }
 
+const char *mdevobj_pci_parent_in_use(const cJSON *obj)
+{
+    const cJSON *spec = json_field(obj, "spec");
+    const char *p = json_str(spec, "parentGPUDeviceAddress");
+    if (!p || !p[0])
+        p = json_str(spec, "address");
+    return mdevobj_status_uuid(obj) && p && kube_names_is_pci_address(p) ? p : NULL;
+}
+
 int mdevobj_iommu_group(const cJSON *obj)
 {
     const char *g = json_str(json_field(obj, "status"), "iommuGroup");

@@ -71,6 +71,14 @@ bool mdevobj_configured(const struct cJSON *obj);
  */
 bool mdevobj_offered(const struct cJSON *obj, const char **ret_uuid, const char **ret_resource);
 
+/*
+ * The PCI parent object `obj` keeps busy (borrowed), or NULL: its status.uuid is set (the
+ * instance exists, is being created, or is not removed yet) and its parent
+ * (spec.parentGPUDeviceAddress, else spec.address) is a PCI address. Such a parent serves its
+ * instances, so it is not offered whole (DRA's pool leaves it out).
+ */
+const char *mdevobj_pci_parent_in_use(const struct cJSON *obj);
+
 /* status.iommuGroup as a number, or -1 when absent or malformed. */
 int mdevobj_iommu_group(const struct cJSON *obj);
 
