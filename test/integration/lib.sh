@@ -377,6 +377,35 @@ agent_vgpu_removed() {
     kapi_status vgpudevices "$1" '{"status":{"uuid":"","vGPUStatus":""}}' >/dev/null
 }
 
+# fake_vmm GROUP: a "VMM" holding the suite's fake /dev/vfio/GROUP ($DEV/vfio/GROUP): a pty held
+# with TIOCEXCL (the agent's open gets EBUSY, as from a vfio group a VMM holds), named
+# qemu-system-x86 with the group open by the fake /proc ($TEST_DIR/proc). In the background,
+# tracked; HOLDER is its pid; SIGTERM lets go (the files removed, as a process's are at exit).
+fake_vmm() {
+    python3 - "$DEV/vfio/$1" "$TEST_DIR/proc" "$1" >"$TEST_DIR/holder.log" 2>&1 <<'EOF' &
+import fcntl, os, signal, sys, termios
+path, proc = sys.argv[1], os.path.join(sys.argv[2], str(os.getpid()))
+m, s = os.openpty()
+os.symlink(os.ttyname(s), path)
+fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
+fcntl.ioctl(fd, termios.TIOCEXCL)
+os.close(s)
+os.makedirs(proc + "/fd")
+os.symlink("/dev/vfio/" + sys.argv[3], proc + "/fd/17")
+with open(proc + "/comm", "w") as f:
+    f.write("qemu-system-x86\n")
+def let_go(*_):
+    for p in (proc + "/fd/17", proc + "/comm", path):
+        os.unlink(p)
+    os._exit(0)
+signal.signal(signal.SIGTERM, let_go)
+while True:
+    signal.pause()
+EOF
+    HOLDER=$!
+    track "$HOLDER"
+}
+
 # agent_ready pci|usb NAME: the claim's status as its agent writes it once the device is ready.
 agent_ready() {
     local now cond

@@ -296,28 +296,7 @@ if eventually 60 running dp-mdev; then pass "a pod gets the instance from the de
 # Its "VMM": the fake /dev/vfio/200 (the instance's group), a pty held with TIOCEXCL (the agent's
 # open gets EBUSY, as from a vfio group a VMM holds), named by the fake /proc.
 mkdir -p "$DEV/vfio"
-python3 - "$DEV/vfio/200" "$TEST_DIR/proc" >"$TEST_DIR/holder.log" 2>&1 <<'EOF' &
-import fcntl, os, signal, sys, termios
-path, proc = sys.argv[1], os.path.join(sys.argv[2], str(os.getpid()))
-m, s = os.openpty()
-os.symlink(os.ttyname(s), path)
-fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
-fcntl.ioctl(fd, termios.TIOCEXCL)
-os.close(s)
-os.makedirs(proc + "/fd")
-os.symlink("/dev/vfio/200", proc + "/fd/17")
-with open(proc + "/comm", "w") as f:
-    f.write("qemu-system-x86\n")
-def let_go(*_):
-    for p in (proc + "/fd/17", proc + "/comm", path):
-        os.unlink(p)
-    os._exit(0)
-signal.signal(signal.SIGTERM, let_go)
-while True:
-    signal.pause()
-EOF
-HOLDER=$!
-track "$HOLDER"
+fake_vmm 200
 holding() { [ -s "$TEST_DIR/proc/$HOLDER/comm" ]; }
 holding_not() { [ ! -e "$TEST_DIR/proc/$HOLDER/comm" ]; }
 eventually 10 holding || fail "the VMM holds /dev/vfio/200" "$(cat "$TEST_DIR/holder.log")"

@@ -333,28 +333,7 @@ echo "--- a claim deleted while a VM holds its device stays offered until the VM
 # resourceCapacity=N): what it was sent from the deletion on must never shrink while the claim
 # waits; once the VMM exits, the device is restored, the claim goes and kubelet is sent 1.
 mkdir -p "$DEV/vfio"
-python3 - "$DEV/vfio/3" "$TEST_DIR/proc" >"$TEST_DIR/holder.log" 2>&1 <<'EOF' &
-import fcntl, os, signal, sys, termios
-path, proc = sys.argv[1], os.path.join(sys.argv[2], str(os.getpid()))
-m, s = os.openpty()
-os.symlink(os.ttyname(s), path)
-fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
-fcntl.ioctl(fd, termios.TIOCEXCL)
-os.close(s)
-os.makedirs(proc + "/fd")
-os.symlink("/dev/vfio/3", proc + "/fd/17")
-with open(proc + "/comm", "w") as f:
-    f.write("qemu-system-x86\n")
-def let_go(*_):
-    for p in (proc + "/fd/17", proc + "/comm", path):
-        os.unlink(p)
-    os._exit(0)
-signal.signal(signal.SIGTERM, let_go)
-while True:
-    signal.pause()
-EOF
-HOLDER=$!
-track "$HOLDER"
+fake_vmm 3
 KLOG=$KUBELET_DIR/kubelet.log
 holding() { [ -s "$TEST_DIR/proc/$HOLDER/comm" ]; }
 # pushed FROM RESOURCE: kubelet's resourceCapacity in each message since line FROM of its log
