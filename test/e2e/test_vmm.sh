@@ -15,8 +15,13 @@
 # UUID -> the agent creates the instance, opened by a VMM (`-device
 # vfio-pci,sysfsdev=/sys/bus/mdev/devices/<uuid>`, SeaBIOS finds 4348:3253); disabling it while
 # the VMM holds it gives DeviceInUse naming the VMM (no remove written: the kernel's would block),
-# and the agent removes it when the VMM exits. Prints claim -> device in the nested machine, VMM
-# exit -> device back on e1000e, enable -> instance published, and the mdev steps' times.
+# and the agent removes it when the VMM exits. The agent sees mtty's parent come and go from the
+# kernel's uevents (no SIGHUP, no resync): `rmmod mtty` deletes its free slots, `modprobe mtty`
+# brings one back. Then a reboot with an instance enabled (its UUID the agent's choice): after it
+# ParentMissing with the UUID kept; mtty loaded as an administrator's boot script would -> the
+# instance made again with the same UUID, opened by a VMM. Prints claim -> device in the nested
+# machine, VMM exit -> device back on e1000e, enable -> instance published, modprobe -> free
+# slot, reboot -> instance back, and the mdev steps' times.
 SUITE=e2e-vmm
 # shellcheck source=test/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -227,6 +232,7 @@ echo "  VMM quit -> instance removed: $(secs "$T1" "$T_BACK") s (with the 1 s pa
 echo "--- the parent goes and comes back: seen from its uevents"
 # rmmod mtty: the kernel unregisters the parent (uevent "change MDEV_STATE=unregistered"); its
 # free slots go at once, not at the next resync. modprobe again: a free slot again.
+SEC_T0=$SECONDS
 mtty_slots() { kubectl get vgpudevices -l "devices.harvesterhci.io/mdev-parent=mtty,nodename=$NODE" -o name 2>/dev/null | wc -l; }
 T0=$(now)
 expect_ok "rmmod mtty" guest 'rmmod mtty'
@@ -236,6 +242,7 @@ T0=$(now)
 mtty_load >/dev/null || fail "modprobe mtty again"
 if eventually 30 vg_is "$SLOT" '.status.conditions[0].reason' Available; then pass "modprobe mtty: a free slot $SLOT again"; else fail "a free slot after modprobe again" "$(kubectl get vgpudevices 2>&1)"; fi
 echo "  modprobe mtty -> free slot published: $(secs "$T0" "$(now)") s"
+echo "  (the parent gone and back: $((SECONDS - SEC_T0)) s)"
 
 echo "--- a reboot: the instance made again with the same UUID"
 # mdevs do not survive a reboot, and mtty is not loaded at boot: the test loads it after the
@@ -244,6 +251,7 @@ echo "--- a reboot: the instance made again with the same UUID"
 # there does not survive the reboot). The agent, up before it, says ParentMissing and keeps the
 # UUID; the parent's uevent makes it create the instance again. No spec.uuid: the UUID kept is
 # the one the agent chose.
+SEC_T0=$SECONDS
 kubectl patch vgpudevice "$SLOT" --type merge -p '{"spec":{"enabled":true,"vGPUTypeName":"mtty-1","uuid":null}}' >/dev/null
 if eventually 60 vg_is "$SLOT" .status.vGPUStatus vGPUConfigured; then pass "enabled with mtty-1, no spec.uuid: vGPUConfigured"; else fail "enabled before the reboot" "$(vg_reason "$SLOT"): $(vg_message "$SLOT")"; fi
 RUUID=$(vg "$SLOT" .status.uuid)
@@ -264,6 +272,7 @@ echo "  reboot -> instance back: $(secs "$T_REBOOT" "$T_BACK") s (modprobe mtty 
 vmm_start_mdev "$RUUID"
 if eventually 60 vmm_bios_saw 4348:3253; then pass "a VMM opens it: SeaBIOS finds 4348:3253"; else fail "a VMM opens the mdev after the reboot" "$(guest 'cat /tmp/vmm.err; tail -5 /tmp/vmm.bios')"; fi
 vmm_quit
+echo "  (the reboot checks: $((SECONDS - SEC_T0)) s, of which the reboot ${REBOOT_SECONDS} s)"
 echo "  the mdev checks took $((SECONDS - MDEV_T0)) s"
 
 finish
