@@ -234,9 +234,10 @@ echo "--- the parent goes and comes back: seen from its uevents"
 # free slots go at once, not at the next resync. modprobe again: a free slot again.
 SEC_T0=$SECONDS
 mtty_slots() { kubectl get vgpudevices -l "devices.harvesterhci.io/mdev-parent=mtty,nodename=$NODE" -o name 2>/dev/null | wc -l; }
+mtty_slots_gone() { [ "$(mtty_slots)" -eq 0 ]; }
 T0=$(now)
 expect_ok "rmmod mtty" guest 'rmmod mtty'
-if eventually 30 test "$(mtty_slots)" -eq 0; then pass "the agent deletes mtty's free slots (the parent is gone)"; else fail "mtty's free slots deleted after rmmod" "$(kubectl get vgpudevices 2>&1)"; fi
+if eventually 30 mtty_slots_gone; then pass "the agent deletes mtty's free slots (the parent is gone)"; else fail "mtty's free slots deleted after rmmod" "$(kubectl get vgpudevices 2>&1)"; fi
 echo "  rmmod mtty -> its slots deleted: $(secs "$T0" "$(now)") s"
 T0=$(now)
 mtty_load >/dev/null || fail "modprobe mtty again"
