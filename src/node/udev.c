@@ -114,6 +114,8 @@ int node_udev_receive(struct node_udev *u, struct node_uevent *ret)
         copy(ret->subsystem, sizeof(ret->subsystem), udev_device_get_subsystem(d));
         copy(ret->sysname, sizeof(ret->sysname), udev_device_get_sysname(d));
         copy(ret->driver, sizeof(ret->driver), udev_device_get_driver(d));
+        copy(ret->mdev_state, sizeof(ret->mdev_state),
+             udev_device_get_property_value(d, "MDEV_STATE"));
         udev_device_unref(d);
         return 1;
     }

@@ -31,15 +31,19 @@ enum node_udev_source {
 };
 
 struct node_uevent {
-    char action[16];    /* "add", "remove", "bind", "unbind", "change", ... */
-    char subsystem[32]; /* "pci", "usb", ... */
-    char sysname[64];   /* "0000:00:1f.6", "2-1.4", ... ("" when the kernel sent none) */
-    char driver[64];    /* DRIVER= of the event, "" when none */
+    char action[16];     /* "add", "remove", "bind", "unbind", "change", ... */
+    char subsystem[32];  /* "pci", "usb", ... */
+    char sysname[64];    /* "0000:00:1f.6", "2-1.4", ... ("" when the kernel sent none) */
+    char driver[64];     /* DRIVER= of the event, "" when none */
+    char mdev_state[16]; /* MDEV_STATE= ("registered", "unregistered": the kernel's change event
+                            on a device that became or stopped being an mdev parent, whatever
+                            its subsystem), "" when none */
 };
 
-/* Opens a monitor for the NULL-terminated list of `subsystems` (e.g. {"pci", "usb", NULL}).
- * Returns 0 and sets `*ret`, or -errno (-EPERM without CAP_NET_ADMIN for the udev source,
- * -EPROTONOSUPPORT where netlink uevents do not exist). */
+/* Opens a monitor for the NULL-terminated list of `subsystems` (e.g. {"pci", "usb", NULL}), or
+ * for every subsystem when `subsystems` is NULL (an mdev parent can be of any). Returns 0 and sets
+ * `*ret`, or -errno (-EPERM without CAP_NET_ADMIN for the udev source, -EPROTONOSUPPORT where
+ * netlink uevents do not exist). */
 int node_udev_new(enum node_udev_source source, const char *const *subsystems,
                   struct node_udev **ret);
 

@@ -16,8 +16,8 @@
 #   guest CMD...                     run CMD (one shell command line) in the guest; its output on
 #                                    stdout, its exit status returned (GUEST_TIMEOUT, default 60 s)
 #   guest_agent_ready                the agent's /readyz answers ok
-#   node_reboot                      `reboot -f` in the guest, back when its control channel is;
-#                                    sets REBOOT_SECONDS
+#   node_reboot [TIMEOUT]            `reboot -f` in the guest, back when its control channel is
+#                                    (within TIMEOUT s, default 120); sets REBOOT_SECONDS
 #   node_stop [NAME]                 stop a node (all of them on exit)
 #   node_logs [NAME]                 copy the guest's agent log into NODE_DIR, print its tail
 #   node_hmp 'COMMAND'               qemu monitor command (e.g. device_add / device_del for USB)
@@ -147,7 +147,7 @@ guest_agent_ready() { # (wget fails on the 503 of a not yet ready agent)
 
 node_reboot() {
     local out
-    out=$(python3 "$GUESTCTL" "$NODE_DIR/ctl.sock" reboot --timeout 300) || return 1
+    out=$(python3 "$GUESTCTL" "$NODE_DIR/ctl.sock" reboot --timeout "${1:-300}") || return 1
     REBOOT_SECONDS=$out
 }
 

@@ -152,7 +152,9 @@ static void check(const struct node_uevent *ev, const uint8_t *msg, size_t len, 
 {
     if (!memchr(ev->action, 0, sizeof(ev->action)) ||
         !memchr(ev->subsystem, 0, sizeof(ev->subsystem)) ||
-        !memchr(ev->sysname, 0, sizeof(ev->sysname)) || !memchr(ev->driver, 0, sizeof(ev->driver)))
+        !memchr(ev->sysname, 0, sizeof(ev->sysname)) ||
+        !memchr(ev->driver, 0, sizeof(ev->driver)) ||
+        !memchr(ev->mdev_state, 0, sizeof(ev->mdev_state)))
         abort();
     if (strcmp(ev->subsystem, "pci") != 0 && strcmp(ev->subsystem, "usb") != 0)
         abort(); /* the monitor asked for these only */

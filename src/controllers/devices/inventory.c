@@ -42,7 +42,9 @@ struct inventory_metrics {
     struct metrics_series *usb_devices, *usb_scans, *usb_scan_errors, *usb_scan_seconds;
 };
 
-enum { RESCAN_PCI = 1, RESCAN_USB = 2, RESCAN_ALL = 3 };
+/* What a burst of uevents asks for. A PCI scan rescans the mdevs too (the mdev reconciler
+ * watches its result), so RESCAN_MDEV alone only says the mdevs changed. */
+enum { RESCAN_PCI = 1, RESCAN_USB = 2, RESCAN_ALL = 3, RESCAN_MDEV = 4 };
 
 struct inventory {
     struct inventory_config cfg;
@@ -341,6 +343,8 @@ static void scan(struct inventory *inv, int what, const char *why)
 {
     if (what & RESCAN_PCI)
         scan_pci(inv, why);
+    else if (what & RESCAN_MDEV)
+        manager_emit(inv->cfg.env.mgr, &inventory_mdevs_changed, NULL);
     if ((what & RESCAN_USB) && inv->cfg.usb)
         scan_usb(inv, why);
 }
@@ -385,6 +389,21 @@ static void on_uevent_timer(struct ev_loop *loop, ev_timer *w, int revents)
     scan(inv, what, "uevent");
 }
 
+/* What an event asks for: its subsystem's rescan; the mdevs for a parent's MDEV_STATE change
+ * (any subsystem: a PCI GPU's or a virtual device's like mtty's) or an instance's add, remove,
+ * bind or unbind (subsystem mdev: made by hand, by mdevctl, or gone with its parent); 0 for the
+ * rest (the monitor takes every subsystem). */
+static int rescan_of(const struct node_uevent *ev)
+{
+    if (strcmp(ev->subsystem, "pci") == 0)
+        return RESCAN_PCI;
+    if (strcmp(ev->subsystem, "usb") == 0)
+        return RESCAN_USB;
+    if (ev->mdev_state[0] || strcmp(ev->subsystem, "mdev") == 0)
+        return RESCAN_MDEV;
+    return 0;
+}
+
 static void on_uevent(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct inventory *inv = w->data;
@@ -401,10 +420,13 @@ static void on_uevent(struct ev_loop *loop, ev_io *w, int revents)
             ev_io_stop(loop, w);
             return;
         } else {
+            what = rescan_of(&ev);
+            log_v(what ? 3 : 5, "Kernel event", KV_STR("action", ev.action),
+                  KV_STR("subsystem", ev.subsystem), KV_STR("device", ev.sysname),
+                  KV_STR("driver", ev.driver), KV_STR("mdevState", ev.mdev_state));
+            if (!what)
+                continue;
             metrics_inc(inv->m.uevents);
-            log_v(3, "Kernel event", KV_STR("action", ev.action), KV_STR("subsystem", ev.subsystem),
-                  KV_STR("device", ev.sysname), KV_STR("driver", ev.driver));
-            what = strcmp(ev.subsystem, "usb") == 0 ? RESCAN_USB : RESCAN_PCI;
         }
         uevent_hint(inv, what);
     }
@@ -412,12 +434,11 @@ static void on_uevent(struct ev_loop *loop, ev_io *w, int revents)
 
 static void start_uevents(struct inventory *inv)
 {
-    static const char *const subsystems[] = {"pci", "usb", NULL};
     enum node_udev_source src;
     if (strcmp(inv->cfg.uevent_source, "none") == 0 ||
         node_udev_source_from_string(inv->cfg.uevent_source, &src) < 0)
         return;
-    int r = node_udev_new(src, subsystems, &inv->udev);
+    int r = node_udev_new(src, NULL, &inv->udev); /* every subsystem: see rescan_of */
     if (r < 0) {
         log_warning("Cannot listen to kernel events; relying on the periodic rescan",
                     KV_STR("source", inv->cfg.uevent_source), KV_ERRNO(r));
@@ -448,7 +469,8 @@ static void register_metrics(struct inventory *inv)
     m->scan_errors = metrics_one(reg, METRICS_COUNTER, "hostdevd_pci_scan_errors_total",
                                  "Failed PCI scans.");
     m->uevents = metrics_one(reg, METRICS_COUNTER, "hostdevd_uevents_total",
-                             "Kernel device events received (PCI and USB).");
+                             "Kernel device events received that cause a rescan (PCI, USB and "
+                             "mediated devices).");
     m->overflows = metrics_one(reg, METRICS_COUNTER, "hostdevd_uevent_overflows_total",
                                "Times kernel events were lost (each causes a rescan).");
     m->scan_seconds = metrics_one(reg, METRICS_GAUGE, "hostdevd_pci_scan_duration_seconds",
@@ -533,6 +555,7 @@ void inventory_free(void *userdata)
 }
 
 const struct topic inventory_rescan_wanted = {"a rescan is wanted"};
+const struct topic inventory_mdevs_changed = {"the kernel's mediated devices changed"};
 
 static void on_rescan_wanted(void *self, const struct watch_event *ev)
 {

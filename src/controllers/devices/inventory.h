@@ -4,10 +4,12 @@
  * of every PCI function (node/pci.c; bridges left out) and the desired USBDevice of every USB
  * device (node/usb.c; root hubs left out), and hands each successful scan to its owner. Scans
  * at start, every resync period, on SIGHUP (the process's rescan hook) and after kernel uevents
- * (one monitor for both subsystems), debounced: a burst of them (a driver probing many
- * functions, a hub with its devices) becomes one rescan of the subsystems it touched once they
- * have been quiet for 250 ms, at most 2 s after the first. A failed scan keeps the previous
- * inventory. Logs; registers the hostdevd_pci_*, hostdevd_usb_* and hostdevd_uevent* metrics.
+ * (one monitor of every subsystem; pci and usb events rescan theirs, mediated-device events are
+ * handed on: inventory_mdevs_changed; the rest are dropped), debounced: a burst of them (a driver
+ * probing many functions, a hub with its devices) becomes one rescan of the subsystems it touched
+ * once they have been quiet for 250 ms, at most 2 s after the first. A failed scan keeps the
+ * previous inventory. Logs; registers the hostdevd_pci_*, hostdevd_usb_* and hostdevd_uevent*
+ * metrics.
  */
 #pragma once
 
@@ -38,6 +40,13 @@ struct inventory_config {
  * `data` is the why that is logged (a string constant). */
 struct topic;
 extern const struct topic inventory_rescan_wanted;
+
+/* Emitted (with NULL) after a burst of kernel uevents that say the node's mediated devices changed
+ * and asked for no PCI scan: an mdev parent registered or unregistered (the kernel's "change"
+ * with MDEV_STATE on the parent device, of any subsystem: a virtual parent such as mtty is no
+ * PCI device) or an instance came or went (subsystem mdev). A PCI scan is not followed by it:
+ * whoever scans the mdevs watches pcidevices_wanted too. */
+extern const struct topic inventory_mdevs_changed;
 
 /* Opens PCI access. Returns 0 and the inventory, or a negative errno after logging why. */
 int inventory_new(const struct inventory_config *cfg, struct inventory **ret);

@@ -30,6 +30,7 @@
 #include "controllers/binding/ledger.h"
 #include "controllers/devices/devobjs.h"
 #include "controllers/devices/devwrite.h"
+#include "controllers/devices/inventory.h"
 #include "controllers/devices/nodeuid.h"
 #include "controllers/devices/pcidevice.h"
 #include "controllers/mdev/mdevledger.h"
@@ -623,7 +624,8 @@ static int start(void *self)
     return devobjs_start(v);
 }
 
-/* A PCI scan (each resync, each device event): the mdevs again. */
+/* A PCI scan (each resync, each PCI device event), or the kernel's word that mdevs changed (a
+ * parent registered or unregistered, an instance came or went): the mdevs again. */
 static void on_scan(void *self, const struct watch_event *ev)
 {
     struct vgpudev *v = self;
@@ -645,6 +647,7 @@ static void on_claim(void *self, const struct watch_event *ev)
 
 static const struct watch watches[] = {
         {.topic = &pcidevices_wanted, .map = on_scan},
+        {.topic = &inventory_mdevs_changed, .map = on_scan},
         {.kind = &kind_pcideviceclaims, .map = on_claim},
         {0},
 };

@@ -21,8 +21,10 @@
  * - After a restart instances are found by status.uuid and nothing is written (an idle node
  *   writes nothing); after a reboot an enabled object's instance is created again with the same
  *   UUID.
- * The node's mdevs are scanned (node/mdev.h: quick reads) at start, at each PCI inventory scan
- * and after each create or remove. Logs each create, remove and refusal once.
+ * The node's mdevs are scanned (node/mdev.h: quick reads) at start, at each PCI inventory scan,
+ * after the kernel's events that say a parent registered or unregistered or an instance came or
+ * went (inventory_mdevs_changed: a module loaded after the agent started is seen at once), and
+ * after each create or remove. Logs each create, remove and refusal once.
  */
 #pragma once
 
