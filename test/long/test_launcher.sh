@@ -20,9 +20,24 @@
 #   3. DRA: a ResourceClaim allocated to the e1000e, prepared through the agent's DRA plugin
 #      (grpctool plays kubelet), the CDI spec's mount applied to the launcher's filesystem as a
 #      runtime would, the VMI's host device naming the claim (HostDevicesWithDRA): the same
-#      outcomes, and unprepare refused while QEMU holds the device, then restoring e1000e.
-# Prints: launcher start -> device in the VM, VM stopped -> device restored, and libvirt's QEMU
-# probe on a cold and a filled capabilities cache.
+#      outcomes, and unprepare refused while QEMU holds the device, then restoring e1000e;
+#   4. a mediated device (issue 45): the kernel's mtty sample loaded in the node, the agent's free
+#      VGPUDevice slot enabled with type mtty-2 and a UUID (the agent creates the instance), its
+#      device plugin's Allocate called by kubelet's device manager: exactly
+#      MDEV_PCI_RESOURCE_DEVICES_HARVESTERHCI_IO_MTTY-2=<uuid> and the group's device nodes; the
+#      VMI's hostDevices naming devices.harvesterhci.io/mtty-2: KubeVirt writes <hostdev
+#      mode='subsystem' type='mdev' model='vfio-pci'> with the UUID, libvirt starts QEMU with
+#      vfio-pci sysfsdev=/sys/bus/mdev/devices/<uuid>, QEMU holds /dev/vfio/<group>, the VM's
+#      firmware programmed the card's two I/O BARs (4348:3253 in `info pci`); the VGPUDevice
+#      disabled while the VM runs waits (DeviceInUse naming QEMU, no remove written), the VM
+#      stopped -> the instance removed. Then DRA: enabled again (the same UUID), mdev-<uuid> in the
+#      node's pool, a ResourceClaim of class mdev.vfio-pci.hostdevd.io prepared, the VMI's host
+#      device naming the claim: the same domain, QEMU and VM evidence from the metadata's mdevUUID;
+#      unprepared after the launcher, disabled -> removed.
+# LAUNCHER_CASES picks the cases and their order (default "control plugins dra mdev";
+# LAUNCHER_CASES=mdev boots the node and runs only case 4).
+# Prints: launcher start -> device in the VM, VM stopped -> device restored (instance removed),
+# and libvirt's QEMU probe on a cold and a filled capabilities cache.
 # shellcheck disable=SC2317 # (functions called through eventually, and the cases after a finish)
 SUITE=long-launcher
 # shellcheck source=test/e2e/lib.sh
