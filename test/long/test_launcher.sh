@@ -91,18 +91,18 @@ vm_bars() { launcher_vm_bars 8086:10d3 | grep -c 'BAR[0-9]'; }
 # launcher_run NAME ENVFILE VMIFILE: the launcher started, T_RUN its time to a running domain.
 # KubeVirt's launcher gives the libvirtd it starts 10 s to answer (createLibvirtConnection in
 # cmd/virt-launcher) and exits when it does not: a node starved of CPU by other work on the host
-# misses that. Then the launcher is started again (at most three times, said in the output), not
+# misses that. Then the launcher is started again (at most five times, said in the output), not
 # waited for in vain.
 launcher_exited() { guest "grep -q 'virt-launcher-monitor: Exiting' /var/log/launcher.log"; }
 launcher_up() { launcher_running || launcher_exited; }
 launcher_run() {
     local try
-    for try in 1 2 3; do
+    for try in 1 2 3 4 5; do
         launcher_start "$2" "$3" >/dev/null || return 1
         eventually 300 launcher_up || return 1
         launcher_running && break
         launcher_log | grep -q 'failed to connect to virtqemud' || return 1
-        [ "$try" = 3 ] || echo "  (the launcher exited: libvirtd did not answer within KubeVirt's 10 s; started again)"
+        [ "$try" = 5 ] || echo "  (the launcher exited: libvirtd did not answer within KubeVirt's 10 s; started again)"
     done
     launcher_running || return 1
     T_RUN=$(secs "$LAUNCHER_T0" "$(now)")
