@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test/long/test_launcher.sh - KubeVirt's own virt-launcher starts the VM with the claimed devices
-# (`make test-long`: about 4 minutes of TCG node time and, on a cold cache, a 6-minute build of
-# virt-launcher and a 75 MB package fetch). A qemu node (hack/qemu-node.sh --launcher) holds
+# (`make test-long`: cases 1-3 about 4-6 minutes of TCG node time, the mdev case 4 two more
+# launcher runs; on a cold cache, a 6-minute build of virt-launcher and a 75 MB package fetch). A qemu node (hack/qemu-node.sh --launcher) holds
 # KubeVirt v1.9.0's virt-launcher and virt-launcher-monitor (hack/kubevirt-build.sh, from the Go
 # module proxy) in a root filesystem of Debian bookworm-backports' libvirt 11.3 and QEMU 10.0
 # (hack/launcher-rootfs.sh); the launcher runs there in its standalone mode (the VMI as YAML in
