@@ -388,7 +388,7 @@ case_mdev() {
     stop_launcher_bg
     if eventually 60 vg_removed; then pass "the agent removes the instance once QEMU is gone"; else
         fail "removed after the VM stopped" "$(vg_reason "$SLOT"): $(vg_message "$SLOT")"; fi
-    echo "  launcher's SIGTERM -> instance removed: $(secs "$t0" "$(now)") s (with the agent's 5 s re-check)"
+    echo "  launcher's SIGTERM -> instance removed: $(secs "$t0" "$(now)") s (the agent re-checks a held instance)"
     if stop_launcher_wait; then pass "the launcher stopped (SIGTERM; $QEMU_EXIT): no monitor, no QEMU"; else fail "the launcher stops (mdev)" "$(dump_launcher)"; fi
     expect_ok "... /dev/vfio/$MGROUP is gone, mtty-1 24 and mtty-2 12 available again" \
         test "$(guest "test -e /dev/vfio/$MGROUP && echo held")$(mdev_avail mtty-1 mtty-2)" = "24 12"
