@@ -530,8 +530,12 @@ static void act(struct runner_job *job, void *p, void *ctx)
         mdevledger_creating(v->held, j->name, j->parent, j->uuid);
         ledger_sync(v);
     }
-    log_info(j->create ? "Creating mediated device" : "Removing mediated device",
-             KV_STR("vgpudevice", j->name), KV_STR("uuid", j->uuid), KV_STR("parent", j->parent));
+    if (j->create)
+        log_info("Creating mediated device", KV_STR("vgpudevice", j->name), KV_STR("uuid", j->uuid),
+                 KV_STR("parent", j->parent));
+    else /* (a held instance is looked at again every few seconds: "Removed" is said at info) */
+        log_v(2, "Removing mediated device unless it is held", KV_STR("vgpudevice", j->name),
+              KV_STR("uuid", j->uuid), KV_STR("parent", j->parent));
     worker_submit(v->worker, &j->wj);
 }
 
