@@ -86,16 +86,18 @@ export -f kubectl helm
 # seen at once, and a long wait (a qemu node's reboot) runs one kubectl or guest command a
 # second instead of two (make test's CPU, not its waits, sets its time on 2 cores).
 eventually() {
-    local deadline=$((SECONDS + $1)) pause=(0.2 0.3 0.5 0.7) i=0 t0=$SECONDS r=0
+    # (names of its own: the command runs in its scope, and a predicate that sets a global `r`
+    # or `i` would set these instead)
+    local _ev_end=$((SECONDS + $1)) _ev_pause=(0.2 0.3 0.5 0.7) _ev_i=0 _ev_t0=$SECONDS _ev_rc=0
     shift
     until "$@" >/dev/null 2>&1; do
-        [ $SECONDS -lt $deadline ] || { r=1; break; }
-        sleep "${pause[i]:-1}"
-        i=$((i + 1))
+        [ $SECONDS -lt $_ev_end ] || { _ev_rc=1; break; }
+        sleep "${_ev_pause[_ev_i]:-1}"
+        _ev_i=$((_ev_i + 1))
     done
     [ -z "${HOSTDEVD_TEST_TRACE:-}" ] || echo "eventually ${BASH_SOURCE[1]##*/}:${BASH_LINENO[0]}" \
-        "$((SECONDS - t0))s tries=$((i + 1)) rc=$r $1" >>"$HOSTDEVD_TEST_TRACE"
-    return $r
+        "$((SECONDS - _ev_t0))s tries=$((_ev_i + 1)) rc=$_ev_rc $1" >>"$HOSTDEVD_TEST_TRACE"
+    return $_ev_rc
 }
 
 # track PID...: background processes of the test (agents, controllers), killed when the test

@@ -120,6 +120,14 @@ W=$(grep -nF "name=\"$S0\" patch=\"{\\\"status\\\":{\\\"uuid\\\":\\\"$U0" "$TEST
 C=$(grep -nF "Creating mediated device\" vgpudevice=\"$S0\"" "$TEST_DIR/agent.log" | head -1 | cut -d: -f1)
 [ -n "$W" ] && [ -n "$C" ] && [ "$W" -lt "$C" ] && pass "status.uuid written before the create (agent log lines $W, $C)" ||
     fail "status.uuid written before the create" "uuid write at '$W', create at '$C'"
+vg_events() { # NAME REASON: the messages of the VGPUDevice's Events with that reason
+    kubectl get events -n default --field-selector "involvedObject.name=$1,reason=$2" -o jsonpath='{.items[*].message}'
+}
+created_event() { [ -n "$(vg_events "$S0" Created)" ]; }
+if eventually 10 created_event; then
+    expect_contains "... an Event Created says what was made where" "$(vg_events "$S0" Created)" \
+        "mediated device $U0 of type mtty-2 created on parent mtty"
+else fail "an Event Created" "$(kubectl get events -n default 2>&1 | tail -5)"; fi
 [ "$(avail mtty-2)" = 0 ] && pass "mtty-2 has no capacity left" || fail "mtty-2 capacity" "$(avail mtty-2)"
 if eventually 30 slots_are "$S1 "; then pass "a new free slot $S1 (mtty-1 has capacity)"; else fail "a new free slot" "$(slots)"; fi
 
@@ -173,6 +181,10 @@ if eventually 30 back; then pass "the three instances are created again with the
 echo "--- disable and delete"
 patch "$S0" '{"spec":{"enabled":false}}'
 if eventually 30 no_instance "$U0"; then pass "disabled: the instance is removed"; else fail "disabled: removed" "$(reason "$S0"): $(message "$S0")"; fi
+removed_event() { [ -n "$(vg_events "$S0" Removed)" ]; }
+if eventually 10 removed_event; then
+    expect_contains "... an Event Removed" "$(vg_events "$S0" Removed)" "mediated device $U0 of type mtty-2 removed from parent mtty"
+else fail "an Event Removed" "$(kubectl get events -n default 2>&1 | tail -5)"; fi
 cleared() { is "$S0" '{.status.uuid}{.status.vGPUStatus}{.metadata.finalizers}' ""; }
 if eventually 30 cleared; then pass "... status.uuid, vGPUStatus and the finalizer cleared"; else fail "cleared" "$(kubectl get vgpu "$S0" -o json | jq -c '[.status, .metadata.finalizers]')"; fi
 if eventually 30 slots_are "$S0 "; then pass "... and it is the free slot again"; else fail "free slot again" "$(slots)"; fi

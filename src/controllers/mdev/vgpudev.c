@@ -41,6 +41,7 @@
 #include "controllers/runtime/runner.h"
 #include "controllers/runtime/worker.h"
 #include "kube/client.h"
+#include "kube/events.h"
 #include "kube/informer.h"
 #include "kube/names.h"
 #include "node/holder.h"
@@ -75,6 +76,7 @@ struct vgpudev {
     struct map *memory;   /* name -> struct memory */
     struct map *said;     /* name -> the last refusal logged */
     struct metrics_series *node_writes, *node_failures;
+    struct kube_recorder *events; /* Created, Removed, CreateFailed, RemoveFailed */
 };
 
 /* --- the node's mdevs, and the objects to create -----------------------------------------------
@@ -198,7 +200,7 @@ struct job {
     struct runner_job *rj;
     struct vgpudev *v;
     bool create;
-    char name[KUBE_NAME_MAX + 1];
+    char name[KUBE_NAME_MAX + 1], uid[64];
     char uuid[NODE_MDEV_UUID_SIZE], type[NODE_MDEV_NAME_SIZE], parent[NODE_MDEV_NAME_SIZE];
     int group;
     long long generation;
@@ -277,6 +279,8 @@ static struct job *job_of(struct vgpudev *v, const char *key, const struct mdevp
     j->v = v;
     j->create = mp->step == MDEVPLAN_CREATE;
     (void)snprintf(j->name, sizeof(j->name), "%s", key);
+    const char *uid = kube_meta_str(obj, "uid");
+    (void)snprintf(j->uid, sizeof(j->uid), "%s", uid ? uid : "");
     (void)snprintf(j->uuid, sizeof(j->uuid), "%s", mp->uuid);
     (void)snprintf(j->type, sizeof(j->type), "%s", mp->type);
     (void)snprintf(j->parent, sizeof(j->parent), "%s",
@@ -478,6 +482,25 @@ static void remember(struct vgpudev *v, const struct job *j)
         free(m);
 }
 
+/* The node work's outcome as an Event on the VGPUDevice (a refusal because the instance is held
+ * is the Ready condition's, said once there). */
+static void emit(struct job *j)
+{
+    struct kube_event_ref ref = {.api_version = "devices.harvesterhci.io/v1beta1",
+                                 .kind = "VGPUDevice",
+                                 .name = j->name,
+                                 .uid = j->uid[0] ? j->uid : NULL};
+    char note[1200];
+    if (j->reason)
+        (void)snprintf(note, sizeof(note), "%s", j->err.msg);
+    else
+        (void)snprintf(note, sizeof(note), "mediated device %s of type %s %s parent %s", j->uuid,
+                       j->type, j->create ? "created on" : "removed from", j->parent);
+    const char *reason = j->create ? (j->reason ? "CreateFailed" : "Created")
+                                   : (j->reason ? "RemoveFailed" : "Removed");
+    (void)kube_recorder_emit(j->v->events, &ref, j->reason != NULL, reason, reason, note);
+}
+
 static void job_done(struct worker_job *wj, bool cancelled)
 {
     struct job *j = (struct job *)wj;
@@ -496,10 +519,12 @@ static void job_done(struct worker_job *wj, bool cancelled)
         log_warning(j->create ? "Cannot create mediated device" : "Cannot remove mediated device",
                     KV_STR("vgpudevice", j->name), KV_STR("uuid", j->uuid),
                     KV_STR("message", j->err.msg));
+        emit(j);
     } else if (!j->reason) {
         log_info(j->create ? "Created mediated device" : "Removed mediated device",
                  KV_STR("vgpudevice", j->name), KV_STR("uuid", j->uuid), KV_STR("type", j->type),
                  KV_STR("parent", j->parent));
+        emit(j);
     }
     runner_job_done(j->rj, RUNNER_DONE, 0);
     if (j->create)
@@ -587,6 +612,9 @@ static void vgpudev_free(void *self)
         return;
     map_free(v->memory);
     map_free(v->said);
+    if (v->events)
+        kube_recorder_flush(v->events);
+    v->events = kube_recorder_free(v->events);
     mdevledger_free(v->held);
     node_mdev_scan_done(&v->scan);
     if (v->sysfs_fd >= 0)
@@ -607,13 +635,17 @@ static void *make(const struct part_env *env)
     v->memory = map_new(free);
     v->said = map_new(free);
     v->sysfs_fd = node_sysfs_open_root(env->sysfs_root);
+    char instance[300];
+    (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", env->node_name);
+    struct kube_recorder_config rc = {.controller = "hostdevd.io/agent", .instance = instance};
+    v->events = kube_recorder_new(env->loop, env->http, &rc);
     v->node_writes = metrics_one(env->metrics, METRICS_COUNTER, "hostdevd_mdev_node_writes_total",
                                  "Mediated devices created and removed (and removals refused "
                                  "because a process holds the device).");
     v->node_failures =
             metrics_one(env->metrics, METRICS_COUNTER, "hostdevd_mdev_node_write_failures_total",
                         "Mediated device creates and removes the kernel refused.");
-    if (!v->worker || !v->held || !v->memory || !v->said || v->sysfs_fd < 0) {
+    if (!v->worker || !v->held || !v->memory || !v->said || !v->events || v->sysfs_fd < 0) {
         log_error("Cannot make the VGPUDevice reconciler", KV_STR("sysfs", env->sysfs_root));
         vgpudev_free(v);
         return NULL;
