@@ -50,12 +50,18 @@ def remove(uuid):
     inst = os.path.realpath(link)
     tdir = os.path.realpath(os.path.join(inst, "mdev_type"))
     g = os.path.realpath(os.path.join(inst, "iommu_group"))
-    for name in (link, os.path.join(tdir, "devices", uuid)):
-        if os.path.islink(name):
-            os.unlink(name)
+    # The kernel removes an instance before the write to `remove` returns, so the writer never
+    # scans a half-removed one; this fake works 50 ms later, so it gives the capacity back first:
+    # giving it back last left a window where a scan saw neither the instance nor its capacity,
+    # and the agent rightly deleted the parent's free slot (a flake in make test).
+    tlink = os.path.join(tdir, "devices", uuid)
+    if os.path.islink(tlink):
+        os.unlink(tlink)
+    avail(tdir, 1)
+    if os.path.islink(link):
+        os.unlink(link)
     shutil.rmtree(g, ignore_errors=True)
     shutil.rmtree(inst)
-    avail(tdir, 1)
 
 
 def tick():
