@@ -8,7 +8,7 @@
 # a VF's MAC, VLAN, spoof check and trust are set and `ip link show` on the PF shows them; a
 # reboot of the node loses the VFs and the agent makes them again, with their settings, and the
 # claim binds its VF again. Prints the time from numVFs written to every VF's PCIDevice published
-# (five samples and their median).
+# (two samples and their median; five in make test-long, E2E_SRIOV_ALL=1).
 SUITE=e2e-sriov
 # shellcheck source=test/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -135,14 +135,20 @@ OUT=$(kubectl get pcidevice "$(name_of "$PF")" -o jsonpath='{.status.passthrough
 [[ $OUT != *SRIOVEnabled* ]] && pass "the PF's SRIOVEnabled blocker is cleared" || fail "SRIOVEnabled cleared" "$OUT"
 
 echo "--- timed: numVFs written -> every VF published"
-for n in 3 5 2; do
-    T0=$(now)
-    numvfs "$n"
-    S=$(published_after "$n" "$T0") && SAMPLES+=("$S")
-    numvfs 0
-    eventually 60 vf_count_is 0 || true
-done
+# make test: the two samples above; make test-long (E2E_SRIOV_ALL=1, test/long/test_sriov_all.sh):
+# three more counts written and taken back (a VF's probe is seconds of the TCG guest).
+WANT_SAMPLES=2
+if [ -n "${E2E_SRIOV_ALL:-}" ]; then
+    WANT_SAMPLES=5
+    for n in 3 5 2; do
+        T0=$(now)
+        numvfs "$n"
+        S=$(published_after "$n" "$T0") && SAMPLES+=("$S")
+        numvfs 0
+        eventually 60 vf_count_is 0 || true
+    done
+fi
 MEDIAN=$(printf '%s\n' "${SAMPLES[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
 echo "  numVFs written -> all VF PCIDevices published: ${SAMPLES[*]} s (median $MEDIAN s of ${#SAMPLES[@]})"
-[ "${#SAMPLES[@]}" -eq 5 ] && pass "five samples" || fail "five samples" "${SAMPLES[*]}"
+[ "${#SAMPLES[@]}" -eq "$WANT_SAMPLES" ] && pass "$WANT_SAMPLES samples" || fail "$WANT_SAMPLES samples" "${SAMPLES[*]}"
 finish

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# test/e2e/test_identity.sh - a device's identity survives renumbering on a real kernel: a qemu
-# node (hack/qemu-node.sh) with one more e1000e (mac=52:54:00:12:34:56) behind a PCIe root port
-# in slot 9 (QEMU_NODE_QEMU_ARGS; the fixed layout is left as it is), and kube-scheduler on the
+# test/long/test_identity_renumber.sh - a device's identity survives renumbering on a real
+# kernel (make test-long: two TCG boots of make test's 2 cores; make test has the same on the fake
+# tree, test/integration/test_identity.sh): a qemu node (hack/qemu-node.sh) with one more e1000e
+# (mac=52:54:00:12:34:56) behind a PCIe root port in slot 9 (QEMU_NODE_QEMU_ARGS; the fixed layout is left as it is), and kube-scheduler on the
 # host. QEMU's e1000e has a PCIe Device Serial Number made of its MAC address (hw/net/e1000e.c:
 # 52-54-00-ff-ff-12-34-56), which the agent, root in the guest, reads from config space.
 # Checks: the PCIDevice of the e1000e (0000:01:00.0 on the first boot) has serialNumber = that
@@ -12,9 +13,9 @@
 # root port at a lower address (slot 8) is put in front; the kernel numbers it bus 01 and our
 # e1000e moves to 0000:02:00.0 with the same serial and slot, and a second pod with the same
 # template is allocated it there, not the card now at 0000:01:00.0. Two boots.
-SUITE=e2e-identity
+SUITE=long-identity-renumber
 # shellcheck source=test/e2e/lib.sh
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../e2e/lib.sh"
 cd "$ROOT" || exit 1
 NODE=qid
 DRIVER=vfio-pci.hostdevd.io
