@@ -6,7 +6,8 @@
 # it arrives; each action's start is stamped just before its request (or QMP command) is sent, on
 # a connection made beforehand. The agent runs in the guest with its node-bound token under the
 # project's RBAC and admission policies; the controller on the host with its service account's
-# token, KubeVirt v1.9.0's own kubevirts CRD holding the CR (test/e2e/test_controller.sh's setup).
+# token, KubeVirt v1.9.0's own kubevirts CRD holding the CR (test/long/test_controller_node.sh's
+# setup).
 #   claim created -> the claim's watch event with status.passthroughEnabled true (the e1000e)
 #   claim Ready -> the first KubeVirt CR event whose pciHostDevices has the device's entry
 #   claim deleted -> the PCIDevice's event with status.kernelDriverInUse e1000e again (the agent

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test/e2e/test_controller.sh - `hostdevd controller` end to end: the controller (sanitizer
+# test/long/test_controller_node.sh - `hostdevd controller` end to end (make test-long: the same
+# with fake agents is make test's test/integration/test_controller.sh): the controller (sanitizer
 # build) runs on the host with the token of its own service account under manifests/
 # controller-rbac.yaml, KubeVirt v1.9.0's own kubevirts CRD holds the CR, and a qemu node's agent
 # (node-bound token, the project's RBAC and admission policies) binds a real e1000e. Checks: the
@@ -9,9 +10,9 @@
 # removes the entry and empties the annotation; the foreign entry stays, in place; every CR write
 # came from the controller's service account. Prints the time from claim Ready to entry present
 # (both as seen by polling the API server).
-SUITE=e2e-controller
+SUITE=long-controller-node
 # shellcheck source=test/e2e/lib.sh
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../e2e/lib.sh"
 cd "$ROOT" || exit 1
 NODE=qctl
 NIC=0000:00:04.0 # e1000e 8086:10d3
