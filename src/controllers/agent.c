@@ -16,7 +16,7 @@
     X(nodeuid_part)     /* devices/nodeuid: the Node's uid, for owner references */                \
     X(pcibind_env_part) /* binding/pcibind: the node work's sysfs, for claims and DRA */           \
     X(ledger_part)      /* binding/ledger: who holds each device */                                \
-    X(health_part)      /* binding/health: which device is unhealthy, and why */                   \
+    X(health_part)      /* health/health: which device is unhealthy, and why */                    \
     X(pcidevices_part)  /* devices/pcidevice: PCIDevices */                                        \
     X(pciclaim_part)    /* claims/pciclaim: PCIDeviceClaims */                                     \
     X(usbdevices_part)  /* devices/usbdevice: USBDevices */                                        \

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * controllers/binding/health.h - the health of this node's PCI devices, written down once: which
+ * controllers/health/health.h - the health of this node's PCI devices, written down once: which
  * device is unhealthy, why (a reason from the list below) and what to do (a message), and since
  * when. The parts that find a problem report it here: the claim reconciler and the DRA plugin
  * after a release's reset and verification (a reset that failed, a device that no longer answers

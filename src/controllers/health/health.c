@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * controllers/binding/health.c - the health of this node's PCI devices (see health.h).
+ * controllers/health/health.c - the health of this node's PCI devices (see health.h).
  *
  * Decisions:
  * - Only unhealthy devices are stored: a device nothing is known against is healthy, so a new
@@ -9,7 +9,7 @@
  *   device: the store, not the object, is the truth once it has a word (the PCIDevice reconciler
  *   writes the object from the store).
  */
-#include "controllers/binding/health.h"
+#include "controllers/health/health.h"
 
 #include <cjson/cJSON.h>
 #include <ev.h>
