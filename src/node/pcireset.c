@@ -94,7 +94,7 @@ static int read_id(int root_fd, const char *address, const char *attr, uint16_t 
 int node_pcireset_probe_ids(int root_fd, const char *address, uint16_t *ret_vendor,
                             uint16_t *ret_device)
 {
-    uint16_t v, d;
+    uint16_t v = 0, d = 0; /* (set when r == 0; the analyzer cannot tell) */
     int r = read_id(root_fd, address, "vendor", &v);
     if (r == 0)
         r = read_id(root_fd, address, "device", &d);
