@@ -68,6 +68,8 @@ release_said() { # reason text
 if [ -n "$METHODS" ]; then
     if eventually 10 release_said DeviceReset "reset by the kernel (reset_method: $METHODS); back on driver \"e1000e\"; it answers as 8086:10d3"; then
         pass "the Event DeviceReset names the guest kernel's methods ($METHODS) and e1000e"
+        US=$(guest "grep -o 'resetMicroseconds=[0-9]*' /var/log/hostdevd.log | tail -1")
+        echo "  the reset (${METHODS%% *}) took ${US#resetMicroseconds=} us in the guest (TCG)"
     else
         fail "the Event DeviceReset names the methods ($METHODS)" "$(kubectl get events -n default --field-selector involvedObject.name="$(name_of "$NIC")" -o jsonpath='{range .items[*]}{.reason}: {.message}{"\n"}{end}')"
     fi

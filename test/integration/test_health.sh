@@ -109,6 +109,8 @@ fi
 OUT=$(grep '"Device unhealthy after its release"' "$TEST_DIR/agent.log")
 expect_contains "the agent logs each unhealthy device once, with its reason" "$OUT" \
     "device=\"$DEAD\"" "reason=\"NotResponding\"" "device=\"$OTHER\"" "reason=\"IdChanged\""
+OUT=$(grep '"Reset device on release"' "$TEST_DIR/agent.log" | grep "device=\"$RESET\"")
+expect_contains "the agent logs the reset, its method and how long it took" "$OUT" 'method="flr"' "resetMicroseconds="
 [ "$(grep -c '"Device unhealthy after its release"' "$TEST_DIR/agent.log")" = 2 ] &&
     pass "two unhealthy devices, two log lines" || fail "two unhealthy devices, two log lines" "$OUT"
 

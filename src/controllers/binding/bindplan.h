@@ -55,6 +55,7 @@ enum bindplan_outcome_kind {
 struct bindplan_release {
     bool checked;       /* the release judged the device (then the rest is set) */
     bool reset;         /* a reset was done (and worked) */
+    int reset_us;       /* how long the write to reset took */
     char method[32];    /* the method the kernel tries first ("flr"), "" when not reset */
     const char *health; /* NULL healthy, else the reason (a HEALTH_* of health.h) */
     char message[BINDPLAN_MESSAGE_SIZE]; /* what was done and seen; unhealthy: what to do */

@@ -184,6 +184,7 @@ static void run_bind(struct pcibind_job *j)
 static void reset_device(struct pcibind_job *j, const struct node_vfio_dev *d,
                          struct node_pcireset_facts *f, char *methods, size_t size)
 {
+    struct timespec t0, t1;
     int fd = j->env->sysfs_fd;
     int r = node_pcireset_methods(fd, j->address, methods, size);
     f->methods = r == 0 ? methods : NULL;
@@ -197,7 +198,11 @@ static void reset_device(struct pcibind_job *j, const struct node_vfio_dev *d,
     if (f->skipped)
         return;
     f->reset_tried = true;
+    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
     f->reset_error = node_pcireset_reset(fd, j->address);
+    (void)clock_gettime(CLOCK_MONOTONIC, &t1);
+    j->out.release.reset_us =
+            (int)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
     pcibind_fault_point("restore", "reset");
 }
 

@@ -54,6 +54,9 @@ void healthrelease_say(struct kube_recorder *events, struct health *h,
     healthrelease_message(node, address, rel, msg, sizeof(msg));
     if (events)
         (void)kube_recorder_emit(events, ref, warning, reason, warning ? "Release" : reason, msg);
+    if (rel->reset)
+        log_info("Reset device on release", KV_STR("device", address),
+                 KV_STR("method", rel->method), KV_INT("resetMicroseconds", rel->reset_us));
     if (!rel->health)
         return;
     struct health_state now;
