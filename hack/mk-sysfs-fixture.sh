@@ -29,6 +29,13 @@
 # nvme_serial=STRING (nvme/nvme0/serial; '_' is a space, %XX the byte XX, as for USB strings),
 # slot=NAME (bus/pci/slots/NAME/address holds DOMAIN:BUS:DEV; every function of that device
 # that gives slot= must give the same NAME, and a NAME names one device).
+# Reset and verification on release (node/pcireset.h): reset_method=M[,M...] (the kernel's
+# reset methods: reset_method holds them space separated, and an empty reset file takes what is
+# written; "none" for an empty list, as after `echo > reset_method`; without the key a device
+# has neither file, as when the kernel knows no method), reset_file=0 (reset_method without
+# reset, never seen on a kernel: for tests of the readers), live_ids=VVVV:DDDD (the ids the
+# first 4 bytes of config answer with, when they are not VENDOR:DEVICE: ffff:ffff for a device
+# that does not respond, others for one that came back as another device).
 # Exits 2 on a malformed description.
 #
 # USB devices: lines starting with the word "usb".
@@ -94,6 +101,7 @@ re_name='^[A-Za-z0-9_.-]+$'
 declare -a addrs=()
 declare -A class progif ven dev subv subd rev drv iommu numa irq totalvfs numvfs physfn omit netdev
 declare -A mac mac_assign dsn nvme_serial slot slot_addr
+declare -A reset_method reset_file live_ids # reset and verification on release
 declare -A vfs   # PF address -> its VFs' addresses, space separated, in description order
 declare -A slots # DOMAIN:BUS:DEV -> number of functions
 declare -a usbs=() # USB port paths, in description order
@@ -143,6 +151,13 @@ parse_key() { # address key value lineno
     slot) [[ $v =~ $re_name ]] || die "line $n: bad slot name '$v'"
         [ "${slot_addr[$v]:-${a%.*}}" = "${a%.*}" ] || die "line $n: slot $v is another device's"
         slot[$a]=$v slot_addr[$v]=${a%.*} ;;
+    reset_method) [[ $v =~ ^[a-z_]+(,[a-z_]+)*$ ]] || die "line $n: reset_method=$v is not M[,M...]"
+        reset_method[$a]=$v ;;
+    reset_file) [[ $v == 0 || $v == 1 ]] || die "line $n: reset_file=$v is not 0 or 1"
+        reset_file[$a]=$v ;;
+    live_ids) v=${v,,}
+        [[ $v =~ $re_ids ]] || die "line $n: live_ids=$v is not VVVV:DDDD"
+        live_ids[$a]=$v ;;
     *) die "line $n: unknown key '$k'" ;;
     esac
 }
@@ -424,6 +439,25 @@ write_sriov() { # address dir
     if [ -n "$first" ]; then printf '%s\n' "${dev[$first]}"; else echo 0; fi >"$d/sriov_vf_device"
 }
 
+# reset_method, reset and the ids config answers with (reset_method=, reset_file=, live_ids=).
+write_reset() { # address dir
+    local a=$1 d=$2 v
+    if [ -n "${reset_method[$a]:-}" ]; then
+        v=${reset_method[$a]//,/ }
+        if [ "$v" = none ]; then : >"$d/reset_method"; else printf '%s\n' "$v" >"$d/reset_method"; fi
+        [ "${reset_file[$a]:-1}" = 0 ] || : >"$d/reset"
+    fi
+    if [ -n "${live_ids[$a]:-}" ]; then
+        v=${live_ids[$a]}
+        le16 "${v%%:*}"
+        local ids=$REPLY
+        le16 "${v##*:}"
+        # shellcheck disable=SC2059 # the format is built from hex bytes on purpose
+        { printf "$ids$REPLY"; tail -c +5 "$d/config"; } >"$d/config.new"
+        mv "$d/config.new" "$d/config"
+    fi
+}
+
 write_device() { # address index
     local a=$1 idx=$2 d rel bar
     devdir "$a"
@@ -433,6 +467,7 @@ write_device() { # address index
     write_attrs "$a" "$d"
     write_resource "$a" "$d/resource" "$bar"
     write_config "$a" "$d/config" "$bar"
+    write_reset "$a" "$d"
 
     link "../../../$rel" "$out/bus/pci/devices/$a"
     link "../../../bus/pci" "$d/subsystem"

@@ -2,7 +2,8 @@
 # test/e2e/test_claims.sh - PCIDeviceClaims on a real kernel: a qemu node (hack/qemu-node.sh)
 # whose agent runs with a token bound to its Node under the project's RBAC and admission
 # policies (manifests/). Checks: a claim binds an e1000e to vfio-pci (/dev/vfio/<group>, Ready,
-# passthroughEnabled) and deleting it brings e1000e back; a device the admin put on vfio-pci
+# passthroughEnabled) and deleting it resets it (DeviceReset naming the guest kernel's
+# reset_method) and brings e1000e back; a device the admin put on vfio-pci
 # (vfio-pci ids= in modprobe.d, or a driverctl-style driver_override) records vfio-pci and stays
 # on vfio-pci, its override kept, after its claim is deleted; the management NIC is refused as
 # host-critical and keeps working; a VM holding the group (an open /dev/vfio/<group>) holds the
@@ -57,6 +58,24 @@ fi
 expect_ok "claim deleted" kubectl delete pcideviceclaim "$(name_of "$NIC")" --wait=false
 if eventually 60 claim_gone "$NIC"; then pass "the claim goes away once restored"; else fail "the claim goes away once restored" "$(reason "$NIC")"; fi
 expect_ok "$NIC is back on e1000e" on_driver "$NIC" e1000e
+# The release reset it through the kernel first (node/pcireset.h), by the methods the guest's
+# kernel lists for it (pm for an e1000e on the root bus: no FLR, no bus reset there).
+METHODS=$(guest "cat /sys/bus/pci/devices/$NIC/reset_method 2>/dev/null")
+release_said() { # reason text
+    kubectl get events -n default --field-selector "reason=$1,involvedObject.name=$(name_of "$NIC")" \
+        -o jsonpath='{.items[*].message}' | grep -qF "$2"
+}
+if [ -n "$METHODS" ]; then
+    if eventually 10 release_said DeviceReset "reset by the kernel (reset_method: $METHODS); back on driver \"e1000e\"; it answers as 8086:10d3"; then
+        pass "the Event DeviceReset names the guest kernel's methods ($METHODS) and e1000e"
+        US=$(guest "grep -o 'resetMicroseconds=[0-9]*' /var/log/hostdevd.log | tail -1")
+        echo "  the reset (${METHODS%% *}) took ${US#resetMicroseconds=} us in the guest (TCG)"
+    else
+        fail "the Event DeviceReset names the methods ($METHODS)" "$(kubectl get events -n default --field-selector involvedObject.name="$(name_of "$NIC")" -o jsonpath='{range .items[*]}{.reason}: {.message}{"\n"}{end}')"
+    fi
+else
+    if eventually 10 release_said Restored "not reset"; then pass "no reset method in the guest: Restored says not reset"; else fail "no reset method: Restored says not reset"; fi
+fi
 
 echo "--- a device the admin put on vfio-pci stays there after a claim"
 # Two ways an admin keeps a device on vfio-pci: (a) vfio-pci's ids= option in modprobe.d, which

@@ -440,6 +440,20 @@ if eventually 30 unprepared; then pass "unprepared: no checkpoint entry, no CDI 
 GOT=$(overrides)
 [ "$GOT" = "${PORTS[0]}= ${PORTS[1]}= " ] && pass "... and every port given back: its driver_override cleared" ||
     fail "every port given back" "$GOT"
+dev_said() { # address text: an Event on its PCIDevice says it
+    kubectl get events -n default --field-selector "involvedObject.name=$(pci_name "$1")" \
+        -o jsonpath='{range .items[*]}{.reason}: {.message}{"\n"}{end}' | grep -qF "$2"
+}
+# What each release did and saw (node/pcireset.h), on the port's PCIDevice: not reset (the
+# ports were moved off vfio-pci by hand above, as the kernel would have after the unbind; the
+# reset itself is test_health.sh's and test/e2e/test_claims.sh's), back on i40e, the ids.
+for a in "${PORTS[@]}"; do
+    if eventually 20 dev_said "$a" "Restored: device $a not reset: it was not on vfio-pci when this release began (a release resumed); back on driver \"i40e\"; it answers as 8086:1572"; then
+        pass "... $a: the unprepare's findings in an Event on its PCIDevice"
+    else
+        fail "$a: the unprepare's findings on its PCIDevice" "$(kubectl get events -n default -o jsonpath='{range .items[*]}{.reason}: {.message}{"\n"}{end}' | grep "$a")"
+    fi
+done
 kill -HUP "$AGENT_PID"
 
 echo "--- a restarted agent keeps its checkpoint"

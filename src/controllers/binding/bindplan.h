@@ -4,7 +4,8 @@
  * worker observed in sysfs, the bind checks that judge them (readable, present, IOMMU group,
  * not a platform device, not host-critical, no USB devices enabled behind it, group complete,
  * the original driver recorded first), and the outcome the worker reports (checked, refused,
- * bound, restored, ...). What pcibind (the worker's side) and the PCIDeviceClaim reconciler
+ * bound, restored with what the release's reset and verification found, ...). What pcibind
+ * (the worker's side) and the PCIDeviceClaim reconciler
  * (the decision on the outcome) both speak. Pure: no I/O, no logging; unit-tested.
  */
 #pragma once
@@ -49,13 +50,28 @@ enum bindplan_outcome_kind {
     BINDPLAN_RELEASED, /* deleting, and the claim never touched the device: nothing restored */
 };
 
+/* What a restore did to the device and saw after it (node/pcireset.h's verdict): the reset
+ * when the device was on vfio-pci and free, then the ids it answers with and its driver. */
+struct bindplan_release {
+    bool checked;       /* the release judged the device (then the rest is set) */
+    bool reset;         /* a reset was done (and worked) */
+    int reset_us;       /* how long the write to reset took */
+    char method[32];    /* the method the kernel tries first ("flr"), "" when not reset */
+    const char *health; /* NULL healthy, else the reason (a HEALTH_* of health.h) */
+    char message[BINDPLAN_MESSAGE_SIZE]; /* what was done and seen; unhealthy: what to do */
+    char summary[640];                   /* the reset and the ids only ("not reset: ...; it
+                                            answers as 8086:10d3") */
+};
+
 struct bindplan_outcome {
     enum bindplan_outcome_kind kind;
     const char *reason;
     char message[BINDPLAN_MESSAGE_SIZE];
     char driver[64];
     int group;
-    int bind_us; /* BINDPLAN_BOUND: how long the bind steps and verification took */
+    int bind_us;                     /* BINDPLAN_BOUND: how long the bind steps and verification
+                                        took */
+    struct bindplan_release release; /* BINDPLAN_RESTORED, BINDPLAN_FAILED of a restore */
 };
 
 /* The bind checks, in order: readable, present, IOMMU group, not host-critical (unless it is

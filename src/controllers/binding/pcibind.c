@@ -17,6 +17,7 @@
 #include "kube/names.h"
 #include "node/hostuse.h"
 #include "node/kmod.h"
+#include "node/pcireset.h"
 #include "node/sriov.h"
 #include "node/sysfs.h"
 #include "node/vfio.h"
@@ -176,6 +177,60 @@ static void run_bind(struct pcibind_job *j)
     j->out.reason = r < 0 ? "BindFailed" : "Bound";
 }
 
+/* The release's reset (node/pcireset.h): a device on vfio-pci whose group nobody holds (the
+ * caller checked) is reset when the kernel knows a method for it. A release that crashed after
+ * the reset finds the device on vfio-pci again and resets it again: harmless. One that crashed
+ * after the unbind finds it on its driver: no reset then (said in the facts). */
+static void reset_device(struct pcibind_job *j, const struct node_vfio_dev *d,
+                         struct node_pcireset_facts *f, char *methods, size_t size)
+{
+    struct timespec t0, t1;
+    int fd = j->env->sysfs_fd;
+    int r = node_pcireset_methods(fd, j->address, methods, size);
+    f->methods = r == 0 ? methods : NULL;
+    if (!d->present || strcmp(d->driver, NODE_VFIO_DRIVER) != 0)
+        f->skipped = "it was not on vfio-pci when this release began (a release resumed)";
+    else if (r == 0 && !methods[0])
+        f->skipped = "its reset methods are turned off (reset_method is empty)";
+    else if (r < 0 && (r != -ENOENT || !node_pcireset_can_reset(fd, j->address)))
+        f->skipped = r == -ENOENT ? "the kernel knows no reset method for it (no reset_method)"
+                                  : "its reset_method cannot be read";
+    if (f->skipped)
+        return;
+    f->reset_tried = true;
+    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
+    f->reset_error = node_pcireset_reset(fd, j->address);
+    (void)clock_gettime(CLOCK_MONOTONIC, &t1);
+    j->out.release.reset_us =
+            (int)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+    pcibind_fault_point("restore", "reset");
+}
+
+/* After the restore (`restore_error` its -errno): the ids the device answers with, its driver,
+ * and the verdict on all of it in the outcome. */
+static void judge_release(struct pcibind_job *j, int restore_error, struct node_pcireset_facts *f)
+{
+    struct node_vfio_dev now;
+    struct node_pcireset_verdict v;
+    struct bindplan_release *rel = &j->out.release;
+    int fd = j->env->sysfs_fd, r = node_vfio_observe(fd, j->address, &now);
+    f->address = j->address;
+    f->present = r < 0 || now.present;
+    f->driver = r == 0 ? now.driver : "";
+    f->original = j->original;
+    f->restore_error = restore_error;
+    f->ids_error = r < 0 ? r : node_pcireset_probe_ids(fd, j->address, &f->vendor, &f->device);
+    if (f->ids_error == 0)
+        f->ids_error = node_pcireset_live_ids(fd, j->address, &f->live_vendor, &f->live_device);
+    node_pcireset_judge(f, &v);
+    rel->checked = true;
+    rel->reset = f->reset_tried && f->reset_error == 0;
+    rel->health = v.reason;
+    (void)snprintf(rel->method, sizeof(rel->method), "%s", v.method);
+    (void)snprintf(rel->summary, sizeof(rel->summary), "%s", v.summary);
+    (void)snprintf(rel->message, sizeof(rel->message), "%s", v.message);
+}
+
 static void run_restore(struct pcibind_job *j)
 {
     struct node_vfio_dev d;
@@ -197,6 +252,9 @@ static void run_restore(struct pcibind_job *j)
         return;
     }
     struct err err = {{0}};
+    struct node_pcireset_facts f = {0};
+    char methods[128];
+    reset_device(j, &d, &f, methods, sizeof(methods));
     r = node_vfio_converge(fd, j->address, NODE_VFIO_RESTORE, j->original, on_vfio_step, NULL, &d,
                            &err);
     (void)snprintf(j->out.message, sizeof(j->out.message), "%s", err.msg);
@@ -204,6 +262,7 @@ static void run_restore(struct pcibind_job *j)
     j->out.reason = r < 0 ? "RestoreFailed" : "Restored";
     if (r == 0)
         (void)snprintf(j->out.driver, sizeof(j->out.driver), "%s", d.driver);
+    judge_release(j, r, &f);
 }
 
 void pcibind_run(struct worker_job *wj)

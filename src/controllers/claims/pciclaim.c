@@ -32,6 +32,8 @@
 #include "controllers/binding/pcibind.h"
 #include "controllers/devices/pcidevice.h"
 #include "controllers/devices/usbdevice.h"
+#include "controllers/health/health.h"
+#include "controllers/health/healthrelease.h"
 #include "controllers/objects/claimstatus.h"
 #include "controllers/objects/kinds.h"
 #include "controllers/objects/pciobj.h"
@@ -136,8 +138,8 @@ static void decide_deleted(const struct bindplan_outcome *o, const char *address
     d->log = o->kind == BINDPLAN_RESTORED ? "Restored device" : "Released claim";
     d->result = o->kind == BINDPLAN_RESTORED ? "restored" : "released";
     if (o->kind == BINDPLAN_RESTORED)
-        (void)snprintf(d->message, sizeof(d->message), "device %s restored to driver \"%s\"",
-                       address, o->driver);
+        (void)snprintf(d->message, sizeof(d->message), "device %s restored to driver \"%s\"%s%s",
+                       address, o->driver, o->release.checked ? "; " : "", o->release.summary);
     else
         (void)snprintf(d->message, sizeof(d->message),
                        "nothing was changed on device %s: this claim never bound it", address);
@@ -233,6 +235,7 @@ struct pciclaim {
     struct map *failures;          /* claim key -> "reason: message" of the failure last logged */
     struct kube_informer *devices; /* this node's PCIDevices */
     struct ledger *ledger;
+    struct health *health; /* a release's unhealthy verdict goes there */
     struct pcibind_env *bind;
     struct worker *worker;
     struct closewatch *closes; /* /dev/vfio/<group> of deleted claims a VM holds */
@@ -433,6 +436,20 @@ static bool new_failure(struct cjob *j, bool failed, const char *reason, const c
     return true;
 }
 
+/* The release's reset and verification (a restore's outcome): a DeviceReset or Warning Event,
+ * an unhealthy device to the health store. The Restored Event said the rest. */
+static void say_release(struct cjob *j)
+{
+    const struct bindplan_outcome *o = &j->bind.out;
+    struct kube_event_ref ref = {.api_version = "devices.harvesterhci.io/v1beta1",
+                                 .kind = "PCIDeviceClaim",
+                                 .name = key_of(j),
+                                 .uid = kube_meta_str(j->claim, "uid")};
+    if (j->bind.deleting && (o->kind == BINDPLAN_RESTORED || o->kind == BINDPLAN_FAILED))
+        healthrelease_say(j->c->events, j->c->health, &ref, j->c->cfg.env.node_name,
+                          j->bind.address, &o->release, true);
+}
+
 static void say(struct cjob *j)
 {
     const struct pciclaim_decision *d = &j->decision;
@@ -456,6 +473,7 @@ static void say(struct cjob *j)
                  KV_STR("message", note));
     if (d->event_reason)
         emit(j, d->warning, d->event_reason, note);
+    say_release(j);
     count_result(j->c, d->result, j->claim);
 }
 
@@ -795,6 +813,7 @@ struct pciclaim *pciclaim_new(const struct part_env *env)
     c->devices = manager_cache(env->mgr, &kind_pcidevices);
     c->usb_devices = manager_cache(env->mgr, &kind_usbdevices);
     c->ledger = manager_part(env->mgr, &ledger_part);
+    c->health = manager_part(env->mgr, &health_part);
     c->bind = manager_part(env->mgr, &pcibind_env_part);
     c->worker = manager_worker(env->mgr);
     char instance[300];

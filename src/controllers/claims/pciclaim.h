@@ -27,7 +27,7 @@
  * event.
  *
  * After a reboot or a restart every claim is reconciled again and re-bound from sysfs state.
- * HOSTDEVD_FAULT=<goal>:<step> (bind:set-override, bind:unbind, bind:probe,
+ * HOSTDEVD_FAULT=<goal>:<step> (bind:set-override, bind:unbind, bind:probe, restore:reset,
  * restore:clear-override, restore:unbind, restore:probe, restore:bind-original,
  * restore:set-override (an unbound device going back to vfio-pci),
  * claim:finalizer, claim:record-driver) aborts the process right after that step: crash tests.

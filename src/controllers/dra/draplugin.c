@@ -29,12 +29,15 @@
 #include "controllers/devices/pcidevice.h"
 #include "controllers/dra/draprep.h"
 #include "controllers/dra/draslices.h"
+#include "controllers/health/health.h"
+#include "controllers/health/healthrelease.h"
 #include "controllers/objects/kinds.h"
 #include "controllers/objects/pciobj.h"
 #include "controllers/runtime/manager.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/worker.h"
 #include "kube/client.h"
+#include "kube/events.h"
 #include "kube/informer.h"
 #include "kube/names.h"
 #include "kubelet/draapi.h"
@@ -63,6 +66,8 @@ struct dclaim { /* one claim of a call */
     struct cdi_ids {
         char device[DRAPREP_NAME_SIZE + 128], metadata[DRAPREP_NAME_SIZE + 128];
     } * cdi; /* per device: its CDI ids (prepared) */
+
+    struct bindplan_release *released; /* unprepare, per device: what its release found */
 };
 
 struct call {
@@ -95,6 +100,8 @@ struct draplugin {
     bool started, stopping;
     struct metrics_series *prepare_ok, *prepare_err, *unprepare_ok, *unprepare_err, *registered,
             *register_err, *claims_gauge;
+    struct kube_recorder *events; /* a release's reset and verification, on the PCIDevice */
+    struct health *health;        /* ... and an unhealthy device's word */
 };
 
 /* A path into `buf`; one that does not fit is cut (then nothing of that name is found or made
@@ -219,9 +226,10 @@ static struct pcibind_request request(const struct call *k, const char *address,
                                     .n_claimed = k->n_claimed};
 }
 
-/* Gives devices [0, n) of `c` their original drivers back (those not on vfio-pci before). */
+/* Gives devices [0, n) of `c` their original drivers back (those not on vfio-pci before);
+ * what each release found in `released` (NULL: not kept). */
 static int restore_devices(struct call *k, const struct draprep_claim *c, const char *const *orig,
-                           char *error)
+                           char *error, struct bindplan_release *released)
 {
     int failed = 0;
     for (size_t i = 0; i < c->n; i++) {
@@ -230,6 +238,8 @@ static int restore_devices(struct call *k, const struct draprep_claim *c, const 
             continue;
         struct pcibind_request req = request(k, c->devices[i].address, orig[i], NULL);
         pcibind_restore_device(k->p->cfg.bind, &req, &o);
+        if (released)
+            released[i] = o.release;
         if (o.kind != BINDPLAN_RESTORED && o.kind != BINDPLAN_RELEASED && failed++ == 0) {
             bool busy = o.kind == BINDPLAN_BUSY;
             (void)snprintf(error, ERROR_SIZE, "device %s: %s: %.900s%s", c->devices[i].address,
@@ -316,7 +326,7 @@ static bool mdev_free(struct call *k, struct dclaim *d, size_t i, int group)
 static void undo_prepare(struct call *k, const struct draprep_claim *c, const char *const *orig)
 {
     char ignored[ERROR_SIZE];
-    if (restore_devices(k, c, orig, ignored) == 0) {
+    if (restore_devices(k, c, orig, ignored, NULL) == 0) {
         draprep_checkpoint_remove(k->ck, c->uid);
         (void)save(k, ignored);
     }
@@ -405,7 +415,8 @@ static void unprepare_claim(struct call *k, struct dclaim *d)
             goto out;
         }
     }
-    if (restore_devices(k, &d->c, orig, d->error) < 0)
+    d->released = calloc(d->c.n ? d->c.n : 1, sizeof(*d->released));
+    if (restore_devices(k, &d->c, orig, d->error, d->released) < 0)
         goto out;
     char path[PATH_MAX + 300];
     cdi_path(k->p, d->ref->uid, path, sizeof(path));
@@ -445,6 +456,7 @@ static void call_free(struct call *k)
         free(d->annotation);
         free(d->given);
         free(d->cdi);
+        free(d->released);
         draprep_claim_done(&d->c);
     }
     for (size_t i = 0; i < k->n_claimed; i++)
@@ -530,6 +542,30 @@ static void log_results(const struct call *k)
 
 static void start_next(struct draplugin *p);
 
+/* What the unprepare's releases found (healthrelease.h), on each device's PCIDevice: the
+ * agent writes Events in "default" only (manifests/agent-rbac.yaml), not in a claim's
+ * namespace. */
+static void say_releases(const struct call *k)
+{
+    struct draplugin *p = k->p;
+    for (size_t i = 0; !k->prepare && i < k->claims.n; i++) {
+        const struct dclaim *d = &k->dc[i];
+        for (size_t j = 0; d->released && j < d->c.n; j++) {
+            char name[KUBE_NAME_MAX + 1];
+            const char *a = d->c.devices[j].address;
+            if (kube_names_pcidevice(p->cfg.env.node_name, a, name, sizeof(name)) < 0)
+                continue;
+            const cJSON *dev = p->pci_devices ? kube_informer_get(p->pci_devices, name) : NULL;
+            struct kube_event_ref ref = {.api_version = "devices.harvesterhci.io/v1beta1",
+                                         .kind = "PCIDevice",
+                                         .name = name,
+                                         .uid = kube_meta_str(dev, "uid")};
+            healthrelease_say(p->events, p->health, &ref, p->cfg.env.node_name, a, &d->released[j],
+                              false);
+        }
+    }
+}
+
 /* The mdevs a claim was prepared with are no longer the device plugin's to give out (their
  * group was free: its pod, if any, had let go). */
 static void forget_given(const struct call *k)
@@ -555,6 +591,8 @@ static void on_call_done(struct worker_job *wj, bool cancelled)
         k->ck = NULL;
     }
     log_results(k);
+    if (!cancelled)
+        say_releases(k);
     forget_given(k);
     answer(k);
     metrics_set(p->claims_gauge, cJSON_GetArraySize(json_field(p->ck, "claims")));
@@ -881,7 +919,12 @@ struct draplugin *draplugin_new(const struct draplugin_config *cfg)
     (void)snprintf(p->cdi_dir, sizeof(p->cdi_dir), "%s", cfg->cdi_dir);
     p->pci_devices = manager_cache(cfg->env.mgr, &kind_pcidevices);
     p->vgpus = manager_cache(cfg->env.mgr, &kind_vgpudevices);
-    if (!cfg->bind || !cfg->worker || !cfg->ledger) {
+    p->health = manager_part(cfg->env.mgr, &health_part);
+    char instance[300];
+    (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", cfg->env.node_name);
+    struct kube_recorder_config rc = {.controller = "hostdevd.io/agent", .instance = instance};
+    p->events = kube_recorder_new(cfg->env.loop, cfg->env.http, &rc);
+    if (!cfg->bind || !cfg->worker || !cfg->ledger || !p->events) {
         log_error("Cannot make the DRA plugin", KV_ERRNO(-EINVAL));
         draplugin_free(p);
         return NULL;
@@ -983,12 +1026,13 @@ static void draplugin_stop(void *userdata)
     /* No new registration: kubelet stops sending calls (the DRA socket stays for those in
      * flight). */
     p->reg = grpc_server_free(p->reg);
+    kube_recorder_flush(p->events);
 }
 
 static int draplugin_in_flight(void *userdata)
 {
     const struct draplugin *p = userdata;
-    return p->calls;
+    return p->calls + (int)kube_recorder_in_flight(p->events);
 }
 
 static void draplugin_free(void *userdata)
@@ -1009,6 +1053,7 @@ static void draplugin_free(void *userdata)
         (void)rmdir(p->plugin_dir);
     }
     cJSON_Delete(p->ck);
+    p->events = kube_recorder_free(p->events);
     free(p);
 }
 
