@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * kubelet/draapi.c - kubelet's DRA plugin API messages (draapi.h) through protobuf-c and the
- * generated kubelet/draapi.pb-c.h.
+ * kubelet/draapi.c - kubelet's DRA plugin and DRA resource health API messages (draapi.h)
+ * through protobuf-c and the generated kubelet/draapi.pb-c.h and kubelet/drahealth.pb-c.h.
  */
 #include "kubelet/draapi.h"
 
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kubelet/draapi.pb-c.h"
+#include "kubelet/drahealth.pb-c.h"
 #include "kubelet/pbmsg.h"
 
 /* An array of `n` elements of `size` (at least one, so calloc never returns NULL for 0). */
@@ -324,6 +325,117 @@ int draapi_decode_answers(const uint8_t *msg, size_t len, bool prepare, struct d
     protobuf_c_message_free_unpacked(m, NULL);
     if (rc < 0) {
         draapi_results_free(r, n);
+        return err_set(ret_err, rc, "out of memory");
+    }
+    *ret = r;
+    *ret_n = n;
+    return 0;
+}
+
+/* --- resource health ------------------------------------------------------------------------- */
+
+/* The length of `s` cut to `max` bytes on a UTF-8 character's boundary (kubelet's Go decoder
+ * refuses a string that is not UTF-8). */
+static size_t utf8_cut(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max + 1);
+    if (n <= max)
+        return n;
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--;
+    return n;
+}
+
+/* `m` as it is, or a copy cut to DRAAPI_HEALTH_MESSAGE_MAX with "..." (in `*owned`). */
+static char *health_message(const char *m, char **owned)
+{
+    static const char more[] = "...";
+    *owned = NULL;
+    if (!m)
+        return (char *)"";
+    if (strnlen(m, DRAAPI_HEALTH_MESSAGE_MAX + 1) <= DRAAPI_HEALTH_MESSAGE_MAX)
+        return (char *)m;
+    size_t n = utf8_cut(m, DRAAPI_HEALTH_MESSAGE_MAX - (sizeof(more) - 1));
+    if (!(*owned = malloc(n + sizeof(more))))
+        return NULL;
+    memcpy(*owned, m, n);
+    memcpy(*owned + n, more, sizeof(more));
+    return *owned;
+}
+
+int draapi_encode_health(const struct draapi_device_health *d, size_t n, struct buf *out)
+{
+    V1__DeviceHealth *h = array(n, sizeof(*h));
+    V1__DeviceHealth **hp = ptr_array(n);
+    V1__DeviceIdentifier *id = array(n, sizeof(*id));
+    char **owned = ptr_array(n);
+    int r = h && hp && id && owned ? 0 : -ENOMEM;
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        v1__device_identifier__init(&id[i]);
+        id[i].pool_name = (char *)d[i].pool;
+        id[i].device_name = (char *)d[i].name;
+        v1__device_health__init(&h[i]);
+        h[i].device = &id[i];
+        h[i].health = (V1__HealthStatus)d[i].health;
+        h[i].last_updated_time = d[i].updated;
+        h[i].health_check_timeout_seconds = d[i].timeout;
+        if (!(h[i].message = health_message(d[i].message, &owned[i])))
+            r = -ENOMEM;
+        hp[i] = &h[i];
+    }
+    if (r == 0) {
+        V1__NodeWatchResourcesResponse m;
+        v1__node_watch_resources_response__init(&m);
+        m.n_devices = n;
+        m.devices = hp;
+        r = pack(&m.base, out);
+    }
+    for (size_t i = 0; owned && i < n; i++)
+        free(owned[i]);
+    free(owned);
+    free(h);
+    free(hp);
+    free(id);
+    return r;
+}
+
+void draapi_health_free(struct draapi_health_result *r, size_t n)
+{
+    for (size_t i = 0; r && i < n; i++) {
+        free(r[i].pool);
+        free(r[i].name);
+        free(r[i].message);
+    }
+    free(r);
+}
+
+int draapi_decode_health(const uint8_t *msg, size_t len, struct draapi_health_result **ret,
+                         size_t *ret_n, struct err *ret_err)
+{
+    *ret = NULL;
+    *ret_n = 0;
+    V1__NodeWatchResourcesResponse *m = v1__node_watch_resources_response__unpack(NULL, len, msg);
+    if (!m)
+        return unpack_failed("NodeWatchResourcesResponse", ret_err);
+    struct draapi_health_result *r = array(m->n_devices, sizeof(*r));
+    int rc = r ? 0 : -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < m->n_devices; i++) {
+        const V1__DeviceHealth *h = m->devices[i];
+        const V1__DeviceIdentifier *id = h->device;
+        r[i].pool = strdup(id ? id->pool_name : "");
+        r[i].name = strdup(id ? id->device_name : "");
+        r[i].message = strdup(h->message);
+        r[i].health = (enum draapi_health)h->health;
+        r[i].updated = h->last_updated_time;
+        r[i].timeout = h->health_check_timeout_seconds;
+        if (!r[i].pool || !r[i].name || !r[i].message)
+            rc = -ENOMEM;
+    }
+    size_t n = m->n_devices;
+    v1__node_watch_resources_response__free_unpacked(m, NULL);
+    if (rc < 0) {
+        draapi_health_free(r, n);
         return err_set(ret_err, rc, "out of memory");
     }
     *ret = r;

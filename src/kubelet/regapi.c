@@ -11,16 +11,15 @@
 #include "kubelet/pluginreg.pb-c.h"
 
 int regapi_encode_info(const char *type, const char *name, const char *endpoint,
-                       const char *version, struct buf *out)
+                       const char *const *versions, size_t n, struct buf *out)
 {
-    char *versions[] = {(char *)version};
     const Pluginregistration__PluginInfo m = {
             .base = PROTOBUF_C_MESSAGE_INIT(&pluginregistration__plugin_info__descriptor),
             .type = (char *)type,
             .name = (char *)name,
             .endpoint = (char *)endpoint,
-            .n_supported_versions = 1,
-            .supported_versions = versions,
+            .n_supported_versions = n,
+            .supported_versions = (char **)versions,
     };
     return pack(&m.base, out);
 }

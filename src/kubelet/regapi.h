@@ -22,9 +22,9 @@
 #define REGAPI_GET_INFO "/pluginregistration.Registration/GetInfo"
 #define REGAPI_NOTIFY   "/pluginregistration.Registration/NotifyRegistrationStatus"
 
-/* PluginInfo{type, name, endpoint, supported_versions [version]}. */
+/* PluginInfo{type, name, endpoint, supported_versions [versions[0], ..., versions[n - 1]]}. */
 int regapi_encode_info(const char *type, const char *name, const char *endpoint,
-                       const char *version, struct buf *out);
+                       const char *const *versions, size_t n, struct buf *out);
 /* RegistrationStatusResponse (empty). */
 int regapi_encode_status_response(struct buf *out);
 /* RegistrationStatus: whether kubelet registered the plugin and its error text (copied into

@@ -331,12 +331,14 @@ static int reginfo(struct ev_loop *loop, const char *sock)
     struct bytes resp = {0};
     struct err e = {""};
     char type[256], name[256], ep[4096];
-    bool v1 = false;
+    bool v1 = false, health = false;
     buf_init(&req, 16);
     int rc = unary_bytes(loop, sock, DRAAPI_GET_INFO, &req, &resp);
     if (rc == 0 &&
-        draapi_decode_info(resp.data, resp.len, type, name, ep, sizeof(type), &v1, &e) == 0)
-        printf("type=%s name=%s endpoint=%s v1=%s\n", type, name, ep, v1 ? "true" : "false");
+        draapi_decode_info(resp.data, resp.len, type, name, ep, sizeof(type), &v1, &e) == 0 &&
+        draapi_info_health(resp.data, resp.len, &health, &e) == 0)
+        printf("type=%s name=%s endpoint=%s v1=%s health=%s\n", type, name, ep,
+               v1 ? "true" : "false", health ? "true" : "false");
     else if (rc == 0)
         rc = 1;
     free(resp.data);

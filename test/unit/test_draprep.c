@@ -389,6 +389,9 @@ static void test_messages(void)
     CU_ASSERT_STRING_EQUAL(name, "vfio-pci.hostdevd.io");
     CU_ASSERT_STRING_EQUAL(ep, "/p/dra.sock");
     CU_ASSERT(v1);
+    bool health = false;
+    CU_ASSERT_EQUAL(draapi_info_health((const uint8_t *)b.data, b.len, &health, &e), 0);
+    CU_ASSERT(health); /* kubelet opens the health stream only when the versions list it */
     /* RegistrationStatus{plugin_registered: false, error: "no"}: 08 00 12 02 'n' 'o' */
     char why[8];
     CU_ASSERT_EQUAL(regapi_decode_status((const uint8_t *)"\x08\x00\x12\x02no", 6, &ok, why,
@@ -460,6 +463,55 @@ static void test_checkpoint_mdev(void)
     cJSON_Delete(ck);
 }
 
+/* NodeWatchResourcesResponse: the wire bytes kubelet's Go decoder expects (field numbers of
+ * k8s.io/kubelet pkg/apis/dra-health/v1/api.proto, written out by hand), the round trip, and a
+ * message cut to kubelet's 1024 bytes on a UTF-8 boundary. */
+static void test_health_messages(void)
+{
+    struct buf b;
+    struct err e = {""};
+    buf_init(&b, 1 << 20);
+    struct draapi_device_health one = {"n", "d", DRAAPI_HEALTH_UNHEALTHY, 0, 0, "m"};
+    CU_ASSERT_EQUAL_FATAL(draapi_encode_health(&one, 1, &b), 0);
+    /* devices[0] = {device {pool_name "n", device_name "d"}, health UNHEALTHY, message "m"} */
+    static const uint8_t want[] = {0x0a, 0x0d, 0x0a, 0x06, 0x0a, 0x01, 'n', 0x12,
+                                   0x01, 'd',  0x10, 0x02, 0x2a, 0x01, 'm'};
+    CU_ASSERT_EQUAL_FATAL(b.len, sizeof(want));
+    CU_ASSERT(memcmp(b.data, want, sizeof(want)) == 0);
+    /* a long message: 1020 'x', then a 3-byte character across the cut */
+    char longm[2048];
+    memset(longm, 'x', sizeof(longm));
+    memcpy(longm + 1020, "\xe2\x82\xac", 3);
+    longm[sizeof(longm) - 1] = 0;
+    struct draapi_device_health two[] = {
+            {"titan", "pci-0000-65-00-0", DRAAPI_HEALTH_HEALTHY, 1700000000, 0, NULL},
+            {"titan", "pci-0000-65-00-1", DRAAPI_HEALTH_UNHEALTHY, 1700000001, 60, longm}};
+    CU_ASSERT_EQUAL_FATAL(draapi_encode_health(two, 2, &b), 0);
+    struct draapi_health_result *r = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL_FATAL(draapi_decode_health((const uint8_t *)b.data, b.len, &r, &n, &e), 0);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_STRING_EQUAL(r[0].pool, "titan");
+    CU_ASSERT_STRING_EQUAL(r[0].name, "pci-0000-65-00-0");
+    CU_ASSERT_EQUAL(r[0].health, DRAAPI_HEALTH_HEALTHY);
+    CU_ASSERT_STRING_EQUAL(r[0].message, "");
+    CU_ASSERT_EQUAL(r[0].updated, 1700000000);
+    CU_ASSERT_EQUAL(r[1].health, DRAAPI_HEALTH_UNHEALTHY);
+    CU_ASSERT_EQUAL(r[1].timeout, 60);
+    size_t len = strlen(r[1].message);
+    CU_ASSERT(len <= DRAAPI_HEALTH_MESSAGE_MAX);
+    CU_ASSERT_EQUAL(len, 1020 + 3); /* the character that did not fit is left out whole */
+    CU_ASSERT_STRING_EQUAL(r[1].message + 1020, "...");
+    draapi_health_free(r, n);
+    /* an empty list; garbage */
+    CU_ASSERT_EQUAL(draapi_encode_health(NULL, 0, &b), 0);
+    CU_ASSERT_EQUAL(draapi_decode_health((const uint8_t *)b.data, b.len, &r, &n, &e), 0);
+    CU_ASSERT_EQUAL(n, 0);
+    draapi_health_free(r, n);
+    CU_ASSERT_EQUAL(draapi_decode_health((const uint8_t *)"\x0a\x05\x0a", 3, &r, &n, &e), -EINVAL);
+    buf_free(&b);
+}
+
 static CU_TestInfo tests[] = {
         {"metadata of an mdev", test_metadata_mdev},
         {"checkpoint of an mdev", test_checkpoint_mdev},
@@ -471,6 +523,7 @@ static CU_TestInfo tests[] = {
         {"unprepare's error while the group is held", test_busy_error},
         {"checkpoint", test_checkpoint},
         {"DRA and registration messages", test_messages},
+        {"DRA resource health messages", test_health_messages},
         CU_TEST_INFO_NULL,
 };
 

@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <ev.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -87,8 +89,16 @@ struct call {
 
 static void sync_ledger(struct draplugin *p);
 
+/* A kubelet's NodeWatchResources stream. */
+struct hstream {
+    struct grpc_call *call;
+    struct hstream *next;
+};
+
 struct draplugin {
     struct draplugin_config cfg;
+    struct hstream *hstreams; /* kubelet's health streams */
+    ev_timer health_timer;    /* resends the list within kubelet's timeout, while one is open */
     struct kube_informer *pci_devices;
     struct kube_informer *vgpus; /* this node's VGPUDevices: an mdev's attributes */
     char plugin_dir[PATH_MAX], socket[PATH_MAX], reg_socket[PATH_MAX], ck_path[PATH_MAX + 32];
@@ -99,9 +109,9 @@ struct draplugin {
     int calls;
     bool started, stopping;
     struct metrics_series *prepare_ok, *prepare_err, *unprepare_ok, *unprepare_err, *registered,
-            *register_err, *claims_gauge;
+            *register_err, *claims_gauge, *health_streams, *health_sent;
     struct kube_recorder *events; /* a release's reset and verification, on the PCIDevice */
-    struct health *health;        /* ... and an unhealthy device's word */
+    struct health *health;        /* ... and an unhealthy device's word; kubelet's health list */
 };
 
 /* A path into `buf`; one that does not fit is cut (then nothing of that name is found or made
@@ -828,6 +838,228 @@ static void on_unprepare(struct grpc_call *gc, const uint8_t *msg, size_t len, v
         enqueue(k);
 }
 
+/* --- resource health (KEP-4680) -------------------------------------------------------------
+ */
+
+/* Kubelet takes a device whose last report is older than 30 s (its default timeout, which the
+ * list leaves as it is) as Unknown: the list goes again every DRAPLUGIN_HEALTH_PERIOD seconds
+ * while a stream is open, a third of that so that a late loop on a loaded node stays within it.
+ * This is the contract, not a poll: nothing is read for it, and a change is sent at once. */
+#define DRAPLUGIN_HEALTH_PERIOD 10.0
+
+/* The list being built: each device's name and message owned here. */
+struct hlist {
+    struct draapi_device_health *v;
+    char (*names)[80];
+    char **messages;
+    size_t n, cap;
+};
+
+static void hlist_free(struct hlist *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->messages[i]);
+    free(l->v);
+    free(l->names);
+    free(l->messages);
+}
+
+static bool hlist_grow(struct hlist *l)
+{
+    if (l->n < l->cap)
+        return true;
+    size_t cap = l->cap ? 2 * l->cap : 64;
+    struct draapi_device_health *v = realloc(l->v, cap * sizeof(*v));
+    if (v)
+        l->v = v;
+    char(*names)[80] = realloc(l->names, cap * sizeof(*names));
+    if (names)
+        l->names = names;
+    char **messages = realloc(l->messages, cap * sizeof(*messages));
+    if (messages)
+        l->messages = messages;
+    if (!v || !names || !messages)
+        return false;
+    l->cap = cap;
+    return true;
+}
+
+/* Device `name` of the pool, with the health the store has of PCI device `address` (an mdev's:
+ * its parent's; NULL: healthy). */
+static int hlist_add(struct draplugin *p, struct hlist *l, const char *name, const char *address)
+{
+    struct health_state st;
+    if (!hlist_grow(l))
+        return -ENOMEM;
+    size_t i = l->n;
+    char *m = NULL;
+    (void)snprintf(l->names[i], sizeof(l->names[i]), "%s", name);
+    if (address && !health_get(p->health, address, &st)) {
+        size_t len = strlen(st.reason) + strlen(st.message) + 64;
+        if (!(m = malloc(len)))
+            return -ENOMEM;
+        (void)snprintf(m, len, "%s: %s", st.reason, st.message);
+    }
+    l->messages[i] = m;
+    l->v[i] = (struct draapi_device_health){.pool = p->cfg.env.node_name,
+                                            .name = l->names[i],
+                                            .health = m ? DRAAPI_HEALTH_UNHEALTHY
+                                                        : DRAAPI_HEALTH_HEALTHY,
+                                            .updated = (int64_t)time(NULL),
+                                            .message = m};
+    l->n++;
+    return 0;
+}
+
+/* The devices the checkpoint holds that the scan no longer has (a device removed while prepared:
+ * the pods that hold it are told). */
+static int hlist_add_gone(struct draplugin *p, struct hlist *l, const struct map *scan)
+{
+    const cJSON *e, *d;
+    int r = 0;
+    cJSON_ArrayForEach(e, json_field(p->ck, "claims"))
+    {
+        cJSON_ArrayForEach(d, json_field(e, "devices"))
+        {
+            const char *a = json_str(d, "address"), *name = json_str(d, "name");
+            char obj[KUBE_NAME_MAX + 1] = "";
+            if (!a || !name || draprep_is_mdev(a))
+                continue;
+            (void)kube_names_pcidevice(p->cfg.env.node_name, a, obj, sizeof(obj));
+            if (r == 0 && !(scan && map_get(scan, obj)))
+                r = hlist_add(p, l, name, a);
+        }
+    }
+    return r;
+}
+
+/* Every device of this node's pool that the plugin may have prepared: the PCI functions of the
+ * last scan (those a PCIDeviceClaim holds too: harmless), the checkpoint's devices gone from it,
+ * and the mediated device instances. */
+static int health_list(struct draplugin *p, struct hlist *l)
+{
+    const struct map *scan = p->cfg.devices ? devobjs_want(p->cfg.devices) : NULL;
+    size_t pos = 0;
+    const char *key;
+    void *v;
+    const cJSON *o;
+    char name[80];
+    int r = 0;
+    while (r == 0 && scan && map_next(scan, &pos, &key, &v)) {
+        const struct pcidevice_spec *s = v;
+        if (draslices_device_name(s->address, name, sizeof(name)) == 0)
+            r = hlist_add(p, l, name, s->address);
+    }
+    if (r == 0)
+        r = hlist_add_gone(p, l, scan);
+    pos = 0;
+    while (r == 0 && p->vgpus && kube_informer_next(p->vgpus, &pos, &key, &o)) {
+        struct draslices_mdev m;
+        if (draslices_mdev_of(o, p->cfg.env.node_name, &m) &&
+            draslices_mdev_name(m.uuid, name, sizeof(name)) == 0)
+            r = hlist_add(p, l, name, m.parent);
+    }
+    return r;
+}
+
+/* The streams' gauge, and the timer: running while a stream is open. */
+static void health_streams_changed(struct draplugin *p)
+{
+    size_t n = 0;
+    for (const struct hstream *s = p->hstreams; s; s = s->next)
+        n++;
+    metrics_set(p->health_streams, (double)n);
+    if (!n)
+        ev_timer_stop(p->cfg.env.loop, &p->health_timer);
+    else if (!ev_is_active(&p->health_timer))
+        ev_timer_again(p->cfg.env.loop, &p->health_timer);
+}
+
+static void health_stream_remove(struct draplugin *p, const struct grpc_call *call)
+{
+    for (struct hstream **sp = &p->hstreams; *sp; sp = &(*sp)->next) {
+        if ((*sp)->call == call) {
+            struct hstream *s = *sp;
+            *sp = s->next;
+            free(s);
+            break;
+        }
+    }
+    health_streams_changed(p);
+}
+
+/* Sends the list on `call` (NULL: on every stream). */
+static void health_send(struct draplugin *p, const struct grpc_call *call)
+{
+    struct hlist l = {0};
+    struct buf out;
+    buf_init(&out, GRPC_MAX_MESSAGE);
+    int r = health_list(p, &l);
+    if (r == 0)
+        r = draapi_encode_health(l.v, l.n, &out);
+    if (r < 0)
+        log_error("Cannot make the DRA devices' health list", KV_ERRNO(r));
+    for (struct hstream *s = p->hstreams, *next; r == 0 && s; s = next) {
+        next = s->next;
+        if (call && s->call != call)
+            continue;
+        int e = grpc_call_reply(s->call, (const uint8_t *)out.data, out.len);
+        if (e == -ENOBUFS || e == -E2BIG || e == -ENOMEM) {
+            /* kubelet opens it again 5 s after it ends */
+            log_warning("Ended a DRA health stream kubelet does not read", KV_ERRNO(e));
+            struct grpc_call *gc = s->call;
+            health_stream_remove(p, gc);
+            grpc_call_finish(gc, GRPC_RESOURCE_EXHAUSTED, "the health list is not read");
+        } else if (e == 0) {
+            metrics_inc(p->health_sent);
+        }
+    }
+    buf_free(&out);
+    hlist_free(&l);
+}
+
+static void on_health_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    health_send(w->data, NULL);
+}
+
+static void on_health_cancel(struct grpc_call *gc, void *ud)
+{
+    health_stream_remove(ud, gc);
+}
+
+static void on_watch_health(struct grpc_call *gc, const uint8_t *msg, size_t len, void *ud)
+{
+    struct draplugin *p = ud;
+    struct hstream *s = calloc(1, sizeof(*s));
+    (void)msg; /* NodeWatchResourcesRequest: reserved, empty */
+    (void)len;
+    if (!s) {
+        grpc_call_finish(gc, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    *s = (struct hstream){.call = gc, .next = p->hstreams};
+    p->hstreams = s;
+    grpc_call_on_cancel(gc, on_health_cancel, p);
+    health_streams_changed(p);
+    size_t bad = 0;
+    (void)health_unhealthy(p->health, &bad);
+    log_info("Kubelet watches the DRA devices' health", KV_STR("driver", DRASLICES_DRIVER),
+             KV_INT("unhealthy", bad));
+    health_send(p, gc);
+}
+
+/* A device's health changed, or the scan did: the list goes now. */
+static void on_health_changed(void *self, const struct watch_event *ev)
+{
+    struct draplugin *p = self;
+    (void)ev;
+    if (p->hstreams)
+        health_send(p, NULL);
+}
+
 /* --- registration ------------------------------------------------------------------------------
  */
 
@@ -900,6 +1132,11 @@ static void register_metrics(struct draplugin *p)
     p->register_err = s[1];
     p->claims_gauge = metrics_one(m, METRICS_GAUGE, "hostdevd_dra_prepared_claims",
                                   "ResourceClaims the checkpoint holds on this node.");
+    p->health_streams =
+            metrics_one(m, METRICS_GAUGE, "hostdevd_dra_health_streams",
+                        "Kubelet's open DRA resource health streams (NodeWatchResources).");
+    p->health_sent = metrics_one(m, METRICS_COUNTER, "hostdevd_dra_health_reports_total",
+                                 "Device health lists sent to kubelet.");
 }
 
 struct draplugin *draplugin_new(const struct draplugin_config *cfg)
@@ -920,6 +1157,9 @@ struct draplugin *draplugin_new(const struct draplugin_config *cfg)
     p->pci_devices = manager_cache(cfg->env.mgr, &kind_pcidevices);
     p->vgpus = manager_cache(cfg->env.mgr, &kind_vgpudevices);
     p->health = manager_part(cfg->env.mgr, &health_part);
+    ev_timer_init(&p->health_timer, on_health_timer, DRAPLUGIN_HEALTH_PERIOD,
+                  DRAPLUGIN_HEALTH_PERIOD);
+    p->health_timer.data = p;
     char instance[300];
     (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", cfg->env.node_name);
     struct kube_recorder_config rc = {.controller = "hostdevd.io/agent", .instance = instance};
@@ -972,7 +1212,8 @@ static int draplugin_start(void *self)
 {
     struct draplugin *p = self;
     const struct grpc_method dra[] = {{DRAAPI_PREPARE, false, on_prepare, p},
-                                      {DRAAPI_UNPREPARE, false, on_unprepare, p}};
+                                      {DRAAPI_UNPREPARE, false, on_unprepare, p},
+                                      {DRAAPI_WATCH_HEALTH, true, on_watch_health, p}};
     const struct grpc_method reg[] = {{DRAAPI_GET_INFO, false, on_get_info, p},
                                       {DRAAPI_NOTIFY, false, on_notify, p}};
     struct err e = {""};
@@ -997,7 +1238,7 @@ static int draplugin_start(void *self)
         return r;
     sync_ledger(p);
     metrics_set(p->claims_gauge, cJSON_GetArraySize(json_field(p->ck, "claims")));
-    r = grpc_server_new(p->cfg.env.loop, p->socket, dra, 2, &p->srv, &e);
+    r = grpc_server_new(p->cfg.env.loop, p->socket, dra, 3, &p->srv, &e);
     if (r == 0) /* registration last: kubelet dials the DRA socket at once */
         r = grpc_server_new(p->cfg.env.loop, p->reg_socket, reg, 2, &p->reg, &e);
     if (r < 0) {
@@ -1042,7 +1283,8 @@ static void draplugin_free(void *userdata)
         return;
     bool served = p->srv != NULL;
     p->reg = grpc_server_free(p->reg);
-    p->srv = grpc_server_free(p->srv);
+    p->srv = grpc_server_free(p->srv); /* (cancels the health streams) */
+    ev_timer_stop(p->cfg.env.loop, &p->health_timer);
     if (served) {
         /* Nothing of ours left in kubelet's plugins directory once we are gone (helm uninstall
          * left it empty): only empty directories go; a checkpoint of prepared claims or a
@@ -1069,8 +1311,15 @@ static void *make(const struct part_env *env)
     return draplugin_new(&c);
 }
 
+static const struct watch watches[] = {
+        {.topic = &health_changed, .map = on_health_changed},
+        {.topic = &pcidevices_scanned, .map = on_health_changed},
+        {0},
+};
+
 const struct part_ops draplugin_part = {.name = "draplugin",
                                         .make = make,
+                                        .watches = watches,
                                         .start = draplugin_start,
                                         .ready = draplugin_ready,
                                         .stop = draplugin_stop,

@@ -5,9 +5,9 @@
  *
  * Registration: a socket in <kubelet dir>/plugins_registry (vfio-pci.hostdevd.io-reg.sock)
  * answers kubelet's GetInfo with {DRAPlugin, vfio-pci.hostdevd.io, <plugin dir>/dra.sock,
- * [v1.DRAPlugin]}; kubelet dials the DRA socket and says whether it registered
- * (NotifyRegistrationStatus, logged and counted). The plugin directory is
- * <kubelet dir>/plugins/vfio-pci.hostdevd.io; it holds the checkpoint and the metadata files.
+ * [v1.DRAPlugin, v1.DRAResourceHealth]}; kubelet dials the DRA socket and says whether it
+ * registered (NotifyRegistrationStatus, logged and counted). The plugin directory is <kubelet
+ * dir>/plugins/vfio-pci.hostdevd.io; it holds the checkpoint and the metadata files.
  *
  * NodePrepareResources: for each claim, the allocation (GET of the ResourceClaim; a claim the
  * checkpoint says is prepared is answered from it, with no API call) names the devices of our
@@ -30,6 +30,15 @@
  * error says so and nothing changes (kubelet retries); else each device gets its original
  * driver back (none to restore when it was on vfio-pci before), the CDI spec and metadata
  * files go and the entry leaves the checkpoint.
+ *
+ * Resource health (KEP-4680, kubelet 1.36+): /v1.DRAResourceHealth/NodeWatchResources on the
+ * DRA socket is a server stream of the complete list of the pool's devices (every PCI function of
+ * the last scan, the checkpoint's devices gone from it, the mdev instances), each HEALTHY, or
+ * UNHEALTHY with "<reason>: <message>" from the node's health store (health/health.h; an mdev
+ * takes its parent's). Sent when kubelet opens the stream, on every health_changed and scan, and
+ * every 10 s while a stream is open (kubelet takes a device not reported for 30 s as Unknown).
+ * Kubelet shows it in pod.status.containerStatuses[].allocatedResourcesStatus of the pods whose
+ * claims hold the device.
  *
  * The checkpoint's claims are the device ledger's DRA holdings (binding/ledger.h): the
  * PCIDeviceClaim reconciler refuses a claim on them, and an unprepare that frees devices tells
