@@ -27,6 +27,7 @@
     X(draslices_part)   /* dra/draslices: the ResourceSlices */                                    \
     X(draplugin_part)   /* dra/draplugin: the DRA kubelet plugin */                                \
     X(heartbeat_part)   /* devices/heartbeat: the node's Lease */                                  \
+    X(recheck_part)     /* health/recheck: the administrator's recheck of an unhealthy device */   \
     X(inventory_part)   /* devices/inventory: last, its first scan goes to parts that watch */
 
 AGENT_PARTS(PART_DECLARE)
