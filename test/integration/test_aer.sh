@@ -24,7 +24,7 @@ install_crds
 create_node "$NODE"
 SYS=$TEST_DIR/sys
 hack/mk-sysfs-fixture.sh test/fixtures/sysfs/aer-node.txt "$SYS" >/dev/null
-mkdir -p "$SYS/module/vfio_iommu_type1" "$TEST_DIR/dev" "$TEST_DIR/proc/1" "$TEST_DIR/proc/net"
+mkdir -p "$SYS/module/vfio_iommu_type1" "$TEST_DIR/dev" "$TEST_DIR/proc/1" "$TEST_DIR/proc/net" "$TEST_DIR/kubelet/device-plugins"
 fake_proc "$TEST_DIR/proc"
 
 HELD=0000:00:04.0 FATAL=0000:00:05.0 PLAIN=0000:00:06.0
@@ -65,7 +65,8 @@ rescan() {
 }
 
 echo "--- the counters and the Healthy condition"
-if eventually 30 is_health "$FATAL" True/Healthy && eventually 10 is_health "$PLAIN" True/Healthy; then
+if eventually 30 is_health "$FATAL" True/Healthy && eventually 10 is_health "$PLAIN" True/Healthy &&
+    eventually 10 is_health "$HELD" True/Healthy; then
     pass "every PCIDevice says Healthy=True (reason Healthy)"
 else
     fail "every PCIDevice says Healthy=True" "$(healthy "$FATAL"); $(healthy "$PLAIN")"

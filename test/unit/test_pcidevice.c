@@ -29,6 +29,7 @@ static struct pcidevice_spec nic(void)
             .sriov_totalvfs = -1,
             .sriov_numvfs = -1,
             .sriov_vf_index = -1,
+            .aer = {-1, -1, -1},
     };
     return s;
 }
@@ -278,7 +279,8 @@ static cJSON *patched_healthy(const struct pcidevice_plan *p, cJSON **ret_doc)
 static void apply(cJSON *have, const struct pcidevice_plan *p)
 {
     cJSON *doc = p->status_patch ? cJSON_Parse(p->status_patch) : NULL;
-    cJSON *c = cJSON_DetachItemFromObjectCaseSensitive(json_field(doc, "status"), "conditions");
+    cJSON *c = cJSON_DetachItemFromObjectCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(doc, "status"), "conditions");
     if (c)
         cJSON_ReplaceItemInObjectCaseSensitive(status_of(have), "conditions", c);
     if (c && !json_field(status_of(have), "conditions"))
