@@ -36,7 +36,7 @@ static const char *total_line(const char *t, size_t size, size_t *ret_n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *t = malloc(size ? size : 1);
+    char *t = calloc(1, size ? size : 1);
     if (!t)
         return 0;
     if (size)
