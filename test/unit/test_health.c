@@ -100,7 +100,7 @@ static void test_report_and_clear(void)
     CU_ASSERT_TRUE(health_get(h, DEV, &st));
     health_clear(h, DEV); /* nothing to clear: no change */
     CU_ASSERT_EQUAL(changes, 3);
-    bad = health_unhealthy(h, &n);
+    (void)health_unhealthy(h, &n);
     CU_ASSERT_EQUAL(n, 0);
     teardown(h);
 }

@@ -326,7 +326,7 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
     const char *recorded = NULL;
     if (!pciobj_driver_recorded(claim, &recorded))
         recorded = NULL;
-    cJSON *object = plan.create ? pcidevice_new_object(want, node_uid, recorded) : NULL;
+    cJSON *object = plan.create && want ? pcidevice_new_object(want, node_uid, recorded) : NULL;
     if (!plan.create || object) {
         *ret_plan =
                 devobjs_write(d, object, plan.status_patch, plan.meta_patch, plan.delete, plan.uid);
