@@ -3,8 +3,8 @@
 # (test/fixtures/sysfs/aer-node.txt) against the real control plane: the PCIDevice shows the
 # AER totals (status.aerErrors, and the hostdevd_pci_aer_errors_total metric) and Healthy=True;
 # a fatal total that grows makes it Healthy=False AERFatal with a message that says what to do;
-# a claimed device taken out of the tree is Removed (its PCIDevice kept while claimed), and
-# healthy again when it is put back with the same ids; an unclaimed device that goes is just
+# a claimed device taken out of the tree is Removed (its PCIDevice kept while claimed, also
+# across an agent restart), and healthy again when it is put back with the same ids; an unclaimed device that goes is just
 # deleted; a Healthy=False condition an administrator writes is taken back, not overwritten; an
 # idle agent writes nothing (the API server's audit log). The counters are changed by the test,
 # then the agent is told to rescan (SIGHUP).
@@ -41,11 +41,14 @@ aer "$HELD" 0 0 0
 aer "$FATAL" 0 1 3
 
 PORT=$(free_port)
-"$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
-    --proc-root "$TEST_DIR/proc" --dev-root "$TEST_DIR/dev" --kubelet-dir "$TEST_DIR/kubelet" \
-    --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source none -v 2 >>"$TEST_DIR/agent.log" 2>&1 &
-AGENT_PID=$!
-track "$AGENT_PID"
+start_agent() {
+    "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
+        --proc-root "$TEST_DIR/proc" --dev-root "$TEST_DIR/dev" --kubelet-dir "$TEST_DIR/kubelet" \
+        --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source none -v 2 >>"$TEST_DIR/agent.log" 2>&1 &
+    AGENT_PID=$!
+    track "$AGENT_PID"
+}
+start_agent
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
 if eventually 60 ready; then pass "agent ready"; else fail "agent ready" "$(tail -20 "$TEST_DIR/agent.log")"; fi
 
@@ -137,6 +140,16 @@ if eventually 20 is_health "$HELD" False/Removed; then
 else
     fail "the claimed device gone: Healthy=False Removed" "$(healthy "$HELD"); $(kubectl get pcidevices 2>&1)"
 fi
+# A restart while it is gone: the store takes Removed back from the kept object, which stays.
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID" || fail "agent stopped cleanly before its restart" "$(tail -5 "$TEST_DIR/agent.log")"
+MARK=$(wc -l <"$AUDIT")
+start_agent
+if eventually 60 ready; then pass "agent ready again"; else fail "agent ready again" "$(tail -20 "$TEST_DIR/agent.log")"; fi
+# (ready: the first inventory is written, a delete of the kept object would have been made)
+OUT=$(healthy "$HELD")
+[ "$OUT" = False/Removed ] && pass "after a restart the gone device's PCIDevice is still kept, Removed" ||
+    fail "after a restart the gone device's PCIDevice is still kept" "$OUT; $(audit_summary "$AUDIT" "$MARK")"
 put_back "$HELD"
 rescan
 if eventually 20 is_health "$HELD" True/Healthy; then

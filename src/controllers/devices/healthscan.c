@@ -17,8 +17,6 @@
 #include "controllers/health/health.h"
 #include "controllers/objects/kinds.h"
 #include "controllers/runtime/manager.h"
-#include "kube/informer.h"
-#include "kube/names.h"
 #include "node/pciaer.h"
 
 /* --- pure ------------------------------------------------------------------------------------- */
@@ -68,10 +66,9 @@ struct healthscan {
     const char *node;
     struct health *health;
     struct ledger *ledger;
-    struct kube_informer *devices; /* the PCIDevices: a Removed device's ids after a restart */
-    struct map *seen;              /* address -> struct entry */
-    unsigned long scan;            /* the number of the last scan */
-    bool scanning;                 /* in on_scan: on_health leaves the entries alone */
+    struct map *seen;   /* address -> struct entry */
+    unsigned long scan; /* the number of the last scan */
+    bool scanning;      /* in on_scan: on_health leaves the entries alone */
     struct metrics_family *aer;
 };
 
@@ -216,35 +213,27 @@ static void on_scan(void *self, const struct watch_event *ev)
     hs->scanning = false;
 }
 
-/* The ids a PCIDevice shows for `address` (its object in the cache), into `e`'s removal ids. */
-static void removed_ids_from_object(struct healthscan *hs, const char *address, struct entry *e)
-{
-    char name[KUBE_NAME_MAX + 1];
-    if (!hs->devices || kube_names_pcidevice(hs->node, address, name, sizeof(name)) < 0)
-        return;
-    const cJSON *st = json_field(kube_informer_get(hs->devices, name), "status");
-    const char *vendor = json_str(st, "vendorId"), *device = json_str(st, "deviceId");
-    if (!vendor || !device)
-        return;
-    (void)snprintf(e->s.removed_vendor, sizeof(e->s.removed_vendor), "%s", vendor);
-    (void)snprintf(e->s.removed_device, sizeof(e->s.removed_device), "%s", device);
-}
-
-/* A device's health changed. A Removed taken back from its PCIDevice (a restart): the ids it
- * had are the object's; a device present in the last scan with those ids is back. */
-static void on_health(void *self, const struct watch_event *ev)
+/* A PCIDevice event after the store took a Removed back from it (a restart; the store's watch
+ * runs first): the ids the object shows are those the device had when it went; a device present
+ * in the last scan with those ids is back. (From the event: during the informer's first LIST the
+ * object is not in its cache yet.) */
+static void on_pcidevice(void *self, const struct watch_event *ev)
 {
     struct healthscan *hs = self;
-    const char *address = ev->data;
+    const cJSON *st = json_field(ev->obj, "status");
+    const char *address = json_str(st, "address");
+    const char *vendor = json_str(st, "vendorId"), *device = json_str(st, "deviceId");
     bool known;
-    if (hs->scanning || !address || !is_removed(hs, address))
+    if (hs->scanning || ev->type == WATCH_DELETE || !address || !vendor || !device ||
+        !is_removed(hs, address))
         return;
     struct entry *e = entry_of(hs, address, &known);
     if (!e || e->s.removed_vendor[0])
         return;
     if (!known)
         e->s.gone = true; /* (not seen yet: the next scan says) */
-    removed_ids_from_object(hs, address, e);
+    (void)snprintf(e->s.removed_vendor, sizeof(e->s.removed_vendor), "%s", vendor);
+    (void)snprintf(e->s.removed_device, sizeof(e->s.removed_device), "%s", device);
     if (!e->s.gone && same(e->s.removed_vendor, e->s.vendor_id) &&
         same(e->s.removed_device, e->s.device_id)) {
         log_info("Removed PCI device is present with the same ids; marked healthy",
@@ -266,7 +255,6 @@ static void *make(const struct part_env *env)
     hs->node = env->node_name;
     hs->health = manager_part(env->mgr, &health_part);
     hs->ledger = manager_part(env->mgr, &ledger_part);
-    hs->devices = manager_cache(env->mgr, &kind_pcidevices);
     hs->aer = metrics_family(env->metrics, METRICS_COUNTER, "hostdevd_pci_aer_errors_total",
                              "AER errors the kernel counted for a PCI function since it "
                              "appeared (its aer_dev_* TOTAL_ERR_* lines), by severity.",
@@ -285,7 +273,7 @@ static void part_free(void *self)
 
 static const struct watch watches[] = {
         {.topic = &pcidevices_wanted, .map = on_scan},
-        {.topic = &health_changed, .map = on_health},
+        {.kind = &kind_pcidevices, .map = on_pcidevice},
         {0},
 };
 

@@ -15,7 +15,8 @@
  * at every scan; a device that goes keeps its last values until the agent restarts).
  *
  * The decisions are pure (healthscan_present, unit-tested); the part runs on the loop, on
- * pcidevices_wanted and health_changed, and logs each report.
+ * pcidevices_wanted and this node's PCIDevice events (a Removed taken back), and logs each
+ * report and clear.
  */
 #pragma once
 

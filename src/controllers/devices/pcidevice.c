@@ -285,13 +285,16 @@ struct pcidevices {
     "while held, no AER fatal error since the agent started"
 
 /* Whether the object of a gone device stays: the store says it was Removed and a PCIDeviceClaim
- * or a DRA claim still holds it. */
+ * or a DRA claim still holds it, or the claims are not all known yet (after a restart: the
+ * ledger is filled from the claims' cache; ledger_changed looks again once it is). */
 static bool keep_gone(const struct pcidevices *p, const char *address,
                       const struct health_state *st)
 {
     char who[256];
     if (!address || st->healthy || strcmp(st->reason, HEALTH_REMOVED) != 0 || !p->ledger)
         return false;
+    if (p->o.claims && !kube_informer_has_synced(p->o.claims))
+        return true;
     return ledger_held(p->ledger, address, LEDGER_PCI_CLAIM, NULL, who, sizeof(who)) ||
            ledger_held(p->ledger, address, LEDGER_DRA, NULL, who, sizeof(who));
 }
