@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test/unit/test_health.c - controllers/binding/health: reports (the first reason stays, Removed
+ * test/unit/test_health.c - controllers/health/health: reports (the first reason stays, Removed
  * says more), clears, health_changed once per change, the state taken back from a PCIDevice's
  * Healthy=False condition, and not taken back once the store cleared the device (its object still
  * carries the old condition until the PCIDevice reconciler writes the clear).
@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "controllers/binding/health.h"
+#include "controllers/health/health.h"
 #include "controllers/runtime/manager.h"
 #include "controllers/runtime/part.h"
 
