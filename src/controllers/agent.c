@@ -18,6 +18,7 @@
     X(ledger_part)      /* binding/ledger: who holds each device */                                \
     X(health_part)      /* health/health: which device is unhealthy, and why */                    \
     X(pcidevices_part)  /* devices/pcidevice: PCIDevices */                                        \
+    X(healthscan_part)  /* devices/healthscan: AER fatal errors, held devices gone */              \
     X(pciclaim_part)    /* claims/pciclaim: PCIDeviceClaims */                                     \
     X(usbdevices_part)  /* devices/usbdevice: USBDevices */                                        \
     X(usbclaim_part)    /* claims/usbclaim: USBDeviceClaims */                                     \

@@ -712,6 +712,9 @@ static int read_opened(struct scan *s, const struct entry *e)
     read_facts(s, out);
     if (!out->is_bridge)
         identity_facts(s, out, has_dsn ? dsn : NULL);
+    out->aer = (struct node_pciaer){{-1, -1, -1}};
+    if (!out->is_bridge)
+        (void)node_pciaer_read(s->dev_fd, &out->aer);
     s->res.n_devs++;
     return 0;
 }

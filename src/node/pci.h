@@ -8,7 +8,8 @@
  * fresh libpci context for every scan, asks it for each listed device (pci_get_dev) and takes
  * identity, class and the Device Serial Number (config space) from libpci, the driver, IOMMU
  * group, NUMA node, SR-IOV facts, the PCI root (from the device's link in bus/pci/devices), the
- * physical slot and the function's own serial (node/pciident) from sysfs.
+ * physical slot and the function's own serial (node/pciident) and the AER error totals
+ * (node/pciaer) from sysfs.
  *
  * One bad device never hides the others. An entry of bus/pci/devices whose name is not a PCI
  * address, that is not a directory (a regular file, a dangling link, a link loop), or whose
@@ -32,6 +33,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "node/pciaer.h"
 #include "node/pciident.h"
 #include "node/sysfs.h"
 
@@ -75,6 +77,8 @@ struct node_pci_dev {
     /* The physical slot it sits in (the name of its bus/pci/slots entry), else "" */
     char slot[NODE_PCIIDENT_SLOT_SIZE];
     bool is_bridge; /* class 0x0604 */
+    /* Its AER error totals (node/pciaer.h), each -1 when it has none (bridges: not read) */
+    struct node_pciaer aer;
     /* What could not be read, for people ("numa_node: malformed; iommu_group: symbolic link
      * loop"); "" when everything could. */
     char problem[256];

@@ -29,6 +29,7 @@ static struct pcidevice_spec nic(void)
             .sriov_totalvfs = -1,
             .sriov_numvfs = -1,
             .sriov_vf_index = -1,
+            .aer = {-1, -1, -1},
     };
     return s;
 }
@@ -261,7 +262,136 @@ static void test_sriov_key_dropped(void)
     cJSON_Delete(have);
 }
 
+/* The Healthy condition of a plan's status patch, or NULL. */
+static cJSON *patched_healthy(const struct pcidevice_plan *p, cJSON **ret_doc)
+{
+    *ret_doc = p->status_patch ? cJSON_Parse(p->status_patch) : NULL;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, json_field(json_field(*ret_doc, "status"), "conditions"))
+    {
+        if (json_same(json_str(c, "type"), "Healthy"))
+            return (cJSON *)c;
+    }
+    return NULL;
+}
+
+/* `have` after the plan's status patch (conditions replaced whole, as a merge patch does). */
+static void apply(cJSON *have, const struct pcidevice_plan *p)
+{
+    cJSON *doc = p->status_patch ? cJSON_Parse(p->status_patch) : NULL;
+    cJSON *c = cJSON_DetachItemFromObjectCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(doc, "status"), "conditions");
+    if (c)
+        cJSON_ReplaceItemInObjectCaseSensitive(status_of(have), "conditions", c);
+    if (c && !json_field(status_of(have), "conditions"))
+        cJSON_AddItemToObject(status_of(have), "conditions", c);
+    cJSON_Delete(doc);
+}
+
+static void test_healthy_condition(void)
+{
+    struct pcidevice_spec s = nic();
+    cJSON *have = stored(&s, "node-uid"), *doc = NULL;
+    /* someone else's condition stays, in its place */
+    cJSON *conds = cJSON_AddArrayToObject(status_of(have), "conditions");
+    cJSON *theirs = cJSON_CreateObject();
+    cJSON_AddStringToObject(theirs, "type", "Scanned");
+    cJSON_AddItemToArray(conds, theirs);
+    struct pcidevice_health h = {.healthy = true,
+                                 .reason = "Healthy",
+                                 .message = "nothing known",
+                                 .now = "2026-11-29T10:00:00Z"};
+    struct pcidevice_plan p;
+    CU_ASSERT_EQUAL(pcidevice_plan_health(&s, have, "node-uid", &h, &p), 0);
+    cJSON *c = patched_healthy(&p, &doc);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_STRING_EQUAL(json_str(c, "status"), "True");
+    CU_ASSERT_STRING_EQUAL(json_str(c, "lastTransitionTime"), "2026-11-29T10:00:00Z");
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(json_field(json_field(doc, "status"), "conditions")), 2);
+    CU_ASSERT_STRING_EQUAL(
+            json_str(cJSON_GetArrayItem(json_field(json_field(doc, "status"), "conditions"), 0),
+                     "type"),
+            "Scanned");
+    cJSON_Delete(doc);
+    apply(have, &p);
+    pcidevice_plan_done(&p);
+    /* an idle node writes nothing: the same state later is no write */
+    h.now = "2026-11-29T11:00:00Z";
+    CU_ASSERT_EQUAL(pcidevice_plan_health(&s, have, "node-uid", &h, &p), 0);
+    CU_ASSERT_TRUE(pcidevice_plan_empty(&p));
+    pcidevice_plan_done(&p);
+    /* unhealthy: False with the store's reason and message, a new lastTransitionTime */
+    h = (struct pcidevice_health){.reason = "AERFatal", .message = "m1", .now = "T2"};
+    CU_ASSERT_EQUAL(pcidevice_plan_health(&s, have, "node-uid", &h, &p), 0);
+    c = patched_healthy(&p, &doc);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_STRING_EQUAL(json_str(c, "status"), "False");
+    CU_ASSERT_STRING_EQUAL(json_str(c, "reason"), "AERFatal");
+    CU_ASSERT_STRING_EQUAL(json_str(c, "message"), "m1");
+    CU_ASSERT_STRING_EQUAL(json_str(c, "lastTransitionTime"), "T2");
+    cJSON_Delete(doc);
+    apply(have, &p);
+    pcidevice_plan_done(&p);
+    /* another reason while False: the time it became False stays */
+    h = (struct pcidevice_health){.reason = "Removed", .message = "m2", .now = "T3"};
+    CU_ASSERT_EQUAL(pcidevice_plan_health(&s, have, "node-uid", &h, &p), 0);
+    c = patched_healthy(&p, &doc);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_STRING_EQUAL(json_str(c, "lastTransitionTime"), "T2");
+    cJSON_Delete(doc);
+    pcidevice_plan_done(&p);
+    /* without the health input the conditions are left alone (pcidevice_plan) */
+    CU_ASSERT_EQUAL(pcidevice_plan(&s, have, "node-uid", &p), 0);
+    CU_ASSERT_TRUE(pcidevice_plan_empty(&p));
+    pcidevice_plan_done(&p);
+    cJSON_Delete(have);
+}
+
+static void test_removed_kept(void)
+{
+    struct pcidevice_spec s = nic();
+    cJSON *have = stored(&s, "node-uid"), *doc = NULL;
+    struct pcidevice_health h = {
+            .reason = "Removed", .message = "gone", .now = "T1", .keep_gone = true};
+    struct pcidevice_plan p;
+    CU_ASSERT_EQUAL(pcidevice_plan_health(NULL, have, "node-uid", &h, &p), 0);
+    CU_ASSERT_FALSE(p.delete);
+    CU_ASSERT_PTR_NULL(p.meta_patch);
+    cJSON *c = patched_healthy(&p, &doc);
+    CU_ASSERT_PTR_NOT_NULL(c);
+    CU_ASSERT_STRING_EQUAL(json_str(c, "reason"), "Removed");
+    /* only the condition: the rest of the status is what the device had */
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(json_field(doc, "status")), 1);
+    cJSON_Delete(doc);
+    pcidevice_plan_done(&p);
+    h.keep_gone = false; /* no longer held: deleted */
+    CU_ASSERT_EQUAL(pcidevice_plan_health(NULL, have, "node-uid", &h, &p), 0);
+    CU_ASSERT_TRUE(p.delete);
+    pcidevice_plan_done(&p);
+    cJSON_Delete(have);
+}
+
+static void test_aer_errors(void)
+{
+    struct pcidevice_spec s = nic();
+    s.aer[0] = -1, s.aer[1] = -1, s.aer[2] = -1;
+    cJSON *st = pcidevice_status(&s);
+    CU_ASSERT_PTR_NULL(json_field(st, "aerErrors"));
+    cJSON *have = cJSON_CreateObject();
+    cJSON_AddItemToObject(have, "status", st);
+    s.aer[0] = 1, s.aer[1] = 0, s.aer[2] = 70;
+    st = pcidevice_status(&s);
+    char *text = cJSON_PrintUnformatted(json_field(st, "aerErrors"));
+    CU_ASSERT_STRING_EQUAL(text, "{\"fatal\":1,\"nonFatal\":0,\"correctable\":70}");
+    cJSON_free(text);
+    cJSON_Delete(st);
+    cJSON_Delete(have);
+}
+
 static CU_TestInfo tests[] = {
+        {"Healthy condition: written from the store, kept when unchanged", test_healthy_condition},
+        {"a Removed device still held is kept, its condition written", test_removed_kept},
+        {"aerErrors: the totals, absent without counters", test_aer_errors},
         {"create when missing", test_create_when_missing},
         {"nothing when equal", test_nothing_when_equal},
         {"only changed fields", test_only_changed_fields},

@@ -93,6 +93,8 @@ static int spec_from_dev(const char *node, const struct node_pci_dev *d, struct 
                                  .sriov_totalvfs = d->sriov_totalvfs,
                                  .sriov_numvfs = d->sriov_numvfs,
                                  .sriov_vf_index = d->sriov_vf_index};
+    for (int i = 0; i < NODE_PCIAER_SEVERITIES; i++)
+        s->aer[i] = d->aer.total[i];
     int r = kube_names_pcidevice(node, d->address, s->name, sizeof(s->name));
     if (r < 0)
         return r;

@@ -19,9 +19,12 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "base/metrics.h"
+#include "base/timefmt.h"
+#include "controllers/binding/ledger.h"
 #include "controllers/devices/devobjs.h"
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
+#include "controllers/health/health.h"
 #include "controllers/objects/kinds.h"
 #include "controllers/objects/pciobj.h"
 #include "controllers/runtime/manager.h"
@@ -43,6 +46,7 @@ static const char *const managed[] = {
         "kernelDriverInUse", "sriov",
         "serialNumber",      "serialNumberSource",
         "physicalSlot",      "passthroughBlockers",
+        "aerErrors",
 };
 
 static void add_str(cJSON *o, const char *key, const char *value)
@@ -89,6 +93,20 @@ static cJSON *blockers_json(const struct pcidevice_spec *s)
     return list;
 }
 
+cJSON *pcidevice_aer_json(const struct pcidevice_spec *s)
+{
+    static const char *const keys[] = {"fatal", "nonFatal", "correctable"};
+    cJSON *o = NULL;
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        if (s->aer[i] < 0)
+            continue;
+        if (!o && !(o = cJSON_CreateObject()))
+            return NULL;
+        cJSON_AddNumberToObject(o, keys[i], (double)s->aer[i]);
+    }
+    return o;
+}
+
 cJSON *pcidevice_status(const struct pcidevice_spec *s)
 {
     cJSON *st = cJSON_CreateObject();
@@ -117,7 +135,54 @@ cJSON *pcidevice_status(const struct pcidevice_spec *s)
     cJSON *blockers = blockers_json(s);
     if (blockers)
         cJSON_AddItemToObject(st, "passthroughBlockers", blockers);
+    cJSON *aer = pcidevice_aer_json(s);
+    if (aer)
+        cJSON_AddItemToObject(st, "aerErrors", aer);
     return st;
+}
+
+/* The Healthy condition `h` says; since `old`'s lastTransitionTime when its status is the same. */
+static cJSON *healthy_condition(const cJSON *old, const struct pcidevice_health *h)
+{
+    const char *status = h->healthy ? "True" : "False";
+    const char *since = h->now;
+    if (old && json_same(json_str(old, "status"), status) && json_str(old, "lastTransitionTime"))
+        since = json_str(old, "lastTransitionTime");
+    cJSON *c = cJSON_CreateObject();
+    if (!c)
+        return NULL;
+    cJSON_AddStringToObject(c, "type", HEALTH_CONDITION);
+    cJSON_AddStringToObject(c, "status", status);
+    cJSON_AddStringToObject(c, "lastTransitionTime", since);
+    cJSON_AddStringToObject(c, "reason", h->reason);
+    cJSON_AddStringToObject(c, "message", h->message);
+    return c;
+}
+
+cJSON *pcidevice_conditions(const cJSON *have_status, const struct pcidevice_health *h)
+{
+    _cleanup_json_ cJSON *list = cJSON_CreateArray();
+    const cJSON *c;
+    bool placed = false;
+    if (!list)
+        return NULL;
+    cJSON_ArrayForEach(c, json_field(have_status, "conditions"))
+    {
+        bool ours = json_same(json_str(c, "type"), HEALTH_CONDITION);
+        if (ours && placed)
+            continue; /* (a second Healthy entry is dropped) */
+        cJSON *item = ours ? healthy_condition(c, h) : cJSON_Duplicate(c, true);
+        if (!item)
+            return NULL;
+        placed |= ours;
+        cJSON_AddItemToArray(list, item);
+    }
+    cJSON *mine = placed ? NULL : healthy_condition(NULL, h);
+    if (!placed && !mine)
+        return NULL;
+    if (mine)
+        cJSON_AddItemToArray(list, mine);
+    return TAKE_PTR(list);
 }
 
 cJSON *pcidevice_new_object(const struct pcidevice_spec *s, const char *node_uid,
@@ -135,21 +200,46 @@ cJSON *pcidevice_new_object(const struct pcidevice_spec *s, const char *node_uid
     return o;
 }
 
-int pcidevice_plan(const struct pcidevice_spec *want, const cJSON *have, const char *node_uid,
-                   struct pcidevice_plan *ret)
+/* A gone device kept (Removed while held): only its Healthy condition is written. */
+static int plan_kept(const cJSON *have, const struct pcidevice_health *health,
+                     struct pcidevice_plan *ret)
+{
+    const cJSON *have_status = json_field(have, "status");
+    _cleanup_json_ cJSON *want = cJSON_CreateObject();
+    cJSON *conditions = pcidevice_conditions(have_status, health);
+    if (!want || !conditions) {
+        cJSON_Delete(conditions);
+        return -ENOMEM;
+    }
+    cJSON_AddItemToObject(want, "conditions", conditions);
+    ret->status_patch = devwrite_wrap("status", devwrite_status_diff(want, have_status, NULL, 0));
+    return 0;
+}
+
+int pcidevice_plan_health(const struct pcidevice_spec *want, const cJSON *have,
+                          const char *node_uid, const struct pcidevice_health *health,
+                          struct pcidevice_plan *ret)
 {
     *ret = (struct pcidevice_plan){0};
     const cJSON *meta = json_field(have, "metadata");
     const char *uid = kube_meta_str(have, "uid");
     if (uid)
         (void)snprintf(ret->uid, sizeof(ret->uid), "%s", uid);
+    if (!want && have && health && health->keep_gone)
+        return plan_kept(have, health, ret);
     if (!want) {
         ret->delete = have != NULL;
         return 0;
     }
     cJSON *status = pcidevice_status(want);
-    if (!status)
+    cJSON *conditions =
+            status && health ? pcidevice_conditions(json_field(have, "status"), health) : NULL;
+    if (!status || (health && !conditions)) {
+        cJSON_Delete(status);
         return -ENOMEM;
+    }
+    if (conditions)
+        cJSON_AddItemToObject(status, "conditions", conditions);
     ret->create = have == NULL;
     if (have)
         ret->meta_patch = devwrite_wrap("metadata", devwrite_meta_diff(meta, want->node, node_uid));
@@ -158,6 +248,12 @@ int pcidevice_plan(const struct pcidevice_spec *want, const cJSON *have, const c
                                            sizeof(managed) / sizeof(managed[0])));
     cJSON_Delete(status);
     return 0;
+}
+
+int pcidevice_plan(const struct pcidevice_spec *want, const cJSON *have, const char *node_uid,
+                   struct pcidevice_plan *ret)
+{
+    return pcidevice_plan_health(want, have, node_uid, NULL, ret);
 }
 
 bool pcidevice_plan_empty(const struct pcidevice_plan *p)
@@ -176,16 +272,54 @@ void pcidevice_plan_done(struct pcidevice_plan *p)
  * Not pure: it carries plans out on the runner (controllers/devices/devwrite.c: API writes, one at
  * a time, each logged). */
 
+/* The PCIDevice reconciler: the device-object core and what the Healthy condition reads. */
+struct pcidevices {
+    struct devobjs o;      /* first: the core's functions take the reconciler as one */
+    struct health *health; /* the node's health store (NULL where the role has none) */
+    struct ledger *ledger; /* who holds each device (NULL where the role has none) */
+};
+
+/* The Healthy condition's message while nothing is known against the device. */
+#define HEALTHY_MESSAGE                                                                            \
+    "nothing is known against the device: no failed reset or check after a release, no removal "   \
+    "while held, no AER fatal error since the agent started"
+
+/* Whether the object of a gone device stays: the store says it was Removed and a PCIDeviceClaim
+ * or a DRA claim still holds it, or the claims are not all known yet (after a restart: the
+ * ledger is filled from the claims' cache; ledger_changed looks again once it is). */
+static bool keep_gone(const struct pcidevices *p, const char *address,
+                      const struct health_state *st)
+{
+    char who[256];
+    if (!address || st->healthy || strcmp(st->reason, HEALTH_REMOVED) != 0 || !p->ledger)
+        return false;
+    if (p->o.claims && !kube_informer_has_synced(p->o.claims))
+        return true;
+    return ledger_held(p->ledger, address, LEDGER_PCI_CLAIM, NULL, who, sizeof(who)) ||
+           ledger_held(p->ledger, address, LEDGER_DRA, NULL, who, sizeof(who));
+}
+
 static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_plan)
 {
-    struct devobjs *d = ctx;
+    struct pcidevices *p = ctx;
+    struct devobjs *d = &p->o;
     const struct pcidevice_spec *want = map_get(d->want, key);
     const char *node_uid = nodeuid_get(d->cfg.node);
     struct pcidevice_plan plan;
     *ret_plan = NULL;
     if (obj && devwrite_foreign(obj, d->cfg.env.node_name))
         return 0;
-    int r = pcidevice_plan(want, obj, node_uid, &plan);
+    const char *address = want ? want->address : json_str(json_field(obj, "status"), "address");
+    struct health_state st;
+    char now[32];
+    (void)health_get(p->health, address, &st);
+    timefmt_now(now, sizeof(now));
+    struct pcidevice_health h = {.healthy = st.healthy,
+                                 .reason = st.reason,
+                                 .message = st.healthy ? HEALTHY_MESSAGE : st.message,
+                                 .now = now,
+                                 .keep_gone = !want && keep_gone(p, address, &st)};
+    int r = pcidevice_plan_health(want, obj, node_uid, p->health ? &h : NULL, &plan);
     if (r < 0 || pcidevice_plan_empty(&plan)) {
         pcidevice_plan_done(&plan);
         return r;
@@ -195,7 +329,7 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
     const char *recorded = NULL;
     if (!pciobj_driver_recorded(claim, &recorded))
         recorded = NULL;
-    cJSON *object = plan.create ? pcidevice_new_object(want, node_uid, recorded) : NULL;
+    cJSON *object = plan.create && want ? pcidevice_new_object(want, node_uid, recorded) : NULL;
     if (!plan.create || object) {
         *ret_plan =
                 devobjs_write(d, object, plan.status_patch, plan.meta_patch, plan.delete, plan.uid);
@@ -227,7 +361,7 @@ static const struct runner_ops ops = {
 
 struct devobjs *pcidevices_new(const struct devobjs_config *cfg)
 {
-    return devobjs_new(sizeof(struct devobjs), cfg, &kind, &ops);
+    return devobjs_new(sizeof(struct pcidevices), cfg, &kind, &ops);
 }
 
 struct map *pcidevices_new_want(void)
@@ -282,18 +416,51 @@ static void on_scan(void *self, const struct watch_event *ev)
     manager_emit(d->cfg.env.mgr, &pcidevices_wanted, (void *)devobjs_want(d));
 }
 
+/* Queues the object of the device at `address`. */
+static void enqueue_address(struct pcidevices *p, const char *address)
+{
+    char name[KUBE_NAME_MAX + 1];
+    if (address && kube_names_pcidevice(p->o.cfg.env.node_name, address, name, sizeof(name)) == 0)
+        runner_enqueue(p->o.runner, name);
+}
+
+/* A device's health changed: its Healthy condition. */
+static void on_health(void *self, const struct watch_event *ev)
+{
+    enqueue_address(self, ev->data);
+}
+
+/* A holding began or ended: the objects of Removed devices (kept while held) again. */
+static void on_ledger(void *self, const struct watch_event *ev)
+{
+    struct pcidevices *p = self;
+    size_t n = 0;
+    const char *const *bad = health_unhealthy(p->health, &n);
+    (void)ev;
+    for (size_t i = 0; bad && i < n; i++) {
+        struct health_state st;
+        if (!health_get(p->health, bad[i], &st) && strcmp(st.reason, HEALTH_REMOVED) == 0)
+            enqueue_address(p, bad[i]);
+    }
+}
+
 static void *make(const struct part_env *env)
 {
     struct devobjs_config c = devobjs_config_of(env);
-    struct devobjs *d = pcidevices_new(&c);
-    if (d)
-        d->claims = manager_cache(env->mgr, &kind_pcideviceclaims);
-    return d;
+    struct pcidevices *p = (struct pcidevices *)pcidevices_new(&c);
+    if (p) {
+        p->o.claims = manager_cache(env->mgr, &kind_pcideviceclaims);
+        p->health = manager_part(env->mgr, &health_part);
+        p->ledger = manager_part(env->mgr, &ledger_part);
+    }
+    return p;
 }
 
 static const struct watch watches[] = {
         {.topic = &pcidevices_scanned, .map = on_scan},
         {.topic = &nodeuid_known, .map = devobjs_enqueue_all_watch},
+        {.topic = &health_changed, .map = on_health},
+        {.topic = &ledger_changed, .map = on_ledger},
         {0},
 };
 

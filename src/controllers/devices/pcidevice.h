@@ -13,10 +13,16 @@
  * again once it is).
  *
  * The agent owns: label nodename, the ownerReference to its Node, the driver-at-first-sight
- * annotation (set on create only), and the status fields listed in pcidevice.c's `managed`
- * table. Everything else on the object (other labels, conditions, fields of later versions) is
- * left alone. A device that is gone is deleted with a uid precondition, so a re-created object
- * of the same name is never deleted by mistake.
+ * annotation (set on create only), the status fields listed in pcidevice.c's `managed` table
+ * (the AER error totals, `aerErrors`, among them) and the `Healthy` condition, written from the
+ * node's health store (controllers/health/health.h): True (reason Healthy) while nothing is
+ * known against the device, else False with the store's reason and message; its
+ * lastTransitionTime changes only with its status. Other conditions, other labels and fields of
+ * later versions are left alone. A device that is gone is deleted with a uid precondition, so a
+ * re-created object of the same name is never deleted by mistake; but one the store says was
+ * Removed while a PCIDeviceClaim or a DRA claim holds it (binding/ledger.h) is kept, with its
+ * Healthy=False condition, until that holding ends (the claim's owner sees what happened).
+ * Keys are queued again on health_changed (the device's) and ledger_changed (the Removed ones).
  */
 #pragma once
 
@@ -57,7 +63,30 @@ struct pcidevice_spec {
      * malloc'd (most devices have none), freed with pcidevice_spec_free() */
     struct node_blocker *blockers;
     int n_blockers;
+    /* status.aerErrors: its AER error totals by severity (node/pciaer.h order: fatal, nonfatal,
+     * correctable), each -1 when it has none (the object then lacks that field) */
+    long long aer[3];
 };
+
+/* What the Healthy condition says (from the health store) and when it is written. */
+struct pcidevice_health {
+    bool healthy;
+    const char *reason;  /* "Healthy", or one of the store's reasons */
+    const char *message; /* what was seen and what to do */
+    const char *now;     /* RFC 3339: the lastTransitionTime of a new status */
+    /* the device is gone but is to be kept (Removed while held): its Healthy condition is
+     * written, the object is not deleted */
+    bool keep_gone;
+};
+
+/* The status.aerErrors object of `s`, or NULL when it has no AER counters (or on OOM). */
+struct cJSON *pcidevice_aer_json(const struct pcidevice_spec *s);
+
+/* `have_status`'s conditions (in their order) with the Healthy condition that `h` says in place
+ * of the one it has (appended when it has none): its lastTransitionTime is the old one when the
+ * status does not change, else h->now. NULL on OOM. */
+struct cJSON *pcidevice_conditions(const struct cJSON *have_status,
+                                   const struct pcidevice_health *h);
 
 struct pcidevice_plan {
     bool create;        /* POST new_object, then PATCH status_patch on /status */
@@ -92,6 +121,11 @@ struct cJSON *pcidevice_new_object(const struct pcidevice_spec *s, const char *n
  */
 int pcidevice_plan(const struct pcidevice_spec *want, const struct cJSON *have,
                    const char *node_uid, struct pcidevice_plan *ret);
+/* pcidevice_plan() with the Healthy condition `health` says (NULL: conditions left alone, as
+ * pcidevice_plan()); a gone device with health->keep_gone is not deleted, its condition written. */
+int pcidevice_plan_health(const struct pcidevice_spec *want, const struct cJSON *have,
+                          const char *node_uid, const struct pcidevice_health *health,
+                          struct pcidevice_plan *ret);
 
 /* Whether the plan writes anything. */
 bool pcidevice_plan_empty(const struct pcidevice_plan *p);

@@ -7,7 +7,9 @@
  *   device, or one the store never heard of, costs nothing.
  * - Taking a state back from a PCIDevice happens only while the store knows nothing of that
  *   device: the store, not the object, is the truth once it has a word (the PCIDevice reconciler
- *   writes the object from the store).
+ *   writes the object from the store). A device the store cleared is such a word: until the
+ *   reconciler has written Healthy=True, the object's events still carry the old False
+ *   condition, and taking that back would undo the clear.
  */
 #include "controllers/health/health.h"
 
@@ -26,8 +28,9 @@
 struct health {
     struct manager *mgr;
     struct ev_loop *loop;
-    struct map *bad;   /* address -> struct health_state (unhealthy only) */
-    const char **list; /* health_unhealthy()'s answer */
+    struct map *bad;     /* address -> struct health_state (unhealthy only) */
+    struct map *cleared; /* addresses cleared since the start (a set): never taken back */
+    const char **list;   /* health_unhealthy()'s answer */
     bool list_stale;
 };
 
@@ -82,8 +85,13 @@ void health_report(struct health *h, const char *address, const char *reason, co
 
 void health_clear(struct health *h, const char *address)
 {
-    if (h && address && map_remove(h->bad, address))
-        changed(h, address);
+    char copy[64]; /* (`address` may be a key of the map: health_unhealthy()'s list) */
+    if (!h || !address || !map_contains(h->bad, address) ||
+        (size_t)snprintf(copy, sizeof(copy), "%s", address) >= sizeof(copy))
+        return;
+    map_remove(h->bad, copy);
+    (void)map_put(h->cleared, copy, h->cleared); /* a set: the value is never read */
+    changed(h, copy);
 }
 
 bool health_get(const struct health *h, const char *address, struct health_state *ret)
@@ -132,7 +140,8 @@ static void on_pcidevice(void *self, const struct watch_event *ev)
         return;
     const cJSON *status = json_field(ev->obj, "status"), *c;
     const char *address = json_str(status, "address");
-    if (!address || !address[0] || map_contains(h->bad, address))
+    if (!address || !address[0] || map_contains(h->bad, address) ||
+        map_contains(h->cleared, address))
         return;
     cJSON_ArrayForEach(c, json_field(status, "conditions"))
     {
@@ -154,7 +163,9 @@ static const struct watch watches[] = {
 static void *make(const struct part_env *env)
 {
     struct health *h = calloc(1, sizeof(*h));
-    if (!h || !(h->bad = map_new(free))) {
+    if (!h || !(h->bad = map_new(free)) || !(h->cleared = map_new(NULL))) {
+        if (h)
+            map_free(h->bad);
         free(h);
         return NULL;
     }
@@ -170,6 +181,7 @@ static void part_free(void *self)
     if (!h)
         return;
     map_free(h->bad);
+    map_free(h->cleared);
     free((void *)h->list);
     free(h);
 }

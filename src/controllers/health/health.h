@@ -12,7 +12,9 @@
  *
  * Node-local, in memory, on the loop; no logging. It survives a restart through the PCIDevices:
  * at start (and on each PCIDevice event while it knows nothing of that device) an object whose
- * Healthy condition is False with one of the reasons below is taken back as it says.
+ * Healthy condition is False with one of the reasons below is taken back as it says; a device
+ * the store cleared since the agent started is not taken back (the object still says False
+ * until the PCIDevice reconciler has written the clear).
  *
  * The way back is the administrator's, after fixing the device (a host reboot, a firmware
  * update, reseating the card): `kubectl annotate pcidevice <name> hostdevd.io/recheck-health=<any
