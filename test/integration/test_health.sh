@@ -6,8 +6,12 @@
 # device's reset and says DeviceReset naming the kernel's methods; a device with no reset method
 # is not reset and its Restored Event says so; a device whose config reads all ones after the
 # release is NotResponding, one that answers with other ids IdChanged (Warning Events that say
-# what to do, the agent's log), and every claim goes. The test changes the fake config while
-# the claim is bound (the fake tree does not change on a write by itself).
+# what to do, the agent's log), and every claim goes; their PCIDevices say Healthy=False with
+# the reason. The administrator's recheck (annotation hostdevd.io/recheck-health): of a device
+# still dead, HealthRecheckFailed and the state stays; of one fixed, Healthy again, Event
+# HealthRechecked, and it can be claimed; the annotation is taken away either way. The test
+# changes the fake config while the claim is bound (the fake tree does not change on a write by
+# itself).
 SUITE=health
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -49,6 +53,8 @@ claim() { # address
 }
 reason() { kubectl get pcideviceclaim "$(name_of "$1")" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}' 2>/dev/null; }
 all_bound() { local a; for a in $ALL; do [ "$(reason "$a")" = Bound ] || return 1; done; }
+all_reason_is() { [ "$(reason "$1")" = "$2" ]; }
+not() { ! "$@"; }
 all_gone() { ! kubectl get pcideviceclaims -o name 2>/dev/null | grep -q .; }
 config_ids() { od -An -tx1 -N4 "$(devdir "$1")/config" | tr -d ' \n'; }
 set_config_ids() { # address 4-bytes-as-printf-escapes: what config answers with from now on
@@ -113,6 +119,47 @@ OUT=$(grep '"Reset device on release"' "$TEST_DIR/agent.log" | grep "device=\"$R
 expect_contains "the agent logs the reset, its method and how long it took" "$OUT" 'method="flr"' "resetMicroseconds="
 [ "$(grep -c '"Device unhealthy after its release"' "$TEST_DIR/agent.log")" = 2 ] &&
     pass "two unhealthy devices, two log lines" || fail "two unhealthy devices, two log lines" "$OUT"
+
+echo "--- the PCIDevice says so, and the administrator's way back (recheck-health)"
+healthy() { kubectl get pcidevice "$(name_of "$1")" -o jsonpath='{.status.conditions[?(@.type=="Healthy")].status} {.status.conditions[?(@.type=="Healthy")].reason}' 2>/dev/null; }
+healthy_is() { [ "$(healthy "$1")" = "$2" ]; }
+annotated() { [ -n "$(kubectl get pcidevice "$(name_of "$1")" -o jsonpath='{.metadata.annotations.hostdevd\.io/recheck-health}' 2>/dev/null)" ]; }
+recheck() { kubectl annotate --overwrite pcidevice "$(name_of "$1")" hostdevd.io/recheck-health="$2" >/dev/null; }
+if eventually 20 healthy_is "$DEAD" "False NotResponding" && healthy_is "$OTHER" "False IdChanged" && healthy_is "$RESET" "True Healthy"; then
+    pass "the PCIDevices' Healthy condition: NotResponding, IdChanged, the reset one Healthy"
+else
+    fail "the PCIDevices' Healthy condition" "$(healthy "$DEAD"); $(healthy "$OTHER"); $(healthy "$RESET"); $(kubectl get pcidevices -o name 2>&1 | head); $(tail -30 "$TEST_DIR/agent.log")"
+fi
+recheck "$DEAD" 1
+if eventually 20 has_event "$DEAD" Warning HealthRecheckFailed; then
+    expect_contains "a recheck of a device still dead: HealthRecheckFailed, what was seen" "$(events "$DEAD")" \
+        "device $DEAD still does not answer: config space reads all ones (NotResponding stays)"
+else
+    fail "a Warning HealthRecheckFailed Event" "$(events "$DEAD")"
+fi
+if eventually 20 not annotated "$DEAD" && healthy_is "$DEAD" "False NotResponding"; then
+    pass "... the state stays, the annotation is taken away (handled once)"
+else
+    fail "the state stays, the annotation goes" "$(healthy "$DEAD"); annotated: $(annotated "$DEAD" && echo yes)"
+fi
+set_config_ids "$DEAD" '\x86\x80\xd3\x10' # the admin fixed it
+set_config_ids "$OTHER" '\x86\x80\xd3\x10'
+recheck "$DEAD" 2
+recheck "$OTHER" 1
+if eventually 20 healthy_is "$DEAD" "True Healthy" && eventually 20 healthy_is "$OTHER" "True Healthy"; then
+    pass "fixed and rechecked: Healthy again"
+else
+    fail "fixed and rechecked: Healthy again" "$(healthy "$DEAD"); $(healthy "$OTHER")"
+fi
+if eventually 20 has_event "$DEAD" Normal HealthRechecked; then
+    expect_contains "... a HealthRechecked Event says what it answers as and what was cleared" "$(events "$DEAD")" \
+        "device $DEAD answers as 8086:10d3: healthy again (was NotResponding: "
+else
+    fail "a Normal HealthRechecked Event" "$(events "$DEAD")"
+fi
+if eventually 20 not annotated "$OTHER"; then pass "... its annotation taken away"; else fail "annotation taken away after a passed recheck"; fi
+claim "$DEAD"
+if eventually 30 all_reason_is "$DEAD" Bound; then pass "... and it can be claimed again"; else fail "claimed again after the recheck" "$(reason "$DEAD")"; fi
 
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID"

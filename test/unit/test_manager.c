@@ -266,19 +266,19 @@ static void test_failures_to_receivers(void)
     teardown();
 }
 
-/* The tables' bounds: 16 parts, 64 watches, 16 kinds; one more is -ENOMEM. The worker is made
+/* The tables' bounds: 24 parts, 64 watches, 16 kinds; one more is -ENOMEM. The worker is made
  * once. */
 static void test_bounds(void)
 {
     setup();
-    static const struct part_ops parts[17] = {{0}};
+    static const struct part_ops parts[25] = {{0}};
     static const struct watch many[2] = {{.topic = &scanned, .map = watch_map}, {0}};
     static const struct part_ops watcher = {.name = "w", .watches = many};
     static struct cache_kind kinds[17];
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < 24; i++)
         CU_ASSERT_EQUAL(manager_add_part(T.m, &parts[i], a_id), 0);
-    CU_ASSERT_EQUAL(manager_add_part(T.m, &parts[16], a_id), -ENOMEM);
-    CU_ASSERT_PTR_EQUAL(manager_part(T.m, &parts[15]), a_id);
+    CU_ASSERT_EQUAL(manager_add_part(T.m, &parts[24], a_id), -ENOMEM);
+    CU_ASSERT_PTR_EQUAL(manager_part(T.m, &parts[23]), a_id);
     for (int i = 0; i < 64; i++)
         CU_ASSERT_EQUAL(manager_add_watches(T.m, &watcher, a_id), 0);
     CU_ASSERT_EQUAL(manager_add_watches(T.m, &watcher, a_id), -ENOMEM);
@@ -296,7 +296,7 @@ static void test_bounds(void)
 static CU_TestInfo tests[] = {
         {"in a node's process, a kind narrowed to the node", test_node_selectors},
         {"failures to the receivers that take them", test_failures_to_receivers},
-        {"16 parts, 64 watches, 16 kinds, one worker", test_bounds},
+        {"24 parts, 64 watches, 16 kinds, one worker", test_bounds},
         {"a cache's events: receivers, then watches, in order", test_cache_events_in_order},
         {"topics to their watches; parts by their hooks", test_topics_and_parts},
         CU_TEST_INFO_NULL,

@@ -19,7 +19,7 @@
 #define MAX_CACHES 16
 #define MAX_SUBS   16
 #define MAX_WATCH  64
-#define MAX_PARTS  16
+#define MAX_PARTS  24
 
 struct sub {
     const struct kube_informer_handlers *h;

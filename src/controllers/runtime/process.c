@@ -23,7 +23,7 @@
 #include "kube/http.h"
 
 #define DRAIN_TIMEOUT 10.0
-#define MAX_PARTS     16
+#define MAX_PARTS     24
 
 /* A part: its declared hooks and itself. */
 struct process_part {
