@@ -8,9 +8,10 @@
 # and a Warning Event; the pool's slice keeps it with the taint hostdevd.io/unhealthy=<reason>
 # NoSchedule; a ResourceClaim for the unhealthy GPU is not allocated by the real kube-scheduler
 # (its pod stays Pending with the scheduler's reason), and the same claim that tolerates the taint
-# is; the condition patched back and the agent restarted (a fresh store), the refused claim binds
-# by itself, the GPU's taint (taken back) keeps its time and the restart writes no slice; a bound
-# claim whose device turns unhealthy keeps its device, and its deletion releases it. The device
+# is; the administrator's recheck (annotation hostdevd.io/recheck-health) clears the device and
+# the refused claim binds by itself; the agent restarted, the GPU's taint (taken back) keeps its
+# time and the restart writes no slice; a bound claim whose device turns unhealthy keeps its
+# device, and its deletion releases it. The device
 # plugins' Unhealthy is in test_plugins.sh (a real kubelet); the DRA prepare's refusal uses the
 # same sentence (unit: test_pciclaim_decide.c).
 SUITE=unhealthy
@@ -155,21 +156,25 @@ expect_contains "... the GPU (so the taint is what kept vm1 off it)" "$(allocate
 kubectl delete pod vm1 vm2 --grace-period=0 --force >/dev/null 2>&1
 kubectl delete resourceclaim plain tolerant --wait=false >/dev/null 2>&1
 
-echo "--- fixed, and the agent restarted: the refused claim binds by itself"
-health "$NIC" True Healthy "checked by the administrator"
+echo "--- fixed: the administrator's recheck clears it, and the refused claim binds by itself"
+# (the fake tree's config space answers with the ids sysfs has: the recheck passes)
+kubectl annotate --overwrite pcidevice "$(name_of "$NIC")" hostdevd.io/recheck-health="$(date +%s)" >/dev/null
+if eventually 30 bound "$NIC"; then pass "the claim, no longer refused, bound $NIC (passthroughEnabled, Ready) on health_changed"; else
+    fail "the claim bound" "$(ready_of "$NIC"): $(message_of "$NIC")"; fi
+out_of_pool() { ! in_pool "$NIC"; }
+if eventually 20 out_of_pool; then pass "the claimed $NIC is out of the pool"; else fail "$NIC out of the pool" "$(taint "$NIC")"; fi
+
+echo "--- the agent restarted: the taint comes back as it was"
 stop_agent "agent stopped cleanly (SIGTERM; no leaks under ASan)"
 before=$(writes resourceslices)
 start_agent
 if eventually 60 ready; then pass "agent ready again"; else fail "agent ready again" "$(tail -20 "$TEST_DIR/agent.log")"; fi
-if eventually 30 bound "$NIC"; then pass "the claim, no longer refused, bound $NIC (passthroughEnabled, Ready)"; else
-    fail "the claim bound" "$(ready_of "$NIC"): $(message_of "$NIC")"; fi
-out_of_pool() { ! in_pool "$NIC"; }
-if eventually 20 out_of_pool; then pass "the claimed $NIC left the pool"; else fail "$NIC left the pool" "$(taint "$NIC")"; fi
 [ -n "$GPU_TAINT" ] && [ "$(taint "$GPU")" = "$GPU_TAINT" ] && pass "the GPU's taint, taken back from its PCIDevice, keeps its time" ||
     fail "the GPU's taint kept" "before: $GPU_TAINT; now: $(taint "$GPU")"
 after=$(writes resourceslices)
-[ "$after" -eq "$before" ] && pass "no slice write after the restart (the refused claim had taken $NIC out of the pool already; the taint as it was)" ||
+[ "$after" -eq "$before" ] && pass "no slice write after the restart (the taint as it was)" ||
     fail "no slice write after the restart" "$((after - before)) writes"
+bound "$NIC" && pass "the bound claim is still bound" || fail "still bound" "$(ready_of "$NIC"): $(message_of "$NIC")"
 
 echo "--- a bound claim is not touched; its release works"
 health "$NIC" False NotResponding "config space reads all ones"

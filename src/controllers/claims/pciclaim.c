@@ -784,10 +784,13 @@ static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_e
     record(c, key, obj, ev);
 }
 
+/* Not before the PCIDevices are listed: the health store takes an unhealthy device's state back
+ * from them after a restart, and a claim must not bind it in between. */
 static bool can_start(void *ctx)
 {
     const struct pciclaim *c = ctx;
-    return !c->usb_devices || kube_informer_has_synced(c->usb_devices);
+    return (!c->usb_devices || kube_informer_has_synced(c->usb_devices)) &&
+           (!c->devices || kube_informer_has_synced(c->devices));
 }
 
 static const struct runner_ops ops = {

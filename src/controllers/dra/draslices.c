@@ -488,7 +488,9 @@ void draslices_plan_done(struct draslices_plan *p)
 
 struct draslices {
     struct draslices_config cfg;
-    const struct health *health; /* the node's device health (health/health.h), or NULL */
+    const struct health *health;       /* the node's device health (health/health.h), or NULL */
+    struct kube_informer *pci_devices; /* this node's PCIDevices: the store's states come back
+                                          from them after a restart */
     struct runner *runner;
     struct metrics_series *writes[DEVWRITE_VERBS];
 };
@@ -724,12 +726,15 @@ static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_e
     runner_enqueue(s->runner, s->cfg.env.node_name);
 }
 
-/* Not before a scan (an empty one would empty the pool) and the claims are known (a claimed
- * device would join the pool for a moment). */
+/* Not before a scan (an empty one would empty the pool), the claims are known (a claimed
+ * device would join the pool for a moment) and the PCIDevices listed (the health store takes
+ * the unhealthy devices' states back from them: an unhealthy device would lose its taint for a
+ * moment, and get a new timeAdded). */
 static bool can_start(void *ctx)
 {
     const struct draslices *s = ctx;
     return devobjs_want(s->cfg.devices) && s->cfg.claims &&
+           (!s->pci_devices || kube_informer_has_synced(s->pci_devices)) &&
            kube_informer_has_synced(s->cfg.claims) && s->cfg.vgpus &&
            kube_informer_has_synced(s->cfg.vgpus) && nodeuid_answered(s->cfg.node);
 }
@@ -759,6 +764,7 @@ struct draslices *draslices_new(const struct draslices_config *cfg)
         return NULL;
     s->cfg = *cfg;
     s->health = manager_part(cfg->env.mgr, &health_part);
+    s->pci_devices = manager_cache(cfg->env.mgr, &kind_pcidevices);
     struct runner_config rc = {
             .name = "resourceslice",
             .loop = cfg->env.loop,
