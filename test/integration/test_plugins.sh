@@ -18,8 +18,10 @@
 # the agent without CAP_SYS_ADMIN) waits DeviceInUse and every ListAndWatch message kubelet takes
 # meanwhile still has the device, until the VMM exits; the fixture's two mtty-2 mdevs, adopted by
 # the agent as VGPUDevices, are offered as devices.harvesterhci.io/mtty-2 and a pod asking for
-# both gets MDEV_PCI_RESOURCE_<NAME>=<uuid>,<uuid> and both groups' nodes. Prints claim Ready -> allocatable, and restart -> re-registered (median and
-# worst).
+# both gets MDEV_PCI_RESOURCE_<NAME>=<uuid>,<uuid> and both groups' nodes; a claimed NIC made
+# unhealthy (its PCIDevice's Healthy=False condition taken back by the health store) is sent
+# Unhealthy (allocatable drops by one, capacity stays) and its claim stays bound. Prints claim
+# Ready -> allocatable, and restart -> re-registered (median and worst).
 # test-lock: kubelet (the kubelet harness: its sysctls are global; see hack/run-tests.sh)
 SUITE=plugins
 # shellcheck source=test/integration/lib.sh
@@ -393,6 +395,19 @@ SHRANK=$(tr ' ' '\n' <<<"$SEEN" | awk 'NF && $1 < 1' | head -1)
     fail "kubelet is never sent less while the USB claim waits" "messages: [${SEEN% }]; allocatable $(allocatable "$RES_USB")"
 rm -f "$IFACE_DRIVER"
 if eventually 30 has_allocatable "$RES_USB" 0; then pass "USB claim deleted: $RES_USB allocatable 0"; else fail "USB withdrawn" "$(allocatable "$RES_USB")"; fi
+
+echo "--- a claimed device made unhealthy is sent Unhealthy"
+# Its PCIDevice's Healthy condition patched False, as an agent restarted finds it (the health
+# store takes it back): the device is listed Unhealthy at once (kubelet keeps it in capacity,
+# out of allocatable); the bound claim keeps its device.
+kubectl patch pcidevice "$(pci_name "$NIC2")" --subresource status --type merge -p \
+    '{"status":{"conditions":[{"type":"Healthy","status":"False","reason":"NotResponding","message":"config space reads all ones","lastTransitionTime":"2026-11-29T00:00:00Z"}]}}' >/dev/null
+if eventually 30 offered "$RES_PCI" 1 0; then
+    pass "$NIC2 made unhealthy: sent Unhealthy ($RES_PCI capacity 1, allocatable 0)"
+else
+    fail "the unhealthy device sent Unhealthy" "capacity $(capacity "$RES_PCI"), allocatable $(allocatable "$RES_PCI"); $(tail -5 "$TEST_DIR/agent.log")"
+fi
+bound "$NIC2" && pass "... and its bound claim is not touched (passthroughEnabled)" || fail "the bound claim kept" "$(pci_reason "$NIC2")"
 
 echo "  claim Ready -> allocatable ${READY_TO_ALLOCATABLE:-?} s; kubelet restart -> re-registered ${STATS:-?}; Allocate ${ALLOC_RTT:-?}"
 mkdir -p "$ROOT/build/results" &&

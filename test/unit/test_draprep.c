@@ -3,6 +3,7 @@
  * the DRA plugin's messages (kubelet/draapi.h). */
 #include <CUnit/CUnit.h>
 #include <cjson/cJSON.h>
+#include <ev.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,8 @@
 
 #include "base/buf.h"
 #include "controllers/dra/draprep.h"
+#include "controllers/health/health.h"
+#include "controllers/runtime/part.h"
 #include "kubelet/draapi.h"
 
 #define UID "0b7f9c1e-5b1a-4c6e-9d2a-3f4e5a6b7c8d"
@@ -263,6 +266,36 @@ static void test_busy_error(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, ": a process holds /dev/vfio/3 "));
     draprep_busy_error("0000:00:04.0", 3, "qemu-system-x86 (pid 412)", "e1000e", buf, 16);
     CU_ASSERT_STRING_EQUAL(buf, "device 0000:00:"); /* cut, terminated */
+}
+
+/* Prepare refuses a PCI function the health store has something against, with its sentence; an
+ * error already there stays; an mdev or a healthy device is no refusal. */
+static void test_unhealthy(void)
+{
+    struct part_env env = {.loop = EV_DEFAULT};
+    struct health *h = health_part.make(&env);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    char buf[1024] = "";
+    CU_ASSERT_FALSE(draprep_unhealthy(NULL, "0000:65:00.0", "n-000065000", buf, sizeof(buf)));
+    CU_ASSERT_FALSE(draprep_unhealthy(h, "0000:65:00.0", "n-000065000", buf, sizeof(buf)));
+    health_report(h, "0000:65:00.0", HEALTH_ID_CHANGED, "reads 8086:ffff, not 8086:1572");
+    CU_ASSERT_TRUE(draprep_unhealthy(h, "0000:65:00.0", "n-000065000", buf, sizeof(buf)));
+    CU_ASSERT_STRING_EQUAL(buf,
+                           "device 0000:65:00.0 is unhealthy (IdChanged): reads 8086:ffff, not "
+                           "8086:1572; it is given to no new user until it is checked again: "
+                           "after fixing it (a host reboot, reseating the card), run kubectl "
+                           "annotate --overwrite pcidevice n-000065000 "
+                           "hostdevd.io/recheck-health=$(date +%s)");
+    (void)snprintf(buf, sizeof(buf), "held by PCIDeviceClaim n-000065000");
+    CU_ASSERT_TRUE(draprep_unhealthy(h, "0000:65:00.0", "n-000065000", buf, sizeof(buf)));
+    CU_ASSERT_STRING_EQUAL(buf, "held by PCIDeviceClaim n-000065000"); /* the first error stays */
+    buf[0] = '\0';
+    CU_ASSERT_FALSE(
+            draprep_unhealthy(h, "0b5e1a3c-6f2d-4e8a-9c1b-2d3e4f5a6b7c", "", buf, sizeof(buf)));
+    health_clear(h, "0000:65:00.0");
+    CU_ASSERT_FALSE(draprep_unhealthy(h, "0000:65:00.0", "n-000065000", buf, sizeof(buf)));
+    CU_ASSERT_STRING_EQUAL(buf, "");
+    health_part.free(h);
 }
 
 static void test_checkpoint(void)
@@ -522,6 +555,7 @@ static CU_TestInfo tests[] = {
         {"original driver", test_original},
         {"unprepare's error while the group is held", test_busy_error},
         {"checkpoint", test_checkpoint},
+        {"prepare refuses an unhealthy device", test_unhealthy},
         {"DRA and registration messages", test_messages},
         {"DRA resource health messages", test_health_messages},
         CU_TEST_INFO_NULL,

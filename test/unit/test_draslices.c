@@ -10,6 +10,7 @@
 #include "base/map.h"
 #include "controllers/devices/pcidevice.h"
 #include "controllers/dra/draslices.h"
+#include "controllers/health/health.h"
 
 #define NODE     "titan"
 #define NODE_UID "node-uid-1"
@@ -118,6 +119,8 @@ static void cache_free(struct cache *c)
 /* The mdev instances the next plans see (test_mdev_pool). */
 static const struct draslices_mdev *g_mdevs;
 static size_t g_n_mdevs;
+/* The unhealthy devices the next plans see (test_taints). */
+static const struct map *g_unhealthy;
 
 static int plan(struct cache *c, const struct map *devs, const struct map *claimed, const char *uid,
                 struct draslices_plan *p)
@@ -126,6 +129,7 @@ static int plan(struct cache *c, const struct map *devs, const struct map *claim
                                  .node_uid = uid,
                                  .devices = devs,
                                  .claimed = claimed,
+                                 .unhealthy = g_unhealthy,
                                  .mdevs = g_mdevs,
                                  .n_mdevs = g_n_mdevs,
                                  .slices = (const cJSON *const *)c->slices,
@@ -369,6 +373,90 @@ static void test_split(void)
     map_free(devs);
 }
 
+/* The taint device `name` has in the cached slices, as "key=value:effect@timeAdded", or "". */
+static const char *taint_of(struct cache *c, const char *name)
+{
+    static char buf[256];
+    buf[0] = '\0';
+    for (size_t i = 0; i < c->n; i++) {
+        const cJSON *d, *t;
+        cJSON_ArrayForEach(
+                d, cJSON_GetObjectItemCaseSensitive(
+                           cJSON_GetObjectItemCaseSensitive(c->slices[i], "spec"), "devices"))
+        {
+            if (strcmp(cJSON_GetObjectItemCaseSensitive(d, "name")->valuestring, name) != 0)
+                continue;
+            cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(d, "taints"))
+            {
+                (void)snprintf(buf, sizeof(buf), "%s=%s:%s@%s",
+                               cJSON_GetObjectItemCaseSensitive(t, "key")->valuestring,
+                               cJSON_GetObjectItemCaseSensitive(t, "value")->valuestring,
+                               cJSON_GetObjectItemCaseSensitive(t, "effect")->valuestring,
+                               cJSON_GetObjectItemCaseSensitive(t, "timeAdded")->valuestring);
+            }
+        }
+    }
+    return buf;
+}
+
+static size_t tainted_devices(struct cache *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        const cJSON *d;
+        cJSON_ArrayForEach(
+                d, cJSON_GetObjectItemCaseSensitive(
+                           cJSON_GetObjectItemCaseSensitive(c->slices[i], "spec"), "devices")) n +=
+                cJSON_GetObjectItemCaseSensitive(d, "taints") != NULL;
+    }
+    return n;
+}
+
+/* An unhealthy device stays in the pool with a NoSchedule taint; the pool is then cut in slices
+ * of 64 (the API's limit with taints); the taint's time stays as the slice has it (a restarted
+ * agent writes nothing); cleared, the taint goes and the pool is cut in 128s again. */
+static void test_taints(void)
+{
+    struct map *devs = map_new(pcidevice_spec_free), *bad = map_new(NULL);
+    add_many(devs, 0, 100);
+    struct cache c = {0};
+    CU_ASSERT_EQUAL(step(&c, devs, NULL, 1), 1);
+    CU_ASSERT_EQUAL(c.n, 1);
+    struct health_state s = {.healthy = false, .reason = HEALTH_RESET_FAILED, .since = 1795910400};
+    CU_ASSERT_EQUAL(map_put(bad, "0000:00:05.0", &s), 0);
+    g_unhealthy = bad;
+    /* 100 devices with a taint: two slices of 64 and 36, a new generation */
+    CU_ASSERT_EQUAL(step(&c, devs, NULL, 2), 2);
+    CU_ASSERT_EQUAL(c.n, 2);
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(slice_devices(&c, NODE "-vfio-pci-0")), 64);
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(slice_devices(&c, NODE "-vfio-pci-1")), 36);
+    CU_ASSERT_EQUAL(count_of(&c, NODE "-vfio-pci-1"), 2);
+    CU_ASSERT_STRING_EQUAL(taint_of(&c, "pci-0000-00-05-0"),
+                           "hostdevd.io/unhealthy=ResetFailed:NoSchedule@2026-11-29T00:00:00Z");
+    CU_ASSERT_EQUAL(tainted_devices(&c), 1);
+    CU_ASSERT_EQUAL(step(&c, devs, NULL, 0), 2); /* converged */
+    /* the store taken back after a restart finds it later: the slice's time stays, no write */
+    s.since += 3600;
+    CU_ASSERT_EQUAL(step(&c, devs, NULL, 0), 2);
+    CU_ASSERT_STRING_EQUAL(taint_of(&c, "pci-0000-00-05-0"),
+                           "hostdevd.io/unhealthy=ResetFailed:NoSchedule@2026-11-29T00:00:00Z");
+    /* a device gone (Removed says more): the new reason, at its own time */
+    s.reason = HEALTH_REMOVED;
+    CU_ASSERT_EQUAL(step(&c, devs, NULL, 2), 3);
+    CU_ASSERT_STRING_EQUAL(taint_of(&c, "pci-0000-00-05-0"),
+                           "hostdevd.io/unhealthy=Removed:NoSchedule@2026-11-29T01:00:00Z");
+    /* cleared: no taint, one slice of 100 again */
+    g_unhealthy = NULL;
+    CU_ASSERT_EQUAL(step(&c, devs, NULL, 2), 4); /* a delete, a patch */
+    CU_ASSERT_EQUAL(c.n, 1);
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(slice_devices(&c, NODE "-vfio-pci-0")), 100);
+    CU_ASSERT_EQUAL(tainted_devices(&c), 0);
+    CU_ASSERT_EQUAL(step(&c, devs, NULL, 0), 4);
+    cache_free(&c);
+    map_free(devs);
+    map_free(bad);
+}
+
 /* Slices of mixed generations (a write lost half way) are brought to one new generation. */
 static void test_mixed_generations(void)
 {
@@ -464,6 +552,7 @@ static CU_TestInfo tests[] = {
         {"bridges and SMBus never in the pool", test_platform_classes},
         {"owner repaired without a new generation", test_owner_only},
         {"more than 128 devices split", test_split},
+        {"an unhealthy device tainted; slices of 64 then", test_taints},
         {"mixed generations", test_mixed_generations},
         CU_TEST_INFO_NULL,
 };

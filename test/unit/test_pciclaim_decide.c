@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "controllers/claims/pciclaim.h"
+#include "controllers/health/health.h"
 #include "controllers/objects/pciobj.h"
 
 static cJSON *claim(const char *node, const char *address, bool finalizer, bool deleting,
@@ -348,6 +349,59 @@ static void test_proceeds(void)
 
 /* A new claim's first phase: only for a claim that records no driver and is not deleting; the
  * bind goes on from the written claim that shows both the finalizer and the record. */
+/* A new claim of an unhealthy device is refused with the health reason and message and the way
+ * back; a bound one (passthroughEnabled) or one being deleted never is; a healthy device never. */
+static void test_refuse_unhealthy(void)
+{
+    struct health_state bad = {.healthy = false, .reason = HEALTH_NOT_RESPONDING, .since = 1};
+    (void)snprintf(bad.message, sizeof(bad.message), "config space reads all ones after release");
+    struct health_state fine = {.healthy = true, .reason = HEALTH_HEALTHY};
+    struct bindplan_outcome o = {.kind = BINDPLAN_GO};
+    cJSON *c = claim("n", "0000:02:00.0", true, false, NULL);
+    CU_ASSERT_FALSE(pciclaim_refuse_unhealthy(c, &fine, "n-000002000", &o));
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_GO); /* untouched */
+    CU_ASSERT_TRUE(pciclaim_refuse_unhealthy(c, &bad, "n-000002000", &o));
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_REFUSED);
+    CU_ASSERT_STRING_EQUAL(o.reason, "DeviceUnhealthy");
+    CU_ASSERT_STRING_EQUAL(o.message,
+                           "device 0000:02:00.0 is unhealthy (NotResponding): config space reads "
+                           "all ones after release; it is given to no new user until it is "
+                           "checked again: after fixing it (a host reboot, reseating the card), "
+                           "run kubectl annotate --overwrite pcidevice n-000002000 "
+                           "hostdevd.io/recheck-health=$(date +%s)");
+    /* the decision on it: Ready=False DeviceUnhealthy, a Warning, said once */
+    struct pciclaim_decision d;
+    pciclaim_decide(c, &o, &d);
+    CU_ASSERT_TRUE(d.write_status);
+    CU_ASSERT_FALSE(d.status.ready);
+    CU_ASSERT_FALSE(d.status.passthrough);
+    CU_ASSERT_STRING_EQUAL(d.event_reason, "DeviceUnhealthy");
+    CU_ASSERT_TRUE(d.warning);
+    cJSON_Delete(c);
+    /* a refused claim is refused again (not bound yet) */
+    c = claim("n", "0000:02:00.0", true, false,
+              "{\"passthroughEnabled\":false,\"conditions\":[{\"type\":\"Ready\","
+              "\"status\":\"False\",\"reason\":\"DeviceUnhealthy\"}]}");
+    CU_ASSERT_TRUE(pciclaim_refuse_unhealthy(c, &bad, "n-000002000", &o));
+    cJSON_Delete(c);
+    /* bound: kept (the VM keeps its device, the release works) */
+    c = claim("n", "0000:02:00.0", true, false, "{\"passthroughEnabled\":true}");
+    CU_ASSERT_FALSE(pciclaim_refuse_unhealthy(c, &bad, "n-000002000", &o));
+    cJSON_Delete(c);
+    c = claim("n", "0000:02:00.0", true, true, NULL); /* being deleted: its release goes on */
+    CU_ASSERT_FALSE(pciclaim_refuse_unhealthy(c, &bad, "n-000002000", &o));
+    cJSON_Delete(c);
+    /* a long message is cut, the way back is not */
+    memset(bad.message, 'x', sizeof(bad.message) - 1);
+    bad.message[sizeof(bad.message) - 1] = '\0';
+    c = claim("n", "0000:02:00.0", true, false, NULL);
+    CU_ASSERT_TRUE(pciclaim_refuse_unhealthy(c, &bad, "n-000002000", &o));
+    CU_ASSERT_EQUAL(strlen(o.message), sizeof(o.message) - 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "xxx; it is given to no new user"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "recheck-health=$(date +%s)"));
+    cJSON_Delete(c);
+}
+
 static void test_first_phase(void)
 {
     cJSON *bare = claim("n", "0000:02:00.0", false, false, NULL);
@@ -385,6 +439,7 @@ static CU_TestInfo tests[] = {
         {"decide: busy, restored, released, restore failed", test_decide_restore_paths},
         {"proceed from the written claim: finalizer, record; nothing else", test_proceeds},
         {"first phase: which claims, and the written claim to go on from", test_first_phase},
+        {"an unhealthy device: a new claim refused, a bound one kept", test_refuse_unhealthy},
         CU_TEST_INFO_NULL,
 };
 

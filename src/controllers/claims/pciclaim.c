@@ -202,6 +202,18 @@ bool pciclaim_proceeds(const struct pciclaim_decision *d, const cJSON *written, 
            pciclaim_next_step(written, key, node) == PCICLAIM_NODE_WORK;
 }
 
+bool pciclaim_refuse_unhealthy(const cJSON *claim, const struct health_state *s, const char *key,
+                               struct bindplan_outcome *ret)
+{
+    const char *a = pciobj_address(claim);
+    if (!a || s->healthy || kube_meta_str(claim, "deletionTimestamp") ||
+        cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")))
+        return false; /* a claim that has its device already keeps it, and its release works */
+    *ret = (struct bindplan_outcome){.kind = BINDPLAN_REFUSED, .reason = HEALTH_REFUSED};
+    health_refusal(s, a, key, ret->message, sizeof(ret->message));
+    return true;
+}
+
 bool pciclaim_checks_early(const cJSON *claim)
 {
     return !pciobj_driver_recorded(claim, NULL) && !kube_meta_str(claim, "deletionTimestamp");
@@ -235,7 +247,8 @@ struct pciclaim {
     struct map *failures;          /* claim key -> "reason: message" of the failure last logged */
     struct kube_informer *devices; /* this node's PCIDevices */
     struct ledger *ledger;
-    struct health *health; /* a release's unhealthy verdict goes there */
+    struct health *health; /* the node's device health: a release's unhealthy verdict goes there,
+                              a new claim of an unhealthy device is refused */
     struct pcibind_env *bind;
     struct worker *worker;
     struct closewatch *closes; /* /dev/vfio/<group> of deleted claims a VM holds */
@@ -689,9 +702,24 @@ static bool ledger_refuses(struct cjob *j)
     return true;
 }
 
+/* A new claim of a device the health store says is unhealthy is refused (DeviceUnhealthy); it
+ * goes on when the store clears the device (health_changed queues it). */
+static bool refused_by_health(struct cjob *j, struct bindplan_outcome *ret)
+{
+    struct health_state s;
+    const char *a = pciobj_address(j->claim);
+    return a && !health_get(j->c->health, a, &s) &&
+           pciclaim_refuse_unhealthy(j->claim, &s, key_of(j), ret);
+}
+
 static void node_work(struct cjob *j)
 {
-    if (!ledger_refuses(j))
+    struct bindplan_outcome o;
+    if (ledger_refuses(j))
+        return;
+    if (refused_by_health(j, &o))
+        conclude(j, &o);
+    else
         start_node_work(j, false);
 }
 
@@ -710,9 +738,11 @@ static void act(struct runner_job *job, void *plan, void *ctx)
         conclude(j, &o);
     } else if (j->step == PCICLAIM_ADD_FINALIZER) {
         struct ledger_refusal why;
+        struct bindplan_outcome o;
         j->decision.fault = "finalizer";
         j->decision.proceed = true;
-        if (pciclaim_checks_early(j->claim) && !refused_by_ledger(j, &why)) {
+        if (pciclaim_checks_early(j->claim) && !refused_by_ledger(j, &why) &&
+            !refused_by_health(j, &o)) {
             j->first_phase = true; /* the checks first, then the finalizer with the record */
             start_node_work(j, true);
             return;
@@ -754,10 +784,13 @@ static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_e
     record(c, key, obj, ev);
 }
 
+/* Not before the PCIDevices are listed: the health store takes an unhealthy device's state back
+ * from them after a restart, and a claim must not bind it in between. */
 static bool can_start(void *ctx)
 {
     const struct pciclaim *c = ctx;
-    return !c->usb_devices || kube_informer_has_synced(c->usb_devices);
+    return (!c->usb_devices || kube_informer_has_synced(c->usb_devices)) &&
+           (!c->devices || kube_informer_has_synced(c->devices));
 }
 
 static const struct runner_ops ops = {
@@ -854,6 +887,15 @@ static void on_released(void *self, const struct watch_event *ev)
         enqueue_all(self, ev);
 }
 
+/* A device's health changed: its claim (named after it) is refused, or goes on. */
+static void on_health(void *self, const struct watch_event *ev)
+{
+    const struct pciclaim *c = self;
+    char key[KUBE_NAME_MAX + 1];
+    if (ev->data && kube_names_pcidevice(c->cfg.env.node_name, ev->data, key, sizeof(key)) == 0)
+        runner_enqueue(c->runner, key);
+}
+
 static void *make(const struct part_env *env)
 {
     return pciclaim_new(env);
@@ -867,6 +909,7 @@ static const struct watch watches[] = {
         {.topic = &usbdevices_scanned, .map = enqueue_all},
         {.kind = &kind_usbdevices, .map = enqueue_all},
         {.topic = &ledger_released, .map = on_released},
+        {.topic = &health_changed, .map = on_health},
         {0},
 };
 

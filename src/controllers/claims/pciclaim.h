@@ -10,7 +10,11 @@
  *   1. the finalizer devices.harvesterhci.io/restore-driver is added (JSON patch with a test);
  *   2. safety: the device exists, has an IOMMU group, is not host-critical (node/hostuse), and
  *      every other member of its group is claimed too or on vfio-pci (bridges excepted); a
- *      refusal is a Ready=False condition whose message says what to do;
+ *      refusal is a Ready=False condition whose message says what to do; a device the node's
+ *      health store says is unhealthy (controllers/health/health.h) is refused with reason
+ *      DeviceUnhealthy, the health reason and message and the administrator's way back, and
+ *      reconciled again on each health_changed (a claim already passthroughEnabled, or being
+ *      deleted, is never refused for it);
  *   3. the original driver is recorded in status.kernelDriverToUnbind before anything changes,
  *      so a crash at any later point knows what to restore;
  *   4. vfio-pci and vfio_iommu_type1 are loaded (libkmod), the device is bound (node/vfio,
@@ -113,6 +117,15 @@ bool pciclaim_proceeds(const struct pciclaim_decision *d, const struct cJSON *wr
  * our finalizer) goes that way: it records no driver yet and is not being deleted (the caller
  * also leaves out devices DRA holds). */
 bool pciclaim_checks_early(const struct cJSON *claim);
+/* A new claim of an unhealthy device is refused: true, with `ret` a BINDPLAN_REFUSED outcome
+ * (reason HEALTH_REFUSED, DeviceUnhealthy; controllers/health/health.h health_refusal()'s
+ * message: what is known against the device and the way back for PCIDevice `key`), when `s`
+ * (the health store's word on the claim's device) is unhealthy and `claim` is not being
+ * deleted and not passthroughEnabled (a claim that has its device keeps it, and its release
+ * works). False otherwise (ret untouched). */
+struct health_state;
+bool pciclaim_refuse_unhealthy(const struct cJSON *claim, const struct health_state *s,
+                               const char *key, struct bindplan_outcome *ret);
 /* Of the objects the phase's two writes returned (either may be NULL), the one to go on from:
  * one that calls for node work on `node` and records the driver (the later write shows both),
  * else one that calls for node work, else NULL. */

@@ -24,6 +24,7 @@
 #include "base/metrics.h"
 #include "controllers/binding/ledger.h"
 #include "controllers/deviceplugin/devplugin.h"
+#include "controllers/health/health.h"
 #include "controllers/objects/caches.h"
 #include "controllers/objects/kinds.h"
 #include "controllers/objects/mdevobj.h"
@@ -86,6 +87,7 @@ struct plugins {
     struct caches caches;        /* the process's */
     struct kube_informer *vgpus; /* the process's VGPUDevices of this node */
     struct ledger *ledger;       /* who holds each device (binding/ledger.h); may be NULL */
+    struct health *health;       /* the node's device health (health/health.h); may be NULL */
     struct map *by_resource;     /* resource -> struct plugin */
     int sysfs_fd;
     int inotify_fd;
@@ -111,6 +113,13 @@ static int int_field(const cJSON *o, const char *name, int dflt)
 }
 
 /* --- what is offered -------------------------------------------------------------------------- */
+
+/* Whether the health store has nothing against the PCI device at `address` (NULL: not PCI). */
+static bool device_healthy(const struct plugins *p, const char *address)
+{
+    struct health_state s;
+    return health_get(p->health, address, &s);
+}
 
 static void offer_free(void *v)
 {
@@ -175,7 +184,8 @@ static void add_pci(struct plugins *p, struct map *offers, const char *name, con
     const char *group = json_str(ds, "iommuGroup");
     d->d.iommu_group = group && group[0] ? (int)strtol(group, NULL, 10) : -1;
     d->d.numa_node = int_field(ds, "numaNode", -1);
-    d->healthy = json_same(json_str(ds, "kernelDriverInUse"), "vfio-pci");
+    d->healthy =
+            json_same(json_str(ds, "kernelDriverInUse"), "vfio-pci") && device_healthy(p, address);
     char sys[64];
     (void)snprintf(sys, sizeof(sys), "bus/pci/devices/%s", address);
     read_cdev(p, sys, d->cdev, sizeof(d->cdev));
@@ -203,9 +213,10 @@ static void add_mdev(struct plugins *p, struct map *offers, const cJSON *vgpu)
     d->d.kind = DEVPLUGIN_MDEV;
     d->d.iommu_group = mdevobj_iommu_group(vgpu);
     /* an instance a DRA claim holds is not given out here: Unhealthy, kubelet allocates it to no
-     * pod (binding/ledger.h) */
+     * pod (binding/ledger.h); nor one of an unhealthy PCI parent */
     d->healthy = d->d.iommu_group >= 0 && mdev_exists(p, uuid) &&
-                 !ledger_held(p->ledger, uuid, LEDGER_DRA, NULL, NULL, 0);
+                 !ledger_held(p->ledger, uuid, LEDGER_DRA, NULL, NULL, 0) &&
+                 device_healthy(p, mdevobj_pci_parent_in_use(vgpu));
     char sys[96];
     (void)snprintf(sys, sizeof(sys), "bus/mdev/devices/%s", uuid);
     read_cdev(p, sys, d->cdev, sizeof(d->cdev));
@@ -935,6 +946,7 @@ struct plugins *plugins_new(const struct plugins_config *cfg)
                                  manager_cache(cfg->env.mgr, &kind_usbdevices)};
     ps->vgpus = manager_cache(cfg->env.mgr, &kind_vgpudevices);
     ps->ledger = manager_part(cfg->env.mgr, &ledger_part);
+    ps->health = manager_part(cfg->env.mgr, &health_part);
     ps->inotify_fd = -1;
     ps->sysfs_fd = node_sysfs_open_root(cfg->env.sysfs_root);
     ps->by_resource = map_new(plugin_map_free);
@@ -987,6 +999,7 @@ static const struct watch watches[] = {
         {.kind = &kind_pcideviceclaims, .map = on_change},
         {.kind = &kind_vgpudevices, .map = on_change},
         {.topic = &ledger_changed, .map = on_ledger},
+        {.topic = &health_changed, .map = on_change}, /* a device's health: sent at once */
         {0},
 };
 

@@ -12,12 +12,14 @@
  * USBDevice's resourceName; a VGPUDevice of this node whose instance is offered
  * (objects/mdevobj.h mdevobj_offered: status vGPUConfigured with a UUID and a resourceName, until
  * its agent has removed it) offers the instance, ID = its UUID, under status.resourceName (one
- * resource per mdev type). A device is Healthy while its PCIDevice says vfio-pci (its USBDevice
- * is plugged in, the mdev exists in /sys/bus/mdev/devices, has an IOMMU group and no DRA
- * ResourceClaim holds it: binding/ledger.h), Unhealthy otherwise. Any change of those caches
- * recomputes the set (plugins_sync, coalesced): a new resource starts a plugin, a changed device
- * list is pushed to every ListAndWatch stream, and a resource nobody offers any more keeps its
- * plugin with an empty list (kubelet withdraws the devices at once).
+ * resource per mdev type). A device is Healthy while its PCIDevice says vfio-pci and the node's
+ * health store has nothing against it (controllers/health/health.h; its USBDevice is plugged in;
+ * the mdev exists in /sys/bus/mdev/devices, has an IOMMU group, no DRA ResourceClaim holds it
+ * (binding/ledger.h) and its PCI parent is not unhealthy), Unhealthy otherwise: kubelet keeps an
+ * Unhealthy device out of allocatable. A health_changed sends the lists again at once. Any change
+ * of those caches recomputes the set (plugins_sync, coalesced): a new resource starts a plugin, a
+ * changed device list is pushed to every ListAndWatch stream, and a resource nobody offers any more
+ * keeps its plugin with an empty list (kubelet withdraws the devices at once).
  *
  * Answers (controllers/deviceplugin/devplugin.h): Allocate gives PCI_RESOURCE_<NAME> /
  * MDEV_PCI_RESOURCE_<NAME> / USB_RESOURCE_<NAME> and the device nodes with "mrw" (a USB node is

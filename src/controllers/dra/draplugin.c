@@ -720,6 +720,7 @@ static void check_devices(struct call *k, struct dclaim *d)
         (void)kube_names_pcidevice(p->cfg.env.node_name, a, name, sizeof(name));
         if (ledger_check(p->cfg.ledger, a, LEDGER_DRA, d->c.uid, &why) < 0)
             (void)snprintf(d->error, sizeof(d->error), "%s", why.message);
+        (void)draprep_unhealthy(p->health, a, name, d->error, sizeof(d->error));
         (void)ledger_held(p->cfg.ledger, a, LEDGER_DEVICE_PLUGIN, NULL, d->given[i],
                           sizeof(d->given[i]));
         const cJSON *dev = p->pci_devices ? kube_informer_get(p->pci_devices, name) : NULL;

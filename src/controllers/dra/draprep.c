@@ -14,6 +14,7 @@
 #include "base/cleanup.h"
 #include "base/json.h"
 #include "controllers/dra/draslices.h"
+#include "controllers/health/health.h"
 #include "node/vfio.h"
 
 static bool all_hex(const char *s, size_t n)
@@ -340,6 +341,17 @@ void draprep_busy_error(const char *address, int group, const char *holder, cons
 
 /* --- the checkpoint -----------------------------------------------------------------------------
  */
+
+bool draprep_unhealthy(const struct health *h, const char *address, const char *pcidevice,
+                       char *buf, size_t size)
+{
+    struct health_state s;
+    if (draprep_is_mdev(address) || health_get(h, address, &s))
+        return false;
+    if (!buf[0])
+        health_refusal(&s, address, pcidevice, buf, size);
+    return true;
+}
 
 cJSON *draprep_checkpoint_new(void)
 {

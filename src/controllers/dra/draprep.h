@@ -99,6 +99,15 @@ const char *draprep_original(const char *current, const char *annotation);
 void draprep_busy_error(const char *address, int group, const char *holder, const char *original,
                         char *buf, size_t size);
 
+/* Prepare's refusal of an unhealthy device: true when the health store `h` (controllers/health/
+ * health.h; NULL: every device healthy) has something against the PCI function at `address`
+ * (PCIDevice `pcidevice`); then, unless `buf` holds an error already, health_refusal()'s sentence
+ * (DeviceUnhealthy's message: the reason, what was seen, the way back) goes there. An mdev's
+ * UUID is false (its parent's taint keeps the scheduler off it). */
+struct health;
+bool draprep_unhealthy(const struct health *h, const char *address, const char *pcidevice,
+                       char *buf, size_t size);
+
 /* --- the checkpoint ----------------------------------------------------------------------------
  */
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/buf.h"
 #include "base/json.h"
@@ -22,6 +23,7 @@
 #include "controllers/devices/devwrite.h"
 #include "controllers/devices/nodeuid.h"
 #include "controllers/devices/pcidevice.h"
+#include "controllers/health/health.h"
 #include "controllers/objects/kinds.h"
 #include "controllers/objects/mdevobj.h"
 #include "controllers/runtime/manager.h"
@@ -162,9 +164,79 @@ static bool platform_class(const char *class_id)
     return false;
 }
 
+/* The timeAdded the cached slices give device `name`'s taint of `value`, or NULL: a taint keeps
+ * its time (an agent restarted with the same state writes nothing). */
+static const char *cached_taint_time(const struct draslices_input *in, const char *name,
+                                     const char *value)
+{
+    for (size_t i = 0; i < in->n_slices; i++) {
+        const cJSON *d, *t;
+        cJSON_ArrayForEach(d, json_field(json_field(in->slices[i], "spec"), "devices"))
+        {
+            if (!json_same(json_str(d, "name"), name))
+                continue;
+            cJSON_ArrayForEach(t, json_field(d, "taints"))
+            {
+                if (json_same(json_str(t, "key"), DRASLICES_TAINT_KEY) &&
+                    json_same(json_str(t, "value"), value) &&
+                    json_same(json_str(t, "effect"), DRASLICES_TAINT_EFFECT))
+                    return json_str(t, "timeAdded");
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Taints pool entry `d` when the PCI function at `address` (NULL: none) is unhealthy: key
+ * DRASLICES_TAINT_KEY, the health reason as value, NoSchedule, timeAdded when the store found it
+ * (or the time the cached slice already says). Sets *tainted then. Returns false on OOM. */
+static bool taint(const struct draslices_input *in, cJSON *d, const char *address, bool *tainted)
+{
+    const struct health_state *s =
+            in->unhealthy && address ? map_get(in->unhealthy, address) : NULL;
+    if (!s)
+        return true;
+    char when[32] = "";
+    const char *have = cached_taint_time(in, json_str(d, "name"), s->reason);
+    if (have) {
+        (void)snprintf(when, sizeof(when), "%s", have);
+    } else {
+        struct tm tm;
+        time_t t = (time_t)s->since;
+        if (gmtime_r(&t, &tm))
+            (void)strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    }
+    cJSON *list = cJSON_AddArrayToObject(d, "taints"), *one = cJSON_CreateObject();
+    if (!list || !one || !cJSON_AddItemToArray(list, one)) {
+        cJSON_Delete(one);
+        return false;
+    }
+    bool ok = cJSON_AddStringToObject(one, "key", DRASLICES_TAINT_KEY) &&
+              cJSON_AddStringToObject(one, "value", s->reason) &&
+              cJSON_AddStringToObject(one, "effect", DRASLICES_TAINT_EFFECT) &&
+              cJSON_AddStringToObject(one, "timeAdded", when);
+    *tainted = true;
+    return ok;
+}
+
+/* Adds entry `d` (taken; NULL: left out) to `list`, tainted when the PCI function at `address`
+ * is unhealthy. Returns false on OOM (then `list` is freed). */
+static bool add_device(const struct draslices_input *in, cJSON *list, cJSON *d, const char *address,
+                       bool *tainted)
+{
+    if (!d)
+        return true;
+    if (!taint(in, d, address, tainted) || !cJSON_AddItemToArray(list, d)) {
+        cJSON_Delete(d);
+        cJSON_Delete(list);
+        return false;
+    }
+    return true;
+}
+
 /* The pool's devices in address order: those of the scan no blocker stops and no claim holds,
- * bridges and the SMBus controller left out. */
-static int wanted_devices(const struct draslices_input *in, cJSON **ret)
+ * bridges and the SMBus controller left out; the unhealthy ones tainted (*ret_tainted). */
+static int wanted_devices(const struct draslices_input *in, cJSON **ret, bool *ret_tainted)
 {
     size_t n = map_size(in->devices), k = 0, pos = 0;
     const struct pcidevice_spec **v = calloc(n ? n : 1, sizeof(struct pcidevice_spec *));
@@ -178,25 +250,21 @@ static int wanted_devices(const struct draslices_input *in, cJSON **ret)
     }
     if (v)
         qsort(v, k, sizeof(struct pcidevice_spec *), compare_specs);
+    *ret_tainted = false;
     for (size_t i = 0; v && list && i < k; i++) {
         cJSON *d = draslices_device(v[i]);
-        if (!d || !cJSON_AddItemToArray(list, d)) {
-            cJSON_Delete(d);
+        if (!d)
             cJSON_Delete(list);
+        if (!d || !add_device(in, list, d, v[i]->address, ret_tainted))
             list = NULL;
-        }
     }
     free(v);
     /* then the mdev instances, in the caller's (UUID) order; one that cannot be told (no group
-     * yet) is left out */
-    for (size_t i = 0; list && i < in->n_mdevs; i++) {
-        cJSON *d = draslices_mdev_device(&in->mdevs[i]);
-        if (d && !cJSON_AddItemToArray(list, d)) {
-            cJSON_Delete(d);
-            cJSON_Delete(list);
+     * yet) is left out; one of an unhealthy PCI parent is tainted */
+    for (size_t i = 0; list && i < in->n_mdevs; i++)
+        if (!add_device(in, list, draslices_mdev_device(&in->mdevs[i]), in->mdevs[i].parent,
+                        ret_tainted))
             list = NULL;
-        }
-    }
     if (!list)
         return -ENOMEM;
     *ret = list;
@@ -354,13 +422,13 @@ static int plan_deletes(const struct draslices_input *in, size_t count, struct d
     return 0;
 }
 
-/* Splits `devs` (taken) into `count` arrays of at most DRASLICES_MAX_DEVICES. */
-static cJSON **split(cJSON *devs, size_t count)
+/* Splits `devs` (taken) into `count` arrays of at most `per` devices. */
+static cJSON **split(cJSON *devs, size_t count, size_t per)
 {
     cJSON **chunks = calloc(count, sizeof(cJSON *));
     for (size_t i = 0; chunks && i < count; i++) {
         chunks[i] = cJSON_CreateArray();
-        for (int k = 0; chunks[i] && k < DRASLICES_MAX_DEVICES && cJSON_GetArraySize(devs) > 0; k++)
+        for (size_t k = 0; chunks[i] && k < per && cJSON_GetArraySize(devs) > 0; k++)
             cJSON_AddItemToArray(chunks[i], cJSON_DetachItemFromArray(devs, 0));
     }
     cJSON_Delete(devs);
@@ -378,12 +446,16 @@ int draslices_plan(const struct draslices_input *in, struct draslices_plan *ret)
 {
     *ret = (struct draslices_plan){0};
     cJSON *devs = NULL;
-    int r = wanted_devices(in, &devs);
+    bool tainted = false;
+    int r = wanted_devices(in, &devs, &tainted);
     if (r < 0)
         return r;
+    /* the API holds fewer devices in a slice when any of its devices has taints: the whole pool
+     * is cut so then */
+    size_t per = tainted ? DRASLICES_MAX_TAINTED : DRASLICES_MAX_DEVICES;
     size_t n_devs = (size_t)cJSON_GetArraySize(devs);
-    size_t count = n_devs ? (n_devs + DRASLICES_MAX_DEVICES - 1) / DRASLICES_MAX_DEVICES : 1;
-    cJSON **chunks = split(devs, count);
+    size_t count = n_devs ? (n_devs + per - 1) / per : 1;
+    cJSON **chunks = split(devs, count, per);
     ret->writes = chunks ? calloc(count + in->n_slices, sizeof(*ret->writes)) : NULL;
     if (!ret->writes) {
         free_chunks(chunks, count);
@@ -416,6 +488,9 @@ void draslices_plan_done(struct draslices_plan *p)
 
 struct draslices {
     struct draslices_config cfg;
+    const struct health *health;       /* the node's device health (health/health.h), or NULL */
+    struct kube_informer *pci_devices; /* this node's PCIDevices: the store's states come back
+                                          from them after a restart */
     struct runner *runner;
     struct metrics_series *writes[DEVWRITE_VERBS];
 };
@@ -513,6 +588,20 @@ static struct draslices_mdev *instances(const struct draslices *s, size_t *ret_n
     return v;
 }
 
+/* The node's unhealthy devices: address -> struct health_state (copies). NULL on OOM. */
+static struct map *unhealthy(const struct draslices *s)
+{
+    size_t n = 0;
+    const char *const *v = health_unhealthy(s->health, &n);
+    struct map *m = map_new(free);
+    for (size_t i = 0; m && i < n; i++) {
+        struct health_state *st = malloc(sizeof(*st));
+        if (!st || health_get(s->health, v[i], st) || map_put(m, v[i], st) < 0)
+            free(st);
+    }
+    return m;
+}
+
 static const cJSON **cached_slices(const struct draslices *s, size_t *ret_n)
 {
     struct kube_informer *inf = runner_informer(s->runner);
@@ -536,16 +625,19 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
     struct draslices_input in = {.node = s->cfg.env.node_name,
                                  .node_uid = nodeuid_get(s->cfg.node),
                                  .devices = devobjs_want(s->cfg.devices),
-                                 .claimed = claimed(s)};
+                                 .claimed = claimed(s),
+                                 .unhealthy = unhealthy(s)};
     const cJSON **slices = cached_slices(s, &in.n_slices);
     struct draslices_mdev *mdevs = instances(s, &in.n_mdevs);
     in.slices = slices;
     in.mdevs = mdevs;
     struct job *j = calloc(1, sizeof(*j));
-    int r = j && slices && mdevs && in.claimed ? draslices_plan(&in, &j->plan) : -ENOMEM;
+    int r = j && slices && mdevs && in.claimed && in.unhealthy ? draslices_plan(&in, &j->plan)
+                                                               : -ENOMEM;
     free(slices);
     free(mdevs);
     map_free((struct map *)in.claimed);
+    map_free((struct map *)in.unhealthy);
     if (r < 0 || j->plan.n == 0) {
         if (j)
             job_free(j);
@@ -634,12 +726,15 @@ static void on_event(void *ctx, const char *key, const cJSON *obj, enum runner_e
     runner_enqueue(s->runner, s->cfg.env.node_name);
 }
 
-/* Not before a scan (an empty one would empty the pool) and the claims are known (a claimed
- * device would join the pool for a moment). */
+/* Not before a scan (an empty one would empty the pool), the claims are known (a claimed
+ * device would join the pool for a moment) and the PCIDevices listed (the health store takes
+ * the unhealthy devices' states back from them: an unhealthy device would lose its taint for a
+ * moment, and get a new timeAdded). */
 static bool can_start(void *ctx)
 {
     const struct draslices *s = ctx;
     return devobjs_want(s->cfg.devices) && s->cfg.claims &&
+           (!s->pci_devices || kube_informer_has_synced(s->pci_devices)) &&
            kube_informer_has_synced(s->cfg.claims) && s->cfg.vgpus &&
            kube_informer_has_synced(s->cfg.vgpus) && nodeuid_answered(s->cfg.node);
 }
@@ -668,6 +763,8 @@ struct draslices *draslices_new(const struct draslices_config *cfg)
     if (!s)
         return NULL;
     s->cfg = *cfg;
+    s->health = manager_part(cfg->env.mgr, &health_part);
+    s->pci_devices = manager_cache(cfg->env.mgr, &kind_pcidevices);
     struct runner_config rc = {
             .name = "resourceslice",
             .loop = cfg->env.loop,
@@ -738,6 +835,7 @@ static const struct watch watches[] = {
         {.kind = &kind_pcideviceclaims, .map = on_change},
         {.kind = &kind_vgpudevices, .map = on_change},
         {.topic = &nodeuid_known, .map = on_change},
+        {.topic = &health_changed, .map = on_change}, /* a device's taint */
         {0},
 };
 

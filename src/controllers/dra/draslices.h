@@ -31,6 +31,14 @@
  *   vendorID, deviceID, classID, driver, serialNumber, physicalSlot, description: "" (so a
  *                                             selector on them meets no missing attribute)
  *
+ * An unhealthy device (controllers/health/health.h: a PCI function, or an instance of an
+ * unhealthy PCI parent) stays in the pool with a taint (resource.k8s.io/v1
+ * spec.devices[].taints[], KEP-5055): {key DRASLICES_TAINT_KEY, value its health reason
+ * ("ResetFailed"), effect NoSchedule, timeAdded when it was found (kept as the cached slice has
+ * it)}: the scheduler allocates it to no claim that does not tolerate the taint. When any device
+ * of the pool is tainted, the pool is cut in slices of DRASLICES_MAX_TAINTED (the API's limit for
+ * a slice with taints) instead of DRASLICES_MAX_DEVICES. A health_changed queues the pool.
+ *
  * spec.pool.generation: the generation of the cached slices while the pool's content (devices,
  * attributes, slice count) is unchanged; the highest cached generation + 1 when it changes,
  * on every slice of the pool (consumers ignore slices of an older generation).
@@ -49,9 +57,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define DRASLICES_DRIVER      "vfio-pci.hostdevd.io"
-#define DRASLICES_MAX_DEVICES 128 /* per slice: the API's limit */
-#define DRASLICES_STRING_MAX  64  /* bytes of a string attribute: the API's limit */
+#define DRASLICES_DRIVER       "vfio-pci.hostdevd.io"
+#define DRASLICES_MAX_DEVICES  128 /* per slice: the API's limit */
+#define DRASLICES_MAX_TAINTED  64  /* per slice when a device of the pool has taints (the API's) */
+#define DRASLICES_TAINT_KEY    "hostdevd.io/unhealthy"
+#define DRASLICES_TAINT_EFFECT "NoSchedule"
+#define DRASLICES_STRING_MAX   64 /* bytes of a string attribute: the API's limit */
 
 struct cJSON;
 struct devobjs;
@@ -86,6 +97,8 @@ struct draslices_input {
     const struct map *devices;          /* name -> struct pcidevice_spec: the last scan */
     const struct map *claimed;          /* set of PCI addresses a PCIDeviceClaim holds, or mdev
                                            instances use (their parents) */
+    const struct map *unhealthy;        /* PCI address -> const struct health_state *: the
+                                           unhealthy devices (health/health.h), or NULL */
     const struct draslices_mdev *mdevs; /* the instances of this node, in UUID order */
     size_t n_mdevs;
     const struct cJSON *const *slices; /* the cached slices of the pool */

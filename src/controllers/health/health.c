@@ -128,6 +128,22 @@ const char *const *health_unhealthy(const struct health *h, size_t *ret_n)
     return m->list;
 }
 
+void health_refusal(const struct health_state *s, const char *address, const char *pcidevice,
+                    char *buf, size_t size)
+{
+    char head[128], tail[256];
+    (void)snprintf(head, sizeof(head), "device %s is unhealthy (%s)%s", address, s->reason,
+                   s->message[0] ? ": " : "");
+    (void)snprintf(tail, sizeof(tail),
+                   "; it is given to no new user until it is checked again: after fixing it "
+                   "(a host reboot, reseating the card), run kubectl annotate --overwrite "
+                   "pcidevice %s " HEALTH_RECHECK_ANNOTATION "=$(date +%%s)",
+                   pcidevice);
+    size_t fixed = strlen(head) + strlen(tail);
+    int room = size > fixed ? (int)(size - fixed - 1) : 0;
+    (void)snprintf(buf, size, "%s%.*s%s", head, room, s->message, tail);
+}
+
 /* --- taken back from the PCIDevices ------------------------------------------------------------
  */
 

@@ -47,6 +47,9 @@ struct topic;
 /* The PCIDevice condition's type. */
 #define HEALTH_CONDITION "Healthy"
 
+/* The reason a new user of an unhealthy device is refused with (a PCIDeviceClaim's Ready=False). */
+#define HEALTH_REFUSED "DeviceUnhealthy"
+
 struct health;
 
 /* What is known of one device. */
@@ -80,3 +83,9 @@ bool health_get(const struct health *h, const char *address, struct health_state
 /* The addresses of the unhealthy devices, in no order, borrowed until the next change; `*ret_n`
  * of them. */
 const char *const *health_unhealthy(const struct health *h, size_t *ret_n);
+
+/* The sentence that refuses the unhealthy device at `address` (state `s`) to a new user (a
+ * PCIDeviceClaim, a DRA claim's prepare): the reason and what was seen, then the way back for its
+ * PCIDevice `pcidevice`. The state's message is cut so that the way back always fits `size`. */
+void health_refusal(const struct health_state *s, const char *address, const char *pcidevice,
+                    char *buf, size_t size);
