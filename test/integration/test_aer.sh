@@ -109,7 +109,7 @@ rescan
 if eventually 20 is_health "$FATAL" False/AERFatal; then
     pass "Healthy=False AERFatal once aer_dev_fatal grew"
     expect_contains "the message says what was seen and what to do" "$(message "$FATAL")" \
-        "went from 0 to 1" "dmesg" "kubectl annotate pcidevice $(name_of "$FATAL") hostdevd.io/recheck-health="
+        "went from 0 to 1" "dmesg" "kubectl annotate --overwrite pcidevice $(name_of "$FATAL") hostdevd.io/recheck-health="
 else
     fail "Healthy=False AERFatal once aer_dev_fatal grew" "$(healthy "$FATAL"): $(message "$FATAL")"
 fi

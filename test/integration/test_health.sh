@@ -102,7 +102,7 @@ fi
 if eventually 20 has_event "$DEAD" Warning NotResponding; then
     expect_contains "NotResponding: what was seen and what to do" "$(events "$DEAD")" \
         "it does not respond: its config space reads all ones (ffff:ffff)" \
-        "a host reboot or power cycle" "kubectl annotate pcidevice $(name_of "$DEAD") hostdevd.io/recheck-health="
+        "a host reboot or power cycle" "kubectl annotate --overwrite pcidevice $(name_of "$DEAD") hostdevd.io/recheck-health="
 else
     fail "a Warning NotResponding Event" "$(events "$DEAD")"
 fi

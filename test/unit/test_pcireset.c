@@ -258,7 +258,7 @@ static void test_release_resets_and_verifies(void)
     healthrelease_message("n", "0000:04:00.0", &o.release, msg, sizeof(msg));
     CU_ASSERT(has(msg, "config space reads all ones (ffff:ffff); the device needs a fix on the "
                        "host"));
-    CU_ASSERT(has(msg, "; once fixed: kubectl annotate pcidevice n-000004000 "
+    CU_ASSERT(has(msg, "; once fixed: kubectl annotate --overwrite pcidevice n-000004000 "
                        "hostdevd.io/recheck-health=$(date +%s)"));
     /* other ids */
     o = release("0000:06:00.0", "vfio-pci");

@@ -120,7 +120,7 @@ static void report_fatal(struct healthscan *hs, const struct pcidevice_spec *s, 
                    "agent first saw it: the device or its link had an uncorrectable error the "
                    "kernel had to recover from. Look at the kernel log (dmesg | grep -i -e aer "
                    "-e %s), fix the cause (reseat or replace the card, update its firmware), then "
-                   "run kubectl annotate pcidevice %s %s=$(date +%%s)",
+                   "run kubectl annotate --overwrite pcidevice %s %s=$(date +%%s)",
                    before, s->aer[NODE_PCIAER_FATAL], s->address, s->name,
                    HEALTH_RECHECK_ANNOTATION);
     log_warning("PCI device reported an AER fatal error; marked unhealthy",

@@ -17,10 +17,10 @@
  * until the PCIDevice reconciler has written the clear).
  *
  * The way back is the administrator's, after fixing the device (a host reboot, a firmware
- * update, reseating the card): `kubectl annotate pcidevice <name> hostdevd.io/recheck-health=<any
- * new value>` asks the agent to verify the device again now (config space answers with the ids
- * it had, no AER fatal error since); the state is cleared when it passes, and the message says
- * what failed when it does not (health_recheck()).
+ * update, reseating the card): `kubectl annotate --overwrite pcidevice <name>
+ * hostdevd.io/recheck-health=<any new value>` asks the agent to verify the device again now (config
+ * space answers with the ids it had, no AER fatal error since); the state is cleared when it
+ * passes, and the message says what failed when it does not (health_recheck()).
  */
 #pragma once
 

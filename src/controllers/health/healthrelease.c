@@ -38,7 +38,8 @@ void healthrelease_message(const char *node, const char *address,
     }
     if (kube_names_pcidevice(node, address, name, sizeof(name)) < 0)
         (void)snprintf(name, sizeof(name), "<its PCIDevice>");
-    (void)snprintf(buf, size, "%.800s; once fixed: kubectl annotate pcidevice %s %s=$(date +%%s)",
+    (void)snprintf(buf, size,
+                   "%.800s; once fixed: kubectl annotate --overwrite pcidevice %s %s=$(date +%%s)",
                    rel->message, name, HEALTH_RECHECK_ANNOTATION);
 }
 

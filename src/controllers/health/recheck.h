@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * controllers/health/recheck.h - the administrator's way back for an unhealthy device: once the
- * device is fixed, `kubectl annotate pcidevice <name> hostdevd.io/recheck-health=<any value>`
- * (HEALTH_RECHECK_ANNOTATION). The agent of the device's node then looks at the device again at
- * once: it is on the bus, answers config reads (not all ones) and answers with the ids the
+ * device is fixed, `kubectl annotate --overwrite pcidevice <name> hostdevd.io/recheck-health=<any
+ * value>` (HEALTH_RECHECK_ANNOTATION). The agent of the device's node then looks at the device
+ * again at once: it is on the bus, answers config reads (not all ones) and answers with the ids the
  * kernel read at probe. When it does, what the health store had against it is cleared (the
  * claims, device plugins, slices and the PCIDevice's Healthy condition follow the store) and a
  * Normal Event HealthRechecked on the PCIDevice says what was cleared; when it does not, the
