@@ -123,6 +123,11 @@ if [ -x /usr/bin/python3 ]; then
     ln -sfn /usr/bin/python3 build/python/python3
     export PATH="$PWD/build/python:$PATH"
 fi
+# Each suite's control plane (hack/cluster.sh) without Go's garbage collector until 1 GiB: a test's
+# API server lives a minute or two and never gets there; it spent 17% less CPU (5.9 s against
+# 7.1 s for a start, 40 objects and 20 s idle; 3 runs each), kube-controller-manager a third
+# less, for about 550 MB instead of 290 MB of memory each.
+export CLUSTER_GO_ENV=${CLUSTER_GO_ENV-GOGC=off GOMEMLIMIT=1GiB}
 rm -f "$results"/*.count "$logs"/*.log
 case "$what" in
 unit | all)
