@@ -62,7 +62,8 @@ cleanup() {
     wait 2>/dev/null
     if [ -n "${BENCH_HEALTH_KEEP:-}" ]; then
         mkdir -p "$BENCH_HEALTH_KEEP"
-        cp "$T/agent.log" "$T/controller.log" "$T/watch.jsonl" ${KUBELET_LOG:+"$KUBELET_LOG"} "$BENCH_HEALTH_KEEP/" 2>/dev/null
+        cp "$T/agent.log" "$T/controller.log" "$T/watch.jsonl" "$T/cluster/audit.log" ${KUBELET_LOG:+"$KUBELET_LOG"} \
+            "$BENCH_HEALTH_KEEP/" 2>/dev/null
     fi
     hack/kubelet.sh down "$T/kubelet" --purge >/dev/null 2>&1
     bench_plane_down "$T/cluster" >/dev/null 2>&1
