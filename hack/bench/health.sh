@@ -33,7 +33,10 @@
 # p50, p95 (nearest rank) and max of BENCH_HEALTH_RUNS (10; quick 3). A consumer that does not say so within 60 s is a failure to measure.
 # Needs: root (a real kubelet), bin/hostdevd, make k8s. The kubelet harness sets global sysctls:
 # one at a time on a shared machine (flock /tmp/hostdevd-kubelet.lock hack/bench.sh health).
-#   BENCH_HEALTH_KEEP  a directory to copy the logs and the watch events into
+#   BENCH_HEALTH_KEEP        a directory to copy the logs, the watch events and the audit log into
+#   BENCH_HEALTH_AGENT       another agent binary (e.g. a build of another commit)
+#   BENCH_HEALTH_AGENT_ARGS  more agent arguments, after the section's (e.g. "--uevent-source none":
+#                            no uevent reaches the agent, and the section cannot measure)
 set -uo pipefail
 # shellcheck source=hack/bench/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -100,9 +103,10 @@ aer_fatal() { # address total: the device's aer_dev_fatal (the other two files s
 }
 aer_fatal "$AER_DEV" 0
 PORT=$(bench_free_port)
-bin/hostdevd agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" --proc-root "$T/proc" \
-    --dev-root "$T/dev" --kubelet-dir "$(dirname "$DEVICE_PLUGIN_DIR")" --cdi-dir "$T/cdi" \
-    --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source udev -v 3 >"$T/agent.log" 2>&1 &
+# shellcheck disable=SC2086 # agent arguments split on purpose
+"${BENCH_HEALTH_AGENT:-bin/hostdevd}" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
+    --proc-root "$T/proc" --dev-root "$T/dev" --kubelet-dir "$(dirname "$DEVICE_PLUGIN_DIR")" --cdi-dir "$T/cdi" \
+    --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source udev -v 3 ${BENCH_HEALTH_AGENT_ARGS:-} >"$T/agent.log" 2>&1 &
 PIDS+=($!)
 WATCH_LOG=$T/watch.jsonl
 : >"$WATCH_LOG"
