@@ -173,6 +173,26 @@ def get(o, path, default=None):
     return o
 
 
+def lines_of(path, timeout):
+    """The complete lines of the file at `path`, those there and those appended, read every 20 ms;
+    None once `timeout` seconds have gone by (after one look at least)."""
+    deadline = time.monotonic() + timeout
+    pos = 0
+    buf = b""
+    while True:
+        with open(path, "rb") as f:
+            f.seek(pos)
+            chunk = f.read()
+        pos += len(chunk)
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        yield from lines
+        if time.monotonic() > deadline:
+            yield None
+            return
+        time.sleep(0.02)
+
+
 def cmd_wait(argv):
     import argparse
     p = argparse.ArgumentParser(prog="apiwatch.py wait")
@@ -185,28 +205,17 @@ def cmd_wait(argv):
     p.add_argument("--timeout", type=float, default=60)
     a = p.parse_args(argv)
     expr = compile(a.expr, "<expr>", "eval") if a.expr else None
-    deadline = time.monotonic() + a.timeout
-    pos = 0
-    buf = b""
-    while True:
-        with open(a.out, "rb") as f:
-            f.seek(pos)
-            chunk = f.read()
-        pos += len(chunk)
-        buf += chunk
-        *lines, buf = buf.split(b"\n")
-        for line in lines:
-            e = json.loads(line)
-            if e["t"] < a.after or (a.res and e.get("res") != a.res) or \
-                    (a.type and e.get("type") != a.type) or (a.name and e.get("name") != a.name):
-                continue
-            if expr and not eval(expr, {"get": get, "o": e.get("object") or {}}):
-                continue
-            print("%.6f %s" % (e["t"], e.get("rv") or ""))
-            return 0
-        if time.monotonic() > deadline:
+    for line in lines_of(a.out, a.timeout):
+        if line is None:
             return 1
-        time.sleep(0.02)
+        e = json.loads(line)
+        if e["t"] < a.after or (a.res and e.get("res") != a.res) or \
+                (a.type and e.get("type") != a.type) or (a.name and e.get("name") != a.name):
+            continue
+        if expr and not eval(expr, {"get": get, "o": e.get("object") or {}}):
+            continue
+        print("%.6f %s" % (e["t"], e.get("rv") or ""))
+        return 0
 
 
 KLOG = re.compile(rb"^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) ")
@@ -232,26 +241,13 @@ def cmd_log(argv):
     p.add_argument("--timeout", type=float, default=60)
     a = p.parse_args(argv)
     want = [m.encode() for m in a.match]
-    deadline = time.monotonic() + a.timeout
-    pos = 0
-    buf = b""
-    while True:
-        with open(a.file, "rb") as f:
-            f.seek(pos)
-            chunk = f.read()
-        pos += len(chunk)
-        buf += chunk
-        *lines, buf = buf.split(b"\n")
-        for line in lines:
-            if not all(w in line for w in want):
-                continue
-            t = klog_time(line, a.utc)
-            if t is not None and t >= a.after:
-                print("%.6f" % t)
-                return 0
-        if time.monotonic() > deadline:
+    for line in lines_of(a.file, a.timeout):
+        if line is None:
             return 1
-        time.sleep(0.02)
+        t = klog_time(line, a.utc) if all(w in line for w in want) else None
+        if t is not None and t >= a.after:
+            print("%.6f" % t)
+            return 0
 
 
 def cmd_send(argv):

@@ -38,6 +38,9 @@
 #   BENCH_HEALTH_AGENT_ARGS  more agent arguments, after the section's (e.g. "--uevent-source none":
 #                            no uevent reaches the agent, and the section cannot measure)
 set -uo pipefail
+# (eventually, dra_template, dra_pod; nothing of its control plane)
+# shellcheck source=test/integration/lib.sh disable=SC1091 # (not in lint's list)
+. "$(dirname "${BASH_SOURCE[0]}")/../../test/integration/lib.sh"
 # shellcheck source=hack/bench/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$BENCH_ROOT" || exit 1
@@ -116,20 +119,12 @@ python3 "$W" watch "$ADMIN" "$WATCH_LOG" "/apis/$G/pcidevices" "/apis/$G/pcidevi
     /apis/resource.k8s.io/v1/resourceslices /api/v1/namespaces/default/pods \
     /apis/kubevirt.io/v1/namespaces/kubevirt/kubevirts 2>"$T/watch.err" &
 PIDS+=($!)
-until_ok() { # seconds command...: (setup only) the command succeeds within the time
-    local end=$((SECONDS + $1))
-    shift
-    until "$@" >/dev/null 2>&1; do
-        [ $SECONDS -lt $end ] || return 1
-        sleep 0.2
-    done
-}
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz"; }
-until_ok 60 ready || die "the agent is not ready"
+eventually 60 ready || die "the agent is not ready"
 leading() { curl -fsS "http://127.0.0.1:$CPORT/metrics" | grep -qx "hostdevd_leader 1"; }
-until_ok 60 leading || die "the controller does not lead: $(tail -5 "$T/controller.log")"
+eventually 60 leading || die "the controller does not lead: $(tail -5 "$T/controller.log")"
 watching() { [ "$(grep -c '"type":"WATCHING"' "$WATCH_LOG")" -ge 5 ]; }
-until_ok 30 watching || die "watches not started: $(cat "$T/watch.err")"
+eventually 30 watching || die "watches not started: $(cat "$T/watch.err")"
 metric() { curl -fsS "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
 name_of() { local a=${1//:/}; echo "$NODE-${a//./}"; }
@@ -137,57 +132,30 @@ dev_name() { local a=${1//:/-}; echo "pci-${a//./-}"; }
 printf 'apiVersion: %s\nkind: PCIDeviceClaim\nmetadata: {name: %s}\nspec: {address: "%s", nodeName: %s, userName: bench}\n' \
     "$G" "$(name_of "$HELD_PCI")" "$HELD_PCI" "$NODE" | kubectl create -f - >/dev/null || die "PCIDeviceClaim"
 bound() { [ "$(kubectl get pcideviceclaim "$(name_of "$HELD_PCI")" -o jsonpath='{.status.passthroughEnabled}')" = true ]; }
-until_ok 60 bound || die "the PCIDeviceClaim is not bound"
+eventually 60 bound || die "the PCIDeviceClaim is not bound"
 RES=$(kubectl get pcidevice "$(name_of "$HELD_PCI")" -o jsonpath='{.status.resourceName}')
 offered() { [ "$(kubectl get node "$NODE" -o json | jq -r --arg r "$RES" '.status.allocatable[$r] // empty')" = 1 ]; }
-until_ok 60 offered || die "kubelet does not offer $RES"
+eventually 60 offered || die "kubelet does not offer $RES"
 HAS_ENTRY="any(e.get('resourceName') == '$RES' for e in (get(o, 'spec.configuration.permittedHostDevices.pciHostDevices') or []))"
 wait_event --res kubevirts --expr "$HAS_ENTRY" >/dev/null || die "the KubeVirt CR does not list $RES"
-kubectl apply -f - >/dev/null <<EOF || die "the pod"
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: nic, namespace: default}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: nic
-        exactly:
-          deviceClassName: $DRIVER
-          selectors:
-          - cel: {expression: 'device.attributes["resource.kubernetes.io"].pciBusID == "$HELD_DRA"'}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: vm1, namespace: default}
-spec:
-  automountServiceAccountToken: false
-  hostNetwork: true
-  tolerations: [{operator: Exists}]
-  resourceClaims: [{name: nic, resourceClaimTemplateName: nic}]
-  containers:
-  - name: c
-    image: busybox
-    resources: {claims: [{name: nic}]}
-EOF
+{ dra_template nic "$DRIVER" "device.attributes[\"resource.kubernetes.io\"].pciBusID == \"$HELD_DRA\"" &&
+    dra_pod vm1 nic; } || die "the pod"
 running() { [ "$(kubectl get pod vm1 -o jsonpath='{.status.phase}')" = Running ]; }
-until_ok 90 running || die "the pod does not run: $(kubectl describe pod vm1 | tail -5)"
+eventually 90 running || die "the pod does not run: $(kubectl describe pod vm1 | tail -5)"
 streams() { [ "$(metric hostdevd_dra_health_streams)" = 1 ]; }
-until_ok 60 streams || die "kubelet does not watch the DRA devices' health"
+eventually 60 streams || die "kubelet does not watch the DRA devices' health"
 
-# agent_line AFTER STRING...: the agent's own time of its first line after AFTER with them all
-agent_line() {
-    local after=$1 a=()
-    shift
+# log_line FILE AFTER STRING...: the time its own header gives the first line of the klog FILE
+# after AFTER with every STRING (the agent's log is in UTC, kubelet's in local time)
+log_line() {
+    local file=$1 after=$2 a=() m
+    shift 2
+    [ "$file" != "$T/agent.log" ] || a+=(--utc)
     for m in "$@"; do a+=(--match "$m"); done
-    python3 "$W" log "$T/agent.log" --utc --after "$after" "${a[@]}"
+    python3 "$W" log "$file" --after "$after" "${a[@]}"
 }
-kubelet_line() {
-    local after=$1 a=()
-    shift
-    for m in "$@"; do a+=(--match "$m"); done
-    python3 "$W" log "$KUBELET_LOG" --after "$after" "${a[@]}"
-}
+agent_line() { log_line "$T/agent.log" "$@"; }
+kubelet_line() { log_line "$KUBELET_LOG" "$@"; }
 ms() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f\n", (a - b) * 1000}'; }
 DEVS=$SYS/devices/pci0000:00
 devpath() { echo "/devices/pci0000:00/$1"; }
@@ -214,85 +182,62 @@ echo "  claim bound, $RES offered by kubelet, pod vm1 running with $(dev_name "$
 sample() { ms "$3" "$2" >>"$T/$1.ms"; }
 CLAIM_UNHEALTHY="any(c.get('type') == 'Ready' and c.get('reason') == 'DeviceUnhealthy' and '(Removed)' in c.get('message', '') for c in get(o, 'status.conditions') or [])"
 
+# at NAME WHAT COMMAND...: one sample of NAME, ms from T0 (the phase's uevents) to the time
+# COMMAND prints; WHAT says what did not happen when it fails (the section cannot measure)
+at() {
+    local t
+    t=$("${@:3}") || die "$2"
+    sample "$1" "$T0" "$t"
+}
+agent_says() { agent_line "$T0" "$@"; }
+kubelet_says() { kubelet_line "$T0" "$@"; }
+watched() { wait_event --after "$T0" "$@"; }
+device_is() { watched --res pcidevices --name "$(name_of "$1")" --expr "$(healthy_is "$2" "$3")"; }
+claim_is() { watched --res pcideviceclaims --name "$(name_of "$HELD_PCI")" --expr "$1"; }
+pushed() { kubelet_says "State pushed for device plugin" "resource=\"$RES\"" "resourceCapacity=$1"; }
+
 remove_once() {
-    local t0 t tl
+    local a
     { take_out "$HELD_PCI" && take_out "$HELD_DRA"; } || die "take out"
-    t0=$(uevent remove "$HELD_PCI" "$HELD_DRA") || die "uevent remove"
-    t=$(agent_line "$t0" "Kernel event" 'action="remove"') || die "the agent got no uevent"
-    sample uevent "$t0" "$t"
-    t=$(agent_line "$t0" "Scanned PCI devices") || die "no rescan"
-    sample scan "$t0" "$t"
-    tl=$(agent_line "$t0" "Held PCI device is gone; marked unhealthy" "device=\"$HELD_PCI\"") || die "no log line for $HELD_PCI"
-    sample log "$t0" "$tl"
-    t=$(agent_line "$t0" "Held PCI device is gone; marked unhealthy" "device=\"$HELD_DRA\"") || die "no log line for $HELD_DRA"
-    sample log "$t0" "$t"
-    t=$(wait_event --after "$t0" --res pcidevices --name "$(name_of "$HELD_PCI")" --expr "$(healthy_is False Removed)") ||
-        die "no Healthy=False Removed for $HELD_PCI"
-    sample pcidevice "$t0" "$t"
-    t=$(wait_event --after "$t0" --res pcidevices --name "$(name_of "$HELD_DRA")" --expr "$(healthy_is False Removed)") ||
-        die "no Healthy=False Removed for $HELD_DRA"
-    sample pcidevice "$t0" "$t"
-    t=$(kubelet_line "$t0" "State pushed for device plugin" "resource=\"$RES\"" "resourceCapacity=1") ||
-        die "kubelet got no ListAndWatch message"
-    sample plugin "$t0" "$t"
-    t=$(wait_event --after "$t0" --res pcideviceclaims --name "$(name_of "$HELD_PCI")" \
-        --expr "get(o, 'status.passthroughEnabled') is False") || die "the claim stays passthroughEnabled"
-    sample claim_off "$t0" "$t"
-    t=$(wait_event --after "$t0" --res pcideviceclaims --name "$(name_of "$HELD_PCI")" --expr "$CLAIM_UNHEALTHY") ||
-        die "the claim never says DeviceUnhealthy"
-    sample claim "$t0" "$t"
-    t=$(kubelet_line "$t0" "State pushed for device plugin" "resource=\"$RES\"" "resourceCapacity=0") ||
-        die "kubelet is not told the device went"
-    sample withdrawn "$t0" "$t"
-    t=$(wait_event --after "$t0" --res kubevirts --expr "not ($HAS_ENTRY)") || die "the KubeVirt CR keeps the entry"
-    sample cr "$t0" "$t"
-    t=$(wait_event --after "$t0" --res resourceslices --expr "not ($IN_POOL)") || die "$HELD_DRA stays in the slice"
-    sample slice "$t0" "$t"
-    t=$(kubelet_line "$t0" "Sending health update notification for pods") || die "kubelet got no health report"
-    sample report "$t0" "$t"
-    t=$(wait_event --after "$t0" --res pods --name vm1 --expr "$(pod_health Unhealthy)") || die "pod status never Unhealthy"
-    sample podstatus "$t0" "$t"
+    T0=$(uevent remove "$HELD_PCI" "$HELD_DRA") || die "uevent remove"
+    at uevent "the agent got no uevent" agent_says "Kernel event" 'action="remove"'
+    at scan "no rescan" agent_says "Scanned PCI devices"
+    for a in "$HELD_PCI" "$HELD_DRA"; do
+        at log "no log line for $a" agent_says "Held PCI device is gone; marked unhealthy" "device=\"$a\""
+        at pcidevice "no Healthy=False Removed for $a" device_is "$a" False Removed
+    done
+    at plugin "kubelet got no ListAndWatch message" pushed 1
+    at claim_off "the claim stays passthroughEnabled" claim_is "get(o, 'status.passthroughEnabled') is False"
+    at claim "the claim never says DeviceUnhealthy" claim_is "$CLAIM_UNHEALTHY"
+    at withdrawn "kubelet is not told the device went" pushed 0
+    at cr "the KubeVirt CR keeps the entry" watched --res kubevirts --expr "not ($HAS_ENTRY)"
+    at slice "$HELD_DRA stays in the slice" watched --res resourceslices --expr "not ($IN_POOL)"
+    at report "kubelet got no health report" kubelet_says "Sending health update notification for pods"
+    at podstatus "pod status never Unhealthy" watched --res pods --name vm1 --expr "$(pod_health Unhealthy)"
 }
 
 put_back_once() {
-    local t0 t
     { put_back "$HELD_PCI" && put_back "$HELD_DRA"; } || die "put back"
-    t0=$(uevent add "$HELD_PCI" "$HELD_DRA") || die "uevent add"
-    t=$(agent_line "$t0" "Removed PCI device is back with the same ids; marked healthy" "device=\"$HELD_DRA\"") ||
-        die "no log line: $HELD_DRA back"
-    sample back_log "$t0" "$t"
-    t=$(wait_event --after "$t0" --res pcidevices --name "$(name_of "$HELD_PCI")" --expr "$(healthy_is True Healthy)") ||
-        die "$HELD_PCI not Healthy again"
-    sample back_pcidevice "$t0" "$t"
-    t=$(wait_event --after "$t0" --res pcideviceclaims --name "$(name_of "$HELD_PCI")" \
-        --expr "get(o, 'status.passthroughEnabled') is True") || die "the claim is not bound again"
-    sample back_claim "$t0" "$t"
-    t=$(kubelet_line "$t0" "State pushed for device plugin" "resource=\"$RES\"" "resourceCapacity=1") ||
-        die "kubelet got no ListAndWatch message (back)"
-    sample back_plugin "$t0" "$t"
-    t=$(wait_event --after "$t0" --res kubevirts --expr "$HAS_ENTRY") || die "the KubeVirt CR does not list it again"
-    sample back_cr "$t0" "$t"
-    t=$(wait_event --after "$t0" --res resourceslices --expr "$IN_POOL") || die "$HELD_DRA not in the slice again"
-    sample back_slice "$t0" "$t"
-    t=$(wait_event --after "$t0" --res pods --name vm1 --expr "$(pod_health Healthy)") || die "pod status not Healthy again"
-    sample back_podstatus "$t0" "$t"
+    T0=$(uevent add "$HELD_PCI" "$HELD_DRA") || die "uevent add"
+    at back_log "no log line: $HELD_DRA back" \
+        agent_says "Removed PCI device is back with the same ids; marked healthy" "device=\"$HELD_DRA\""
+    at back_pcidevice "$HELD_PCI not Healthy again" device_is "$HELD_PCI" True Healthy
+    at back_claim "the claim is not bound again" claim_is "get(o, 'status.passthroughEnabled') is True"
+    at back_plugin "kubelet got no ListAndWatch message (back)" pushed 1
+    at back_cr "the KubeVirt CR does not list it again" watched --res kubevirts --expr "$HAS_ENTRY"
+    at back_slice "$HELD_DRA not in the slice again" watched --res resourceslices --expr "$IN_POOL"
+    at back_podstatus "pod status not Healthy again" watched --res pods --name vm1 --expr "$(pod_health Healthy)"
 }
 
 aer_once() { # run
-    local t0 t
     aer_fatal "$AER_DEV" "$1"
-    t0=$(uevent change "$AER_DEV") || die "uevent change"
-    t=$(agent_line "$t0" "PCI device reported an AER fatal error; marked unhealthy" "device=\"$AER_DEV\"") ||
-        die "no AER log line"
-    sample aer_log "$t0" "$t"
-    t=$(wait_event --after "$t0" --res pcidevices --name "$(name_of "$AER_DEV")" --expr "$(healthy_is False AERFatal)") ||
-        die "no Healthy=False AERFatal"
-    sample aer_pcidevice "$t0" "$t"
-    t=$(wait_event --after "$t0" --res resourceslices --expr "$TAINTED") || die "no taint"
-    sample aer_taint "$t0" "$t"
-    t0=$(date +%s.%N)
+    T0=$(uevent change "$AER_DEV") || die "uevent change"
+    at aer_log "no AER log line" agent_says "PCI device reported an AER fatal error; marked unhealthy" "device=\"$AER_DEV\""
+    at aer_pcidevice "no Healthy=False AERFatal" device_is "$AER_DEV" False AERFatal
+    at aer_taint "no taint" watched --res resourceslices --expr "$TAINTED"
+    T0=$(date +%s.%N)
     kubectl annotate --overwrite pcidevice "$(name_of "$AER_DEV")" hostdevd.io/recheck-health="$1" >/dev/null || die "recheck"
-    wait_event --after "$t0" --res resourceslices --expr "get(o, 'spec.nodeName') == '$NODE' and not ($TAINTED)" >/dev/null ||
+    watched --res resourceslices --expr "get(o, 'spec.nodeName') == '$NODE' and not ($TAINTED)" >/dev/null ||
         die "the recheck does not clear the taint"
 }
 
