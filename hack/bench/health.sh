@@ -31,8 +31,9 @@
 # kernel's AER recovery sends): the agent's log line, Healthy=False AERFatal and the slice's
 # taint hostdevd.io/unhealthy; the administrator's recheck clears it for the next run.
 # p50, p95 (nearest rank) and max of BENCH_HEALTH_RUNS (10; quick 3). A consumer that does not say so within 60 s is a failure to measure.
-# Needs: root (a real kubelet), bin/hostdevd, make k8s. The kubelet harness sets global sysctls:
-# one at a time on a shared machine (flock /tmp/hostdevd-kubelet.lock hack/bench.sh health).
+# Needs: root (a real kubelet; skipped without), bin/hostdevd, make k8s. The kubelet harness
+# sets global sysctls: one at a time on a shared machine (flock /tmp/hostdevd-kubelet.lock
+# hack/bench.sh health).
 #   BENCH_HEALTH_KEEP        a directory to copy the logs, the watch events and the audit log into
 #   BENCH_HEALTH_AGENT       another agent binary (e.g. a build of another commit)
 #   BENCH_HEALTH_AGENT_ARGS  more agent arguments, after the section's (e.g. "--uevent-source none":
@@ -60,7 +61,10 @@ die() {
     [ -z "${T:-}" ] || tail -5 "$T/agent.log" >&2
     exit 1
 }
-[ "$(id -u)" = 0 ] || die "needs root (a real kubelet: hack/kubelet.sh)"
+if [ "$(id -u)" != 0 ]; then # (recording nothing keeps the figures docs/benchmarks.md has)
+    echo "health: skipped: needs root (a real kubelet: hack/kubelet.sh)"
+    exit 0
+fi
 T=$(mktemp -d "${BENCH_TMP:-${TMPDIR:-/tmp}}/bench-health.XXXXXX")
 PIDS=()
 cleanup() {
