@@ -30,7 +30,8 @@
 # unheld device (AER_DEV) has its aer_dev_fatal total grown and a "change" uevent (as the
 # kernel's AER recovery sends): the agent's log line, Healthy=False AERFatal and the slice's
 # taint hostdevd.io/unhealthy; the administrator's recheck clears it for the next run.
-# p50, p95 (nearest rank) and max of BENCH_HEALTH_RUNS (10; quick 3). A consumer that does not say so within 60 s is a failure to measure.
+# p50, p95 (nearest rank) and max of BENCH_HEALTH_RUNS (10; quick 3). A consumer that does not
+# say so within 60 s is a failure to measure.
 # Needs: root (a real kubelet; skipped without), bin/hostdevd, make k8s. The kubelet harness
 # sets global sysctls: one at a time on a shared machine (flock /tmp/hostdevd-kubelet.lock
 # hack/bench.sh health).
