@@ -16,13 +16,20 @@ the API server read as they arrive, and actions whose start is stamped just befo
       prints the time just before the request was written and the HTTP status; exits 1 unless 2xx.
   apiwatch.py hmp QMP_SOCKET 'COMMAND'   a qemu monitor command through QMP, negotiated
       beforehand: prints the time just before it was sent; exits 1 on an error.
+  apiwatch.py log FILE [--after T] [--match S]... [--utc] [--timeout S]
+      a klog-format log (the agent's, kubelet's) read as it grows: prints the time the first
+      line stamped after T that contains every S carries in its own header (Ixxxx hh:mm:ss.us,
+      the current year; local time, or UTC with --utc as the agent writes it), not the time it
+      was read; exits 1 when none came within S seconds (default 60).
 
 Uses the kubeconfig's client certificate or token (read with `kubectl config view --raw`).
 """
 import base64
+import calendar
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -166,6 +173,26 @@ def get(o, path, default=None):
     return o
 
 
+def lines_of(path, timeout):
+    """The complete lines of the file at `path`, those there and those appended, read every 20 ms;
+    None once `timeout` seconds have gone by (after one look at least)."""
+    deadline = time.monotonic() + timeout
+    pos = 0
+    buf = b""
+    while True:
+        with open(path, "rb") as f:
+            f.seek(pos)
+            chunk = f.read()
+        pos += len(chunk)
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        yield from lines
+        if time.monotonic() > deadline:
+            yield None
+            return
+        time.sleep(0.02)
+
+
 def cmd_wait(argv):
     import argparse
     p = argparse.ArgumentParser(prog="apiwatch.py wait")
@@ -178,28 +205,49 @@ def cmd_wait(argv):
     p.add_argument("--timeout", type=float, default=60)
     a = p.parse_args(argv)
     expr = compile(a.expr, "<expr>", "eval") if a.expr else None
-    deadline = time.monotonic() + a.timeout
-    pos = 0
-    buf = b""
-    while True:
-        with open(a.out, "rb") as f:
-            f.seek(pos)
-            chunk = f.read()
-        pos += len(chunk)
-        buf += chunk
-        *lines, buf = buf.split(b"\n")
-        for line in lines:
-            e = json.loads(line)
-            if e["t"] < a.after or (a.res and e.get("res") != a.res) or \
-                    (a.type and e.get("type") != a.type) or (a.name and e.get("name") != a.name):
-                continue
-            if expr and not eval(expr, {"get": get, "o": e.get("object") or {}}):
-                continue
-            print("%.6f %s" % (e["t"], e.get("rv") or ""))
-            return 0
-        if time.monotonic() > deadline:
+    for line in lines_of(a.out, a.timeout):
+        if line is None:
             return 1
-        time.sleep(0.02)
+        e = json.loads(line)
+        if e["t"] < a.after or (a.res and e.get("res") != a.res) or \
+                (a.type and e.get("type") != a.type) or (a.name and e.get("name") != a.name):
+            continue
+        if expr and not eval(expr, {"get": get, "o": e.get("object") or {}}):
+            continue
+        print("%.6f %s" % (e["t"], e.get("rv") or ""))
+        return 0
+
+
+KLOG = re.compile(rb"^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) ")
+
+
+def klog_time(line, utc):
+    m = KLOG.match(line)
+    if not m:
+        return None
+    mon, day, hh, mm, ss, us = (int(x) for x in m.groups())
+    year = time.gmtime().tm_year if utc else time.localtime().tm_year
+    tm = (year, mon, day, hh, mm, ss, 0, 0, -1)
+    return (calendar.timegm(tm) if utc else time.mktime(tm)) + us / 1e6
+
+
+def cmd_log(argv):
+    import argparse
+    p = argparse.ArgumentParser(prog="apiwatch.py log")
+    p.add_argument("file")
+    p.add_argument("--after", type=float, default=0)
+    p.add_argument("--match", action="append", default=[])
+    p.add_argument("--utc", action="store_true")
+    p.add_argument("--timeout", type=float, default=60)
+    a = p.parse_args(argv)
+    want = [m.encode() for m in a.match]
+    for line in lines_of(a.file, a.timeout):
+        if line is None:
+            return 1
+        t = klog_time(line, a.utc) if all(w in line for w in want) else None
+        if t is not None and t >= a.after:
+            print("%.6f" % t)
+            return 0
 
 
 def cmd_send(argv):
@@ -246,7 +294,7 @@ def cmd_hmp(argv):
 
 
 def main():
-    cmds = {"watch": cmd_watch, "wait": cmd_wait, "send": cmd_send, "hmp": cmd_hmp}
+    cmds = {"watch": cmd_watch, "wait": cmd_wait, "send": cmd_send, "hmp": cmd_hmp, "log": cmd_log}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         sys.stderr.write(__doc__)
         return 2

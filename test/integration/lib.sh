@@ -264,6 +264,43 @@ kapi_status() {
     kapi PATCH "/apis/devices.harvesterhci.io/v1beta1/$1/$2/status" "$3" application/merge-patch+json
 }
 
+# dra_template NAME CLASS CEL [REQUEST]: a ResourceClaimTemplate in the default namespace whose
+# request REQUEST (default nic) asks for one device of DeviceClass CLASS that CEL selects.
+dra_template() {
+    kubectl apply -f - >/dev/null <<EOF
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: $1, namespace: default}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: ${4:-nic}
+        exactly:
+          deviceClassName: $2
+          selectors:
+          - cel: {expression: '$3'}
+EOF
+}
+# dra_pod NAME TEMPLATE [REQUEST]: a Pod in the default namespace (hostNetwork, busybox, every
+# taint tolerated) whose container has a claim made from TEMPLATE, named REQUEST (default nic).
+dra_pod() {
+    kubectl apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: default}
+spec:
+  automountServiceAccountToken: false
+  hostNetwork: true
+  tolerations: [{operator: Exists}]
+  resourceClaims: [{name: ${3:-nic}, resourceClaimTemplateName: $2}]
+  containers:
+  - name: c
+    image: busybox
+    resources: {claims: [{name: ${3:-nic}}]}
+EOF
+}
+
 # sa_kubeconfig NAMESPACE SERVICEACCOUNT FILE [SERVER]: a kubeconfig for the private control
 # plane with a token of that ServiceAccount (2 h), as its Pod would have; for processes run on
 # the host. SERVER (default $K8S_SERVER) is another way to the API server (a proxy).

@@ -67,33 +67,8 @@ T0=$SECONDS
 if eventually 25 resent; then pass "the list went again within kubelet's timeout, nothing changed ($((SECONDS - T0)) s)"; else
     fail "resent within 30 s" "$(metric hostdevd_dra_health_reports_total) (was $SENT)"; fi
 
-kubectl apply -f - >/dev/null <<EOF
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: x710, namespace: default}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: nic
-        exactly:
-          deviceClassName: $DRIVER
-          selectors:
-          - cel: {expression: 'device.attributes["resource.kubernetes.io"].pciBusID == "$X710"'}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: vm1, namespace: default}
-spec:
-  automountServiceAccountToken: false
-  hostNetwork: true
-  tolerations: [{operator: Exists}]
-  resourceClaims: [{name: nic, resourceClaimTemplateName: x710}]
-  containers:
-  - name: c
-    image: busybox
-    resources: {claims: [{name: nic}]}
-EOF
+dra_template x710 "$DRIVER" "device.attributes[\"resource.kubernetes.io\"].pciBusID == \"$X710\""
+dra_pod vm1 x710
 running() { [ "$(kubectl get pod vm1 -o jsonpath='{.status.phase}' 2>/dev/null)" = Running ]; }
 if eventually 60 running; then pass "the pod with a claim of the X710 port runs"; else
     fail "pod running" "$(kubectl describe pod vm1 | tail -15; tail -10 "$TEST_DIR/agent.log")"

@@ -103,22 +103,7 @@ spec:
           - cel: {expression: '$2'}
 EOF
 }
-pod() { # name template
-    kubectl apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: $1, namespace: default}
-spec:
-  automountServiceAccountToken: false
-  hostNetwork: true
-  tolerations: [{operator: Exists}]
-  resourceClaims: [{name: nic, resourceClaimTemplateName: $2}]
-  containers:
-  - name: c
-    image: busybox
-    resources: {claims: [{name: nic}]}
-EOF
-}
+pod() { dra_pod "$1" "$2"; } # name template
 claim_of() { kubectl get pod "$1" -o jsonpath='{.status.resourceClaimStatuses[0].resourceClaimName}' 2>/dev/null; }
 phase() { kubectl get pod "$1" -o jsonpath='{.status.phase}' 2>/dev/null; }
 running() { [ "$(phase "$1")" = Running ]; }
@@ -208,33 +193,8 @@ mdev_in_slice() { kubectl get resourceslices -o json | jq -e --arg d "mdev-$MD" 
      .[0]["dra.kubevirt.io/mdevUUID"].string == $u and .[0].mdevType.string == "mtty-2" and .[0].iommuGroup.int == 200' >/dev/null; }
 if eventually 60 mdev_in_slice; then pass "the instance is in the node's pool: mdev-<uuid> with dra.kubevirt.io/mdevUUID, mdevType, iommuGroup"; else
     fail "mdev in slice" "$(kubectl get resourceslices -o json | jq -c '[.items[].spec.devices[]?.name]')"; fi
-kubectl apply -f - >/dev/null <<EOF
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: vgpu, namespace: default}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly:
-          deviceClassName: mdev.$DRIVER
-          selectors:
-          - cel: {expression: 'device.attributes["$DRIVER"].mdevType == "mtty-2"'}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: vm-mdev, namespace: default}
-spec:
-  automountServiceAccountToken: false
-  hostNetwork: true
-  tolerations: [{operator: Exists}]
-  resourceClaims: [{name: gpu, resourceClaimTemplateName: vgpu}]
-  containers:
-  - name: c
-    image: busybox
-    resources: {claims: [{name: gpu}]}
-EOF
+dra_template vgpu "mdev.$DRIVER" "device.attributes[\"$DRIVER\"].mdevType == \"mtty-2\"" gpu
+dra_pod vm-mdev vgpu gpu
 if eventually 60 running vm-mdev; then
     MCLAIM=$(claim_of vm-mdev)
     MUID=$(kubectl get resourceclaim "$MCLAIM" -o jsonpath='{.metadata.uid}')
@@ -300,7 +260,7 @@ fake_vmm 200
 holding() { [ -s "$TEST_DIR/proc/$HOLDER/comm" ]; }
 holding_not() { [ ! -e "$TEST_DIR/proc/$HOLDER/comm" ]; }
 eventually 10 holding || fail "the VMM holds /dev/vfio/200" "$(cat "$TEST_DIR/holder.log")"
-kubectl apply -f - >/dev/null <<EOF
+dra_pod vm-mdev2 vgpu gpu
 apiVersion: v1
 kind: Pod
 metadata: {name: vm-mdev2, namespace: default}

@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
 """test/integration/uevent_send.py - sends one udev-format netlink message (as systemd-udevd
 relays a kernel uevent, libudev's "libudev" header and the properties) to the udev multicast
-group, for an agent started with --uevent-source udev (test_badinput.sh). Needs root.
+group, for an agent started with --uevent-source udev (test_badinput.sh, hack/bench/health.sh).
+Needs root.
 
-    uevent_send.py CASE [DEVPATH]
+    uevent_send.py CASE [DEVPATH...]
 
 CASE: good, short, bad-magic, bad-offset, no-action (libudev drops these four),
-kernel-format, huge-properties, bad-devpath (well-formed enough for libudev: events).
+kernel-format, huge-properties, bad-devpath (well-formed enough for libudev: events); add,
+remove, change: a well-formed event of that ACTION (good is change) for each DEVPATH, sent
+back to back, as the kernel announces a function added or removed (hack/bench/health.sh times
+from the moment printed: "sent CASE: N bytes at <Unix time just before the first send>").
 The message's subsystem hash is pci's, so the socket filter libudev installs lets it through
 and libudev's own checks (systemd's device-monitor.c) judge it.
 """
 import socket
 import struct
 import sys
+import time
 
 NETLINK_KOBJECT_UEVENT = 15
 UDEV_GROUP = 2
@@ -50,12 +55,17 @@ def message(props, magic=MAGIC, off=None, length=None):
     return head + body
 
 
+def props_of(action, devpath):
+    return ["ACTION=" + action, "DEVPATH=" + devpath, "SUBSYSTEM=pci", "SEQNUM=4242",
+            "PCI_SLOT_NAME=" + devpath.rsplit("/", 1)[-1]]
+
+
 def main():
     case = sys.argv[1]
-    devpath = sys.argv[2] if len(sys.argv) > 2 else "/devices/pci0000:00/0000:00:04.0"
-    props = ["ACTION=change", "DEVPATH=" + devpath, "SUBSYSTEM=pci", "SEQNUM=4242",
-             "PCI_SLOT_NAME=" + devpath.rsplit("/", 1)[-1]]
-    msg = {
+    devpaths = sys.argv[2:] or ["/devices/pci0000:00/0000:00:04.0"]
+    devpath = devpaths[0]
+    props = props_of("change", devpath)
+    odd = {
         "good": lambda: message(props),
         "short": lambda: b"libudev\0\xfe\xed",
         "bad-magic": lambda: message(props, magic=0xDEADBEEF),
@@ -65,11 +75,17 @@ def main():
         "huge-properties": lambda: message(props + ["X=" + "y" * 60000]),
         "bad-devpath": lambda: message(["ACTION=add", "DEVPATH=/../../../etc/passwd", "SUBSYSTEM=pci",
                                         "SEQNUM=1"]),
-    }[case]()
+    }
+    if case in ("add", "remove", "change"):
+        msgs = [message(props_of(case, d)) for d in devpaths]
+    else:
+        msgs = [odd[case]()]
     s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_KOBJECT_UEVENT)
     s.bind((0, 0))
-    s.sendto(msg, (0, UDEV_GROUP))
-    print(f"sent {case}: {len(msg)} bytes")
+    t0 = time.time()
+    for msg in msgs:
+        s.sendto(msg, (0, UDEV_GROUP))
+    print(f"sent {case}: {sum(len(m) for m in msgs)} bytes at {t0:.6f}")
 
 
 if __name__ == "__main__":
