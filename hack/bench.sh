@@ -26,7 +26,7 @@ export BENCH_QUICK=$QUICK
 failed=()
 measured=()
 t0=$SECONDS
-settings=$(env | grep -E '^BENCH_[A-Z_]+=' | grep -vE '^BENCH_(OUT|QUICK)=' | sort | tr '\n' ' ')
+settings=$(env | grep -E '^BENCH_[A-Z_]+=' | grep -vE '^BENCH_(OUT|QUICK|[A-Z_]*_KEEP)=' | sort | tr '\n' ' ')
 for s in $SECTIONS; do
     f=hack/bench/$s.sh
     if [ ! -x "$f" ]; then
