@@ -136,7 +136,8 @@ if eventually 60 all_counted; then pass "one DeviceReset per release: $RESETS ($
     fail "one DeviceReset per release ($((RESETS - N_DRA)) on claims, $N_DRA on the PCIDevice)" "counted (claims, PCIDevice): $(reset_events)"; fi
 NOTES=$(events 'select(.reason == "DeviceReset") | .note' | sort | uniq -c)
 [ "$(wc -l <<<"$NOTES")" -eq 1 ] && [[ "$NOTES" == *"back on driver \"e1000e\"; it answers as 8086:10d3" ]] &&
-    pass "each says: ${NOTES#"${NOTES%%[! ]*}"}" || fail "the DeviceReset notes" "$NOTES"
+    pass "all $(awk '{print $1}' <<<"$NOTES") of them (Event objects) say: $(awk '{$1 = ""; print substr($0, 2)}' <<<"$NOTES")" ||
+    fail "the DeviceReset notes" "$NOTES"
 LOGGED=$(guest "grep -c 'Reset device on release' /var/log/hostdevd.log")
 [ "$LOGGED" = "$RESETS" ] && pass "the agent's log has $LOGGED resets" || fail "resets in the agent's log" "$LOGGED, want $RESETS"
 WARN=$(events 'select(.type == "Warning") | "\(.reportingController) \(.reason) \(.regarding.kind)/\(.regarding.name) x\(.series.count // 1): \(.note)"')
