@@ -62,6 +62,7 @@ shfiles+=(hack/fuzz.sh) # make fuzz
 shfiles+=(hack/run-tests.sh) # make test's runner
 shfiles+=(test/long/test_drapartition.sh) # DRA partitionable devices
 shfiles+=(test/long/test_health_soak.sh) # issue 46: no false alarm in 200 releases
+shfiles+=(test/long/test_usb_all.sh) # ten USB hotplug rounds (make test runs three)
 shfiles+=(hack/image-at.sh test/long/test_upgrade.sh) # the upgrade from an earlier version
 shfiles+=(hack/prometheus-operator-crds.sh) # the monitoring objects' CRDs
 mapfile -t bench < <(git ls-files --cached --others --exclude-standard -- 'hack/bench/*.sh' | sort -u)
