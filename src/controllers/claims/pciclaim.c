@@ -154,6 +154,12 @@ void pciclaim_decide(const cJSON *claim, const struct bindplan_outcome *o,
     d->status = (struct pciclaim_status){.reason = o->reason, .message = o->message};
     switch (o->kind) {
     case BINDPLAN_REFUSED:
+        if (o->reason && strcmp(o->reason, PCIOBJ_REASON_REMOVED) == 0) {
+            /* still passthroughEnabled: what used the device may hold it (pciobj_bound) */
+            d->status.passthrough = true;
+            decide_status(claim, d, true, "Claimed PCI device is gone", "refused");
+            break;
+        }
         decide_status(claim, d, true, "Refused PCIDeviceClaim", "refused");
         break;
     case BINDPLAN_RECORD:
@@ -211,6 +217,19 @@ bool pciclaim_refuse_unhealthy(const cJSON *claim, const struct health_state *s,
         return false; /* a claim that has its device already keeps it, and its release works */
     *ret = (struct bindplan_outcome){.kind = BINDPLAN_REFUSED, .reason = HEALTH_REFUSED};
     health_refusal(s, a, key, ret->message, sizeof(ret->message));
+    return true;
+}
+
+bool pciclaim_hold_removed(const cJSON *claim, const struct health_state *s,
+                           struct bindplan_outcome *ret)
+{
+    const char *a = pciobj_address(claim);
+    if (!a || s->healthy || strcmp(s->reason, HEALTH_REMOVED) != 0 ||
+        kube_meta_str(claim, "deletionTimestamp") ||
+        !cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")))
+        return false;
+    *ret = (struct bindplan_outcome){.kind = BINDPLAN_REFUSED, .reason = PCIOBJ_REASON_REMOVED};
+    (void)snprintf(ret->message, sizeof(ret->message), "device %s: %s", a, s->message);
     return true;
 }
 
@@ -702,14 +721,16 @@ static bool ledger_refuses(struct cjob *j)
     return true;
 }
 
-/* A new claim of a device the health store says is unhealthy is refused (DeviceUnhealthy); it
- * goes on when the store clears the device (health_changed queues it). */
+/* A new claim of a device the health store says is unhealthy is refused (DeviceUnhealthy); a
+ * bound one whose device is gone says so (DeviceRemoved). Either goes on when the store clears
+ * the device (health_changed queues it). */
 static bool refused_by_health(struct cjob *j, struct bindplan_outcome *ret)
 {
     struct health_state s;
     const char *a = pciobj_address(j->claim);
     return a && !health_get(j->c->health, a, &s) &&
-           pciclaim_refuse_unhealthy(j->claim, &s, key_of(j), ret);
+           (pciclaim_refuse_unhealthy(j->claim, &s, key_of(j), ret) ||
+            pciclaim_hold_removed(j->claim, &s, ret));
 }
 
 static void node_work(struct cjob *j)
