@@ -169,8 +169,8 @@ static void present(struct healthscan *hs, const struct pcidevice_spec *s)
                  KV_STR("device", s->address), KV_STR("vendorId", s->vendor_id),
                  KV_STR("deviceId", s->device_id));
         (void)snprintf(msg, sizeof(msg),
-                       "it is on the PCI bus again with the ids it had (%s:%s): healthy again, "
-                       "its claim binds it again",
+                       "it is on the PCI bus again with the ids it had (%s:%s): healthy again "
+                       "(a claim that holds it binds it again)",
                        s->vendor_id, s->device_id);
         health_clear(hs->health, s->address);
         say(hs, s->address, false, "DeviceReturned", msg);
