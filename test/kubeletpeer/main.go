@@ -14,8 +14,11 @@
 // the container's run options. --bench N repeats the first allocation N times, each for a new
 // pod (the previous one gone), and reports the median and worst time of the manager's Allocate.
 // --watch-file F then keeps the manager running for D (default 10m) and appends one JSON line to
-// F each time what it holds changes ({"t": Unix seconds, "allocatable": ..., "devices": ...},
-// polled every 20 ms): a device's health as the plugin's ListAndWatch sent it, over time.
+// F each time what it holds changes, polled every 20 ms: {"t": Unix seconds, "capacity",
+// "allocatable" (an Unhealthy device counts in capacity only), "devices" (the healthy ones), "pod":
+// the allocatedResourcesStatus kubelet gives the last allocated pod's container (KEP-4680: its
+// devices' health as the plugin's ListAndWatch last sent it; a device the plugin no longer lists
+// keeps "Healthy" there)}.
 // Prints one JSON document on stdout; kubelet's log (klog) goes to stderr.
 package main
 
@@ -249,10 +252,18 @@ func run(allocs []string, wait int, timeout time.Duration, bench int, watchFor t
 // watch appends a line to file each time the manager's allocatable or devices change.
 func (p *peer) watch(file string, d time.Duration) {
 	last := ""
+	logger := klog.Background()
 	for t0 := time.Now(); time.Since(t0) < d; time.Sleep(20 * time.Millisecond) {
 		var s result
 		p.snapshot(&s)
-		b, _ := json.Marshal(map[string]any{"allocatable": s.Allocatable, "devices": s.Devices})
+		var pod []v1.ResourceStatus
+		if len(p.active) > 0 {
+			st := &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "c"}}}
+			p.m.UpdateAllocatedResourcesStatus(logger, p.active[0], st)
+			pod = st.ContainerStatuses[0].AllocatedResourcesStatus
+		}
+		b, _ := json.Marshal(map[string]any{"capacity": s.Capacity, "allocatable": s.Allocatable,
+			"devices": s.Devices, "pod": pod})
 		if string(b) == last {
 			continue
 		}

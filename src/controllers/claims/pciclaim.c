@@ -229,7 +229,8 @@ bool pciclaim_hold_removed(const cJSON *claim, const struct health_state *s,
         !cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")))
         return false;
     *ret = (struct bindplan_outcome){.kind = BINDPLAN_REFUSED, .reason = PCIOBJ_REASON_REMOVED};
-    (void)snprintf(ret->message, sizeof(ret->message), "device %s: %s", a, s->message);
+    /* (cut so that the address fits: the store's message may fill its buffer) */
+    (void)snprintf(ret->message, sizeof(ret->message), "device %.20s: %.980s", a, s->message);
     return true;
 }
 
