@@ -451,6 +451,31 @@ static void test_hold_removed(void)
     cJSON_Delete(c);
 }
 
+/* The bind check found no device under a bound claim (its job raced the removal's scan, or the
+ * store has not said Removed yet): DeviceRemoved too, never DeviceNotFound's
+ * passthroughEnabled=false; a new claim's DeviceNotFound stays as it is. */
+static void test_lost_device(void)
+{
+    struct bindplan_outcome nf = {.kind = BINDPLAN_REFUSED, .reason = "DeviceNotFound"};
+    struct bindplan_outcome o = {.kind = BINDPLAN_GO};
+    cJSON *c = claim("n", "0000:02:00.0", true, false, "{\"passthroughEnabled\":true}");
+    CU_ASSERT_TRUE(pciclaim_lost_device(c, &nf, &o));
+    CU_ASSERT_STRING_EQUAL(o.reason, "DeviceRemoved");
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "device 0000:02:00.0: it is gone from the PCI bus"));
+    struct pciclaim_decision d;
+    pciclaim_decide(c, &o, &d);
+    CU_ASSERT_TRUE(d.status.passthrough);
+    struct bindplan_outcome other = {.kind = BINDPLAN_REFUSED, .reason = "NoIOMMUGroup"};
+    CU_ASSERT_FALSE(pciclaim_lost_device(c, &other, &o));
+    cJSON_Delete(c);
+    c = claim("n", "0000:02:00.0", true, false, NULL); /* a new claim */
+    CU_ASSERT_FALSE(pciclaim_lost_device(c, &nf, &o));
+    cJSON_Delete(c);
+    c = claim("n", "0000:02:00.0", true, true, "{\"passthroughEnabled\":true}"); /* deleting */
+    CU_ASSERT_FALSE(pciclaim_lost_device(c, &nf, &o));
+    cJSON_Delete(c);
+}
+
 static void test_first_phase(void)
 {
     cJSON *bare = claim("n", "0000:02:00.0", false, false, NULL);
@@ -490,6 +515,7 @@ static CU_TestInfo tests[] = {
         {"first phase: which claims, and the written claim to go on from", test_first_phase},
         {"an unhealthy device: a new claim refused, a bound one kept", test_refuse_unhealthy},
         {"a bound claim's device gone: DeviceRemoved, still passthroughEnabled", test_hold_removed},
+        {"a bound claim's device not found: DeviceRemoved too", test_lost_device},
         CU_TEST_INFO_NULL,
 };
 

@@ -163,7 +163,22 @@ static void run_bind(struct pcibind_job *j)
 {
     struct node_vfio_dev d;
     check(j, &d);
-    if (j->out.kind != BINDPLAN_GO || j->check_only || load_modules(j) < 0)
+    if (j->out.kind != BINDPLAN_GO || j->check_only)
+        return;
+    /* On no driver while a VM holds its group: the kernel is taking the device away (a removal
+     * unbinds it first, then waits in vfio-pci's remove until the VM lets go). A sysfs write
+     * would wait as long (the device's lock): nothing is done; the removal's uevent brings the
+     * claim back (BINDPLAN_GO with a reason: the caller writes nothing). */
+    if (d.present && !d.driver[0] && d.iommu_group >= 0 &&
+        node_vfio_group_busy(j->env->dev_root, d.iommu_group) > 0) {
+        j->out.reason = "RemovalPending";
+        (void)snprintf(j->out.message, sizeof(j->out.message),
+                       "device %s has no driver while /dev/vfio/%d is held: the kernel is "
+                       "removing it and waits for the VM to let go; not bound again",
+                       j->address, d.iommu_group);
+        return;
+    }
+    if (load_modules(j) < 0)
         return;
     struct err err = {{0}};
     struct timespec t0, t1;

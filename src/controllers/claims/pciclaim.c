@@ -234,6 +234,23 @@ bool pciclaim_hold_removed(const cJSON *claim, const struct health_state *s,
     return true;
 }
 
+bool pciclaim_lost_device(const cJSON *claim, const struct bindplan_outcome *o,
+                          struct bindplan_outcome *ret)
+{
+    const char *a = pciobj_address(claim);
+    if (!a || o->kind != BINDPLAN_REFUSED || !o->reason ||
+        strcmp(o->reason, "DeviceNotFound") != 0 || kube_meta_str(claim, "deletionTimestamp") ||
+        !cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")))
+        return false;
+    *ret = (struct bindplan_outcome){.kind = BINDPLAN_REFUSED, .reason = PCIOBJ_REASON_REMOVED};
+    (void)snprintf(ret->message, sizeof(ret->message),
+                   "device %s: it is gone from the PCI bus while this claim holds it: what used it "
+                   "has lost it. Put the device back (the claim binds it again), or release it by "
+                   "deleting the claim",
+                   a);
+    return true;
+}
+
 bool pciclaim_checks_early(const cJSON *claim)
 {
     return !pciobj_driver_recorded(claim, NULL) && !kube_meta_str(claim, "deletionTimestamp");
@@ -532,6 +549,18 @@ static void on_group_closed(const char *key, void *userdata)
 
 static void conclude(struct cjob *j, const struct bindplan_outcome *o)
 {
+    struct bindplan_outcome gone;
+    struct health_state s;
+    if (pciclaim_lost_device(j->claim, o, &gone)) { /* the store's word when it has one */
+        const char *a = pciobj_address(j->claim);
+        if (!health_get(j->c->health, a, &s))
+            (void)pciclaim_hold_removed(j->claim, &s, &gone);
+        o = &gone;
+    }
+    if (o->kind == BINDPLAN_GO && o->reason)
+        log_info("PCIDeviceClaim's device is being removed; left as it is",
+                 KV_STR("claim", key_of(j)), KV_STR("reason", o->reason),
+                 KV_STR("message", o->message));
     double ago = closewatch_closed_ago(j->c->closes, key_of(j));
     /* busy with no holder: the kernel still releasing the group after a close, or a VMM whose
      * exit has begun (its /proc/<pid>/fd unreadable, its files not yet closed) when the claim

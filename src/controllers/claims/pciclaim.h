@@ -136,6 +136,12 @@ bool pciclaim_refuse_unhealthy(const struct cJSON *claim, const struct health_st
  * (ret untouched). */
 bool pciclaim_hold_removed(const struct cJSON *claim, const struct health_state *s,
                            struct bindplan_outcome *ret);
+/* A bound claim whose device the bind check did not find (REFUSED DeviceNotFound): true, with
+ * `ret` the DeviceRemoved outcome of pciclaim_hold_removed and a message of its own (the caller
+ * takes the store's when the store says Removed already: the removal's scan and the claim's job
+ * race), when `claim` is passthroughEnabled and not being deleted. False otherwise. */
+bool pciclaim_lost_device(const struct cJSON *claim, const struct bindplan_outcome *o,
+                          struct bindplan_outcome *ret);
 /* Of the objects the phase's two writes returned (either may be NULL), the one to go on from:
  * one that calls for node work on `node` and records the driver (the later write shows both),
  * else one that calls for node work, else NULL. */
