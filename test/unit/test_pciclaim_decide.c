@@ -437,7 +437,8 @@ static void test_hold_removed(void)
     c = claim("n", "0000:02:00.0", true, false,
               "{\"passthroughEnabled\":true,\"kernelDriverToUnbind\":\"e1000e\","
               "\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\","
-              "\"reason\":\"DeviceRemoved\",\"message\":\"device 0000:02:00.0: it is gone "
+              "\"observedGeneration\":1,\"reason\":\"DeviceRemoved\",\"message\":\"device "
+              "0000:02:00.0: it is gone "
               "from the PCI bus\"}]}");
     CU_ASSERT_TRUE(pciclaim_hold_removed(c, &gone, &o));
     pciclaim_decide(c, &o, &d);
