@@ -466,7 +466,9 @@ static void test_lost_device(void)
     struct pciclaim_decision d;
     pciclaim_decide(c, &o, &d);
     CU_ASSERT_TRUE(d.status.passthrough);
-    struct bindplan_outcome other = {.kind = BINDPLAN_REFUSED, .reason = "NoIOMMUGroup"};
+    struct bindplan_outcome nogroup = {.kind = BINDPLAN_REFUSED, .reason = "NoIOMMUGroup"};
+    CU_ASSERT_TRUE(pciclaim_lost_device(c, &nogroup, &o));
+    struct bindplan_outcome other = {.kind = BINDPLAN_REFUSED, .reason = "HostCritical"};
     CU_ASSERT_FALSE(pciclaim_lost_device(c, &other, &o));
     cJSON_Delete(c);
     c = claim("n", "0000:02:00.0", true, false, NULL); /* a new claim */

@@ -238,8 +238,10 @@ bool pciclaim_lost_device(const cJSON *claim, const struct bindplan_outcome *o,
                           struct bindplan_outcome *ret)
 {
     const char *a = pciobj_address(claim);
+    /* (a removal takes the device out of its IOMMU group before it leaves the bus) */
     if (!a || o->kind != BINDPLAN_REFUSED || !o->reason ||
-        strcmp(o->reason, "DeviceNotFound") != 0 || kube_meta_str(claim, "deletionTimestamp") ||
+        (strcmp(o->reason, "DeviceNotFound") != 0 && strcmp(o->reason, "NoIOMMUGroup") != 0) ||
+        kube_meta_str(claim, "deletionTimestamp") ||
         !cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")))
         return false;
     *ret = (struct bindplan_outcome){.kind = BINDPLAN_REFUSED, .reason = PCIOBJ_REASON_REMOVED};

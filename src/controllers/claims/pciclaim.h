@@ -136,7 +136,8 @@ bool pciclaim_refuse_unhealthy(const struct cJSON *claim, const struct health_st
  * (ret untouched). */
 bool pciclaim_hold_removed(const struct cJSON *claim, const struct health_state *s,
                            struct bindplan_outcome *ret);
-/* A bound claim whose device the bind check did not find (REFUSED DeviceNotFound): true, with
+/* A bound claim whose device the bind check did not find (REFUSED DeviceNotFound, or
+ * NoIOMMUGroup: a removal takes the device out of its group before it leaves the bus): true, with
  * `ret` the DeviceRemoved outcome of pciclaim_hold_removed and a message of its own (the caller
  * takes the store's when the store says Removed already: the removal's scan and the claim's job
  * race), when `claim` is passthroughEnabled and not being deleted. False otherwise. */
