@@ -139,8 +139,8 @@ With boot --sriov (qemu 10.0, see fetch_sriov_qemu), also (the ICH9 functions' g
 With boot --hotplug (the host's qemu; the ICH9 functions' group is then 7):
 0000:00:08.0       pcie-root-port 1b36:000c, hotplug    hotrp     6, pcieport; its slot is ACPI's (acpiphp)
 0000:01:00.0       e1000e 8086:10d3                     hotnic    8, e1000e; 52:54:00:00:08:00; netdev n4
-                   (with --sriov too: sriovrp is 6, hotrp 7, the ICH9 functions 8, bus 1 the igb's
-                   and the hotplug e1000e 0000:02:00.0)
+                   (not tried with --sriov: the firmware numbers buses in slot order, so the
+                   igb would keep bus 1 and the hotplug e1000e would be 0000:02:00.0)
 EOF
 }
 

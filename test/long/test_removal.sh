@@ -162,7 +162,8 @@ removed() {
     t_peer=$(peer_first Unhealthy/1/0 "$(awk -v h="$t0" -v k="$SKEW" 'BEGIN {printf "%.3f", h + k}')")
     echo "  times from $1's start: gone from sysfs $(secs "$t0" "$t_gone") s, agent log $(to_guest "$t0" "$t_log") s," \
         "PCIDevice Removed $(secs "$t0" "${t_cond:-$t0}") s (polled), claim $(secs "$t0" "${t_claim:-$t0}") s (polled)," \
-        "device manager Unhealthy $(to_guest "$t0" "${t_peer:-0}") s; slice taint: none (not in the pool)"
+        "device manager Unhealthy $([ -n "$t_peer" ] && echo "$(to_guest "$t0" "$t_peer") s" || echo "before (it follows the driver link, gone when the removal began)");" \
+        "slice taint: none (not in the pool)"
 }
 
 # back LABEL: device_add, then the checks of a device back with its ids
