@@ -23,6 +23,13 @@
 #                              Debian's <release>-backports qemu (10.0 for bookworm), fetched on
 #                              first use with a private apt state into HOSTDEVD_QEMU_CACHE's
 #                              qemu-backports/ (13 MB download, 39 MB unpacked; 1.5-1.7 s here)
+#       --hotplug              an e1000e (qemu id hotnic) behind a hotplug-capable PCIe root port of
+#                              its own (hotrp, 00:08.0; `devices`), for surprise removal:
+#                              hmp DIR 'device_del hotnic', back with the same id, bus and address:
+#                              hmp DIR 'device_add e1000e,netdev=n4,id=hotnic,bus=hotrp,addr=00.0,
+#                              mac=52:54:00:00:08:00,romfile=' (one argument; HOTPLUG_NIC below).
+#                              q35's default ACPI PCI hotplug: the guest's acpiphp ejects it at once
+#                              (no attention button); a vfio-pci user blocks the eject until it closes
 #       --vmm                  also put a VMM in the guest: the host's qemu-system-x86_64 with its
 #                              libraries, TCG and usb-host modules and SeaBIOS (BUILDDIR/vmm.cpio,
 #                              made on first use, about 50 MB), to start VMs the way libvirt does
@@ -129,6 +136,11 @@ With boot --sriov (qemu 10.0, see fetch_sriov_qemu), also (the ICH9 functions' g
 0000:01:10.0 ...   its VFs 8086:10ca, VF n at devfn     -         9+n, igbvf (loaded at boot);
                    0x80+2n: 01:10.0 10.2 10.4 10.6                none until sriov_numvfs is written
                    11.0 11.2 11.4                                 (0 at every boot)
+With boot --hotplug (the host's qemu; the ICH9 functions' group is then 7):
+0000:00:08.0       pcie-root-port 1b36:000c, hotplug    hotrp     6, pcieport; its slot is ACPI's (acpiphp)
+0000:01:00.0       e1000e 8086:10d3                     hotnic    8, e1000e; 52:54:00:00:08:00; netdev n4
+                   (not tried with --sriov: the firmware numbers buses in slot order, so the
+                   igb would keep bus 1 and the hotplug e1000e would be 0000:02:00.0)
 EOF
 }
 
@@ -153,6 +165,15 @@ SRIOV_DEVICES=(
     -device pcie-root-port,id=sriovrp,bus=pcie.0,addr=07.0,chassis=7,slot=7
     -netdev user,id=n3,restrict=on
     -device igb,netdev=n3,id=sriov0,bus=sriovrp,addr=00.0,mac=52:54:00:00:07:00,romfile=
+)
+# --hotplug: an e1000e behind a PCIe root port of its own, which can be removed (device_del
+# hotnic) and added back (HOTPLUG_NIC: the same id, bus and address) while the node runs.
+HOTPLUG_NIC=e1000e,netdev=n4,id=hotnic,bus=hotrp,addr=00.0,mac=52:54:00:00:08:00,romfile=
+# shellcheck disable=SC2054 # commas are qemu's
+HOTPLUG_DEVICES=(
+    -device pcie-root-port,id=hotrp,bus=pcie.0,addr=08.0,chassis=8,slot=8,hotplug=on
+    -netdev user,id=n4,restrict=on
+    -device "$HOTPLUG_NIC"
 )
 # in the tree of a --launcher boot (launcher.cpio): the launcher's disks
 LAUNCHER_MODULES="virtio_blk ext4"
@@ -602,7 +623,7 @@ squote() { # a value single-quoted for /bin/sh
 cmd_boot() {
     [ $# -ge 1 ] || die "usage: boot DIR [OPTIONS]"
     local dir image kubeconfig="" node=qnode agent_args="" agent_env="" agent="" enabled=1
-    local mem=768 smp=1 timeout=120 wait=1 watch="" extras=() x vmm=0 vmm_linux=0 sriov=0
+    local mem=768 smp=1 timeout=120 wait=1 watch="" extras=() x vmm=0 vmm_linux=0 sriov=0 hotplug=0
     local kubelet=0 kubelet_kubeconfig="" archives=() launcher=0 launcher_bin=""
     dir=$(realpath -m "$1")
     shift
@@ -619,6 +640,7 @@ cmd_boot() {
         --no-agent) enabled=0; shift ;;
         --vmm) vmm=1; shift ;;
         --sriov) sriov=1; shift ;;
+        --hotplug) hotplug=1; shift ;;
         --kubelet) kubelet=1; shift ;;
         --launcher) launcher=1; shift ;;
         --launcher-bin) launcher=1; launcher_bin=$2; shift 2 ;;
@@ -756,6 +778,7 @@ cmd_boot() {
     # shellcheck disable=SC2206
     args+=(${QEMU_NODE_QEMU_ARGS:-})
     [ $sriov -eq 0 ] || args+=("${SRIOV_DEVICES[@]}")
+    [ $hotplug -eq 0 ] || args+=("${HOTPLUG_DEVICES[@]}")
     args+=(${ldisks[@]+"${ldisks[@]}"})
     printf '%q ' ${qemu_env[@]+"${qemu_env[@]}"} "$qemu" "${args[@]}" >"$dir/qemu.cmdline"
     echo >>"$dir/qemu.cmdline"

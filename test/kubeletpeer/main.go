@@ -4,7 +4,7 @@
 // where a whole kubelet would be too slow under emulation. Test infrastructure only.
 //
 //	kubeletpeer [--wait-resources N] [--timeout D] [--seen-file F] [--allocate RESOURCE[=COUNT]]...
-//	            [--bench N]
+//	            [--bench N] [--watch-file F [--watch-for D]]
 //
 // It serves kubelet.sock in /var/lib/kubelet/device-plugins (kubelet's constant; it removes the
 // sockets there first, as kubelet does when it starts), waits until N resources have a healthy
@@ -13,6 +13,12 @@
 // offers it and there is a choice), Allocate, and PreStartContainer (if required), and returns
 // the container's run options. --bench N repeats the first allocation N times, each for a new
 // pod (the previous one gone), and reports the median and worst time of the manager's Allocate.
+// --watch-file F then keeps the manager running for D (default 10m) and appends one JSON line to
+// F each time what it holds changes, polled every 20 ms: {"t": Unix seconds, "capacity",
+// "allocatable" (an Unhealthy device counts in capacity only), "devices" (the healthy ones), "pod":
+// the allocatedResourcesStatus kubelet gives the last allocated pod's container (KEP-4680: its
+// devices' health as the plugin's ListAndWatch last sent it; a device the plugin no longer lists
+// keeps "Healthy" there)}.
 // Prints one JSON document on stdout; kubelet's log (klog) goes to stderr.
 package main
 
@@ -39,7 +45,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 )
 
-var seen *string
+var seen, watchFile *string
 
 type allocFlags []string
 
@@ -181,9 +187,11 @@ func main() {
 	seen = flag.String("seen-file", "", "write the time (Unix seconds) the devices were seen here")
 	bench := flag.Int("bench", 0, "repeat the first allocation N times; report the median")
 	flag.Var(&allocs, "allocate", "RESOURCE[=COUNT] to allocate for a new pod (repeatable)")
+	watchFile = flag.String("watch-file", "", "append what the manager holds here at each change")
+	watchFor := flag.Duration("watch-for", 10*time.Minute, "how long --watch-file watches")
 	klog.InitFlags(nil)
 	flag.Parse()
-	r := run(allocs, *wait, *timeout, *bench)
+	r := run(allocs, *wait, *timeout, *bench, *watchFor)
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(r)
@@ -192,7 +200,7 @@ func main() {
 	}
 }
 
-func run(allocs []string, wait int, timeout time.Duration, bench int) *result {
+func run(allocs []string, wait int, timeout time.Duration, bench int, watchFor time.Duration) *result {
 	logger := klog.Background()
 	ctx := klog.NewContext(context.Background(), logger)
 	r := &result{}
@@ -235,7 +243,39 @@ func run(allocs []string, wait int, timeout time.Duration, bench int) *result {
 	if bench > 0 && len(r.Allocations) > 0 {
 		r.Bench = runBench(ctx, p, r.Allocations[0], bench)
 	}
+	if *watchFile != "" {
+		p.watch(*watchFile, watchFor)
+	}
 	return r
+}
+
+// watch appends a line to file each time the manager's allocatable or devices change.
+func (p *peer) watch(file string, d time.Duration) {
+	last := ""
+	logger := klog.Background()
+	for t0 := time.Now(); time.Since(t0) < d; time.Sleep(20 * time.Millisecond) {
+		var s result
+		p.snapshot(&s)
+		var pod []v1.ResourceStatus
+		if len(p.active) > 0 {
+			st := &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "c"}}}
+			p.m.UpdateAllocatedResourcesStatus(logger, p.active[0], st)
+			pod = st.ContainerStatuses[0].AllocatedResourcesStatus
+		}
+		b, _ := json.Marshal(map[string]any{"capacity": s.Capacity, "allocatable": s.Allocatable,
+			"devices": s.Devices, "pod": pod})
+		if string(b) == last {
+			continue
+		}
+		last = string(b)
+		line := fmt.Sprintf("{\"t\":%.3f,%s\n", float64(time.Now().UnixNano())/1e9, b[1:])
+		f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return
+		}
+		_, _ = f.WriteString(line)
+		_ = f.Close()
+	}
 }
 
 func runBench(ctx context.Context, p *peer, a allocation, n int) map[string]any {

@@ -14,7 +14,7 @@
 #include "controllers/objects/usbobj.h"
 
 /* The objects a test parsed, freed after it (the suite's teardown). */
-static cJSON *parsed[16];
+static cJSON *parsed[32];
 static size_t n_parsed;
 
 static cJSON *parse(const char *text)
@@ -95,6 +95,20 @@ static void test_pci_bound(void)
     CU_ASSERT(!pciobj_bound(restoring));
     CU_ASSERT(!pciobj_bound(notyet));
     CU_ASSERT(!pciobj_bound(NULL));
+    /* alive, its device gone while bound: still bound (offered Unhealthy, permitted); once
+     * deleted it goes as any release does; not passthroughEnabled: not bound */
+    cJSON *removed = parse("{\"metadata\":{},\"status\":{\"passthroughEnabled\":true,"
+                           "\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\","
+                           "\"reason\":\"DeviceRemoved\"}]}}");
+    CU_ASSERT(pciobj_bound(removed));
+    cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(removed, "metadata"),
+                            "deletionTimestamp", "2026-11-25T10:00:00Z");
+    CU_ASSERT(!pciobj_bound(removed));
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItemCaseSensitive(removed, "metadata"),
+                               "deletionTimestamp");
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItemCaseSensitive(removed, "status"),
+                              "passthroughEnabled", cJSON_CreateFalse());
+    CU_ASSERT(!pciobj_bound(removed));
 }
 
 static void test_usb_device(void)

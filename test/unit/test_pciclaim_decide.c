@@ -402,6 +402,83 @@ static void test_refuse_unhealthy(void)
     cJSON_Delete(c);
 }
 
+/* A bound claim whose device is gone says DeviceRemoved with the store's message and stays
+ * passthroughEnabled (still bound: offered Unhealthy, permitted); a Warning said once. Not for
+ * another reason, a claim not bound yet (refused as new) or one being deleted (released). */
+static void test_hold_removed(void)
+{
+    struct health_state gone = {.healthy = false, .reason = HEALTH_REMOVED, .since = 1};
+    (void)snprintf(gone.message, sizeof(gone.message), "it is gone from the PCI bus");
+    struct health_state fatal = {.healthy = false, .reason = HEALTH_AER_FATAL, .since = 1};
+    struct bindplan_outcome o = {.kind = BINDPLAN_GO};
+    cJSON *c = claim("n", "0000:02:00.0", true, false,
+                     "{\"passthroughEnabled\":true,\"kernelDriverToUnbind\":\"e1000e\","
+                     "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+                     "\"reason\":\"Bound\"}]}");
+    CU_ASSERT_FALSE(pciclaim_hold_removed(c, &fatal, &o));
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_GO); /* untouched */
+    CU_ASSERT_FALSE(pciclaim_refuse_unhealthy(c, &gone, "n-000002000", &o));
+    CU_ASSERT_TRUE(pciclaim_hold_removed(c, &gone, &o));
+    CU_ASSERT_EQUAL(o.kind, BINDPLAN_REFUSED);
+    CU_ASSERT_STRING_EQUAL(o.reason, "DeviceRemoved");
+    CU_ASSERT_STRING_EQUAL(o.message, "device 0000:02:00.0: it is gone from the PCI bus");
+    struct pciclaim_decision d;
+    pciclaim_decide(c, &o, &d);
+    CU_ASSERT_TRUE(d.write_status);
+    CU_ASSERT_TRUE(d.status.passthrough);
+    CU_ASSERT_FALSE(d.status.ready);
+    CU_ASSERT_STRING_EQUAL(d.event_reason, "DeviceRemoved");
+    CU_ASSERT_TRUE(d.warning);
+    char *patch = pciclaim_status_patch(c, &d.status, "2026-11-29T00:00:00Z");
+    CU_ASSERT_PTR_NOT_NULL(strstr(patch ? patch : "", "\"passthroughEnabled\":true"));
+    free(patch);
+    cJSON_Delete(c);
+    /* said once: a claim that says so already writes nothing */
+    c = claim("n", "0000:02:00.0", true, false,
+              "{\"passthroughEnabled\":true,\"kernelDriverToUnbind\":\"e1000e\","
+              "\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\","
+              "\"observedGeneration\":1,\"reason\":\"DeviceRemoved\",\"message\":\"device "
+              "0000:02:00.0: it is gone "
+              "from the PCI bus\"}]}");
+    CU_ASSERT_TRUE(pciclaim_hold_removed(c, &gone, &o));
+    pciclaim_decide(c, &o, &d);
+    CU_ASSERT_FALSE(d.write_status);
+    cJSON_Delete(c);
+    c = claim("n", "0000:02:00.0", true, false, NULL); /* not bound: a new claim, refused */
+    CU_ASSERT_FALSE(pciclaim_hold_removed(c, &gone, &o));
+    cJSON_Delete(c);
+    c = claim("n", "0000:02:00.0", true, true, "{\"passthroughEnabled\":true}"); /* deleting */
+    CU_ASSERT_FALSE(pciclaim_hold_removed(c, &gone, &o));
+    cJSON_Delete(c);
+}
+
+/* The bind check found no device under a bound claim (its job raced the removal's scan, or the
+ * store has not said Removed yet): DeviceRemoved too, never DeviceNotFound's
+ * passthroughEnabled=false; a new claim's DeviceNotFound stays as it is. */
+static void test_lost_device(void)
+{
+    struct bindplan_outcome nf = {.kind = BINDPLAN_REFUSED, .reason = "DeviceNotFound"};
+    struct bindplan_outcome o = {.kind = BINDPLAN_GO};
+    cJSON *c = claim("n", "0000:02:00.0", true, false, "{\"passthroughEnabled\":true}");
+    CU_ASSERT_TRUE(pciclaim_lost_device(c, &nf, &o));
+    CU_ASSERT_STRING_EQUAL(o.reason, "DeviceRemoved");
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "device 0000:02:00.0: it is gone from the PCI bus"));
+    struct pciclaim_decision d;
+    pciclaim_decide(c, &o, &d);
+    CU_ASSERT_TRUE(d.status.passthrough);
+    struct bindplan_outcome nogroup = {.kind = BINDPLAN_REFUSED, .reason = "NoIOMMUGroup"};
+    CU_ASSERT_TRUE(pciclaim_lost_device(c, &nogroup, &o));
+    struct bindplan_outcome other = {.kind = BINDPLAN_REFUSED, .reason = "HostCritical"};
+    CU_ASSERT_FALSE(pciclaim_lost_device(c, &other, &o));
+    cJSON_Delete(c);
+    c = claim("n", "0000:02:00.0", true, false, NULL); /* a new claim */
+    CU_ASSERT_FALSE(pciclaim_lost_device(c, &nf, &o));
+    cJSON_Delete(c);
+    c = claim("n", "0000:02:00.0", true, true, "{\"passthroughEnabled\":true}"); /* deleting */
+    CU_ASSERT_FALSE(pciclaim_lost_device(c, &nf, &o));
+    cJSON_Delete(c);
+}
+
 static void test_first_phase(void)
 {
     cJSON *bare = claim("n", "0000:02:00.0", false, false, NULL);
@@ -440,6 +517,8 @@ static CU_TestInfo tests[] = {
         {"proceed from the written claim: finalizer, record; nothing else", test_proceeds},
         {"first phase: which claims, and the written claim to go on from", test_first_phase},
         {"an unhealthy device: a new claim refused, a bound one kept", test_refuse_unhealthy},
+        {"a bound claim's device gone: DeviceRemoved, still passthroughEnabled", test_hold_removed},
+        {"a bound claim's device not found: DeviceRemoved too", test_lost_device},
         CU_TEST_INFO_NULL,
 };
 

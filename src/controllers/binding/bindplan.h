@@ -39,7 +39,9 @@ struct bindplan_facts {
 
 /* The outcome of a claim's node work, as the worker found or made it. */
 enum bindplan_outcome_kind {
-    BINDPLAN_GO,       /* the checks passed (bind) or there is something to restore */
+    BINDPLAN_GO,       /* the checks passed (bind) or there is something to restore; after a
+                          bind (not check_only) with reason "RemovalPending": left alone, the
+                          kernel is removing the device (message), nothing to write */
     BINDPLAN_REFUSED,  /* a safety check failed: reason, message */
     BINDPLAN_RECORD,   /* record `driver` as the original driver before touching anything */
     BINDPLAN_BOUND,    /* bound to vfio-pci and verified: group */

@@ -159,9 +159,38 @@ static int load_modules(struct pcibind_job *j)
     return 0;
 }
 
+/* On no driver while a VM holds its group: the kernel is taking the device away (a removal
+ * unbinds it first, then waits in vfio-pci's remove until the VM lets go, holding the device's
+ * lock). Reading driver_override (node_vfio_observe) or any write would wait as long: only the
+ * lock-free links are read here. */
+static bool removal_pending(struct pcibind_job *j)
+{
+    char path[128], name[64];
+    int fd = j->env->sysfs_fd;
+    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/driver", j->address);
+    if (node_sysfs_read_link_in(fd, path, "bus/pci/drivers", name, sizeof(name)) != -ENOENT)
+        return false; /* on a driver (or cannot tell) */
+    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/iommu_group", j->address);
+    if (node_sysfs_read_link_in(fd, path, "kernel/iommu_groups", name, sizeof(name)) <= 0)
+        return false; /* absent, or no group */
+    int group = (int)strtol(name, NULL, 10);
+    if (node_vfio_group_busy(j->env->dev_root, group) <= 0)
+        return false;
+    j->out = (struct bindplan_outcome){
+            .kind = BINDPLAN_GO, .group = group, .reason = "RemovalPending"};
+    (void)snprintf(j->out.message, sizeof(j->out.message),
+                   "device %s has no driver while /dev/vfio/%d is held: the kernel is removing it "
+                   "and waits for the VM to let go; not bound again",
+                   j->address, group);
+    return true;
+}
+
 static void run_bind(struct pcibind_job *j)
 {
     struct node_vfio_dev d;
+    if (!j->check_only && j->recorded && removal_pending(j))
+        return; /* (BINDPLAN_GO with a reason: the caller writes nothing; the removal's uevent
+                 * brings the claim back) */
     check(j, &d);
     if (j->out.kind != BINDPLAN_GO || j->check_only || load_modules(j) < 0)
         return;

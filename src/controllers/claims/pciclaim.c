@@ -154,6 +154,12 @@ void pciclaim_decide(const cJSON *claim, const struct bindplan_outcome *o,
     d->status = (struct pciclaim_status){.reason = o->reason, .message = o->message};
     switch (o->kind) {
     case BINDPLAN_REFUSED:
+        if (o->reason && strcmp(o->reason, PCIOBJ_REASON_REMOVED) == 0) {
+            /* still passthroughEnabled: what used the device may hold it (pciobj_bound) */
+            d->status.passthrough = true;
+            decide_status(claim, d, true, "Claimed PCI device is gone", "refused");
+            break;
+        }
         decide_status(claim, d, true, "Refused PCIDeviceClaim", "refused");
         break;
     case BINDPLAN_RECORD:
@@ -211,6 +217,39 @@ bool pciclaim_refuse_unhealthy(const cJSON *claim, const struct health_state *s,
         return false; /* a claim that has its device already keeps it, and its release works */
     *ret = (struct bindplan_outcome){.kind = BINDPLAN_REFUSED, .reason = HEALTH_REFUSED};
     health_refusal(s, a, key, ret->message, sizeof(ret->message));
+    return true;
+}
+
+bool pciclaim_hold_removed(const cJSON *claim, const struct health_state *s,
+                           struct bindplan_outcome *ret)
+{
+    const char *a = pciobj_address(claim);
+    if (!a || s->healthy || strcmp(s->reason, HEALTH_REMOVED) != 0 ||
+        kube_meta_str(claim, "deletionTimestamp") ||
+        !cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")))
+        return false;
+    *ret = (struct bindplan_outcome){.kind = BINDPLAN_REFUSED, .reason = PCIOBJ_REASON_REMOVED};
+    /* (cut so that the address fits: the store's message may fill its buffer) */
+    (void)snprintf(ret->message, sizeof(ret->message), "device %.20s: %.980s", a, s->message);
+    return true;
+}
+
+bool pciclaim_lost_device(const cJSON *claim, const struct bindplan_outcome *o,
+                          struct bindplan_outcome *ret)
+{
+    const char *a = pciobj_address(claim);
+    /* (a removal takes the device out of its IOMMU group before it leaves the bus) */
+    if (!a || o->kind != BINDPLAN_REFUSED || !o->reason ||
+        (strcmp(o->reason, "DeviceNotFound") != 0 && strcmp(o->reason, "NoIOMMUGroup") != 0) ||
+        kube_meta_str(claim, "deletionTimestamp") ||
+        !cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")))
+        return false;
+    *ret = (struct bindplan_outcome){.kind = BINDPLAN_REFUSED, .reason = PCIOBJ_REASON_REMOVED};
+    (void)snprintf(ret->message, sizeof(ret->message),
+                   "device %s: it is gone from the PCI bus while this claim holds it: what used it "
+                   "has lost it. Put the device back (the claim binds it again), or release it by "
+                   "deleting the claim",
+                   a);
     return true;
 }
 
@@ -512,6 +551,18 @@ static void on_group_closed(const char *key, void *userdata)
 
 static void conclude(struct cjob *j, const struct bindplan_outcome *o)
 {
+    struct bindplan_outcome gone;
+    struct health_state s;
+    if (pciclaim_lost_device(j->claim, o, &gone)) { /* the store's word when it has one */
+        const char *a = pciobj_address(j->claim);
+        if (!health_get(j->c->health, a, &s))
+            (void)pciclaim_hold_removed(j->claim, &s, &gone);
+        o = &gone;
+    }
+    if (o->kind == BINDPLAN_GO && o->reason)
+        log_info("PCIDeviceClaim's device is being removed; left as it is",
+                 KV_STR("claim", key_of(j)), KV_STR("reason", o->reason),
+                 KV_STR("message", o->message));
     double ago = closewatch_closed_ago(j->c->closes, key_of(j));
     /* busy with no holder: the kernel still releasing the group after a close, or a VMM whose
      * exit has begun (its /proc/<pid>/fd unreadable, its files not yet closed) when the claim
@@ -702,14 +753,16 @@ static bool ledger_refuses(struct cjob *j)
     return true;
 }
 
-/* A new claim of a device the health store says is unhealthy is refused (DeviceUnhealthy); it
- * goes on when the store clears the device (health_changed queues it). */
+/* A new claim of a device the health store says is unhealthy is refused (DeviceUnhealthy); a
+ * bound one whose device is gone says so (DeviceRemoved). Either goes on when the store clears
+ * the device (health_changed queues it). */
 static bool refused_by_health(struct cjob *j, struct bindplan_outcome *ret)
 {
     struct health_state s;
     const char *a = pciobj_address(j->claim);
     return a && !health_get(j->c->health, a, &s) &&
-           pciclaim_refuse_unhealthy(j->claim, &s, key_of(j), ret);
+           (pciclaim_refuse_unhealthy(j->claim, &s, key_of(j), ret) ||
+            pciclaim_hold_removed(j->claim, &s, ret));
 }
 
 static void node_work(struct cjob *j)

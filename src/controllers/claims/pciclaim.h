@@ -14,7 +14,9 @@
  *      health store says is unhealthy (controllers/health/health.h) is refused with reason
  *      DeviceUnhealthy, the health reason and message and the administrator's way back, and
  *      reconciled again on each health_changed (a claim already passthroughEnabled, or being
- *      deleted, is never refused for it);
+ *      deleted, is never refused for it); a passthroughEnabled claim whose device is gone (the
+ *      store says Removed) says Ready=False DeviceRemoved with the store's message, keeps
+ *      passthroughEnabled (pciobj_bound) and binds the device again when it comes back;
  *   3. the original driver is recorded in status.kernelDriverToUnbind before anything changes,
  *      so a crash at any later point knows what to restore;
  *   4. vfio-pci and vfio_iommu_type1 are loaded (libkmod), the device is bound (node/vfio,
@@ -126,6 +128,21 @@ bool pciclaim_checks_early(const struct cJSON *claim);
 struct health_state;
 bool pciclaim_refuse_unhealthy(const struct cJSON *claim, const struct health_state *s,
                                const char *key, struct bindplan_outcome *ret);
+/* A bound claim whose device is gone from the bus: true, with `ret` a BINDPLAN_REFUSED outcome
+ * of reason PCIOBJ_REASON_REMOVED (DeviceRemoved; pciclaim_decide keeps passthroughEnabled, so
+ * the device stays offered, Unhealthy, and permitted: a VM may still hold it) and the store's
+ * message (what happened, what to do), when `s` says Removed and `claim` is passthroughEnabled
+ * and not being deleted (its release goes on: a gone device does not hold it). False otherwise
+ * (ret untouched). */
+bool pciclaim_hold_removed(const struct cJSON *claim, const struct health_state *s,
+                           struct bindplan_outcome *ret);
+/* A bound claim whose device the bind check did not find (REFUSED DeviceNotFound, or
+ * NoIOMMUGroup: a removal takes the device out of its group before it leaves the bus): true, with
+ * `ret` the DeviceRemoved outcome of pciclaim_hold_removed and a message of its own (the caller
+ * takes the store's when the store says Removed already: the removal's scan and the claim's job
+ * race), when `claim` is passthroughEnabled and not being deleted. False otherwise. */
+bool pciclaim_lost_device(const struct cJSON *claim, const struct bindplan_outcome *o,
+                          struct bindplan_outcome *ret);
 /* Of the objects the phase's two writes returned (either may be NULL), the one to go on from:
  * one that calls for node work on `node` and records the driver (the later write shows both),
  * else one that calls for node work, else NULL. */

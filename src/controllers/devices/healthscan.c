@@ -17,6 +17,8 @@
 #include "controllers/health/health.h"
 #include "controllers/objects/kinds.h"
 #include "controllers/runtime/manager.h"
+#include "kube/events.h"
+#include "kube/names.h"
 #include "node/pciaer.h"
 
 /* --- pure ------------------------------------------------------------------------------------- */
@@ -70,7 +72,21 @@ struct healthscan {
     unsigned long scan; /* the number of the last scan */
     bool scanning;      /* in on_scan: on_health leaves the entries alone */
     struct metrics_family *aer;
+    struct kube_recorder *events; /* DeviceRemoved, DeviceReturned on the PCIDevice */
 };
+
+/* An Event on the PCIDevice of the device at `address` (by name: a kept object's uid is not at
+ * hand, and the name says which device it is). */
+static void say(const struct healthscan *hs, const char *address, bool warning, const char *reason,
+                const char *message)
+{
+    char name[KUBE_NAME_MAX + 1];
+    if (!hs->events || kube_names_pcidevice(hs->node, address, name, sizeof(name)) < 0)
+        return;
+    struct kube_event_ref ref = {
+            .api_version = "devices.harvesterhci.io/v1beta1", .kind = "PCIDevice", .name = name};
+    (void)kube_recorder_emit(hs->events, &ref, warning, reason, "Scan", message);
+}
 
 static bool is_removed(const struct healthscan *hs, const char *address)
 {
@@ -148,10 +164,16 @@ static void present(struct healthscan *hs, const struct pcidevice_spec *s)
     e->scan = hs->scan;
     unsigned found = healthscan_present(&e->s, known, s, is_removed(hs, s->address), &before);
     if (found & HEALTHSCAN_BACK) {
+        char msg[256];
         log_info("Removed PCI device is back with the same ids; marked healthy",
                  KV_STR("device", s->address), KV_STR("vendorId", s->vendor_id),
                  KV_STR("deviceId", s->device_id));
+        (void)snprintf(msg, sizeof(msg),
+                       "it is on the PCI bus again with the ids it had (%s:%s): healthy again "
+                       "(a claim that holds it binds it again)",
+                       s->vendor_id, s->device_id);
         health_clear(hs->health, s->address);
+        say(hs, s->address, false, "DeviceReturned", msg);
     }
     if (found & HEALTHSCAN_AER_FATAL)
         report_fatal(hs, s, before);
@@ -170,6 +192,7 @@ static void report_removed(struct healthscan *hs, const char *address, const str
     log_warning("Held PCI device is gone; marked unhealthy", KV_STR("device", address),
                 KV_STR("heldBy", who));
     health_report(hs->health, address, HEALTH_REMOVED, msg);
+    say(hs, address, true, "DeviceRemoved", msg);
 }
 
 /* The devices of the last scan that are not in this one: newly gone ones noted, and reported
@@ -253,6 +276,10 @@ static void *make(const struct part_env *env)
         return NULL;
     }
     hs->node = env->node_name;
+    char instance[300];
+    (void)snprintf(instance, sizeof(instance), "hostdevd-agent-%s", env->node_name);
+    struct kube_recorder_config cfg = {.controller = "hostdevd.io/agent", .instance = instance};
+    hs->events = env->http ? kube_recorder_new(env->loop, env->http, &cfg) : NULL;
     hs->health = manager_part(env->mgr, &health_part);
     hs->ledger = manager_part(env->mgr, &ledger_part);
     hs->aer = metrics_family(env->metrics, METRICS_COUNTER, "hostdevd_pci_aer_errors_total",
@@ -262,11 +289,25 @@ static void *make(const struct part_env *env)
     return hs;
 }
 
+static int in_flight(void *self)
+{
+    const struct healthscan *hs = self;
+    return hs->events ? (int)kube_recorder_in_flight(hs->events) : 0;
+}
+
+static void stop(void *self)
+{
+    struct healthscan *hs = self;
+    if (hs->events)
+        kube_recorder_flush(hs->events);
+}
+
 static void part_free(void *self)
 {
     struct healthscan *hs = self;
     if (!hs)
         return;
+    hs->events = kube_recorder_free(hs->events);
     map_free(hs->seen);
     free(hs);
 }
@@ -277,5 +318,9 @@ static const struct watch watches[] = {
         {0},
 };
 
-const struct part_ops healthscan_part = {
-        .name = "healthscan", .make = make, .watches = watches, .free = part_free};
+const struct part_ops healthscan_part = {.name = "healthscan",
+                                         .make = make,
+                                         .watches = watches,
+                                         .stop = stop,
+                                         .in_flight = in_flight,
+                                         .free = part_free};

@@ -33,7 +33,9 @@ bool pciobj_bound(const cJSON *claim)
     if (!cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")))
         return false;
     if (!kube_meta_str(claim, "deletionTimestamp"))
-        return json_same(json_str(c, "status"), "True");
+        return json_same(json_str(c, "status"), "True") ||
+               (json_same(json_str(c, "status"), "False") &&
+                json_same(json_str(c, "reason"), PCIOBJ_REASON_REMOVED));
     /* deleting: bound until its agent lets go. Still Ready=True with our finalizer: the agent
      * has not looked yet (it answers with DeviceInUse, or restores the device and removes the
      * finalizer in one step); DeviceInUse: a VM holds it. */

@@ -17,6 +17,9 @@ struct cJSON;
 #define PCIOBJ_FINALIZER "devices.harvesterhci.io/restore-driver"
 /* The Ready=False reason of a deleted claim whose device a VM still holds. */
 #define PCIOBJ_REASON_IN_USE "DeviceInUse"
+/* The Ready=False reason of a bound claim whose device is gone from the bus (the node's health
+ * store says Removed): passthroughEnabled stays true, as what used the device may still hold it. */
+#define PCIOBJ_REASON_REMOVED "DeviceRemoved"
 
 /* The PCI address a PCIDeviceClaim claims (spec.address), or NULL. */
 const char *pciobj_address(const struct cJSON *claim);
@@ -26,7 +29,9 @@ const char *pciobj_address(const struct cJSON *claim);
 bool pciobj_driver_recorded(const struct cJSON *claim, const char **ret_driver);
 
 /* Whether a PCIDeviceClaim's device is bound for a VM: passthroughEnabled and Ready=True (bound
- * and verified by its agent); once deleted, until its agent lets go: Ready=True with our
+ * and verified by its agent), or Ready=False reason DeviceRemoved (the device is gone while the
+ * claim holds it: a VM may still have it; the device plugin offers it Unhealthy and KubeVirt's
+ * permittedHostDevices keeps its entry); once deleted, until its agent lets go: Ready=True with our
  * finalizer still on it (the agent has not answered the deletion yet: the device is still on
  * vfio-pci, and a VM may hold it) or Ready=False reason DeviceInUse (a VM holds it: it stays on
  * vfio-pci until the VM lets go). The agent's release restores the driver and removes the
