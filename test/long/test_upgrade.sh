@@ -190,7 +190,24 @@ snapshot() {
     SNAP_DRIVER=$(guest_driver "$ADDR")
     SNAP_LINE=$(($(wc -l <"$AUDIT") + 1))
     SNAP_SLICES=$(slices)
+    SNAP_PCI=$(pci_statuses)
     guest ': >/tmp/uevents'
+}
+# Every PCIDevice's status without what issue 46 added (the Healthy condition, aerErrors): an
+# upgrade from a version without them writes each device's status once to add them, nothing else.
+pci_statuses() {
+    kubectl get pcidevices -o json | jq -S -c '[.items[] | {name: .metadata.name, status: (.status // {}
+        | del(.aerErrors) | if .conditions then .conditions |= map(select(.type != "Healthy")) else . end
+        | if (.conditions // []) == [] then del(.conditions) else . end)}] | sort_by(.name)'
+}
+# from line N: hostdevd's PCIDevice writes are only status patches, each device's at most once,
+# and they added only the new fields
+pci_new_fields_only() {
+    local w
+    w=$(writes "$1" pcidevices)
+    ! grep -v ' patch [^ ]*/status 200 by ' <<<"$w" || { echo "(writes other than a status patch)"; return 1; }
+    ! awk '{print $3}' <<<"$w" | sort | uniq -d | grep . || { echo "(written twice)"; return 1; }
+    [ "$(pci_statuses)" = "$SNAP_PCI" ] || { diff <(jq . <<<"$SNAP_PCI") <(pci_statuses | jq .); return 1; }
 }
 AUDIT=$TEST_DIR/cluster/audit.log
 same_slices() { [ "$(slices)" = "$SNAP_SLICES" ]; }
@@ -242,6 +259,12 @@ nothing_touched() { # what: the required checks after an upgrade or a rollback
     fi
     for r in pcidevices usbdevices resourceslices pcideviceclaims usbdeviceclaims kubevirts; do
         [ "$r" != resourceslices ] || [ -z "$wiped" ] || continue
+        if [ "$r" = pcidevices ] && [ "$what" = upgrade ] && [ -n "$(writes "$SNAP_LINE" "$r")" ]; then
+            # (the version N this test starts from has no Healthy condition and no aerErrors)
+            expect_ok "upgrade: PCIDevices written only to add this version's status fields (Healthy, aerErrors), each once ($(writes "$SNAP_LINE" "$r" | wc -l) patches)" \
+                pci_new_fields_only "$SNAP_LINE"
+            continue
+        fi
         w=$(writes "$SNAP_LINE" "$r")
         if [ -z "$w" ]; then pass "$what: no $r written by hostdevd (audit log)"; else
             fail "$what: no $r written by hostdevd (audit log)" "$w"
