@@ -244,10 +244,17 @@ if [ "$(writes resourceslices)" -eq "$before" ] && [ -z "$(taint "$D3")" ]; then
     fail "the agent leaves the rule alone" "$(($(writes resourceslices) - before)) writes; $(taint "$D3")"; fi
 
 stop_agent "agent stopped cleanly"
+switched=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 start_agent --unhealthy-taint-effect NoExecute
 if eventually 60 ready; then pass "agent ready with --unhealthy-taint-effect NoExecute"; else fail "agent ready (NoExecute)" "$(tail -20 "$TEST_DIR/agent.log")"; fi
 if eventually 20 has_taint "$D1" AERFatal NoExecute; then pass "the unhealthy devices tainted NoExecute: $(taint "$D1")"; else
     fail "tainted NoExecute" "$(taint "$D1")"; fi
+added=$(taint "$D1")
+added=${added#*@}
+# (timeAdded: when the restarted agent took the state back, as Kubernetes renews a DeviceTaintRule's
+# on a change of effect: a claim's tolerationSeconds count from the switch)
+[[ ! "$added" < "$switched" ]] && pass "... timeAdded $added, not before the switch ($switched)" ||
+    fail "timeAdded not before the switch" "$added < $switched"
 if eventually 30 evicted p1; then pass "p1, whose claim has the unhealthy $D1, evicted (DisruptionTarget=True DeletionByDeviceTaintManager)"; else
     fail "p1 evicted" "$(conditions p1)"; fi
 if ! deleting p2; then pass "p2, whose claim tolerates hostdevd.io/unhealthy NoExecute, stays (the same slice write)"; else
