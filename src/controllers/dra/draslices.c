@@ -633,8 +633,8 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
                                  .devices = devobjs_want(s->cfg.devices),
                                  .claimed = claimed(s),
                                  .unhealthy = unhealthy(s),
-                                 .taint_effect = s->cfg.env.opt ? s->cfg.env.opt->taint_effect
-                                                                : NULL};
+                                 .taint_effect =
+                                         s->cfg.env.opt ? s->cfg.env.opt->taint_effect : NULL};
     const cJSON **slices = cached_slices(s, &in.n_slices);
     struct draslices_mdev *mdevs = instances(s, &in.n_mdevs);
     in.slices = slices;

@@ -67,7 +67,7 @@
 #define DRASLICES_MAX_DEVICES  128 /* per slice: the API's limit */
 #define DRASLICES_MAX_TAINTED  64  /* per slice when a device of the pool has taints (the API's) */
 #define DRASLICES_TAINT_KEY    "hostdevd.io/unhealthy"
-#define DRASLICES_TAINT_EFFECT "NoSchedule" /* the default effect */
+#define DRASLICES_TAINT_EFFECT "NoSchedule"
 #define DRASLICES_STRING_MAX   64 /* bytes of a string attribute: the API's limit */
 
 struct cJSON;
