@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A real local Kubernetes control plane for tests and the demo: etcd, kube-apiserver (RBAC,
 # client-certificate CA, service-account issuer and keys, audit log) and kube-controller-manager
-# (garbage collector, namespace, service account, role aggregation and DRA resourceclaim
-# controllers), and on request kube-scheduler, all on 127.0.0.1 with free ports, state and logs
-# in one directory.
+# (garbage collector, namespace, service account, role aggregation, and DRA's resourceclaim and
+# device-taint-eviction controllers), and on request kube-scheduler, all on 127.0.0.1 with free
+# ports, state and logs in one directory.
 #
 #   hack/cluster.sh up DIR [--with-scheduler]
 #                                          start (idempotent: a healthy plane is left alone, but
@@ -276,7 +276,7 @@ start_apiserver() {
 
 start_controller_manager() {
     launch controller-manager --kubeconfig "$D/controller-manager.kubeconfig" \
-        --controllers garbagecollector,namespace,serviceaccount,clusterrole-aggregation,resourceclaim-controller,resourcequota-controller \
+        --controllers garbagecollector,namespace,serviceaccount,clusterrole-aggregation,resourceclaim-controller,resourcequota-controller,device-taint-eviction-controller \
         --secure-port 0 --leader-elect=false --use-service-account-credentials=false \
         --concurrent-gc-syncs 5 --v=1
     wait_for kube-controller-manager kcm_working ||

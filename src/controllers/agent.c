@@ -43,6 +43,7 @@ int agent_run(const struct agent_config *cfg)
                                .uevent_source = cfg->uevent_source,
                                .resync = cfg->resync,
                                .heartbeat = cfg->heartbeat,
+                               .taint_effect = cfg->taint_effect,
                                .lease_namespace = cfg->lease_namespace};
     struct process_config pc = {.role = "agent",
                                 .kubeconfig = cfg->kubeconfig,
@@ -50,7 +51,8 @@ int agent_run(const struct agent_config *cfg)
                                 .node = cfg->node_name};
     struct process *proc = NULL;
     log_info("Starting hostdevd agent", KV_STR("version", HOSTDEVD_VERSION),
-             KV_STR("node", cfg->node_name), KV_STR("sysfsRoot", cfg->sysfs_root));
+             KV_STR("node", cfg->node_name), KV_STR("sysfsRoot", cfg->sysfs_root),
+             KV_STR("unhealthyTaintEffect", cfg->taint_effect));
     int r = process_new(&pc, &proc);
     if (r == 0) {
         struct part_env env = process_env(proc);

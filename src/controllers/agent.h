@@ -23,6 +23,8 @@ struct agent_config {
     const char *uevent_source; /* "kernel" (default), "udev" or "none": what triggers rescans */
     const char *lease_namespace; /* of the heartbeat Lease, default hostdevd-node-lease */
     double heartbeat;            /* its duration, seconds (renewed every third); default 180 */
+    const char *taint_effect;    /* an unhealthy device's taint in its ResourceSlice:
+                                    "NoSchedule" (default) or "NoExecute" (evicts its pods) */
 };
 
 /* Runs the agent until SIGTERM or SIGINT. Returns the process exit code. */

@@ -34,6 +34,10 @@ static void usage(FILE *f)
           "  --lease-namespace NS namespace of the heartbeat Lease named like the node\n"
           "                       (default hostdevd-node-lease)\n"
           "  --heartbeat SECONDS  its duration; renewed every third (default 180)\n"
+          "  --unhealthy-taint-effect EFFECT\n"
+          "                       an unhealthy device's taint in its ResourceSlice: NoSchedule\n"
+          "                       (default; keeps new claims off it) or NoExecute (also evicts\n"
+          "                       the pods whose claims have it; docs/dra.md)\n"
           "  -v N                 log verbosity (default 0)\n",
           f);
 }
@@ -111,6 +115,13 @@ static int checked_option(int c, const char *arg, struct agent_config *cfg)
         log_error("Invalid --uevent-source", KV_STR("value", arg),
                   KV_STR("hint", "kernel, udev or none"));
         return -EINVAL;
+    case 'T':
+        cfg->taint_effect = arg;
+        if (strcmp(arg, "NoSchedule") == 0 || strcmp(arg, "NoExecute") == 0)
+            return 0;
+        log_error("Invalid --unhealthy-taint-effect", KV_STR("value", arg),
+                  KV_STR("hint", "NoSchedule or NoExecute"));
+        return -EINVAL;
     case 'v':
         v = strtol(arg, &end, 10);
         if (*end || v < 0 || v > 10)
@@ -143,6 +154,7 @@ int agentargs_parse(int argc, char **argv, struct agent_config *ret)
             {"uevent-source", required_argument, NULL, 'u'},
             {"lease-namespace", required_argument, NULL, 'L'},
             {"heartbeat", required_argument, NULL, 'H'},
+            {"unhealthy-taint-effect", required_argument, NULL, 'T'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
     };
@@ -156,7 +168,8 @@ int agentargs_parse(int argc, char **argv, struct agent_config *ret)
                                  .resync = 300,
                                  .uevent_source = "kernel",
                                  .lease_namespace = LEASEPART_HEARTBEAT_NAMESPACE,
-                                 .heartbeat = LEASEPART_HEARTBEAT_SECONDS};
+                                 .heartbeat = LEASEPART_HEARTBEAT_SECONDS,
+                                 .taint_effect = "NoSchedule"};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "v:h", opts, NULL)) != -1) {

@@ -35,7 +35,7 @@ OTHER=(--set image.repository=example.invalid/hostdevd --set image.tag=1.2.3
     --set image.pullPolicy=Always --set agent.kubeletDir=/data/kubelet/ --set agent.logLevel=4
     --set controller.logLevel=2 --set controller.replicas=1 --set kubevirt.namespace=harvester-system
     --set kubevirt.name=kv --set agent.nodeSelector.devices=yes --set 'controller.tolerations[0].operator=Exists'
-    --set agent.resources.limits.memory=256Mi)
+    --set agent.resources.limits.memory=256Mi --set agent.unhealthyTaintEffect=NoExecute)
 expect_ok "helm lint with other values" helm lint --strict "$CHART" "${OTHER[@]}"
 # (hooks left out: the pre-delete hook's objects exist only while helm uninstall runs it;
 # test_chart_node.sh runs it)
@@ -56,6 +56,8 @@ expect_reject "values.schema.json refuses a misspelt value" "additional properti
     helm template $REL "$CHART" --set agent.kubeletdir=/data/kubelet
 expect_reject "... and a log level that is no number" "at '/controller/logLevel': got string, want integer" \
     helm template $REL "$CHART" --set-string controller.logLevel=debug
+expect_reject "... and a taint effect the agent does not write" "at '/agent/unhealthyTaintEffect'" \
+    helm template $REL "$CHART" --set agent.unhealthyTaintEffect=None
 expect_reject "... and a priority level field that APF does not have" \
     "additional properties 'queues' not allowed" helm template $REL "$CHART" --set flowControl.priorityLevel.queues=8
 expect_reject "the release namespace may not be hostdevd-node-lease" \
@@ -107,13 +109,13 @@ expect_ok "... with the policies" helm template $REL "$CHART" -n devices "${OTHE
 printf '%s\n' "$OUT" >"$TEST_DIR/other-policies.yaml"
 O=$(normalise "$TEST_DIR/other.yaml")
 OP=$(normalise "$TEST_DIR/other-policies.yaml")
-expect_contains "the agent: image, pull policy, -v 4, node selector, tolerations, kubelet dir, resources" \
+expect_contains "the agent: image, pull policy, -v 4, node selector, tolerations, kubelet dir, resources, taint effect" \
     "$(jq -c 'select(.kind == "DaemonSet") | .metadata.namespace as $ns | .spec.template.spec |
         {release: $ns, ns: .nodeSelector, t: .tolerations, c: .containers[0] | {image, imagePullPolicy, args,
          l: .resources.limits}, dp: (.volumes[] | select(.name == "device-plugins") | .hostPath.path),
          m: (.containers[0].volumeMounts[] | select(.name == "device-plugins") | .mountPath)}' <<<"$O")" \
     '"release":"devices"' '"image":"example.invalid/hostdevd:1.2.3","imagePullPolicy":"Always"' \
-    '"args":["--listen=0.0.0.0:9808","--sysfs-root=/sys","--kubelet-dir=/data/kubelet","--cdi-dir=/var/run/cdi","-v","4"]' \
+    '"args":["--listen=0.0.0.0:9808","--sysfs-root=/sys","--kubelet-dir=/data/kubelet","--cdi-dir=/var/run/cdi","--unhealthy-taint-effect=NoExecute","-v","4"]' \
     '"ns":{"devices":"yes","kubernetes.io/os":"linux"}' '"t":[{"operator":"Exists"}]' \
     '"l":{"cpu":"200m","memory":"256Mi"}' '"dp":"/var/lib/kubelet/device-plugins"' \
     '"m":"/data/kubelet/device-plugins"'

@@ -119,8 +119,9 @@ static void cache_free(struct cache *c)
 /* The mdev instances the next plans see (test_mdev_pool). */
 static const struct draslices_mdev *g_mdevs;
 static size_t g_n_mdevs;
-/* The unhealthy devices the next plans see (test_taints). */
+/* The unhealthy devices the next plans see (test_taints), and their taint's effect. */
 static const struct map *g_unhealthy;
+static const char *g_effect;
 
 static int plan(struct cache *c, const struct map *devs, const struct map *claimed, const char *uid,
                 struct draslices_plan *p)
@@ -130,6 +131,7 @@ static int plan(struct cache *c, const struct map *devs, const struct map *claim
                                  .devices = devs,
                                  .claimed = claimed,
                                  .unhealthy = g_unhealthy,
+                                 .taint_effect = g_effect,
                                  .mdevs = g_mdevs,
                                  .n_mdevs = g_n_mdevs,
                                  .slices = (const cJSON *const *)c->slices,
@@ -457,6 +459,35 @@ static void test_taints(void)
     map_free(bad);
 }
 
+/* The administrator's NoExecute (--unhealthy-taint-effect): the taint has that effect and the
+ * time the device was found unhealthy; the same again writes nothing; back to NoSchedule, the
+ * effect changes again. A healthy device gets no taint whatever the effect. */
+static void test_taint_effect(void)
+{
+    struct map *devs = map_new(pcidevice_spec_free), *bad = map_new(NULL);
+    add_many(devs, 0, 3);
+    struct cache c = {0};
+    struct health_state s = {.healthy = false, .reason = HEALTH_AER_FATAL, .since = 1795910400};
+    CU_ASSERT_EQUAL(map_put(bad, "0000:00:01.0", &s), 0);
+    g_unhealthy = bad;
+    g_effect = "NoExecute";
+    step(&c, devs, NULL, 1);
+    CU_ASSERT_STRING_EQUAL(taint_of(&c, "pci-0000-00-01-0"),
+                           "hostdevd.io/unhealthy=AERFatal:NoExecute@2026-11-29T00:00:00Z");
+    CU_ASSERT_STRING_EQUAL(taint_of(&c, "pci-0000-00-02-0"), "");
+    CU_ASSERT_EQUAL(tainted_devices(&c), 1);
+    step(&c, devs, NULL, 0); /* converged */
+    g_effect = NULL;         /* the default again */
+    step(&c, devs, NULL, 1);
+    CU_ASSERT_STRING_EQUAL(taint_of(&c, "pci-0000-00-01-0"),
+                           "hostdevd.io/unhealthy=AERFatal:NoSchedule@2026-11-29T00:00:00Z");
+    step(&c, devs, NULL, 0);
+    g_unhealthy = NULL;
+    cache_free(&c);
+    map_free(devs);
+    map_free(bad);
+}
+
 /* Slices of mixed generations (a write lost half way) are brought to one new generation. */
 static void test_mixed_generations(void)
 {
@@ -553,6 +584,7 @@ static CU_TestInfo tests[] = {
         {"owner repaired without a new generation", test_owner_only},
         {"more than 128 devices split", test_split},
         {"an unhealthy device tainted; slices of 64 then", test_taints},
+        {"the taint's effect: NoExecute where the administrator asks", test_taint_effect},
         {"mixed generations", test_mixed_generations},
         CU_TEST_INFO_NULL,
 };

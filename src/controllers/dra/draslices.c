@@ -164,8 +164,13 @@ static bool platform_class(const char *class_id)
     return false;
 }
 
-/* The timeAdded the cached slices give device `name`'s taint of `value`, or NULL: a taint keeps
- * its time (an agent restarted with the same state writes nothing). */
+static const char *effect_of(const struct draslices_input *in)
+{
+    return in->taint_effect ? in->taint_effect : DRASLICES_TAINT_EFFECT;
+}
+
+/* The timeAdded the cached slices give device `name`'s taint of `value` (and the effect of now),
+ * or NULL: a taint keeps its time (an agent restarted with the same state writes nothing). */
 static const char *cached_taint_time(const struct draslices_input *in, const char *name,
                                      const char *value)
 {
@@ -179,7 +184,7 @@ static const char *cached_taint_time(const struct draslices_input *in, const cha
             {
                 if (json_same(json_str(t, "key"), DRASLICES_TAINT_KEY) &&
                     json_same(json_str(t, "value"), value) &&
-                    json_same(json_str(t, "effect"), DRASLICES_TAINT_EFFECT))
+                    json_same(json_str(t, "effect"), effect_of(in)))
                     return json_str(t, "timeAdded");
             }
         }
@@ -188,8 +193,9 @@ static const char *cached_taint_time(const struct draslices_input *in, const cha
 }
 
 /* Taints pool entry `d` when the PCI function at `address` (NULL: none) is unhealthy: key
- * DRASLICES_TAINT_KEY, the health reason as value, NoSchedule, timeAdded when the store found it
- * (or the time the cached slice already says). Sets *tainted then. Returns false on OOM. */
+ * DRASLICES_TAINT_KEY, the health reason as value, the input's effect, timeAdded when the store
+ * found it (or the time the cached slice already says). Sets *tainted then. Returns false on
+ * OOM. */
 static bool taint(const struct draslices_input *in, cJSON *d, const char *address, bool *tainted)
 {
     const struct health_state *s =
@@ -213,7 +219,7 @@ static bool taint(const struct draslices_input *in, cJSON *d, const char *addres
     }
     bool ok = cJSON_AddStringToObject(one, "key", DRASLICES_TAINT_KEY) &&
               cJSON_AddStringToObject(one, "value", s->reason) &&
-              cJSON_AddStringToObject(one, "effect", DRASLICES_TAINT_EFFECT) &&
+              cJSON_AddStringToObject(one, "effect", effect_of(in)) &&
               cJSON_AddStringToObject(one, "timeAdded", when);
     *tainted = true;
     return ok;
@@ -626,7 +632,9 @@ static int plan_key(void *ctx, const char *key, const cJSON *obj, void **ret_pla
                                  .node_uid = nodeuid_get(s->cfg.node),
                                  .devices = devobjs_want(s->cfg.devices),
                                  .claimed = claimed(s),
-                                 .unhealthy = unhealthy(s)};
+                                 .unhealthy = unhealthy(s),
+                                 .taint_effect =
+                                         s->cfg.env.opt ? s->cfg.env.opt->taint_effect : NULL};
     const cJSON **slices = cached_slices(s, &in.n_slices);
     struct draslices_mdev *mdevs = instances(s, &in.n_mdevs);
     in.slices = slices;

@@ -34,8 +34,14 @@
  * An unhealthy device (controllers/health/health.h: a PCI function, or an instance of an
  * unhealthy PCI parent) stays in the pool with a taint (resource.k8s.io/v1
  * spec.devices[].taints[], KEP-5055): {key DRASLICES_TAINT_KEY, value its health reason
- * ("ResetFailed"), effect NoSchedule, timeAdded when it was found (kept as the cached slice has
- * it)}: the scheduler allocates it to no claim that does not tolerate the taint. When any device
+ * ("ResetFailed"), effect the agent's --unhealthy-taint-effect (DRASLICES_TAINT_EFFECT,
+ * NoSchedule, by default; NoExecute where the administrator asks: kube-controller-manager's
+ * device-taint-eviction-controller then deletes the pods whose claims have the device and do
+ * not tolerate it), timeAdded when it was found (kept as the cached slice has it for the same
+ * key, value and effect)}: the scheduler allocates it to no claim that does not tolerate the
+ * taint. Only the driver writes its slices: taints an administrator adds go in a
+ * DeviceTaintRule, which the scheduler and the eviction controller add to the slice's on their
+ * side (the agent neither reads nor writes those). When any device
  * of the pool is tainted, the pool is cut in slices of DRASLICES_MAX_TAINTED (the API's limit for
  * a slice with taints) instead of DRASLICES_MAX_DEVICES. A health_changed queues the pool.
  *
@@ -99,6 +105,8 @@ struct draslices_input {
                                            instances use (their parents) */
     const struct map *unhealthy;        /* PCI address -> const struct health_state *: the
                                            unhealthy devices (health/health.h), or NULL */
+    const char *taint_effect;           /* their taint's: "NoSchedule", "NoExecute"; NULL:
+                                           DRASLICES_TAINT_EFFECT */
     const struct draslices_mdev *mdevs; /* the instances of this node, in UUID order */
     size_t n_mdevs;
     const struct cJSON *const *slices; /* the cached slices of the pool */

@@ -35,6 +35,8 @@ struct part_options {
     const char *uevent_source;   /* agent: "udev", "kernel", "none" */
     double resync;               /* agent: seconds between full scans */
     double heartbeat;            /* agent: its heartbeat Lease's duration, seconds */
+    const char *taint_effect;    /* agent: an unhealthy device's ResourceSlice taint effect,
+                                    "NoSchedule" or "NoExecute" (NULL: NoSchedule) */
     const char *namespace;       /* controller: where its leader Lease lives */
     const char *lease_namespace; /* where the agents' heartbeat Leases live */
     const char *kubevirt;        /* controller: the KubeVirt CR, "kubevirt/kubevirt" */
