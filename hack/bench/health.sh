@@ -15,18 +15,22 @@
 # send). Then each consumer's first word of it, stamped where it happens:
 #   the agent's log line "Held PCI device is gone; marked unhealthy" (its own klog time)
 #   the PCIDevice's Healthy=False reason Removed (an API watch, hack/bench/apiwatch.py)
-#   the PCIDeviceClaim: passthroughEnabled false (the rescan's claim pass: DeviceNotFound), then
-#     Ready=False DeviceUnhealthy naming Removed (watch)
+#   the PCIDevice's Warning Event DeviceRemoved (watch; the first run only: a repeat of the same
+#     Event within 10 minutes is a series count the agent writes at most every 30 s)
+#   the PCIDeviceClaim: Ready=False DeviceRemoved, passthroughEnabled still true (watch); checked:
+#     no claim event since the removal with passthroughEnabled false
 #   the device plugin's ListAndWatch with the device Unhealthy: kubelet's "State pushed for
-#     device plugin" line (klog time, kubelet -v 2) for the resource; then the device withdrawn
-#     (the claim no longer bound: resourceCapacity=0)
-#   the KubeVirt CR: the resource's permittedHostDevices entry removed (no Ready claim needs it)
+#     device plugin" line (klog time, kubelet -v 2) for the resource; checked: never withdrawn
+#     (no resourceCapacity=0)
+#   the KubeVirt CR: checked, not timed: the resource's permittedHostDevices entry stays (a
+#     bound claim keeps it while its device is Removed; a note, no row)
 #   the ResourceSlice: the device leaves the pool (a removed device is not in the scan, so it is
 #     withdrawn, not tainted) (watch)
 #   the NodeWatchResources report: kubelet's "Sending health update notification for pods" line
 #     (kubelet got the list with the device Unhealthy and found the pod that holds it)
 #   pod.status.containerStatuses[].allocatedResourcesStatus with the device Unhealthy (watch)
-# and, the devices put back (an "add" uevent), the same consumers back to healthy. A third,
+# and, the devices put back (an "add" uevent), the same consumers back to healthy (the claim
+# Ready=True again, the Event DeviceReturned in the first run; the CR checked again). A third,
 # unheld device (AER_DEV) has its aer_dev_fatal total grown and a "change" uevent (as the
 # kernel's AER recovery sends): the agent's log line, Healthy=False AERFatal and the slice's
 # taint hostdevd.io/unhealthy; the administrator's recheck clears it for the next run.
@@ -122,13 +126,14 @@ WATCH_LOG=$T/watch.jsonl
 wait_event() { python3 "$W" wait "$WATCH_LOG" --timeout 60 "$@" | cut -d' ' -f1; }
 python3 "$W" watch "$ADMIN" "$WATCH_LOG" "/apis/$G/pcidevices" "/apis/$G/pcideviceclaims" \
     /apis/resource.k8s.io/v1/resourceslices /api/v1/namespaces/default/pods \
-    /apis/kubevirt.io/v1/namespaces/kubevirt/kubevirts 2>"$T/watch.err" &
+    /apis/kubevirt.io/v1/namespaces/kubevirt/kubevirts /apis/events.k8s.io/v1/namespaces/default/events \
+    2>"$T/watch.err" &
 PIDS+=($!)
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz"; }
 eventually 60 ready || die "the agent is not ready"
 leading() { curl -fsS "http://127.0.0.1:$CPORT/metrics" | grep -qx "hostdevd_leader 1"; }
 eventually 60 leading || die "the controller does not lead: $(tail -5 "$T/controller.log")"
-watching() { [ "$(grep -c '"type":"WATCHING"' "$WATCH_LOG")" -ge 5 ]; }
+watching() { [ "$(grep -c '"type":"WATCHING"' "$WATCH_LOG")" -ge 6 ]; }
 eventually 30 watching || die "watches not started: $(cat "$T/watch.err")"
 metric() { curl -fsS "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
@@ -185,7 +190,14 @@ echo "  claim bound, $RES offered by kubelet, pod vm1 running with $(dev_name "$
 
 # sample NAME T0 T: one sample of figure NAME (ms after T0), in $T/NAME.ms
 sample() { ms "$3" "$2" >>"$T/$1.ms"; }
-CLAIM_UNHEALTHY="any(c.get('type') == 'Ready' and c.get('reason') == 'DeviceUnhealthy' and '(Removed)' in c.get('message', '') for c in get(o, 'status.conditions') or [])"
+ready_is() { # status [reason]: a Python test of a claim's Ready condition
+    printf "any(c.get('type') == 'Ready' and c.get('status') == '%s' and c.get('reason', '') == '%s' for c in get(o, 'status.conditions') or [])" "$1" "${2:-}"
+}
+CLAIM_REMOVED="get(o, 'status.passthroughEnabled') is True and $(ready_is False DeviceRemoved)"
+CLAIM_READY="get(o, 'status.passthroughEnabled') is True and any(c.get('type') == 'Ready' and c.get('status') == 'True' for c in get(o, 'status.conditions') or [])"
+event_is() { # reason: a Python test of an Event about the PCIDevice of HELD_PCI
+    printf "o.get('reason') == '%s' and get(o, 'regarding.kind') == 'PCIDevice' and get(o, 'regarding.name') == '%s'" "$1" "$(name_of "$HELD_PCI")"
+}
 
 # at NAME WHAT COMMAND...: one sample of NAME, ms from T0 (the phase's uevents) to the time
 # COMMAND prints; WHAT says what did not happen when it fails (the section cannot measure)
@@ -200,6 +212,20 @@ watched() { wait_event --after "$T0" "$@"; }
 device_is() { watched --res pcidevices --name "$(name_of "$1")" --expr "$(healthy_is "$2" "$3")"; }
 claim_is() { watched --res pcideviceclaims --name "$(name_of "$HELD_PCI")" --expr "$1"; }
 pushed() { kubelet_says "State pushed for device plugin" "resource=\"$RES\"" "resourceCapacity=$1"; }
+# never WHAT ARGS...: dies with WHAT when an apiwatch.py wait (a watch event since T0) finds a match
+# in what has come so far (the rows timed before it leave the controller time to act)
+never() {
+    ! python3 "$W" wait "$WATCH_LOG" --after "$T0" --timeout 0 "${@:2}" >/dev/null || die "$1"
+}
+# cr_kept: the KubeVirt CR kept the resource's entry: no watch event since T0 without it, and it
+# has it now
+cr_kept() {
+    never "the KubeVirt CR lost the entry for $RES" --res kubevirts --expr "not ($HAS_ENTRY)"
+    kubectl get kubevirt -n kubevirt -o json | jq -e --arg r "$RES" \
+        '[.items[].spec.configuration.permittedHostDevices.pciHostDevices[]? | select(.resourceName == $r)] | length == 1' \
+        >/dev/null || die "the KubeVirt CR has no entry for $RES"
+    echo kept >>"$T/cr_kept"
+}
 
 remove_once() {
     local a
@@ -211,14 +237,18 @@ remove_once() {
         at log "no log line for $a" agent_says "Held PCI device is gone; marked unhealthy" "device=\"$a\""
         at pcidevice "no Healthy=False Removed for $a" device_is "$a" False Removed
     done
+    [ "$1" != 1 ] || at event "no Event DeviceRemoved" watched --res events --type ADDED --expr "$(event_is DeviceRemoved)"
     at plugin "kubelet got no ListAndWatch message" pushed 1
-    at claim_off "the claim stays passthroughEnabled" claim_is "get(o, 'status.passthroughEnabled') is False"
-    at claim "the claim never says DeviceUnhealthy" claim_is "$CLAIM_UNHEALTHY"
-    at withdrawn "kubelet is not told the device went" pushed 0
-    at cr "the KubeVirt CR keeps the entry" watched --res kubevirts --expr "not ($HAS_ENTRY)"
+    at claim "the claim never says DeviceRemoved (passthroughEnabled kept)" claim_is "$CLAIM_REMOVED"
     at slice "$HELD_DRA stays in the slice" watched --res resourceslices --expr "not ($IN_POOL)"
     at report "kubelet got no health report" kubelet_says "Sending health update notification for pods"
     at podstatus "pod status never Unhealthy" watched --res pods --name vm1 --expr "$(pod_health Unhealthy)"
+    never "the claim lost passthroughEnabled" --res pcideviceclaims --name "$(name_of "$HELD_PCI")" \
+        --expr "get(o, 'status.passthroughEnabled') is not True"
+    ! python3 "$W" log "$KUBELET_LOG" --after "$T0" --match "State pushed for device plugin" \
+        --match "resource=\"$RES\"" --match resourceCapacity=0 --timeout 0 >/dev/null ||
+        die "the device plugin withdrew the device"
+    cr_kept
 }
 
 put_back_once() {
@@ -227,11 +257,12 @@ put_back_once() {
     at back_log "no log line: $HELD_DRA back" \
         agent_says "Removed PCI device is back with the same ids; marked healthy" "device=\"$HELD_DRA\""
     at back_pcidevice "$HELD_PCI not Healthy again" device_is "$HELD_PCI" True Healthy
-    at back_claim "the claim is not bound again" claim_is "get(o, 'status.passthroughEnabled') is True"
+    [ "$1" != 1 ] || at back_event "no Event DeviceReturned" watched --res events --type ADDED --expr "$(event_is DeviceReturned)"
+    at back_claim "the claim is not Ready again" claim_is "$CLAIM_READY"
     at back_plugin "kubelet got no ListAndWatch message (back)" pushed 1
-    at back_cr "the KubeVirt CR does not list it again" watched --res kubevirts --expr "$HAS_ENTRY"
     at back_slice "$HELD_DRA not in the slice again" watched --res resourceslices --expr "$IN_POOL"
     at back_podstatus "pod status not Healthy again" watched --res pods --name vm1 --expr "$(pod_health Healthy)"
+    cr_kept
 }
 
 aer_once() { # run
@@ -247,14 +278,15 @@ aer_once() { # run
 }
 
 for i in $(seq 1 "$RUNS"); do
-    remove_once
-    put_back_once
+    remove_once "$i"
+    put_back_once "$i"
     aer_once "$i"
-    printf '  run %d: log %s, PCIDevice %s, claim %s, ListAndWatch %s, CR %s, slice %s, health report %s, pod status %s ms; back: pod status %s ms; AER: taint %s ms\n' \
+    printf '  run %d: log %s, PCIDevice %s, claim %s, ListAndWatch %s, slice %s, health report %s, pod status %s ms; back: claim %s, pod status %s ms; AER: taint %s ms\n' \
         "$i" "$(tail -1 "$T/log.ms")" "$(tail -1 "$T/pcidevice.ms")" "$(tail -1 "$T/claim.ms")" "$(tail -1 "$T/plugin.ms")" \
-        "$(tail -1 "$T/cr.ms")" "$(tail -1 "$T/slice.ms")" \
-        "$(tail -1 "$T/report.ms")" "$(tail -1 "$T/podstatus.ms")" "$(tail -1 "$T/back_podstatus.ms")" "$(tail -1 "$T/aer_taint.ms")"
+        "$(tail -1 "$T/slice.ms")" "$(tail -1 "$T/report.ms")" "$(tail -1 "$T/podstatus.ms")" \
+        "$(tail -1 "$T/back_claim.ms")" "$(tail -1 "$T/back_podstatus.ms")" "$(tail -1 "$T/aer_taint.ms")"
 done
+echo "  note: the KubeVirt CR kept $RES's permittedHostDevices entry through every removal and put-back ($(grep -c . "$T/cr_kept") checks; nothing to time)"
 
 p95() { sort -g | awk '{a[NR] = $1} END {if (NR == 0) exit 1; i = int(NR * 0.95); if (i < NR * 0.95) i++; print a[i]}'; }
 # record SECTION FILE NAME HOW: p50, p95 and max rows, next to the detection (the agent's log line)
@@ -267,26 +299,26 @@ record() {
     bench_record section="$1" name="$3: p95" value="$(p95 <"$T/$2.ms")" unit=ms n="$n" how="nearest rank"
     bench_record section="$1" name="$3: max" value="$(bench_max <"$T/$2.ms")" unit=ms n="$n" how="the slowest run"
 }
+# record1 SECTION FILE NAME HOW: the one sample of FILE as it is (a first-run-only figure)
+record1() { bench_record section="$1" name="$3" value="$(head -1 "$T/$2.ms")" unit=ms n=1 how="$4" "${@:5}"; }
 DET="the agent's log line"
 record "$S" uevent "kernel event received by the agent" "its -v 3 \"Kernel event\" line, klog time; the start of every row: just before the remove uevents were sent (udevd's format, the udev multicast group)"
 record "$S" scan "rescan done" "its \"Scanned PCI devices\" line: the uevent debounce (quiet for 250 ms) and one scan of the tree"
 record "$S" log "agent's log line (Held PCI device is gone; marked unhealthy)" "klog time of the line, each device (2 a run)" 250 "the uevent debounce"
 record "$S" pcidevice "PCIDevice Healthy=False Removed" "its watch event's arrival, each device (2 a run)" "$REF" "$DET"
+record1 "$S" event "PCIDevice Event DeviceRemoved (first run)" "the Warning Event's ADDED watch event, the first run only (repeats within 10 minutes are a series count the agent writes at most every 30 s)" ref="$REF" ref_name="$DET"
 record "$S" plugin "device plugin: ListAndWatch with it Unhealthy" "kubelet's \"State pushed for device plugin\" line for the resource (klog time, kubelet -v 2)" "$REF" "$DET"
-record "$S" claim_off "PCIDeviceClaim passthroughEnabled=false (DeviceNotFound)" "the claim's watch event: the rescan's claim pass finds the device gone" "$REF" "$DET"
-record "$S" claim "PCIDeviceClaim Ready=False DeviceUnhealthy (Removed)" "the claim's watch event whose Ready message names Removed and the way back (a second write: see the text)" "$REF" "$DET"
-record "$S" withdrawn "device plugin: withdrawn (ListAndWatch without it)" "kubelet's \"State pushed\" line with resourceCapacity=0: the claim no longer bound, the device plugin offers nothing" "$REF" "$DET"
-record "$S" cr "KubeVirt CR: permittedHostDevices entry removed" "the CR's watch event without the resource's entry (the controller, on its service account: no Ready claim needs it)" "$REF" "$DET"
+record "$S" claim "PCIDeviceClaim Ready=False DeviceRemoved (passthroughEnabled kept)" "the claim's first watch event with Ready=False reason DeviceRemoved and passthroughEnabled true (never false: checked each run)" "$REF" "$DET"
 record "$S" slice "ResourceSlice: the device withdrawn from the pool" "the slice's watch event without it (a removed device is not in the scan: withdrawn, not tainted)" "$REF" "$DET"
 record "$S" report "DRA NodeWatchResources report taken by kubelet" "kubelet's \"Sending health update notification for pods\" line (klog time): the list with it Unhealthy, the pod that holds it found" "$REF" "$DET"
 record "$S" podstatus "pod.status allocatedResourcesStatus Unhealthy" "the pod's watch event with the device's resourceID Unhealthy (kubelet's status write)" "$REF" "$DET"
 record "$SB" back_log "put back: agent's log line (back with the same ids; marked healthy)" "from the add uevents' send"
 record "$SB" back_pcidevice "put back: PCIDevice Healthy=True" "its watch event"
-record "$SB" back_claim "put back: PCIDeviceClaim bound again" "the claim's watch event with passthroughEnabled true"
-record "$SB" back_plugin "put back: ListAndWatch with it Healthy" "kubelet's \"State pushed for device plugin\" line with resourceCapacity=1 (offered once the claim is bound again)"
-record "$SB" back_cr "put back: KubeVirt CR entry again" "the CR's watch event with the entry"
+record "$SB" back_claim "put back: PCIDeviceClaim Ready=True again" "the claim's watch event with Ready=True (passthroughEnabled true all along)"
+record "$SB" back_plugin "put back: ListAndWatch with it Healthy" "kubelet's \"State pushed for device plugin\" line with resourceCapacity=1"
 record "$SB" back_slice "put back: the device in the slice again" "the slice's watch event with it"
 record "$SB" back_podstatus "put back: pod.status Healthy" "the pod's watch event"
+record1 "$SB" back_event "put back: PCIDevice Event DeviceReturned (first run)" "the Event's ADDED watch event, the first run only (repeats within 10 minutes are a series count written at most every 30 s)"
 record "$SB" aer_log "AER fatal count grown: agent's log line" "from a change uevent's send (the kernel's AER recovery sends one) after aer_dev_fatal grew, unheld device"
 record "$SB" aer_pcidevice "AER fatal count grown: PCIDevice Healthy=False AERFatal" "its watch event"
 record "$SB" aer_taint "AER fatal count grown: ResourceSlice taint hostdevd.io/unhealthy=AERFatal:NoSchedule" "the slice's watch event with the taint"
