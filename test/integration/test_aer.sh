@@ -110,6 +110,13 @@ if eventually 20 is_health "$FATAL" False/AERFatal; then
     pass "Healthy=False AERFatal once aer_dev_fatal grew"
     expect_contains "the message says what was seen and what to do" "$(message "$FATAL")" \
         "went from 0 to 1" "dmesg" "kubectl annotate --overwrite pcidevice $(name_of "$FATAL") hostdevd.io/recheck-health="
+    aer_event() {
+        kubectl get events -n default -o jsonpath='{range .items[*]}{.type} {.reason} {.involvedObject.kind}/{.involvedObject.name}: {.message}{"\n"}{end}' |
+            grep -q "^Warning AERFatal PCIDevice/$(name_of "$FATAL"): .*went from 0 to 1.*hostdevd.io/recheck-health="
+    }
+    if eventually 15 aer_event; then pass "a Warning Event AERFatal on the PCIDevice with the same message"; else
+        fail "a Warning Event AERFatal on the PCIDevice" "$(kubectl get events -n default -o jsonpath='{range .items[*]}{.type} {.reason} {.involvedObject.name}{"\n"}{end}')"
+    fi
 else
     fail "Healthy=False AERFatal once aer_dev_fatal grew" "$(healthy "$FATAL"): $(message "$FATAL")"
 fi

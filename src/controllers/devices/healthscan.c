@@ -72,7 +72,7 @@ struct healthscan {
     unsigned long scan; /* the number of the last scan */
     bool scanning;      /* in on_scan: on_health leaves the entries alone */
     struct metrics_family *aer;
-    struct kube_recorder *events; /* DeviceRemoved, DeviceReturned on the PCIDevice */
+    struct kube_recorder *events; /* DeviceRemoved, DeviceReturned, AERFatal on the PCIDevice */
 };
 
 /* An Event on the PCIDevice of the device at `address` (by name: a kept object's uid is not at
@@ -143,6 +143,7 @@ static void report_fatal(struct healthscan *hs, const struct pcidevice_spec *s, 
                 KV_STR("device", s->address), KV_INT("before", before),
                 KV_INT("fatal", s->aer[NODE_PCIAER_FATAL]));
     health_report(hs->health, s->address, HEALTH_AER_FATAL, msg);
+    say(hs, s->address, true, "AERFatal", msg);
 }
 
 static void count_aer(const struct healthscan *hs, const struct pcidevice_spec *s)
