@@ -261,19 +261,6 @@ holding() { [ -s "$TEST_DIR/proc/$HOLDER/comm" ]; }
 holding_not() { [ ! -e "$TEST_DIR/proc/$HOLDER/comm" ]; }
 eventually 10 holding || fail "the VMM holds /dev/vfio/200" "$(cat "$TEST_DIR/holder.log")"
 dra_pod vm-mdev2 vgpu gpu
-apiVersion: v1
-kind: Pod
-metadata: {name: vm-mdev2, namespace: default}
-spec:
-  automountServiceAccountToken: false
-  hostNetwork: true
-  tolerations: [{operator: Exists}]
-  resourceClaims: [{name: gpu, resourceClaimTemplateName: vgpu}]
-  containers:
-  - name: c
-    image: busybox
-    resources: {claims: [{name: gpu}]}
-EOF
 held_msg() { kubectl get events -n default --field-selector involvedObject.name=vm-mdev2 -o jsonpath='{.items[*].message}' 2>/dev/null; }
 refused_held() {
     held_msg | grep -qF "mediated device $MD is held by qemu-system-x86 (pid $HOLDER): /dev/vfio/200 (its IOMMU group) is open, given out by the device plugin as $RES_MDEV"
