@@ -208,12 +208,23 @@ bool pciclaim_proceeds(const struct pciclaim_decision *d, const cJSON *written, 
            pciclaim_next_step(written, key, node) == PCICLAIM_NODE_WORK;
 }
 
+static bool enabled(const cJSON *claim)
+{
+    return cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled"));
+}
+
+/* The claim holds its device (passthroughEnabled) and is not being deleted: a device that
+ * vanishes under it is held as removed, not released. */
+static bool holds_live(const cJSON *claim)
+{
+    return enabled(claim) && !kube_meta_str(claim, "deletionTimestamp");
+}
+
 bool pciclaim_refuse_unhealthy(const cJSON *claim, const struct health_state *s, const char *key,
                                struct bindplan_outcome *ret)
 {
     const char *a = pciobj_address(claim);
-    if (!a || s->healthy || kube_meta_str(claim, "deletionTimestamp") ||
-        cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")))
+    if (!a || s->healthy || kube_meta_str(claim, "deletionTimestamp") || enabled(claim))
         return false; /* a claim that has its device already keeps it, and its release works */
     *ret = (struct bindplan_outcome){.kind = BINDPLAN_REFUSED, .reason = HEALTH_REFUSED};
     health_refusal(s, a, key, ret->message, sizeof(ret->message));
@@ -224,9 +235,7 @@ bool pciclaim_hold_removed(const cJSON *claim, const struct health_state *s,
                            struct bindplan_outcome *ret)
 {
     const char *a = pciobj_address(claim);
-    if (!a || s->healthy || strcmp(s->reason, HEALTH_REMOVED) != 0 ||
-        kube_meta_str(claim, "deletionTimestamp") ||
-        !cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")))
+    if (!a || s->healthy || strcmp(s->reason, HEALTH_REMOVED) != 0 || !holds_live(claim))
         return false;
     *ret = (struct bindplan_outcome){.kind = BINDPLAN_REFUSED, .reason = PCIOBJ_REASON_REMOVED};
     /* (cut so that the address fits: the store's message may fill its buffer) */
@@ -241,8 +250,7 @@ bool pciclaim_lost_device(const cJSON *claim, const struct bindplan_outcome *o,
     /* (a removal takes the device out of its IOMMU group before it leaves the bus) */
     if (!a || o->kind != BINDPLAN_REFUSED || !o->reason ||
         (strcmp(o->reason, "DeviceNotFound") != 0 && strcmp(o->reason, "NoIOMMUGroup") != 0) ||
-        kube_meta_str(claim, "deletionTimestamp") ||
-        !cJSON_IsTrue(json_field(json_field(claim, "status"), "passthroughEnabled")))
+        !holds_live(claim))
         return false;
     *ret = (struct bindplan_outcome){.kind = BINDPLAN_REFUSED, .reason = PCIOBJ_REASON_REMOVED};
     (void)snprintf(ret->message, sizeof(ret->message),
