@@ -188,6 +188,7 @@ while read -r _ i; do ORDER+=("$i"); done < <(
 run_job() {
     local i=$1 name=${NAMES[$1]} t0=$SECONDS r
     cg_enter "$name"
+    echo "$((SECONDS - T0))" >"$logs/$name.start"
     {
         echo "=== ${LABELS[$i]}"
         if [ -f "${CMDS[$i]}" ]; then
@@ -197,7 +198,8 @@ run_job() {
         fi
     } >"$logs/$name.log" 2>&1
     r=$?
-    printf '%s\t%s\t%s\n' "$((SECONDS - t0))" "$(cg_cpu "$name")" "$r" >"$logs/$name.time"
+    printf '%s\t%s\t%s\t%s\n' "$((SECONDS - t0))" "$(cg_cpu "$name")" "$r" \
+        "$(cat "$logs/$name.start")" >"$logs/$name.time"
     return $r
 }
 
@@ -219,6 +221,11 @@ for l in "${LOCKS[@]}"; do
     break
 done
 echo "running ${#NAMES[@]} suites, $JOBS at a time (HOSTDEVD_TEST_JOBS)"
+# the machine's CPU (every process, not only the suites') from here to the end: how full the
+# cores were kept (/proc/stat: user nice system idle iowait irq softirq steal)
+cpu_ticks() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6}' /proc/stat; }
+read -r BUSY0 IDLE0 < <(cpu_ticks)
+S0=$SECONDS
 while [ $started -lt ${#ORDER[@]} ] || [ ${#RUNNING[@]} -gt 0 ]; do
     while [ ${#RUNNING[@]} -lt "$JOBS" ]; do
         pick=""
@@ -252,8 +259,8 @@ WALL=$((SECONDS - T0))
     echo "time per suite (wall s, CPU s of its processes), longest first:"
     for i in "${!NAMES[@]}"; do
         n=${NAMES[$i]}
-        IFS=$'\t' read -r w c r <"$logs/$n.time" 2>/dev/null || { w=0 c=- r="?"; }
-        printf '%s\t%s\t%s\t%s\n' "$n" "$w" "$c" "$r"
+        IFS=$'\t' read -r w c r st <"$logs/$n.time" 2>/dev/null || { w=0 c=- r="?" st=-; }
+        printf '%s\t%s\t%s\t%s\t%s\n' "$n" "$w" "$c" "$r" "$st"
     done | sort -t$'\t' -k2,2nr >"$results/times.tsv"
     awk -F'\t' '{printf "  %-22s %5s s  cpu %5s s%s\n", $1, $2, $3, ($4 == "0" ? "" : "  (exit " $4 ")")}' \
         "$results/times.tsv"
@@ -266,6 +273,10 @@ WALL=$((SECONDS - T0))
         awk '/control plane/ {n++; t += $NF; next} {b++; bt += $NF}
              END {printf "  control planes started: %d, %.0f s in all; qemu boots: %d, %.0f s in all\n", n, t, b, bt}'
     echo "  all suites: $WALL s wall with $JOBS at a time (one after another: $sum s; CPU $cpu s on $(nproc) cores)"
+    read -r busy idle < <(cpu_ticks)
+    last=$(awk -F'\t' '$5 ~ /^[0-9]+$/ && $5 > m {m = $5} END {print m + 0}' "$results/times.tsv")
+    awk -v b=$((busy - BUSY0)) -v i=$((idle - IDLE0)) -v s=$((SECONDS - S0)) -v l="$last" -v w="$WALL" \
+        'BEGIN {printf "  the machine: cores %.0f%% busy over the %d s of suites; the last suite started at %d s, %d s before the end\n", (b + i ? 100 * b / (b + i) : 0), s, l, w - l}'
 }
 
 passed=0 failed=0
