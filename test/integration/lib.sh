@@ -445,6 +445,36 @@ EOF
     track "$HOLDER"
 }
 
+# --- the agent on a fake tree (the suites' $AGENT, $NODE, $SYS, $PORT) ---
+
+# agent_run [--without-sys-admin] ARGUMENTS...: `$AGENT agent` (the sanitizer build) as Node
+# $NODE on the fake sysfs tree $SYS, /readyz and /metrics on 127.0.0.1:$PORT, in the background,
+# tracked, its pid in AGENT_PID, its output appended to $TEST_DIR/agent.log; the suite's own
+# arguments follow (kubeconfig, roots, resync, uevent source, verbosity). --without-sys-admin:
+# without CAP_SYS_ADMIN, as the DaemonSet's agent (a tty opened with TIOCEXCL then refuses it
+# with EBUSY: the suites' stand-in for a /dev/vfio/<group> a VM holds).
+agent_run() {
+    local wrap=()
+    if [ "${1:-}" = --without-sys-admin ]; then
+        wrap=(setpriv --bounding-set -sys_admin --inh-caps -sys_admin --)
+        shift
+    fi
+    "${wrap[@]}" "$AGENT" agent --node-name "$NODE" --sysfs-root "$SYS" \
+        --listen "127.0.0.1:$PORT" "$@" >>"$TEST_DIR/agent.log" 2>&1 &
+    AGENT_PID=$!
+    track "$AGENT_PID"
+}
+
+# stop_agent DESCRIPTION: SIGTERM to the agent of agent_run; passes when it exits 0 (under ASan:
+# no leak), else fails with its log's end. Not in a subshell: `wait` works for the shell's own
+# children only.
+stop_agent() {
+    kill -TERM "$AGENT_PID" 2>/dev/null
+    wait "$AGENT_PID"
+    local rc=$?
+    if [ $rc -eq 0 ]; then pass "$1"; else fail "$1" "exit $rc; $(tail -20 "$TEST_DIR/agent.log")"; fi
+}
+
 # agent_ready pci|usb NAME: the claim's status as its agent writes it once the device is ready.
 agent_ready() {
     local now cond

@@ -42,11 +42,8 @@ aer "$FATAL" 0 1 3
 
 PORT=$(free_port)
 start_agent() {
-    "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
-        --proc-root "$TEST_DIR/proc" --dev-root "$TEST_DIR/dev" --kubelet-dir "$TEST_DIR/kubelet" \
-        --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source none -v 2 >>"$TEST_DIR/agent.log" 2>&1 &
-    AGENT_PID=$!
-    track "$AGENT_PID"
+    agent_run --kubeconfig "$ADMIN" --proc-root "$TEST_DIR/proc" --dev-root "$TEST_DIR/dev" \
+        --kubelet-dir "$TEST_DIR/kubelet" --resync 3600 --uevent-source none -v 2
 }
 start_agent
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }

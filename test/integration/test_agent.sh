@@ -30,18 +30,7 @@ mapfile -t DEVICES < <(grep -vE '^\s*(#|$)' "$DESC" | awk '$2 != "0604" {print $
 WANT=${#DEVICES[@]}
 
 start_agent() {
-    "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
-        --listen "127.0.0.1:$PORT" --resync 3600 -v 2 >>"$TEST_DIR/agent.log" 2>&1 &
-    AGENT_PID=$!
-    track "$AGENT_PID"
-}
-# Stops the agent and checks it exited 0 (no leak reports under ASan). Not in a subshell:
-# `wait` only works for the shell's own children.
-stop_agent() { # description
-    kill -TERM "$AGENT_PID" 2>/dev/null
-    wait "$AGENT_PID"
-    local rc=$?
-    if [ $rc -eq 0 ]; then pass "$1"; else fail "$1" "exit $rc; $(tail -20 "$TEST_DIR/agent.log")"; fi
+    agent_run --kubeconfig "$ADMIN" --resync 3600 -v 2
 }
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
 count() { kubectl get pcidevices -l "nodename=$NODE" -o name | wc -l; }

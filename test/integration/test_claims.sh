@@ -24,11 +24,8 @@ hack/mk-sysfs-fixture.sh "$DESC" "$SYS" >/dev/null
 mkdir -p "$TEST_DIR/proc/1" "$TEST_DIR/proc/net"
 fake_proc "$TEST_DIR/proc"
 PORT=$(free_port)
-"$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
-    --proc-root "$TEST_DIR/proc" --dev-root "$TEST_DIR/dev" --listen "127.0.0.1:$PORT" \
-    --uevent-source none -v 2 >>"$TEST_DIR/agent.log" 2>&1 &
-AGENT_PID=$!
-track "$AGENT_PID"
+agent_run --kubeconfig "$ADMIN" --proc-root "$TEST_DIR/proc" --dev-root "$TEST_DIR/dev" \
+    --uevent-source none -v 2
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
 if eventually 60 ready; then pass "agent ready"; else fail "agent ready" "$(tail -20 "$TEST_DIR/agent.log")"; fi
 

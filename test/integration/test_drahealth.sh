@@ -41,11 +41,8 @@ mkdir -p "$SYS/module/vfio_iommu_type1" "$TEST_DIR/dev"
 fake_proc "$TEST_DIR/proc"
 PORT=$(free_port)
 start_agent() {
-    "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
-        --proc-root "$TEST_DIR/proc" --dev-root "$TEST_DIR/dev" --kubelet-dir "$KROOT" --cdi-dir "$TEST_DIR/cdi" \
-        --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source none -v 1 >>"$TEST_DIR/agent.log" 2>&1 &
-    AGENT_PID=$!
-    track "$AGENT_PID"
+    agent_run --kubeconfig "$ADMIN" --proc-root "$TEST_DIR/proc" --dev-root "$TEST_DIR/dev" \
+        --kubelet-dir "$KROOT" --cdi-dir "$TEST_DIR/cdi" --resync 3600 --uevent-source none -v 1
 }
 start_agent
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }

@@ -63,11 +63,9 @@ PORT=$(free_port)
 # Without CAP_SYS_ADMIN, as the DaemonSet's agent: a tty opened with TIOCEXCL then refuses it
 # with EBUSY, the fake /dev/vfio/<group> a VMM holds (one path per instance, below).
 start_agent() {
-    setpriv --bounding-set -sys_admin --inh-caps -sys_admin -- "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
-        --proc-root "$TEST_DIR/proc" --dev-root "$DEV" --kubelet-dir "$KROOT" --cdi-dir "$CDI" \
-        --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source none -v 1 >>"$TEST_DIR/agent.log" 2>&1 &
-    AGENT_PID=$!
-    track "$AGENT_PID"
+    agent_run --without-sys-admin --kubeconfig "$ADMIN" --proc-root "$TEST_DIR/proc" \
+        --dev-root "$DEV" --kubelet-dir "$KROOT" --cdi-dir "$CDI" --resync 3600 \
+        --uevent-source none -v 1
 }
 start_agent
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }

@@ -37,17 +37,8 @@ mkdir -p "$TEST_DIR/proc/1" "$TEST_DIR/proc/net" "$TEST_DIR/dev"
 fake_proc "$TEST_DIR/proc"
 PORT=$(free_port)
 start_agent() {
-    "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
-        --proc-root "$TEST_DIR/proc" --dev-root "$TEST_DIR/dev" --listen "127.0.0.1:$PORT" \
-        --kubelet-dir "$TEST_DIR/nokubelet" --resync 3600 --uevent-source none >>"$TEST_DIR/agent.log" 2>&1 &
-    AGENT_PID=$!
-    track "$AGENT_PID"
-}
-stop_agent() {
-    kill -TERM "$AGENT_PID" 2>/dev/null
-    wait "$AGENT_PID"
-    local rc=$?
-    if [ $rc -eq 0 ]; then pass "$1"; else fail "$1" "exit $rc; $(tail -20 "$TEST_DIR/agent.log")"; fi
+    agent_run --kubeconfig "$ADMIN" --proc-root "$TEST_DIR/proc" --dev-root "$TEST_DIR/dev" \
+        --kubelet-dir "$TEST_DIR/nokubelet" --resync 3600 --uevent-source none
 }
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
 dev_name() { local a=${1//:/-}; echo "pci-${a//./-}"; }

@@ -53,11 +53,8 @@ fake_proc "$TEST_DIR/proc"
 PORT=$(free_port)
 # Without CAP_SYS_ADMIN, as the DaemonSet's agent (its capabilities are listed): a tty opened
 # with TIOCEXCL then refuses it with EBUSY, the fake /dev/vfio/<group> a VM holds (below).
-setpriv --bounding-set -sys_admin --inh-caps -sys_admin -- "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
-    --proc-root "$TEST_DIR/proc" --dev-root "$DEV" --kubelet-dir "$(dirname "$DEVICE_PLUGIN_DIR")" \
-    --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source none -v 1 >>"$TEST_DIR/agent.log" 2>&1 &
-AGENT_PID=$!
-track "$AGENT_PID"
+agent_run --without-sys-admin --kubeconfig "$ADMIN" --proc-root "$TEST_DIR/proc" --dev-root "$DEV" \
+    --kubelet-dir "$(dirname "$DEVICE_PLUGIN_DIR")" --resync 3600 --uevent-source none -v 1
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
 if eventually 60 ready; then pass "agent ready next to kubelet"; else fail "agent ready" "$(tail -20 "$TEST_DIR/agent.log")"; finish; fi
 

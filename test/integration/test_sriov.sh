@@ -31,17 +31,8 @@ printf 'hdfakehost0\t00000000\t0102A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n' >
 PORT=$(free_port)
 
 start_agent() {
-    "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
-        --proc-root "$TEST_DIR/proc" --dev-root "$TEST_DIR/dev" --listen "127.0.0.1:$PORT" \
-        --resync 3600 --uevent-source none -v 2 >>"$TEST_DIR/agent.log" 2>&1 &
-    AGENT_PID=$!
-    track "$AGENT_PID"
-}
-stop_agent() { # description
-    kill -TERM "$AGENT_PID" 2>/dev/null
-    wait "$AGENT_PID"
-    local rc=$?
-    if [ $rc -eq 0 ]; then pass "$1"; else fail "$1" "exit $rc; $(tail -20 "$TEST_DIR/agent.log")"; fi
+    agent_run --kubeconfig "$ADMIN" --proc-root "$TEST_DIR/proc" --dev-root "$TEST_DIR/dev" \
+        --resync 3600 --uevent-source none -v 2
 }
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
 rescan() { kill -HUP "$AGENT_PID"; }

@@ -44,18 +44,8 @@ mknodes() {
 }
 mknodes
 start_agent() {
-    "$AGENT" agent --node-name "$NODE" --kubeconfig "$ADMIN" --sysfs-root "$SYS" \
-        --proc-root "$TEST_DIR/proc" --dev-root "$DEV" --usb-ids /usr/share/misc/usb.ids \
-        --listen "127.0.0.1:$PORT" --resync 3600 --uevent-source none -v 2 \
-        >>"$TEST_DIR/agent.log" 2>&1 &
-    AGENT_PID=$!
-    track "$AGENT_PID"
-}
-stop_agent() { # description
-    kill -TERM "$AGENT_PID" 2>/dev/null
-    wait "$AGENT_PID"
-    local rc=$?
-    if [ $rc -eq 0 ]; then pass "$1"; else fail "$1" "exit $rc; $(tail -20 "$TEST_DIR/agent.log")"; fi
+    agent_run --kubeconfig "$ADMIN" --proc-root "$TEST_DIR/proc" --dev-root "$DEV" \
+        --usb-ids /usr/share/misc/usb.ids --resync 3600 --uevent-source none -v 2
 }
 ready() { curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null; }
 why_not_ready() { curl -sS "http://127.0.0.1:$PORT/readyz?verbose" 2>&1; }
