@@ -10,7 +10,8 @@
 #   make bench    every benchmark (hack/bench/*.sh), side by side with its reference, written
 #                 to docs/benchmarks.md; make bench-quick: the same table, smaller, in minutes
 #   make fuzz     libFuzzer runs of every parser (FUZZ_RUNS, FUZZ_TARGETS)
-#   make image    build/image/hostdevd-<version>.tar, the OCI image, reproducible (docs/image.md)
+#   make image    build/image/hostdevd-<version>.tar, the OCI image index (linux/amd64, linux/arm64;
+#                 ARCH=amd64 or ARCH=arm64 for one), reproducible (docs/image.md)
 #   make deps     installs the Debian packages the build and the tests need, and Go 1.26 for the
 #                 test infrastructure (hack/go.sh: from the Go module proxy when it is missing)
 #   make k8s      builds the pinned Kubernetes test binaries (kubelet too), the fake CRI
@@ -205,8 +206,17 @@ build/plain/kubetool build/plain/grpctool: build/plain/%: build/plain/test/integ
 # changes, so the same commit gives the same image digest.
 .PHONY: image FORCE
 RELEASE_CFLAGS += -ffile-prefix-map=$(CURDIR)=.
-image: deps-image bin/hostdevd
-	@hack/image.sh build
+# ARCH: the platforms of the image index, amd64 and arm64 (the default: both, arm64 through
+# make deps-arm64's cross compiler), or one of them alone. make test's test_image builds
+# ARCH=amd64 only, test-long's test_arm64 both.
+ARCH ?= amd64 arm64
+image: deps-image $(if $(filter arm64,$(ARCH)),deps-arm64)
+	@[ -n "$(strip $(ARCH))" ] && [ -z "$(filter-out amd64 arm64,$(ARCH))" ] || \
+		{ echo "make image: ARCH=\"$(ARCH)\": amd64, arm64 or both" >&2; exit 2; }
+	@$(MAKE) --no-print-directory $(if $(filter amd64,$(ARCH)),bin/hostdevd) $(if $(filter arm64,$(ARCH)),build/arm64/hostdevd)
+	@ARCH="$(ARCH)" hack/image.sh build
+
+include hack/arm64.mk
 
 build/version: FORCE
 	@mkdir -p $(@D)
