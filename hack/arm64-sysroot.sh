@@ -40,7 +40,7 @@ echo "arm64-sysroot: fetching the :arm64 libraries with every dependency (privat
 if ! { apt-get "${APT[@]}" update && apt-get "${APT[@]}" -y -d install --no-install-recommends $PKGS; } \
     >"$dir/apt.log" 2>&1; then
     tail -20 "$dir/apt.log" >&2
-    die "could not download $(echo $PKGS)"
+    die "could not download the :arm64 libraries ($dir/apt.log)"
 fi
 
 # merged /usr, as a bookworm system's (usrmerge makes these links; tar keeps them)
