@@ -298,9 +298,10 @@ test-e2e: deps k8s
 	@$(MAKE) --no-print-directory -j$(NPROC) $(TEST_BINS)
 	@hack/run-tests.sh e2e
 
-# make test-long: test/long/ (an idle cluster's writes over 5 minutes, LONG_IDLE_SECONDS).
-test-long: deps k8s
-	@$(MAKE) --no-print-directory -j$(NPROC) $(TEST_BINS) $(PLAIN_BINS)
+# make test-long: test/long/ (an idle cluster's writes over 5 minutes, LONG_IDLE_SECONDS); the
+# arm64 build for test_arm64 (make deps-arm64's cross compiler and qemu-user).
+test-long: deps k8s deps-arm64
+	@$(MAKE) --no-print-directory -j$(NPROC) $(TEST_BINS) $(PLAIN_BINS) $(ARM64_BINS)
 	@hack/run-tests.sh long
 
 # make fuzz [FUZZ_RUNS=1000000] [FUZZ_TARGETS="watch status"]: runs each target from its corpus

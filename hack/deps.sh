@@ -12,10 +12,10 @@
 #   hack/deps.sh image    make image: the build and buildah, skopeo
 #   hack/deps.sh bench    make bench: what make test needs, and the references and profilers
 #   hack/deps.sh arm64    make deps-arm64 (make image's linux/arm64, make test-long's arm64 suite):
-#                         Debian's cross compiler and qemu-user-static (amd64 packages: no
-#                         dpkg --add-architecture), then the :arm64 libraries as a private sysroot
-#                         (hack/arm64-sysroot.sh: private apt lists, nothing of the host's apt or
-#                         dpkg state changes)
+#                         Debian's cross compiler (amd64 packages: no dpkg --add-architecture),
+#                         then, with private apt states (nothing of the host's apt or dpkg state
+#                         changes), the :arm64 libraries as a sysroot (hack/arm64-sysroot.sh) and
+#                         backports' qemu-aarch64 (hack/qemu-user.sh --qemu)
 #   hack/deps.sh bootstrap  Debian's golang-go only (hack/go.sh install's downloader when there
 #                         is no go at all)
 set -euo pipefail
@@ -45,7 +45,7 @@ test=(
     # its CNI plugins, the test box image's busybox, socat carrying the API server into the node
     containernetworking-plugins busybox-static socat
 )
-arm64=(gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user-static file)
+arm64=(gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu file)
 bench=(
     hyperfine          # discovery, whole process against whole process
     usbutils udev      # lsusb -v, the USB reference (udev's hwdb gives it its names)
@@ -87,5 +87,5 @@ apt_install() { # packages...
 apt_install "${packages[@]}"
 case "$group" in
 demo | test | bench) "$HACK/go.sh" install ;;
-arm64) "$HACK/arm64-sysroot.sh" >/dev/null ;;
+arm64) "$HACK/arm64-sysroot.sh" >/dev/null && "$HACK/qemu-user.sh" --qemu >/dev/null ;;
 esac

@@ -63,11 +63,10 @@ platform() {
         LIBROOT='' RUN=() ;;
     arm64)
         BIN=build/arm64/hostdevd MULTIARCH=aarch64-linux-gnu MACHINE=AArch64 TOOL=aarch64-linux-gnu-
-        if ! command -v qemu-aarch64-static >/dev/null || ! command -v "${TOOL}strip" >/dev/null; then
-            die "arm64: no qemu-aarch64-static or ${TOOL}strip (make deps-arm64)"
-        fi
+        command -v "${TOOL}strip" >/dev/null || die "arm64: no ${TOOL}strip (make deps-arm64)"
         LIBROOT=$(hack/arm64-sysroot.sh) || die "arm64: no :arm64 sysroot (make deps-arm64)"
-        RUN=(qemu-aarch64-static -L "$LIBROOT") ;;
+        q=$(hack/qemu-user.sh --qemu) || die "arm64: no qemu-aarch64 (make deps-arm64)"
+        RUN=("$q" -L "$LIBROOT") ;;
     esac
 }
 
