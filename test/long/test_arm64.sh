@@ -183,7 +183,9 @@ create_node "$NODE"
 WANT_PCI=$(grep -vE '^\s*(#|$)' "$DESC" | awk '$1 != "usb" && $2 != "0604"' | wc -l)
 PORT=$(free_port)
 t0=$SECONDS
-in_image /usr/bin/hostdevd agent --node-name "$NODE" --kubeconfig /fixture/kubeconfig \
+# (not through in_image: a simple command in the background, so that its every step execs and $!
+# is the agent's own process, which SIGTERM must reach)
+"${QEMU[@]}" env -u QEMU_LD_PREFIX chroot "$R" /usr/bin/hostdevd agent --node-name "$NODE" --kubeconfig /fixture/kubeconfig \
     --sysfs-root /fixture/sys --dev-root /fixture/dev --proc-root /fixture/proc \
     --kubelet-dir /fixture/kubelet --cdi-dir /fixture/cdi --listen "127.0.0.1:$PORT" \
     --uevent-source none >"$TEST_DIR/agent.log" 2>&1 &
