@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test/integration/test_image.sh - `make image` and the image at work. Two clean clones of HEAD
-# at different paths each build the image (make image: release build, hack/image.sh, buildah);
+# at different paths each build the image (make image ARCH=amd64: release build, hack/image.sh,
+# buildah; the linux/arm64 half of the index is test/long/test_arm64.sh's, in make test-long);
 # both must give the same digest and the same archive bytes; the size is printed and the
 # archive must stay under 20 MB. The archive's labels carry the version and revision, podman
 # loads it as localhost/hostdevd:<version> (its environment has GNUTLS_NO_IMPLICIT_INIT=1; its
