@@ -14,6 +14,8 @@
 #                 ARCH=amd64 or ARCH=arm64 for one), reproducible (docs/image.md)
 #   make deps     installs the Debian packages the build and the tests need, and Go 1.26 for the
 #                 test infrastructure (hack/go.sh: from the Go module proxy when it is missing)
+#   make deps-arm64  Debian's cross compiler, a private :arm64 sysroot and qemu-aarch64 (make image's
+#                 linux/arm64, make test-long; never make deps); make arm64: build/arm64/ (hack/arm64.mk)
 #   make k8s      builds the pinned Kubernetes test binaries (kubelet too), the fake CRI
 #                 runtime (test/fakecri), kubelet's device manager for the qemu node
 #                 (test/kubeletpeer) and KubeVirt's env reader (test/kubevirtenv) into caches

@@ -74,6 +74,8 @@ DIGEST=$(cat "$A/build/image/digest")
 if [ "${ARM64_CLEAN_CLONES:-1}" != 0 ]; then
     if [ "$DIGEST" = "$(cat "$B/build/image/digest")" ] && cmp -s "$A/$TAR" "$B/$TAR"; then
         pass "the same index digest and archive bytes twice ($DIGEST)"
+        echo "  clone a: $DIGEST, $(sha256sum <"$A/$TAR" | cut -c1-16)... archive"
+        echo "  clone b: $(cat "$B/build/image/digest"), $(sha256sum <"$B/$TAR" | cut -c1-16)... archive"
     else
         fail "the same index digest and archive bytes twice" "$DIGEST, $(cat "$B/build/image/digest")"
     fi
