@@ -10,9 +10,12 @@
 #   make bench    every benchmark (hack/bench/*.sh), side by side with its reference, written
 #                 to docs/benchmarks.md; make bench-quick: the same table, smaller, in minutes
 #   make fuzz     libFuzzer runs of every parser (FUZZ_RUNS, FUZZ_TARGETS)
-#   make image    build/image/hostdevd-<version>.tar, the OCI image, reproducible (docs/image.md)
+#   make image    build/image/hostdevd-<version>.tar, the OCI image index (linux/amd64, linux/arm64;
+#                 ARCH=amd64 or ARCH=arm64 for one), reproducible (docs/image.md)
 #   make deps     installs the Debian packages the build and the tests need, and Go 1.26 for the
 #                 test infrastructure (hack/go.sh: from the Go module proxy when it is missing)
+#   make deps-arm64  Debian's cross compiler, a private :arm64 sysroot and qemu-aarch64 (make image's
+#                 linux/arm64, make test-long; never make deps); make arm64: build/arm64/ (hack/arm64.mk)
 #   make k8s      builds the pinned Kubernetes test binaries (kubelet too), the fake CRI
 #                 runtime (test/fakecri), kubelet's device manager for the qemu node
 #                 (test/kubeletpeer) and KubeVirt's env reader (test/kubevirtenv) into caches
@@ -205,8 +208,17 @@ build/plain/kubetool build/plain/grpctool: build/plain/%: build/plain/test/integ
 # changes, so the same commit gives the same image digest.
 .PHONY: image FORCE
 RELEASE_CFLAGS += -ffile-prefix-map=$(CURDIR)=.
-image: deps-image bin/hostdevd
-	@hack/image.sh build
+# ARCH: the platforms of the image index, amd64 and arm64 (the default: both, arm64 through
+# make deps-arm64's cross compiler), or one of them alone. make test's test_image builds
+# ARCH=amd64 only, test-long's test_arm64 both.
+ARCH ?= amd64 arm64
+image: deps-image $(if $(filter arm64,$(ARCH)),deps-arm64)
+	@[ -n "$(strip $(ARCH))" ] && [ -z "$(filter-out amd64 arm64,$(ARCH))" ] || \
+		{ echo "make image: ARCH=\"$(ARCH)\": amd64, arm64 or both" >&2; exit 2; }
+	@$(MAKE) --no-print-directory $(if $(filter amd64,$(ARCH)),bin/hostdevd) $(if $(filter arm64,$(ARCH)),build/arm64/hostdevd)
+	@ARCH="$(ARCH)" hack/image.sh build
+
+include hack/arm64.mk
 
 build/version: FORCE
 	@mkdir -p $(@D)
@@ -288,9 +300,10 @@ test-e2e: deps k8s
 	@$(MAKE) --no-print-directory -j$(NPROC) $(TEST_BINS)
 	@hack/run-tests.sh e2e
 
-# make test-long: test/long/ (an idle cluster's writes over 5 minutes, LONG_IDLE_SECONDS).
-test-long: deps k8s
-	@$(MAKE) --no-print-directory -j$(NPROC) $(TEST_BINS) $(PLAIN_BINS)
+# make test-long: test/long/ (an idle cluster's writes over 5 minutes, LONG_IDLE_SECONDS); the
+# arm64 build for test_arm64 (make deps-arm64's cross compiler and qemu-user).
+test-long: deps k8s deps-arm64
+	@$(MAKE) --no-print-directory -j$(NPROC) $(TEST_BINS) $(PLAIN_BINS) $(ARM64_BINS)
 	@hack/run-tests.sh long
 
 # make fuzz [FUZZ_RUNS=1000000] [FUZZ_TARGETS="watch status"]: runs each target from its corpus

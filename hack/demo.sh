@@ -144,7 +144,7 @@ if [ "${DEMO_NODE:-1}" != 0 ]; then
     kubectl get nodes -o wide
 
     step "the image: make image, imported into containerd (no registry)"
-    make -s image >"$DEMO/image.txt" 2>&1 || { tail -5 "$DEMO/image.txt"; exit 1; }
+    make -s image ARCH=amd64 >"$DEMO/image.txt" 2>&1 || { tail -5 "$DEMO/image.txt"; exit 1; }
     ARCHIVE=$(sed -n 's/^image: \(build\/image\/hostdevd-.*\.tar\) (.*/\1/p' "$DEMO/image.txt")
     TAG=${ARCHIVE#build/image/hostdevd-}
     TAG=${TAG%.tar}

@@ -11,6 +11,11 @@
 #   hack/deps.sh build    make: the compiler and the libraries' headers
 #   hack/deps.sh image    make image: the build and buildah, skopeo
 #   hack/deps.sh bench    make bench: what make test needs, and the references and profilers
+#   hack/deps.sh arm64    make deps-arm64 (make image's linux/arm64, make test-long's arm64 suite):
+#                         Debian's cross compiler (amd64 packages: no dpkg --add-architecture),
+#                         then, with private apt states (nothing of the host's apt or dpkg state
+#                         changes), the :arm64 libraries as a sysroot (hack/arm64-sysroot.sh) and
+#                         backports' qemu-aarch64 (hack/qemu-user.sh --qemu)
 #   hack/deps.sh bootstrap  Debian's golang-go only (hack/go.sh install's downloader when there
 #                         is no go at all)
 set -euo pipefail
@@ -40,6 +45,7 @@ test=(
     # its CNI plugins, the test box image's busybox, socat carrying the API server into the node
     containernetworking-plugins busybox-static socat
 )
+arm64=(gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu file)
 bench=(
     hyperfine          # discovery, whole process against whole process
     usbutils udev      # lsusb -v, the USB reference (udev's hwdb gives it its names)
@@ -53,8 +59,9 @@ image) packages=("${build[@]}" buildah skopeo) ;;
 demo) packages=("${build[@]}" "${demo[@]}") ;;
 test) packages=("${build[@]}" "${demo[@]}" "${test[@]}") ;;
 bench) packages=("${build[@]}" "${demo[@]}" "${test[@]}" "${bench[@]}") ;;
+arm64) packages=("${build[@]}" buildah skopeo "${arm64[@]}") ;;
 bootstrap) packages=(golang-go) ;;
-*) echo "usage: hack/deps.sh [build|image|demo|test|bench|bootstrap]" >&2; exit 2 ;;
+*) echo "usage: hack/deps.sh [build|image|arm64|demo|test|bench|bootstrap]" >&2; exit 2 ;;
 esac
 
 apt_install() { # packages...
@@ -80,4 +87,5 @@ apt_install() { # packages...
 apt_install "${packages[@]}"
 case "$group" in
 demo | test | bench) "$HACK/go.sh" install ;;
+arm64) "$HACK/arm64-sysroot.sh" >/dev/null && "$HACK/qemu-user.sh" --qemu >/dev/null ;;
 esac

@@ -31,7 +31,7 @@ if [ ! -f "$dir/.complete" ]; then
         export SOURCE_DATE_EPOCH
         SOURCE_DATE_EPOCH=$(git -C "$OLDPWD" log -1 --format=%ct "$commit")
         make -s -j"$(nproc)" VERSION="$version" COMMIT="$short" bin/hostdevd >"$dir/build.log" 2>&1 &&
-            VERSION="$version" make -s VERSION="$version" COMMIT="$short" image >>"$dir/build.log" 2>&1
+            VERSION="$version" make -s VERSION="$version" COMMIT="$short" ARCH=amd64 image >>"$dir/build.log" 2>&1
     ) || { tail -20 "$dir/build.log" >&2; echo "image-at: the build of $short failed ($dir/build.log)" >&2; exit 1; }
     archive=$(ls "$tree"/build/image/hostdevd-*.tar)
     printf '%s localhost/hostdevd:%s %s\n' "$archive" "$version" "$version" >"$dir/out"

@@ -65,6 +65,7 @@ shfiles+=(test/long/test_health_soak.sh) # issue 46: no false alarm in 200 relea
 shfiles+=(test/long/test_usb_all.sh) # ten USB hotplug rounds (make test runs three)
 shfiles+=(hack/image-at.sh test/long/test_upgrade.sh) # the upgrade from an earlier version
 shfiles+=(hack/prometheus-operator-crds.sh) # the monitoring objects' CRDs
+shfiles+=(hack/arm64-sysroot.sh hack/qemu-user.sh test/long/test_arm64.sh) # linux/arm64
 mapfile -t bench < <(git ls-files --cached --others --exclude-standard -- 'hack/bench/*.sh' | sort -u)
 shfiles+=(hack/bench.sh "${bench[@]}") # make bench
 for f in "${guest[@]}"; do is_sh "$f" && shfiles+=("$f"); done

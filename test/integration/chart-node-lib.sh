@@ -24,7 +24,7 @@ chart_node_up() {
     "$ROOT/hack/containerd-build.sh" >/dev/null || { fail "hack/containerd-build.sh builds containerd"; finish; }
     echo "  containerd ready in $(elapsed "$t0") ms (built once, then cached)"
     out=$(mktemp "${TMPDIR:-/tmp}/hostdevd-chart-node-image.XXXXXX")
-    make -s image >"$out" 2>&1 || { fail "make image" "$(tail -5 "$out")"; rm -f "$out"; finish; }
+    make -s image ARCH=amd64 >"$out" 2>&1 || { fail "make image" "$(tail -5 "$out")"; rm -f "$out"; finish; }
     ARCHIVE=$(sed -n 's/^image: \(build\/image\/hostdevd-.*\.tar\) (.*/\1/p' "$out")
     rm -f "$out"
     TAG=${ARCHIVE#build/image/hostdevd-}

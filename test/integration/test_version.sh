@@ -26,8 +26,11 @@ OUT=$("$HELM" template x charts/hostdevd 2>&1 | grep -oE 'image: *"?[^ "]*hostde
 OUT=$("$TEST_BIN/hostdevd" version)
 [[ $OUT =~ ^"hostdevd $V ("[^\ ()]+")"$ ]] && pass "hostdevd version: $OUT" ||
     fail "hostdevd version prints the version and the commit" "$OUT"
-OUT=$(make -n image 2>&1 | grep 'hack/deps.sh' || true)
-[ "$OUT" = "hack/deps.sh image" ] && pass "make image installs what the image needs (hack/deps.sh image), not the test toolchain" ||
+OUT=$(make -n image ARCH=amd64 2>&1 | grep 'hack/deps.sh' || true)
+[ "$OUT" = "hack/deps.sh image" ] && pass "make image ARCH=amd64 installs what the image needs (hack/deps.sh image), not the test toolchain nor the cross compiler" ||
+    fail "make image ARCH=amd64's dependencies" "$OUT"
+OUT=$(make -n image 2>&1 | grep 'hack/deps.sh' | paste -sd' ' || true)
+[ "$OUT" = "hack/deps.sh image hack/deps.sh arm64" ] && pass "make image (both platforms) adds the cross compiler (hack/deps.sh arm64), not the test toolchain" ||
     fail "make image's dependencies" "$OUT"
 # what the README and docs/ tell a user to write
 BAD=$(grep -rnoE 'localhost/hostdevd:[0-9][^ `"),]*|newTag: *"[^"]*"' README.md docs/ |
