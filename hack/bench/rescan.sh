@@ -44,7 +44,7 @@ case_() {
     local upd_calls out
     upd_calls=$(($(calls 0 1 "$@") - base))
     out=$("${bench[@]}" "$runs" "$runs" "$@")
-    sed 's/^/  /' <<<"$out"
+    awk '{print "  " $0}' <<<"$out"
     read -r f_wall f_cpu < <(sed -n 's/^full scan: median \([0-9.]*\) ms wall, CPU \([0-9.]*\) ms.*/\1 \2/p' <<<"$out")
     read -r u_wall u_cpu u_read u_desc < <(sed -n 's/^update: median \([0-9.]*\) ms wall, CPU \([0-9.]*\) ms.*read \([0-9]*\) functions, described \([0-9]*\)/\1 \2 \3 \4/p' <<<"$out")
     echo "  $name: system calls $upd_calls against $full_calls"

@@ -1121,12 +1121,14 @@ static int reread_vfs(struct some *m)
     size_t from = s->n_entries;
     for (size_t i = 0; i < m->now.n_devs; i++) {
         const struct node_pci_dev *d = &m->now.devs[i];
-        if (!m->fresh[i] && d->physfn[0] && is_entry(s, d->physfn) &&
-            index_from_links(m, d) != d->sriov_vf_index) {
-            int r = add_entry(m, d->address);
-            if (r < 0)
-                return r;
-        }
+        char address[NODE_PCI_ADDRESS_SIZE];
+        if (m->fresh[i] || !d->physfn[0] || !is_entry(s, d->physfn) ||
+            index_from_links(m, d) == d->sriov_vf_index)
+            continue;
+        memcpy(address, d->address, sizeof(address));
+        int r = add_entry(m, address);
+        if (r < 0)
+            return r;
     }
     if (s->n_entries == from)
         return 0;

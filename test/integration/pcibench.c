@@ -87,7 +87,8 @@ static void print_series(struct series *s)
 static int inventory_bench(int argc, char **argv)
 {
     if (argc < 6) {
-        fprintf(stderr, "usage: pcibench --inventory SYSFS_ROOT PROC_ROOT FULL UPDATES [ADDRESS...]\n");
+        fprintf(stderr,
+                "usage: pcibench --inventory SYSFS_ROOT PROC_ROOT FULL UPDATES [ADDRESS...]\n");
         return 2;
     }
     int full = (int)strtol(argv[4], NULL, 10), updates = (int)strtol(argv[5], NULL, 10);

@@ -11,6 +11,7 @@
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,19 +29,19 @@
 
 /* A node: a host port, a GPU and its audio in one IOMMU group, a bridge, an SR-IOV NIC with two
  * VFs, and a second SR-IOV PF without VFs (PF2). */
-#define BASE                                                                                    \
-    "0000:00:00.0 0600 8086:2020 iommu=0 numa=0\n"                                              \
-    "0000:00:1c.0 0604 8086:a190 driver=pcieport iommu=1 numa=0\n"                              \
-    "0000:00:1f.6 0200 8086:15bb driver=e1000e iommu=2 numa=0 netdev=hdfakehost0\n"             \
-    "0000:01:00.0 0300 10de:1eb8 driver=nouveau iommu=3 numa=0\n"                               \
-    "0000:01:00.1 0403 10de:10f8 driver=snd_hda_intel iommu=3 numa=0\n"                         \
-    "0000:3b:00.0 0200 8086:1592 driver=ice iommu=40 numa=0 netdev=hdfakepf0 sriov_totalvfs=64 " \
-    "sriov_numvfs=2\n"                                                                          \
-    "0000:3b:01.0 0200 8086:1889 driver=iavf iommu=41 physfn=0000:3b:00.0\n"                    \
+#define BASE                                                                                       \
+    "0000:00:00.0 0600 8086:2020 iommu=0 numa=0\n"                                                 \
+    "0000:00:1c.0 0604 8086:a190 driver=pcieport iommu=1 numa=0\n"                                 \
+    "0000:00:1f.6 0200 8086:15bb driver=e1000e iommu=2 numa=0 netdev=hdfakehost0\n"                \
+    "0000:01:00.0 0300 10de:1eb8 driver=nouveau iommu=3 numa=0\n"                                  \
+    "0000:01:00.1 0403 10de:10f8 driver=snd_hda_intel iommu=3 numa=0\n"                            \
+    "0000:3b:00.0 0200 8086:1592 driver=ice iommu=40 numa=0 netdev=hdfakepf0 sriov_totalvfs=64 "   \
+    "sriov_numvfs=2\n"                                                                             \
+    "0000:3b:01.0 0200 8086:1889 driver=iavf iommu=41 physfn=0000:3b:00.0\n"                       \
     "0000:3b:01.1 0200 8086:1889 driver=iavf iommu=42 physfn=0000:3b:00.0\n"
 
-#define PF2_LINE(numvfs)                                                                    \
-    "0000:af:00.0 0200 8086:1592 driver=ice iommu=60 numa=1 netdev=hdfakepf1 sriov_totalvfs=64 " \
+#define PF2_LINE(numvfs)                                                                           \
+    "0000:af:00.0 0200 8086:1592 driver=ice iommu=60 numa=1 netdev=hdfakepf1 sriov_totalvfs=64 "   \
     "sriov_numvfs=" numvfs "\n"
 
 /* The sysfs root both inventories use: a link turned from one tree to the next. */
@@ -59,14 +60,14 @@ static void make_vfs(bool bound)
     for (int i = 0; i < 64; i++) {
         (void)snprintf(vf_addr[i], sizeof(vf_addr[i]), "0000:af:%02x.%x", 2 + i / 8, i % 8);
         len += (size_t)snprintf(vf_lines + len, sizeof(vf_lines) - len,
-                                "%s 0200 8086:1889 %s iommu=%d numa=1 physfn=" PF2 "\n",
-                                vf_addr[i], bound ? "driver=iavf" : "", 61 + i);
+                                "%s 0200 8086:1889 %s iommu=%d numa=1 physfn=" PF2 "\n", vf_addr[i],
+                                bound ? "driver=iavf" : "", 61 + i);
     }
 }
 
 static int put(const char *path, const char *text)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = fopen(path, "we");
     if (!f)
         return -1;
     fputs(text, f);
@@ -123,6 +124,22 @@ static struct pciinv *open_inv(void)
     return pciinv_new(&c, &inv) == 0 ? inv : NULL;
 }
 
+#define SAME(f)     (a->f == b->f)
+#define SAME_STR(f) (strcmp(a->f, b->f) == 0)
+
+/* Every field of two scanned functions. */
+static bool dev_equal(const struct node_pci_dev *a, const struct node_pci_dev *b)
+{
+    return SAME_STR(address) && SAME(vendor_id) && SAME(device_id) && SAME(subsystem_vendor_id) &&
+           SAME(subsystem_device_id) && SAME(class_id) && SAME(prog_if) && SAME(revision) &&
+           SAME_STR(vendor_name) && SAME_STR(device_name) && SAME_STR(class_name) &&
+           SAME_STR(driver) && SAME(iommu_group) && SAME(numa_node) && SAME_STR(pcie_root) &&
+           SAME_STR(physfn) && SAME(sriov_totalvfs) && SAME(sriov_numvfs) && SAME(sriov_vf_index) &&
+           SAME_STR(netdev) && SAME_STR(serial) && SAME(serial_source) && SAME_STR(slot) &&
+           SAME(is_bridge) && SAME(aer.total[0]) && SAME(aer.total[1]) && SAME(aer.total[2]) &&
+           SAME_STR(problem);
+}
+
 /* Describes how two scan results differ ("" when they are equal). */
 static void diff_results(const struct node_pci_scan_result *a, const struct node_pci_scan_result *b,
                          char *out, size_t size)
@@ -134,7 +151,7 @@ static void diff_results(const struct node_pci_scan_result *a, const struct node
         return;
     }
     for (size_t i = 0; i < a->n_devs; i++)
-        if (memcmp(&a->devs[i], &b->devs[i], sizeof(a->devs[i])) != 0) {
+        if (!dev_equal(&a->devs[i], &b->devs[i])) {
             (void)snprintf(out, size, "device %s (problem \"%s\") against %s (\"%s\")",
                            a->devs[i].address, a->devs[i].problem, b->devs[i].address,
                            b->devs[i].problem);
@@ -149,17 +166,21 @@ static void diff_results(const struct node_pci_scan_result *a, const struct node
         }
 }
 
+/* Every field of two specs, their blockers too. */
 static bool spec_equal(const struct pcidevice_spec *a, const struct pcidevice_spec *b)
 {
-    struct pcidevice_spec x = *a, y = *b;
-    x.blockers = y.blockers = NULL;
-    if (memcmp(&x, &y, sizeof(x)) != 0 || a->n_blockers != b->n_blockers)
-        return false;
-    for (int i = 0; i < a->n_blockers; i++) /* (strings: the bytes after them are not set) */
-        if (strcmp(a->blockers[i].reason, b->blockers[i].reason) != 0 ||
-            strcmp(a->blockers[i].message, b->blockers[i].message) != 0)
-            return false;
-    return true;
+    bool same = SAME_STR(name) && SAME_STR(node) && SAME_STR(address) && SAME_STR(vendor_id) &&
+                SAME_STR(device_id) && SAME_STR(subsystem_vendor_id) &&
+                SAME_STR(subsystem_device_id) && SAME_STR(class_id) && SAME_STR(revision) &&
+                SAME_STR(iommu_group) && SAME(numa_node) && SAME_STR(pcie_root) &&
+                SAME_STR(resource_name) && SAME_STR(description) && SAME_STR(driver) &&
+                SAME_STR(physfn) && SAME(sriov_totalvfs) && SAME(sriov_numvfs) &&
+                SAME(sriov_vf_index) && SAME_STR(netdev) && SAME_STR(sriov_parent) &&
+                SAME_STR(serial) && SAME_STR(serial_source) && SAME_STR(slot) && SAME(n_blockers) &&
+                SAME(aer[0]) && SAME(aer[1]) && SAME(aer[2]);
+    for (int i = 0; same && i < a->n_blockers; i++)
+        same = SAME_STR(blockers[i].reason) && SAME_STR(blockers[i].message);
+    return same;
 }
 
 /* Describes how the specs of two inventories differ ("" when equal). */
@@ -179,7 +200,8 @@ static void diff_specs(const struct pciinv *a, const struct pciinv *b, char *out
             if (!t)
                 (void)snprintf(out, size, "%s only in the updated inventory", name);
             else if (!spec_equal(s, t))
-                (void)snprintf(out, size, "%s: driver %s, %d blockers (%s), parent \"%s\", VF %d "
+                (void)snprintf(out, size,
+                               "%s: driver %s, %d blockers (%s), parent \"%s\", VF %d "
                                "against %s, %d (%s), \"%s\", %d",
                                name, s->driver, s->n_blockers,
                                s->n_blockers ? s->blockers[0].message : "", s->sriov_parent,
@@ -302,10 +324,22 @@ static int suite_init(void)
     make_vfs(true);
     add_lines(BASE PF2_LINE("0"));
     struct err err = {{0}};
-    if (flip(render()) < 0 || !(inc = open_inv()) ||
-        pciinv_scan(inc, &err) < 0)
+    if (flip(render()) < 0 || !(inc = open_inv()) || pciinv_scan(inc, &err) < 0)
         return -1;
     return 0;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path) < 0 ? -1 : 0;
+}
+
+static int remove_tree(const char *path)
+{
+    return nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -1 : 0;
 }
 
 static int suite_clean(void)
@@ -313,9 +347,7 @@ static int suite_clean(void)
     inc = pciinv_free(inc);
     for (int i = 0; i < 2; i++)
         sysfs_tree_remove(&trees[i]);
-    char cmd[600];
-    (void)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return remove_tree(dir);
 }
 
 /* The GPU bound to vfio-pci: its audio function's IOMMUGroupShared blocker names the new driver,

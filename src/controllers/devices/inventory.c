@@ -97,13 +97,11 @@ static void set_tally(struct inventory *inv, const struct pciinv_tally *t)
 }
 
 /* A full scan (`addresses` NULL), or an update for the n functions `addresses` (pciinv.h). */
-static void scan_pci(struct inventory *inv, const char *why, const char *const *addresses,
-                     size_t n)
+static void scan_pci(struct inventory *inv, const char *why, const char *const *addresses, size_t n)
 {
     double t0 = ev_time();
     struct err err = {{0}};
-    int r = addresses ? pciinv_update(inv->pci, addresses, n, &err)
-                      : pciinv_scan(inv->pci, &err);
+    int r = addresses ? pciinv_update(inv->pci, addresses, n, &err) : pciinv_scan(inv->pci, &err);
     metrics_inc(inv->m.scans);
     struct map *want = r >= 0 ? pciinv_want(inv->pci) : NULL;
     struct map *unreadable = r >= 0 ? pciinv_unreadable(inv->pci) : NULL;
@@ -126,8 +124,7 @@ static void scan_pci(struct inventory *inv, const char *why, const char *const *
     set_tally(inv, &t);
     metrics_set(inv->m.scan_seconds, ev_time() - t0);
     log_v(1, "Scanned PCI devices", KV_STR("why", why), KV_INT("devices", t.devices),
-          KV_INT("bridges", t.bridges), KV_INT("read", w.read),
-          KV_INT("described", w.described));
+          KV_INT("bridges", t.bridges), KV_INT("read", w.read), KV_INT("described", w.described));
     struct devobjs_scan d = {.want = want, .unreadable = unreadable};
     manager_emit(inv->cfg.env.mgr, &pcidevices_scanned, &d);
     map_free(d.want); /* when no part took it */
@@ -346,9 +343,10 @@ static void register_metrics(struct inventory *inv)
     m->bridges = metrics_one(reg, METRICS_GAUGE, "hostdevd_pci_bridges",
                              "PCI bridges found (not published).");
     m->scans = metrics_one(reg, METRICS_COUNTER, "hostdevd_pci_scans_total", "PCI scans.");
-    m->partial_scans = metrics_one(reg, METRICS_COUNTER, "hostdevd_pci_partial_scans_total",
-                                   "PCI scans that read only the functions a uevent burst "
-                                   "named and their PFs (also counted in hostdevd_pci_scans_total).");
+    m->partial_scans =
+            metrics_one(reg, METRICS_COUNTER, "hostdevd_pci_partial_scans_total",
+                        "PCI scans that read only the functions a uevent burst "
+                        "named and their PFs (also counted in hostdevd_pci_scans_total).");
     m->scan_errors = metrics_one(reg, METRICS_COUNTER, "hostdevd_pci_scan_errors_total",
                                  "Failed PCI scans.");
     m->uevents = metrics_one(reg, METRICS_COUNTER, "hostdevd_uevents_total",

@@ -25,7 +25,7 @@
 struct pciinv {
     char *node_name, *sysfs_root, *proc_root;
     struct node_pci *pci;
-    bool scanned;                   /* a scan succeeded: res and specs hold it */
+    bool scanned; /* a scan succeeded: res and specs hold it */
     struct node_pci_scan_result res;
     struct map *specs;    /* name -> struct pcidevice_spec (bridges have none) */
     struct map *reported; /* address or entry -> the problem last logged for it */
@@ -109,8 +109,7 @@ static void report(struct pciinv *inv, const char *key, const char *what, const 
 }
 
 /* status.passthroughBlockers: the claim's checks, and a device whose sysfs is unreadable. */
-static void add_blockers(struct pciinv *inv, const struct node_pci_dev *d,
-                         struct pcidevice_spec *s)
+static void add_blockers(struct pciinv *inv, const struct node_pci_dev *d, struct pcidevice_spec *s)
 {
     struct err err = {{0}};
     struct node_blocker found[NODE_BLOCKERS_MAX];
@@ -226,8 +225,9 @@ static void touch(struct map *set, const char *address)
 }
 
 /* Whether a function read again is or was a bridge: then the change is not local. */
-static bool any_bridge(const struct node_pci_scan_result *old, const struct node_pci_scan_result *now,
-                       char (*read)[NODE_PCI_ADDRESS_SIZE], size_t n)
+static bool any_bridge(const struct node_pci_scan_result *old,
+                       const struct node_pci_scan_result *now, char (*read)[NODE_PCI_ADDRESS_SIZE],
+                       size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         const struct node_pci_dev *a = node_pci_scan_find(old, read[i]);
@@ -346,8 +346,8 @@ struct map *pciinv_want(const struct pciinv *inv)
         struct pcidevice_spec *c = malloc(sizeof(*c));
         if (c) {
             *c = *s;
-            c->blockers = s->n_blockers ? malloc((size_t)s->n_blockers * sizeof(*c->blockers))
-                                        : NULL;
+            c->blockers =
+                    s->n_blockers ? malloc((size_t)s->n_blockers * sizeof(*c->blockers)) : NULL;
             if (c->blockers)
                 memcpy(c->blockers, s->blockers, (size_t)s->n_blockers * sizeof(*c->blockers));
             else

@@ -50,8 +50,7 @@ int pciinv_scan(struct pciinv *inv, struct err *ret_err);
  * sysnames of pci uevents; repeats are fine). Returns 1 when it read and described again only what
  * the change touches, 0 when it scanned everything instead (`ret_err` then says why: see above),
  * -errno as pciinv_scan(). */
-int pciinv_update(struct pciinv *inv, const char *const *addresses, size_t n,
-                  struct err *ret_err);
+int pciinv_update(struct pciinv *inv, const char *const *addresses, size_t n, struct err *ret_err);
 
 /* A copy of the desired PCIDevices: name -> struct pcidevice_spec, a map of
  * pcidevices_new_want(); NULL on OOM. */
