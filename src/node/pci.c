@@ -779,14 +779,23 @@ static int scan_guarded(struct scan *s)
     return scan_devices(s);
 }
 
+/* The order of two addresses as the kernel names devices (parse_address): a domain of more
+ * digits is a greater number (beyond 4 digits it has no leading zero); of as many digits, and
+ * with the rest of fixed width in lowercase hex, the bytes' order is the numbers'. No parsing:
+ * the scan's lookups make a million comparisons. */
+static int compare_addresses(const char *a, const char *b)
+{
+    size_t x = strcspn(a, ":"), y = strcspn(b, ":");
+    if (x != y)
+        return x < y ? -1 : 1;
+    return strcmp(a, b);
+}
+
 /* bsearch(3)'s order of an entry (the key) against a device of a scan's result. */
 static int compare_key_dev(const void *key, const void *dev)
 {
-    struct entry e;
-    const struct node_pci_dev *d = dev;
-    if (!parse_address(d->address, &e)) /* (cannot be: the scan took it as one) */
-        return strcmp(((const struct entry *)key)->address, d->address);
-    return compare_entries(key, &e);
+    return compare_addresses(((const struct entry *)key)->address,
+                             ((const struct node_pci_dev *)dev)->address);
 }
 
 const struct node_pci_dev *node_pci_scan_find(const struct node_pci_scan_result *r,
@@ -988,11 +997,8 @@ static int read_entry(struct scan *s, const struct entry *e)
 
 static int compare_devs(const void *a, const void *b)
 {
-    struct entry x, y;
-    const struct node_pci_dev *d = a, *e = b;
-    if (!parse_address(d->address, &x) || !parse_address(e->address, &y))
-        return strcmp(d->address, e->address); /* (cannot be: both were taken as addresses) */
-    return compare_entries(&x, &y);
+    return compare_addresses(((const struct node_pci_dev *)a)->address,
+                             ((const struct node_pci_dev *)b)->address);
 }
 
 /* Brings m->now up to date with the round that read entries [from, s->n_entries) into s->res
