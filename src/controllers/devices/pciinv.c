@@ -279,6 +279,8 @@ static int instead(struct pciinv *inv, int why_r, const char *why, struct err *r
     struct err scan_err = {{0}};
     int r = pciinv_scan(inv, &scan_err);
     if (r < 0) {
+        /* the result may hold what an update read, the specs not: the next update scans all */
+        inv->scanned = false;
         if (ret_err)
             *ret_err = scan_err;
         return r;
