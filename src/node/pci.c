@@ -36,6 +36,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
 #include <pci/pci.h>
@@ -45,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/map.h"
@@ -738,7 +740,8 @@ static int read_device(struct scan *s, const struct entry *e)
 }
 
 /* The scan proper, after the listing; runs under s->guard, leaves what it allocates in `s`. */
-static int scan_devices(struct scan *s)
+/* libpci's access to the root's bus/pci, into s->access (under s->guard). */
+static int access_setup(struct scan *s)
 {
     struct pci_access *a = s->access = access_new();
     if (!a)
@@ -747,13 +750,21 @@ static int scan_devices(struct scan *s)
     if (pci_set_param(a, sysfs_path_param, s->pci->bus_path) < 0)
         return -EINVAL;
     pci_init(a);
+    return 0;
+}
+
+static int scan_devices(struct scan *s)
+{
+    int r = access_setup(s);
+    if (r < 0)
+        return r;
     if (s->n_entries == 0)
         return 0;
     s->res.devs = calloc(s->n_entries, sizeof(*s->res.devs));
     if (!s->res.devs)
         return -ENOMEM;
     for (size_t i = 0; i < s->n_entries; i++) {
-        int r = read_device(s, &s->entries[i]);
+        r = read_device(s, &s->entries[i]);
         if (r < 0)
             return r;
     }
@@ -768,14 +779,23 @@ static int scan_guarded(struct scan *s)
     return scan_devices(s);
 }
 
+/* The order of two addresses as the kernel names devices (parse_address): a domain of more
+ * digits is a greater number (beyond 4 digits it has no leading zero); of as many digits, and
+ * with the rest of fixed width in lowercase hex, the bytes' order is the numbers'. No parsing:
+ * the scan's lookups make a million comparisons. */
+static int compare_addresses(const char *a, const char *b)
+{
+    size_t x = strcspn(a, ":"), y = strcspn(b, ":");
+    if (x != y)
+        return x < y ? -1 : 1;
+    return strcmp(a, b);
+}
+
 /* bsearch(3)'s order of an entry (the key) against a device of a scan's result. */
 static int compare_key_dev(const void *key, const void *dev)
 {
-    struct entry e;
-    const struct node_pci_dev *d = dev;
-    if (!parse_address(d->address, &e)) /* (cannot be: the scan took it as one) */
-        return strcmp(((const struct entry *)key)->address, d->address);
-    return compare_entries(key, &e);
+    return compare_addresses(((const struct entry *)key)->address,
+                             ((const struct node_pci_dev *)dev)->address);
 }
 
 const struct node_pci_dev *node_pci_scan_find(const struct node_pci_scan_result *r,
@@ -821,6 +841,20 @@ static void index_vfs(struct scan *s)
     }
 }
 
+static int compare_skips(const void *a, const void *b)
+{
+    return strcmp(((const struct node_sysfs_skip *)a)->entry,
+                  ((const struct node_sysfs_skip *)b)->entry);
+}
+
+/* The skipped entries in the order of their names (those skipped when listed and those skipped
+ * when read, mixed), so that a rescan of some devices can keep the same order. */
+static void sort_skipped(struct node_pci_scan_result *r)
+{
+    if (r->n_skipped > 1)
+        qsort(r->skipped, r->n_skipped, sizeof(*r->skipped), compare_skips);
+}
+
 /* Lists and reads the devices into s->res. */
 static int run_scan(struct scan *s, struct err *ret_err)
 {
@@ -849,6 +883,7 @@ static int run_scan(struct scan *s, struct err *ret_err)
     if (r < 0)
         return err_set(ret_err, r, "cannot scan bus/pci/devices: %s", strerror(-r));
     index_vfs(s);
+    sort_skipped(&s->res);
     if (s->res.n_devs == 0) {
         free(s->res.devs);
         s->res.devs = NULL;
@@ -885,5 +920,387 @@ int node_pci_scan(struct node_pci *p, struct node_pci_scan_result *ret, struct e
         close(s->bus_fd);
     free(s->entries);
     free(s);
+    return r;
+}
+
+/* ---- a rescan of some devices ---------------------------------------------------------------- */
+
+/* One SR-IOV PF's virtfnN links, read once by a rescan of some devices: vf[k] is where virtfnK
+ * leads ("" when absent or unusable). */
+struct pf_links {
+    char pf[NODE_PCI_ADDRESS_SIZE];
+    int n;
+    char (*vf)[NODE_PCI_ADDRESS_SIZE];
+};
+
+/* What a rescan of some devices works with, on the heap with its scan (a libpci error jumps over
+ * the functions that fill it). s->entries are the devices read again, in rounds; s->res what
+ * the current round read. `now` is the caller's result brought up to date (copied first: the
+ * caller's is left alone until the end), `fresh` tells which of its devices were read again. */
+struct some {
+    struct scan *s;
+    size_t entries_alloc;
+    struct node_pci_scan_result now;
+    bool *fresh;
+    struct pf_links *pfs;
+    size_t n_pfs;
+};
+
+/* Whether `address` is one of the entries read again. */
+static bool is_entry(const struct scan *s, const char *address)
+{
+    for (size_t i = 0; i < s->n_entries; i++)
+        if (strcmp(s->entries[i].address, address) == 0)
+            return true;
+    return false;
+}
+
+/* Adds `address` to the entries to read (once). -EINVAL when it is not a PCI address. */
+static int add_entry(struct some *m, const char *address)
+{
+    struct scan *s = m->s;
+    struct entry e;
+    if (strlen(address) >= sizeof(e.address) || !parse_address(address, &e))
+        return -EINVAL;
+    if (is_entry(s, address))
+        return 0;
+    if (s->n_entries == m->entries_alloc) {
+        size_t a = m->entries_alloc ? m->entries_alloc * 2 : 8;
+        struct entry *v = reallocarray(s->entries, a, sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        s->entries = v;
+        m->entries_alloc = a;
+    }
+    s->entries[s->n_entries++] = e;
+    return 0;
+}
+
+/* Reads entry `e` as a full scan would: nothing when bus/pci/devices has no such entry, a
+ * skipped entry when it does not lead to a directory, else the device (or why it was skipped).
+ * s->res.devs has room for it. */
+static int read_entry(struct scan *s, const struct entry *e)
+{
+    struct stat st;
+    if (fstatat(s->bus_fd, e->address, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+        return 0; /* gone */
+    char path[64];
+    (void)snprintf(path, sizeof(path), "bus/pci/devices/%s", e->address);
+    int r = node_sysfs_check_dir(s->pci->root_fd, path);
+    if (r < 0) {
+        char why[160];
+        (void)snprintf(why, sizeof(why), "%s: %s", path, trouble(r));
+        return skip(s, e->address, why);
+    }
+    return read_device(s, e);
+}
+
+static int compare_devs(const void *a, const void *b)
+{
+    return compare_addresses(((const struct node_pci_dev *)a)->address,
+                             ((const struct node_pci_dev *)b)->address);
+}
+
+/* Brings m->now up to date with the round that read entries [from, s->n_entries) into s->res
+ * (which is emptied): their old devices and skipped entries replaced by what was read. */
+static int merge(struct some *m, size_t from)
+{
+    struct scan *s = m->s;
+    struct node_pci_scan_result *now = &m->now, *got = &s->res;
+    size_t n = now->n_devs + got->n_devs;
+    struct node_pci_dev *devs = calloc(n ? n : 1, sizeof(*devs));
+    bool *fresh = calloc(n ? n : 1, sizeof(*fresh));
+    if (!devs || !fresh) {
+        free(devs);
+        free(fresh);
+        return -ENOMEM;
+    }
+    if (got->n_devs > 1)
+        qsort(got->devs, got->n_devs, sizeof(*got->devs), compare_devs);
+    size_t k = 0, j = 0;
+    for (size_t i = 0; i <= now->n_devs; i++) {
+        const struct node_pci_dev *d = i < now->n_devs ? &now->devs[i] : NULL;
+        for (; j < got->n_devs && (!d || compare_devs(&got->devs[j], d) < 0); j++) {
+            devs[k] = got->devs[j];
+            fresh[k++] = true;
+        }
+        bool again = false;
+        for (size_t e = from; d && e < s->n_entries && !again; e++)
+            again = strcmp(s->entries[e].address, d->address) == 0;
+        if (d && !again) {
+            devs[k] = *d;
+            fresh[k++] = m->fresh[i];
+        }
+    }
+    free(now->devs);
+    free(m->fresh);
+    now->devs = devs;
+    now->n_devs = k;
+    m->fresh = fresh;
+    got->n_devs = 0;
+    /* the skipped entries: those not read again, then those this round skipped */
+    size_t kept = 0;
+    for (size_t i = 0; i < now->n_skipped; i++) {
+        bool again = false;
+        for (size_t e = from; e < s->n_entries && !again; e++)
+            again = strcmp(s->entries[e].address, now->skipped[i].entry) == 0;
+        if (!again)
+            now->skipped[kept++] = now->skipped[i];
+    }
+    now->n_skipped = kept;
+    size_t alloc = kept;
+    for (size_t i = 0; i < got->n_skipped; i++)
+        if (node_sysfs_skip_add(&now->skipped, &now->n_skipped, &alloc, got->skipped[i].entry,
+                                got->skipped[i].why) < 0)
+            return -ENOMEM;
+    got->n_skipped = 0;
+    sort_skipped(now);
+    return 0;
+}
+
+/* Reads entries [from, s->n_entries) and merges them into m->now. */
+static int read_round(struct some *m, size_t from)
+{
+    struct scan *s = m->s;
+    free(s->res.devs);
+    s->res.devs = calloc(s->n_entries - from + 1, sizeof(*s->res.devs));
+    if (!s->res.devs)
+        return -ENOMEM;
+    s->res.n_devs = 0;
+    for (size_t i = from; i < s->n_entries; i++) {
+        int r = read_entry(s, &s->entries[i]);
+        if (r < 0)
+            return r;
+    }
+    return merge(m, from);
+}
+
+/* Reads the virtfnN links of the PF m->now.devs[i] (read again) into m->pfs, noting on the PF
+ * those that cannot be read, as index_vfs() does. */
+static int read_pf_links(struct some *m, size_t i)
+{
+    struct node_pci_dev *pf = &m->now.devs[i];
+    int n = pf->sriov_numvfs >= 0 ? pf->sriov_numvfs : pf->sriov_totalvfs;
+    struct pf_links *v = reallocarray(m->pfs, m->n_pfs + 1, sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    m->pfs = v;
+    struct pf_links *l = &m->pfs[m->n_pfs];
+    *l = (struct pf_links){.n = n > 0 ? n : 0};
+    memcpy(l->pf, pf->address, sizeof(l->pf));
+    l->vf = calloc(l->n ? (size_t)l->n : 1, sizeof(*l->vf));
+    if (!l->vf)
+        return -ENOMEM;
+    m->n_pfs++;
+    for (int k = 0; k < l->n; k++) {
+        char path[128];
+        (void)snprintf(path, sizeof(path), "bus/pci/devices/%s/virtfn%d", pf->address, k);
+        int r = node_sysfs_read_link_in(m->s->pci->root_fd, path, "bus/pci/devices", l->vf[k],
+                                        sizeof(l->vf[k]));
+        if (r < 0)
+            l->vf[k][0] = '\0';
+        if (r < 0 && r != -ENOENT)
+            add_problem(pf, "virtfn", r, "bus/pci/devices");
+    }
+    return 0;
+}
+
+/* The index the links of the PF read again give the device `d` whose physfn is that PF's
+ * address: the last N of a virtfnN link leading to it, -1 when none does or the PF is gone. */
+static int index_from_links(const struct some *m, const struct node_pci_dev *d)
+{
+    int index = -1;
+    for (size_t p = 0; p < m->n_pfs; p++)
+        if (strcmp(m->pfs[p].pf, d->physfn) == 0)
+            for (int k = 0; k < m->pfs[p].n; k++)
+                if (strcmp(m->pfs[p].vf[k], d->address) == 0)
+                    index = k;
+    return index;
+}
+
+/* Rereads the VFs not read again whose PF was and whose index that PF now gives otherwise (a
+ * link added or gone, the PF itself gone): the next round. -EAGAIN when one of them turns out
+ * to hang off another PF (not local: the caller scans everything). */
+static int reread_vfs(struct some *m)
+{
+    struct scan *s = m->s;
+    size_t from = s->n_entries;
+    for (size_t i = 0; i < m->now.n_devs; i++) {
+        const struct node_pci_dev *d = &m->now.devs[i];
+        char address[NODE_PCI_ADDRESS_SIZE];
+        if (m->fresh[i] || !d->physfn[0] || !is_entry(s, d->physfn) ||
+            index_from_links(m, d) == d->sriov_vf_index)
+            continue;
+        memcpy(address, d->address, sizeof(address));
+        int r = add_entry(m, address);
+        if (r < 0)
+            return r;
+    }
+    if (s->n_entries == from)
+        return 0;
+    int r = read_round(m, from);
+    for (size_t i = 0; r == 0 && i < m->now.n_devs; i++) {
+        const struct node_pci_dev *d = &m->now.devs[i];
+        bool asked = false;
+        for (size_t e = from; e < s->n_entries && !asked; e++)
+            asked = strcmp(s->entries[e].address, d->address) == 0;
+        if (asked && ((d->physfn[0] && !is_entry(s, d->physfn)) || d->sriov_totalvfs > 0))
+            r = -EAGAIN;
+    }
+    return r;
+}
+
+/* The rescan proper, under s->guard (see node_pci_rescan_devices). */
+static int some_run(struct some *m, const char *const *addresses, size_t n,
+                    const struct node_pci_scan_result *old)
+{
+    struct scan *s = m->s;
+    int r = access_setup(s);
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        r = add_entry(m, addresses[i]);
+        const struct node_pci_dev *d = r == 0 ? node_pci_scan_find(old, addresses[i]) : NULL;
+        if (d && d->physfn[0])
+            r = add_entry(m, d->physfn); /* its PF, as it was */
+    }
+    /* the devices asked for, then the PFs they now hang off, until no PF is new */
+    for (size_t from = 0; r == 0 && from < s->n_entries;) {
+        size_t to = s->n_entries;
+        r = read_round(m, from);
+        for (size_t i = 0; r == 0 && i < m->now.n_devs; i++)
+            if (m->fresh[i] && m->now.devs[i].physfn[0] &&
+                parse_address(m->now.devs[i].physfn, &(struct entry){0}))
+                r = add_entry(m, m->now.devs[i].physfn);
+        from = to;
+    }
+    for (size_t i = 0; r == 0 && i < m->now.n_devs; i++) {
+        const struct node_pci_dev *d = &m->now.devs[i];
+        if (m->fresh[i] && (d->sriov_numvfs >= 0 ? d->sriov_numvfs : d->sriov_totalvfs) > 0)
+            r = read_pf_links(m, i);
+    }
+    if (r == 0)
+        r = reread_vfs(m);
+    for (size_t i = 0; r == 0 && i < m->now.n_devs; i++) {
+        struct node_pci_dev *d = &m->now.devs[i];
+        if (!m->fresh[i] || !d->physfn[0])
+            continue;
+        d->sriov_vf_index = index_from_links(m, d);
+        if (d->sriov_vf_index < 0)
+            append(d->problem, sizeof(d->problem),
+                   "VF index: no virtfnN link of its PF leads to it");
+    }
+    return r;
+}
+
+/* some_run() under s->guard: -EIO with s->guard.message when libpci raised an error. */
+static int some_guarded(struct some *m, const char *const *addresses, size_t n,
+                        const struct node_pci_scan_result *old)
+{
+    if (sigsetjmp(m->s->guard.jmp, 0) != 0)
+        return -EIO;
+    return some_run(m, addresses, n, old);
+}
+
+/* m->now starts as a copy of `old`. */
+static int some_setup(struct some *m, const struct node_pci_scan_result *old)
+{
+    struct scan *s = m->s;
+    size_t n = old->n_devs;
+    m->now.devs = malloc((n ? n : 1) * sizeof(*m->now.devs));
+    m->fresh = calloc(n ? n : 1, sizeof(*m->fresh));
+    m->now.skipped = malloc((old->n_skipped ? old->n_skipped : 1) * sizeof(*m->now.skipped));
+    if (!m->now.devs || !m->fresh || !m->now.skipped)
+        return -ENOMEM;
+    if (n)
+        memcpy(m->now.devs, old->devs, n * sizeof(*old->devs));
+    if (old->n_skipped)
+        memcpy(m->now.skipped, old->skipped, old->n_skipped * sizeof(*old->skipped));
+    m->now.n_devs = n;
+    m->now.n_skipped = old->n_skipped;
+    s->bus_fd = node_sysfs_open_dir(s->pci->root_fd, "bus/pci/devices");
+    if (s->bus_fd < 0)
+        return s->bus_fd;
+    if (node_pciident_slots_read(s->pci->root_fd, &s->slots) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+static void some_done(struct some *m)
+{
+    struct scan *s = m->s;
+    if (s->current)
+        pci_free_dev(s->current);
+    if (s->dev_fd >= 0)
+        close(s->dev_fd);
+    if (s->access)
+        pci_cleanup(s->access);
+    node_pci_scan_result_done(&s->res);
+    node_pciident_slots_free(s->slots);
+    if (s->bus_fd >= 0)
+        close(s->bus_fd);
+    free(s->entries);
+    free(s);
+    node_pci_scan_result_done(&m->now);
+    free(m->fresh);
+    for (size_t i = 0; i < m->n_pfs; i++)
+        free(m->pfs[i].vf);
+    free(m->pfs);
+}
+
+int node_pci_rescan_devices(struct node_pci *p, struct node_pci_scan_result *res,
+                            const char *const *addresses, size_t n,
+                            char (**ret_read)[NODE_PCI_ADDRESS_SIZE], size_t *ret_n_read,
+                            struct err *ret_err)
+{
+    int fd = node_sysfs_open_root(p->root_path);
+    if (fd < 0)
+        return err_set(ret_err, fd, "cannot open the sysfs root %s: %s", p->root_path,
+                       strerror(-fd));
+    close(p->root_fd);
+    p->root_fd = fd;
+    struct some m = {.s = calloc(1, sizeof(*m.s))};
+    if (!m.s)
+        return err_set(ret_err, -ENOMEM, "out of memory");
+    m.s->pci = p;
+    m.s->bus_fd = m.s->dev_fd = -1;
+    int r = some_setup(&m, res);
+    if (r == 0) {
+        guard_push(&m.s->guard);
+        r = some_guarded(&m, addresses, n, res);
+        guard_pop(&m.s->guard);
+    }
+    names_close(p);
+    char(*read)[NODE_PCI_ADDRESS_SIZE] = NULL;
+    if (r == 0 && ret_read) {
+        read = calloc(m.s->n_entries ? m.s->n_entries : 1, sizeof(*read));
+        r = read ? 0 : -ENOMEM;
+        for (size_t i = 0; read && i < m.s->n_entries; i++)
+            memcpy(read[i], m.s->entries[i].address, sizeof(read[i]));
+    }
+    if (r == 0) {
+        if (ret_read) {
+            *ret_read = read;
+            *ret_n_read = m.s->n_entries;
+        }
+        node_pci_scan_result_done(res);
+        *res = m.now;
+        if (res->n_devs == 0) {
+            free(res->devs);
+            res->devs = NULL;
+        }
+        if (res->n_skipped == 0) {
+            free(res->skipped);
+            res->skipped = NULL;
+        }
+        memset(&m.now, 0, sizeof(m.now));
+    }
+    if (r == -EIO && m.s->guard.message[0])
+        (void)err_set(ret_err, r, "libpci: %s", m.s->guard.message);
+    else if (r == -EINVAL)
+        (void)err_set(ret_err, r, "not a PCI address as the kernel names devices");
+    else if (r == -EAGAIN)
+        (void)err_set(ret_err, r, "a VF moved to another PF: not a local change");
+    else if (r < 0)
+        (void)err_set(ret_err, r, "cannot read the devices again: %s", strerror(-r));
+    some_done(&m);
     return r;
 }

@@ -88,7 +88,7 @@ struct node_pci_dev {
 struct node_pci_scan_result {
     struct node_pci_dev *devs; /* sorted by (domain, bus, device, function); NULL when none */
     size_t n_devs;
-    struct node_sysfs_skip *skipped; /* in the order of their names; NULL when none */
+    struct node_sysfs_skip *skipped; /* sorted by name (strcmp); NULL when none */
     size_t n_skipped;
 };
 
@@ -115,6 +115,25 @@ struct node_pci *node_pci_free(struct node_pci *p);
  * libpci failed to set up, -ENOMEM; `ret_err` (may be NULL) then says why.
  */
 int node_pci_scan(struct node_pci *p, struct node_pci_scan_result *ret, struct err *ret_err);
+
+/*
+ * Brings `res`, the result of an earlier scan, up to date for a change of the devices
+ * `addresses` (n of them; those of uevents): reads again each of them and the PF each hangs off
+ * (before and after), takes out those gone from bus/pci/devices, and gives each VF of a PF read
+ * again its index from that PF's virtfnN links (a VF whose index they now give otherwise is read
+ * again too). Everything else is kept as it was, so `res` then equals what node_pci_scan()
+ * would give when nothing else changed. The links of the devices are looked up from the root
+ * (no map of bus/pci/drivers and kernel/iommu_groups is made). On success returns 0, leaves
+ * the addresses read again (those given among them, present or not) in `*ret_read` (malloc'd,
+ * `*ret_n_read` of them; may be NULL). Fails, leaving `res` as it was, with -EINVAL when an
+ * address is not one as the kernel names PCI devices, -EAGAIN when a VF read again hangs off a
+ * PF that was not (not a local change), -EIO when libpci failed, -ENOMEM, -errno: the caller
+ * scans everything then.
+ */
+int node_pci_rescan_devices(struct node_pci *p, struct node_pci_scan_result *res,
+                            const char *const *addresses, size_t n,
+                            char (**ret_read)[NODE_PCI_ADDRESS_SIZE], size_t *ret_n_read,
+                            struct err *ret_err);
 
 /* Frees what a scan result holds and zeroes it. Takes NULL. */
 void node_pci_scan_result_done(struct node_pci_scan_result *r);

@@ -3,8 +3,8 @@
 # (test/fixtures/sysfs/small-server.txt) against the real control plane: PCIDevices appear
 # with the expected fields, label and ownerReference; a restart with nothing changed makes zero
 # write requests (counted in the API server's audit log); a removed device and a changed driver
-# are reflected after a rescan (SIGHUP), and a device added back is published after a real kernel
-# uevent; deleting the Node makes the garbage collector remove
+# are reflected after a rescan (SIGHUP), a real kernel uevent updates the device it names (and
+# only that one); deleting the Node makes the garbage collector remove
 # its PCIDevices; /readyz and /metrics answer.
 SUITE=agent
 # shellcheck source=test/integration/lib.sh
@@ -165,19 +165,38 @@ sleep 2
 [ $(($(writes resourceslices) - slices_before)) -eq 1 ] && pass "... and its ResourceSlice once" ||
     fail "... and its ResourceSlice once" "$(($(writes resourceslices) - slices_before)) writes"
 
-echo "--- a kernel uevent triggers the rescan (no signal, resync period 1 h)"
-# The fake tree gets the NVMe drive back; the agent learns of it only from a real kernel event:
-# writing "change" to a real PCI device's uevent file makes the kernel broadcast one.
-expect_ok "tree rebuilt with $GONE back" hack/mk-sysfs-fixture.sh "$DESC" "$SYS"
+echo "--- a kernel uevent updates the device it names (no signal, resync period 1 h)"
+# The agent learns of a change only from a real kernel event: writing "change" to a real PCI
+# device's uevent file makes the kernel broadcast one, naming that device. The fake tree gets
+# the NVMe drive back and, at the real device's address, a function bound to another driver
+# (added when the description has none there): the uevent's update reads that address only
+# (issue 47), so the function shows with its new driver while the NVMe drive, which no event
+# named, comes back with the next full scan (SIGHUP).
 REAL=$(ls -d /sys/bus/pci/devices/* 2>/dev/null | head -1)
+RA=$(basename "${REAL:-none}")
+awk -v a="$RA" '$1 == a {sub(/ driver=[^ ]*/, ""); $0 = $0 " driver=hduevent"; seen = 1} {print}
+    END {if (!seen) print a " 0880 8086:0001 driver=hduevent iommu=99"}' "$DESC" >"$TEST_DIR/desc-uevent.txt"
+expect_ok "tree rebuilt with $GONE back and $RA on driver hduevent" \
+    hack/mk-sysfs-fixture.sh "$TEST_DIR/desc-uevent.txt" "$SYS"
+metric() { curl -fsS "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+partial0=$(metric hostdevd_pci_partial_scans_total)
 back() { kubectl get pcidevice "$(name_of "$GONE")" >/dev/null 2>&1; }
+rebound() { [ "$(kubectl get pcidevice "$(name_of "$RA")" -o jsonpath='{.status.kernelDriverInUse}' 2>/dev/null)" = hduevent ]; }
 if [ -z "$REAL" ] || ! echo change >"$REAL/uevent" 2>/dev/null; then
     fail "a uevent can be triggered on this machine (root, a PCI device in /sys)"
-elif eventually 10 back; then
-    pass "the device is published again after the uevent ($(basename "$REAL") change)"
+elif eventually 10 rebound; then
+    pass "the device the uevent named is published with its new driver ($RA change)"
 else
-    fail "the device is published again after the uevent" "$(tail -5 "$TEST_DIR/agent.log")"
+    fail "the device the uevent named is published with its new driver" "$(tail -5 "$TEST_DIR/agent.log")"
 fi
+partial1=$(metric hostdevd_pci_partial_scans_total)
+[ "${partial1:-0}" -gt "${partial0:-0}" ] && pass "it was an update, not a full scan (hostdevd_pci_partial_scans_total $partial0 -> $partial1)" ||
+    fail "it was an update, not a full scan" "hostdevd_pci_partial_scans_total $partial0 -> $partial1"
+# (that update has emitted its result: nothing else scans until the signal)
+! back && pass "$GONE, which no uevent named, is not published by the update" ||
+    fail "$GONE, which no uevent named, is not published by the update"
+kill -HUP "$AGENT_PID"
+if eventually 10 back; then pass "the full scan (SIGHUP) publishes $GONE again"; else fail "the full scan (SIGHUP) publishes $GONE again" "$(tail -5 "$TEST_DIR/agent.log")"; fi
 OUT=$(curl -fsS "http://127.0.0.1:$PORT/metrics")
 if grep -qE '^hostdevd_uevents_total [1-9]' <<<"$OUT"; then pass "metrics count the uevent"; else fail "metrics count the uevent" "$(grep uevent <<<"$OUT")"; fi
 

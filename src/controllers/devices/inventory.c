@@ -18,6 +18,7 @@
 #include "base/names.h"
 #include "controllers/devices/devobjs.h"
 #include "controllers/devices/pcidevice.h"
+#include "controllers/devices/pciinv.h"
 #include "controllers/devices/usbdevice.h"
 #include "controllers/runtime/manager.h"
 #include "controllers/runtime/part.h"
@@ -38,20 +39,24 @@ enum { ON_VFIO, ON_HOST, UNBOUND };
 
 struct inventory_metrics {
     struct metrics_series *devices, *bridges, *by_state[3], *no_iommu;
-    struct metrics_series *scans, *scan_errors, *scan_seconds, *uevents, *overflows;
+    struct metrics_series *scans, *partial_scans, *scan_errors, *scan_seconds, *uevents, *overflows;
     struct metrics_series *usb_devices, *usb_scans, *usb_scan_errors, *usb_scan_seconds;
 };
 
 /* What a burst of uevents asks for. A PCI scan rescans the mdevs too (the mdev reconciler
- * watches its result), so RESCAN_MDEV alone only says the mdevs changed. */
-enum { RESCAN_PCI = 1, RESCAN_USB = 2, RESCAN_ALL = 3, RESCAN_MDEV = 4 };
+ * watches its result), so RESCAN_MDEV alone only says the mdevs changed. RESCAN_PCI_SOME: the
+ * PCI functions of inv->pending_pci changed (an update, pciinv.h), RESCAN_PCI: scan them all. */
+enum { RESCAN_PCI = 1, RESCAN_USB = 2, RESCAN_ALL = 3, RESCAN_MDEV = 4, RESCAN_PCI_SOME = 8 };
+
+/* At most this many functions in one update; a burst of more is scanned whole. */
+#define PENDING_PCI_MAX 4096
 
 struct inventory {
     struct inventory_config cfg;
-    struct node_pci *pci;
-    int sysfs_fd;               /* for the blockers' group and host-use checks */
-    struct map *reported;       /* address or entry -> the problem last logged for it */
-    struct map *unreadable;     /* during a scan: the entries it skipped as unreadable */
+    struct pciinv *pci;
+    struct map *reported;       /* USB port path -> the problem last logged for it */
+    struct map *unreadable;     /* during a USB scan: the entries it skipped as unreadable */
+    struct map *pending_pci;    /* the PCI functions of the pending burst's events (a set) */
     struct node_usbids *usbids; /* NULL: usb.ids could not be read (descriptions "Unknown") */
     struct node_udev *udev;
     ev_io uevent_io;
@@ -61,81 +66,11 @@ struct inventory {
     struct inventory_metrics m;
 };
 
-/* --- discovery mapping ---------------------------------------------------------------------- */
-
-static void hex4(char *out, unsigned v)
+/* Records an entry the scan skipped as unreadable (its object is kept as it was). */
+static void note_unreadable(struct map *unreadable, const char *entry)
 {
-    (void)snprintf(out, 5, "%04x", v & 0xffffu);
-}
-
-static int names_of(const struct node_pci_dev *d, struct pcidevice_spec *s)
-{
-    struct node_pciname_ids ids = {
-            .vendor_id = d->vendor_id,
-            .device_id = d->device_id,
-            .class_id = d->class_id,
-            .vendor_name = d->vendor_name,
-            .device_name = d->device_name,
-            .class_name = "",
-            .subclass_name = d->class_name, /* libpci's subclass name, else its class name */
-    };
-    int r = node_pciname_resource(&ids, s->resource_name, sizeof(s->resource_name));
-    if (r == 0)
-        r = node_pciname_description(&ids, s->description, sizeof(s->description));
-    if (r == 0 && !names_is_extended_resource_name(s->resource_name))
-        r = -EINVAL;
-    return r;
-}
-
-static int spec_from_dev(const char *node, const struct node_pci_dev *d, struct pcidevice_spec *s)
-{
-    *s = (struct pcidevice_spec){.numa_node = d->numa_node,
-                                 .sriov_totalvfs = d->sriov_totalvfs,
-                                 .sriov_numvfs = d->sriov_numvfs,
-                                 .sriov_vf_index = d->sriov_vf_index};
-    for (int i = 0; i < NODE_PCIAER_SEVERITIES; i++)
-        s->aer[i] = d->aer.total[i];
-    int r = kube_names_pcidevice(node, d->address, s->name, sizeof(s->name));
-    if (r < 0)
-        return r;
-    (void)snprintf(s->node, sizeof(s->node), "%s", node);
-    (void)snprintf(s->address, sizeof(s->address), "%s", d->address);
-    hex4(s->vendor_id, d->vendor_id);
-    hex4(s->device_id, d->device_id);
-    if (d->subsystem_vendor_id || d->subsystem_device_id) {
-        hex4(s->subsystem_vendor_id, d->subsystem_vendor_id);
-        hex4(s->subsystem_device_id, d->subsystem_device_id);
-    }
-    hex4(s->class_id, d->class_id);
-    (void)snprintf(s->revision, sizeof(s->revision), "%02x", d->revision);
-    if (d->iommu_group >= 0)
-        (void)snprintf(s->iommu_group, sizeof(s->iommu_group), "%d", d->iommu_group);
-    (void)snprintf(s->driver, sizeof(s->driver), "%s", d->driver);
-    (void)snprintf(s->physfn, sizeof(s->physfn), "%s", d->physfn);
-    (void)snprintf(s->netdev, sizeof(s->netdev), "%s", d->netdev);
-    (void)snprintf(s->pcie_root, sizeof(s->pcie_root), "%s", d->pcie_root);
-    (void)snprintf(s->serial, sizeof(s->serial), "%s", d->serial);
-    (void)snprintf(s->serial_source, sizeof(s->serial_source), "%s",
-                   node_pciident_source_name(d->serial_source));
-    (void)snprintf(s->slot, sizeof(s->slot), "%s", d->slot);
-    return names_of(d, s);
-}
-
-struct tally {
-    unsigned long devices, bridges, on_vfio, on_host, unbound, no_iommu;
-};
-
-static void count_dev(struct tally *t, const struct node_pci_dev *d)
-{
-    t->devices++;
-    if (strcmp(d->driver, "vfio-pci") == 0)
-        t->on_vfio++;
-    else if (d->driver[0])
-        t->on_host++;
-    else
-        t->unbound++;
-    if (d->iommu_group < 0)
-        t->no_iommu++;
+    if (unreadable)
+        (void)map_put(unreadable, entry, unreadable); /* a set: the value is never read */
 }
 
 /* One log line per device and problem, not per rescan: `key` is logged again only when what
@@ -151,84 +86,7 @@ static void report(struct inventory *inv, const char *key, const char *what, con
     log_warning(what, KV_STR("device", key), KV_STR("problem", why));
 }
 
-/* status.passthroughBlockers: the claim's checks, and a device whose sysfs is unreadable. */
-static void add_blockers(struct inventory *inv, const struct node_pci_scan_result *res,
-                         const struct node_pci_dev *d, const struct node_hostuse *use,
-                         struct pcidevice_spec *s)
-{
-    struct err err = {{0}};
-    struct node_blocker found[NODE_BLOCKERS_MAX];
-    int n = node_blockers_for_scanned(inv->sysfs_fd, res, d, use, NULL, NULL, found,
-                                      NODE_BLOCKERS_MAX, &err);
-    int kept = n < 0 ? 0 : n < NODE_BLOCKERS_MAX ? n : NODE_BLOCKERS_MAX;
-    const char *problem = d->problem[0] ? d->problem : n < 0 ? err.msg : NULL;
-    if (problem && kept < NODE_BLOCKERS_MAX) {
-        struct node_blocker *b = &found[kept++];
-        (void)snprintf(b->reason, sizeof(b->reason), "SysfsUnreadable");
-        (void)snprintf(b->message, sizeof(b->message),
-                       "some of its sysfs facts could not be read (%.300s), so whether it can "
-                       "be passed through safely cannot be told",
-                       problem);
-    }
-    s->blockers = kept > 0 ? malloc((size_t)kept * sizeof(*s->blockers)) : NULL;
-    s->n_blockers = s->blockers ? kept : 0; /* (out of memory: published without them) */
-    if (s->blockers)
-        memcpy(s->blockers, found, (size_t)kept * sizeof(*s->blockers));
-    if (problem)
-        report(inv, d->address, "PCI device partly unreadable; published with what was read",
-               problem);
-    else
-        map_remove(inv->reported, d->address);
-}
-
-/* A VF's PF's SRIOVNetworkDevice, by the PF's interface ("" when it has none). */
-static void name_parent(const struct inventory *inv, const struct node_pci_scan_result *res,
-                        const struct node_pci_dev *d, struct pcidevice_spec *s)
-{
-    const struct node_pci_dev *pf = d->physfn[0] ? node_pci_scan_find(res, d->physfn) : NULL;
-    if (pf && pf->netdev[0] &&
-        kube_names_sriovnetdev(inv->cfg.env.node_name, pf->netdev, s->sriov_parent,
-                               sizeof(s->sriov_parent)) < 0)
-        s->sriov_parent[0] = '\0';
-}
-
-/* Records an entry the scan skipped as unreadable (its object is kept as it was). */
-static void note_unreadable(struct map *unreadable, const char *entry)
-{
-    if (unreadable)
-        (void)map_put(unreadable, entry, unreadable); /* a set: the value is never read */
-}
-
-static void build_want(struct inventory *inv, const struct node_pci_scan_result *res,
-                       const struct node_hostuse *use, struct map *want, struct tally *t)
-{
-    for (size_t i = 0; i < res->n_skipped; i++) {
-        report(inv, res->skipped[i].entry, "PCI device unreadable; skipped", res->skipped[i].why);
-        note_unreadable(inv->unreadable, res->skipped[i].entry);
-    }
-    for (size_t i = 0; i < res->n_devs; i++) {
-        const struct node_pci_dev *d = &res->devs[i];
-        if (d->is_bridge) { /* not passthrough candidates, as in harvester */
-            t->bridges++;
-            continue;
-        }
-        struct pcidevice_spec *s = malloc(sizeof(*s));
-        int r = s ? spec_from_dev(inv->cfg.env.node_name, d, s) : -ENOMEM;
-        if (r == 0) {
-            name_parent(inv, res, d, s);
-            add_blockers(inv, res, d, use, s);
-            r = map_put(want, s->name, s);
-        }
-        if (r < 0) {
-            pcidevice_spec_free(s);
-            report(inv, d->address, "Cannot describe PCI device; skipped", strerror(-r));
-            continue;
-        }
-        count_dev(t, d);
-    }
-}
-
-static void set_tally(struct inventory *inv, const struct tally *t)
+static void set_tally(struct inventory *inv, const struct pciinv_tally *t)
 {
     metrics_set(inv->m.devices, (double)t->devices);
     metrics_set(inv->m.bridges, (double)t->bridges);
@@ -238,44 +96,39 @@ static void set_tally(struct inventory *inv, const struct tally *t)
     metrics_set(inv->m.no_iommu, (double)t->no_iommu);
 }
 
-static void scan_pci(struct inventory *inv, const char *why)
+/* A full scan (`addresses` NULL), or an update for the n functions `addresses` (pciinv.h). */
+static void scan_pci(struct inventory *inv, const char *why, const char *const *addresses, size_t n)
 {
     double t0 = ev_time();
-    struct node_pci_scan_result res = {0};
-    struct node_hostuse use = {0};
     struct err err = {{0}};
-    struct tally t = {0};
-    int r = node_pci_scan(inv->pci, &res, &err);
-    int u = r == 0 ? node_hostuse_collect(inv->cfg.env.proc_root, &use) : 0;
-    inv->sysfs_fd = r == 0 ? node_sysfs_open_root(inv->cfg.env.sysfs_root) : -1;
-    if (u < 0) /* the host-use blockers are left out of this scan, not the devices */
-        log_warning("Cannot read what the host uses; host-use blockers left out",
-                    KV_STR("procRoot", inv->cfg.env.proc_root), KV_ERRNO(u));
-    struct map *want = r == 0 ? pcidevices_new_want() : NULL;
-    inv->unreadable = map_new(NULL);
-    if (want)
-        build_want(inv, &res, u == 0 ? &use : NULL, want, &t);
-    node_pci_scan_result_done(&res);
-    node_hostuse_done(&use);
-    if (inv->sysfs_fd >= 0)
-        close(inv->sysfs_fd);
-    inv->sysfs_fd = -1;
+    int r = addresses ? pciinv_update(inv->pci, addresses, n, &err) : pciinv_scan(inv->pci, &err);
     metrics_inc(inv->m.scans);
+    struct map *want = r >= 0 ? pciinv_want(inv->pci) : NULL;
+    struct map *unreadable = r >= 0 ? pciinv_unreadable(inv->pci) : NULL;
     if (!want) {
         metrics_inc(inv->m.scan_errors);
         log_error("PCI scan failed; keeping the previous inventory", KV_STR("why", why),
-                  KV_STR("message", err.msg), KV_ERRNO(r < 0 ? r : -ENOMEM));
-        inv->unreadable = map_free(inv->unreadable);
+                  KV_STR("message", r < 0 ? err.msg : "out of memory"),
+                  KV_ERRNO(r < 0 ? r : -ENOMEM));
+        map_free(unreadable);
         return;
     }
+    if (addresses && r == 1)
+        metrics_inc(inv->m.partial_scans);
+    else if (addresses)
+        log_v(1, "PCI change not local; scanned everything", KV_STR("why", err.msg));
+    struct pciinv_tally t;
+    pciinv_count(inv->pci, &t);
+    struct pciinv_work w;
+    pciinv_last_work(inv->pci, &w);
     set_tally(inv, &t);
     metrics_set(inv->m.scan_seconds, ev_time() - t0);
     log_v(1, "Scanned PCI devices", KV_STR("why", why), KV_INT("devices", t.devices),
-          KV_INT("bridges", t.bridges));
-    struct devobjs_scan d = {.want = want, .unreadable = inv->unreadable};
+          KV_INT("bridges", t.bridges), KV_INT("read", w.read), KV_INT("described", w.described));
+    struct devobjs_scan d = {.want = want, .unreadable = unreadable};
     manager_emit(inv->cfg.env.mgr, &pcidevices_scanned, &d);
     map_free(d.want); /* when no part took it */
-    inv->unreadable = map_free(inv->unreadable);
+    map_free(unreadable);
 }
 
 /* --- USB ------------------------------------------------------------------------------------- */
@@ -341,10 +194,24 @@ static void scan_usb(struct inventory *inv, const char *why)
     inv->unreadable = map_free(inv->unreadable);
 }
 
+/* An update for the functions of inv->pending_pci (emptied). */
+static void scan_pending_pci(struct inventory *inv, const char *why)
+{
+    size_t n = map_size(inv->pending_pci), k = 0, pos = 0;
+    const char **addresses = calloc(n ? n : 1, sizeof(*addresses));
+    const char *a;
+    while (addresses && map_next(inv->pending_pci, &pos, &a, NULL))
+        addresses[k++] = a;
+    scan_pci(inv, why, addresses, k); /* (out of memory: NULL, a full scan) */
+    free(addresses);
+}
+
 static void scan(struct inventory *inv, int what, const char *why)
 {
     if (what & RESCAN_PCI)
-        scan_pci(inv, why);
+        scan_pci(inv, why, NULL, 0);
+    else if (what & RESCAN_PCI_SOME)
+        scan_pending_pci(inv, why);
     else if (what & RESCAN_MDEV)
         manager_emit(inv->cfg.env.mgr, &inventory_mdevs_changed, NULL);
     if ((what & RESCAN_USB) && inv->cfg.usb)
@@ -389,16 +256,24 @@ static void on_uevent_timer(struct ev_loop *loop, ev_timer *w, int revents)
     inv->uevent_first = 0;
     inv->pending = 0;
     scan(inv, what, "uevent");
+    map_clear(inv->pending_pci);
 }
 
-/* What an event asks for: its subsystem's rescan; the mdevs for a parent's MDEV_STATE change
- * (any subsystem: a PCI GPU's or a virtual device's like mtty's) or an instance's add, remove,
- * bind or unbind (subsystem mdev: made by hand, by mdevctl, or gone with its parent); 0 for the
- * rest (the monitor takes every subsystem). */
-static int rescan_of(const struct node_uevent *ev)
+/* What an event asks for: its subsystem's rescan (for a PCI function's add, remove, bind, unbind
+ * or change, an update of that function: pciinv.h; a move, an event without a name or too many
+ * of them, a full scan); the mdevs for a parent's MDEV_STATE change (any subsystem: a PCI GPU's
+ * or a virtual device's like mtty's) or an instance's add, remove, bind or unbind (subsystem
+ * mdev: made by hand, by mdevctl, or gone with its parent); 0 for the rest (the monitor takes
+ * every subsystem). */
+static int rescan_of(struct inventory *inv, const struct node_uevent *ev)
 {
-    if (strcmp(ev->subsystem, "pci") == 0)
+    if (strcmp(ev->subsystem, "pci") == 0) {
+        bool local = ev->sysname[0] && strcmp(ev->action, "move") != 0 &&
+                     map_size(inv->pending_pci) < PENDING_PCI_MAX;
+        if (local && map_put(inv->pending_pci, ev->sysname, inv->pending_pci) == 0)
+            return RESCAN_PCI_SOME;
         return RESCAN_PCI;
+    }
     if (strcmp(ev->subsystem, "usb") == 0)
         return RESCAN_USB;
     if (ev->mdev_state[0] || strcmp(ev->subsystem, "mdev") == 0)
@@ -422,7 +297,7 @@ static void on_uevent(struct ev_loop *loop, ev_io *w, int revents)
             ev_io_stop(loop, w);
             return;
         } else {
-            what = rescan_of(&ev);
+            what = rescan_of(inv, &ev);
             log_v(what ? 3 : 5, "Kernel event", KV_STR("action", ev.action),
                   KV_STR("subsystem", ev.subsystem), KV_STR("device", ev.sysname),
                   KV_STR("driver", ev.driver), KV_STR("mdevState", ev.mdev_state));
@@ -468,6 +343,10 @@ static void register_metrics(struct inventory *inv)
     m->bridges = metrics_one(reg, METRICS_GAUGE, "hostdevd_pci_bridges",
                              "PCI bridges found (not published).");
     m->scans = metrics_one(reg, METRICS_COUNTER, "hostdevd_pci_scans_total", "PCI scans.");
+    m->partial_scans =
+            metrics_one(reg, METRICS_COUNTER, "hostdevd_pci_partial_scans_total",
+                        "PCI scans that read only the functions a uevent burst "
+                        "named and their PFs (also counted in hostdevd_pci_scans_total).");
     m->scan_errors = metrics_one(reg, METRICS_COUNTER, "hostdevd_pci_scan_errors_total",
                                  "Failed PCI scans.");
     m->uevents = metrics_one(reg, METRICS_COUNTER, "hostdevd_uevents_total",
@@ -492,16 +371,20 @@ int inventory_new(const struct inventory_config *cfg, struct inventory **ret)
     if (!inv)
         return -ENOMEM;
     inv->cfg = *cfg;
-    int r = node_pci_new(cfg->env.sysfs_root, cfg->pci_ids, &inv->pci);
+    struct pciinv_config pc = {.node_name = cfg->env.node_name,
+                               .sysfs_root = cfg->env.sysfs_root,
+                               .proc_root = cfg->env.proc_root,
+                               .pci_ids = cfg->pci_ids};
+    int r = pciinv_new(&pc, &inv->pci);
     if (r < 0) {
         log_error("Cannot initialise PCI access", KV_STR("sysfsRoot", cfg->env.sysfs_root),
                   KV_STR("pciIds", cfg->pci_ids ? cfg->pci_ids : "(default)"), KV_ERRNO(r));
         free(inv);
         return r;
     }
-    inv->sysfs_fd = -1;
     inv->reported = map_new(free);
-    if (!inv->reported) {
+    inv->pending_pci = map_new(NULL);
+    if (!inv->reported || !inv->pending_pci) {
         inventory_free(inv);
         return -ENOMEM;
     }
@@ -548,11 +431,10 @@ void inventory_free(void *userdata)
         return;
     inventory_stop(inv);
     inv->udev = node_udev_free(inv->udev);
-    inv->pci = node_pci_free(inv->pci);
+    inv->pci = pciinv_free(inv->pci);
     inv->usbids = node_usbids_free(inv->usbids);
-    if (inv->sysfs_fd >= 0)
-        close(inv->sysfs_fd);
     map_free(inv->reported);
+    map_free(inv->pending_pci);
     free(inv);
 }
 
