@@ -363,7 +363,7 @@ static int list_page_done(struct kube_informer *inf, const struct kube_resp *res
     replace_store(inf);
     inf->stats.lists++;
     fetch_deferred(inf);
-    if (!inf->synced && map_size(inf->fetches) > 0)
+    if (!inf->synced && inf->fetches && map_size(inf->fetches) > 0)
         inf->sync_waits = true; /* synced once the GETs the LIST left answer */
     else if (!inf->synced) {
         inf->synced = true;
@@ -703,6 +703,7 @@ static void on_fetch_done(const struct kube_err *err, const cJSON *obj, void *us
     (void)snprintf(key, sizeof(key), "%s", f->key);
     bool relisted = f->epoch != inf->list_epoch, stale = f->stale;
     free(map_take(inf->fetches, key)); /* f: its request is done, its timer stopped */
+    inf->stats.fetches_dropped += relisted || stale;
     if (relisted)
         (void)kube_informer_refresh(inf, key); /* again, after the LIST */
     else if (!stale && inf->keep(key, inf->userdata))

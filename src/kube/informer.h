@@ -74,6 +74,7 @@ struct kube_informer_stats {
     unsigned long errors;  /* failed LIST or WATCH requests */
     unsigned long skipped; /* objects that could not be kept (on_skip) */
     unsigned long fetches; /* GETs of one object (kube_informer_refresh) */
+    unsigned long fetches_dropped; /* their answers dropped: a watch event or a LIST was newer */
     unsigned long dropped; /* objects of a LIST or event that keep() refused */
 };
 

@@ -34,6 +34,8 @@ static void conn_close(struct fake_conn *c)
     *p = c->next;
     if (c->f->watch == c)
         c->f->watch = NULL;
+    if (c->f->held == c)
+        c->f->held = NULL;
     ev_io_stop(c->f->loop, &c->w);
     close(c->fd);
     free(c);
@@ -67,7 +69,10 @@ static void reply_status(struct fake_conn *c, int code)
     (void)snprintf(body, sizeof(body),
                    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
                    "\"reason\":\"%s\",\"code\":%d}",
-                   code == 410 ? "Expired" : "InternalError", code);
+                   code == 410   ? "Expired"
+                   : code == 404 ? "NotFound"
+                                 : "InternalError",
+                   code);
     reply(c, code, body);
 }
 
@@ -85,10 +90,46 @@ static void query(const char *path, const char *name, char *ret, size_t size)
     }
 }
 
+static void answer_get(struct fake_conn *c)
+{
+    if (c->f->get_code)
+        reply(c, c->f->get_code, c->f->get_body);
+    else
+        reply_status(c, 404);
+}
+
+bool fake_api_answer_get(struct fake_api *f)
+{
+    if (!f->held)
+        return false;
+    answer_get(f->held);
+    conn_close(f->held);
+    return true;
+}
+
+/* A GET of one object: answered, or held (then the connection stays open). */
+static void serve_get(struct fake_conn *c, const char *name)
+{
+    struct fake_api *f = c->f;
+    f->gets++;
+    (void)snprintf(f->get_name, sizeof(f->get_name), "%.*s", (int)strcspn(name, "?"), name);
+    if (!f->hold_gets) {
+        answer_get(c);
+        return;
+    }
+    c->streaming = true; /* not closed after serve */
+    f->held = c;
+}
+
 static void serve(struct fake_conn *c, const char *path)
 {
     struct fake_api *f = c->f;
     char watch[8], bookmarks[8];
+    static const char things[] = "/apis/test.hostdevd.io/v1/things/";
+    if (strncmp(path, things, sizeof(things) - 1) == 0) {
+        serve_get(c, path + sizeof(things) - 1);
+        return;
+    }
     query(path, "watch", watch, sizeof(watch));
     if (strcmp(watch, "1") != 0) {
         f->lists++;

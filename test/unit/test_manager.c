@@ -82,7 +82,8 @@ static void sub_delete(const char *key, const struct cJSON *obj, void *ud)
     note(ud, "delete", key);
 }
 
-static const struct kube_informer_handlers sub = {sub_add, sub_update, sub_delete, NULL, NULL};
+static const struct kube_informer_handlers sub = {
+        .on_add = sub_add, .on_update = sub_update, .on_delete = sub_delete};
 
 static void watch_map(void *self, const struct watch_event *ev)
 {
