@@ -10,7 +10,7 @@
 # policy is installed where it runs. Several connections at once; 429 answers are retried after
 # their Retry-After; an object that exists already is taken as it is.
 #   ctlmem-objects.py nodes TEMPLATE FIRST LAST        (node indices, inclusive)
-#   ctlmem-objects.py claims NODE:NAME:ADDRESS:DRIVER...
+#   ctlmem-objects.py claims NODE,NAME,ADDRESS,DRIVER...
 # Environment: K8S_SERVER, K8S_CA, K8S_ADMIN_CERT, K8S_ADMIN_KEY (hack/cluster.sh's env).
 import copy
 import http.client
@@ -103,7 +103,7 @@ def write_node(c, i, template):
 
 
 def write_claim(c, spec):
-    node, name, address, driver = spec.split(":", 3)
+    node, name, address, driver = spec.split(",", 3)
     claim = {"apiVersion": "devices.harvesterhci.io/v1beta1", "kind": "PCIDeviceClaim",
              "metadata": {"name": name},
              "spec": {"address": address, "nodeName": node, "userName": "bench"}}

@@ -54,7 +54,7 @@ make -C "$T/before" -j"$(nproc)" bin/hostdevd >"$T/before-build.log" 2>&1 || {
 echo "=== $S: control plane, KubeVirt's CRD and CR, the 64-device template"
 bench_plane "$T/cluster"
 bench_kubevirt
-for ns in hostdevd-node-lease ctl-before ctl-after; do kubectl create namespace "$ns" >/dev/null; done
+for ns in ctl-before ctl-after; do kubectl create namespace "$ns" >/dev/null; done
 hack/mk-sysfs-fixture.sh test/fixtures/sysfs/node-64.txt "$T/sys" >/dev/null
 bench_fake_proc "$T/proc"
 bin/hostdevd inventory --sysfs-root "$T/sys" --proc-root "$T/proc" --node-name node-0000 -o json >"$T/inv.json"
@@ -105,7 +105,7 @@ claim_specs() {
         node=$(printf 'node-%04d' "$k")
         name=${a//:/}
         name=$node-${name//./}
-        printf '%s:%s:%s:%s\n' "$node" "$name" "$a" \
+        printf '%s,%s,%s,%s\n' "$node" "$name" "$a" \
             "$(python3 -c 'import json,sys; print(next(i["status"].get("kernelDriverInUse","") for i in json.load(open(sys.argv[1]))["items"] if i["status"]["address"] == sys.argv[2]))' "$T/inv.json" "$a")"
     done
 }
