@@ -448,7 +448,7 @@ static int apply_object(struct kube_informer *inf, const struct kube_watch_event
     }
     struct fetch *f = inf->fetches ? map_get(inf->fetches, key) : NULL;
     if (f)
-        (void)f; /* MUTANT */
+        f->stale = true; /* the event is at least as new as what the GET will say */
     _cleanup_json_ cJSON *old = map_take(inf->store, key);
     if (inf->keep && !inf->keep(key, inf->userdata)) {
         inf->stats.dropped++;
