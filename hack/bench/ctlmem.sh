@@ -4,7 +4,8 @@
 # kube-apiserver: one cluster grown from 100 to 500 to 1,000 nodes of 64 PCIDevices, 100 bound
 # PCIDeviceClaims throughout, both controllers watching it at once (each leads in its own Lease
 # namespace; both keep the same KubeVirt CR, which stays exact). At each size, once both have
-# taken everything in (their CPU time still for 3 s), their VmRSS and VmHWM.
+# taken everything in (their CPU time still for 3 s), their VmRSS and VmHWM. Then, at the
+# largest size, the claims grown to BENCH_CTLMEM_MORE_CLAIMS: what one more claim costs.
 #   after:  bin/hostdevd (this tree)
 #   before: bin/hostdevd built from BENCH_CTLMEM_BEFORE (default ecc7772, main before issue 47,
 #           whose controller caches every PCIDevice whole), in $T
@@ -15,6 +16,8 @@
 # (passthroughEnabled, Ready=True), also written as admin.
 #   BENCH_CTLMEM_NODES   sizes (default "100 500 1000"; quick "10 50 100")
 #   BENCH_CTLMEM_CLAIMS  claims (default 100, one per node of the first size; quick 10)
+#   BENCH_CTLMEM_MORE_CLAIMS  claims at the end (default 1000, one per node of the largest size;
+#                        quick 100)
 # Needs: make k8s (the control plane) and what `make` needs to build the before binary.
 set -euo pipefail
 # shellcheck source=hack/bench/lib.sh
@@ -31,9 +34,11 @@ trap cleanup EXIT
 S="Controller memory"
 SIZES=${BENCH_CTLMEM_NODES:-100 500 1000}
 CLAIMS=${BENCH_CTLMEM_CLAIMS:-100}
+MORE=${BENCH_CTLMEM_MORE_CLAIMS:-1000}
 if [ "$BENCH_QUICK" = 1 ]; then
     SIZES=${BENCH_CTLMEM_NODES:-10 50 100}
     CLAIMS=${BENCH_CTLMEM_CLAIMS:-10}
+    MORE=${BENCH_CTLMEM_MORE_CLAIMS:-100}
 fi
 BEFORE=${BENCH_CTLMEM_BEFORE:-ecc7772}
 read -r FIRST _ <<<"$SIZES"
@@ -98,9 +103,9 @@ settled() {
 
 # The claims: one per node of the first size, on devices a VM would take (NICs, GPUs, VFs).
 CLAIMABLE=(0000:04:00.0 0000:18:00.0 0000:3b:00.4 0000:af:00.0 0000:04:00.1 0000:3b:00.5)
-claim_specs() {
+claim_specs() { # FIRST LAST: the claims on nodes FIRST..LAST
     local k a node name
-    for k in $(seq 1 "$CLAIMS"); do
+    for k in $(seq "$1" "$2"); do
         a=${CLAIMABLE[$((k % ${#CLAIMABLE[@]}))]}
         node=$(printf 'node-%04d' "$k")
         name=${a//:/}
@@ -122,11 +127,21 @@ cr_entries() {
         python3 -c 'import json,sys; print("\n".join(sorted(e["resourceName"] for e in json.load(sys.stdin)["spec"]["configuration"].get("permittedHostDevices", {}).get("pciHostDevices", []))))'
 }
 
+want=$(want_entries)
+cr_right() {
+    for _ in $(seq 1 60); do
+        [ "$(cr_entries)" = "$want" ] && return 0
+        sleep 1
+    done
+    echo "ctlmem: the KubeVirt CR lists $(cr_entries | tr '\n' ' '), the claims need $(echo "$want" | tr '\n' ' ')" >&2
+    return 1
+}
+
 mib() { awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}'; }
 hwm_kib() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
 
 prev=0
-declare -A RSS
+declare -A RSS RSS_BEFORE
 for n in $SIZES; do
     echo "=== $S: nodes $((prev + 1))-$n (64 PCIDevices each), written as their agents would"
     t0=$SECONDS
@@ -134,29 +149,22 @@ for n in $SIZES; do
     echo "  written in $((SECONDS - t0)) s"
     if [ "$prev" = 0 ]; then
         echo "=== $S: $CLAIMS bound PCIDeviceClaims"
-        mapfile -t specs < <(claim_specs)
+        mapfile -t specs < <(claim_specs 1 "$CLAIMS")
         python3 "$OBJ" claims "${specs[@]}"
     fi
     prev=$n
     settled
-    want=$(want_entries)
-    for _ in $(seq 1 60); do
-        [ "$(cr_entries)" = "$want" ] && break
-        sleep 1
-    done
-    [ "$(cr_entries)" = "$want" ] || {
-        echo "ctlmem: the KubeVirt CR lists $(cr_entries | tr '\n' ' '), the claims need $(echo "$want" | tr '\n' ' ')" >&2
-        exit 1
-    }
+    cr_right
     devices=$(kubectl get --raw "/apis/devices.harvesterhci.io/v1beta1/pcidevices?limit=1" |
         python3 -c 'import json,sys; m=json.load(sys.stdin)["metadata"]; print(1 + m.get("remainingItemCount", 0))')
     ra=$(bench_rss_kib "${PID[after]}")
     rb=$(bench_rss_kib "${PID[before]}")
     RSS[$n]=$ra
+    RSS_BEFORE[$n]=$rb
     L="$n nodes ($devices PCIDevices, $CLAIMS claims)"
     bench_record section="$S" name="$L: controller RSS" value="$(mib "$ra")" unit=MiB \
         ref="$(mib "$rb")" ref_name="before: every PCIDevice cached whole" \
-        how="VmRSS once both controllers' CPU time stood still for 3 s and the KubeVirt CR listed the claims' $(echo "$want" | wc -l) resource names"
+        how="VmRSS once both controllers' CPU time stood still for 3 s and the KubeVirt CR listed the claims' $(echo "$want" | wc -l) resource names; Nodes and heartbeat Leases: one each per node"
     bench_record section="$S" name="$L: controller peak RSS" value="$(mib "$(hwm_kib "${PID[after]}")")" unit=MiB \
         ref="$(mib "$(hwm_kib "${PID[before]}")")" ref_name="before" how="VmHWM since the controller started"
 done
@@ -170,3 +178,17 @@ bench_record section="$S" name="controller RSS, $large nodes against $small" val
 bench_record section="$S" name="controller RSS at $large nodes" value="$(mib "${RSS[$large]}")" unit=MiB \
     goal="< 64 MiB at 1,000 nodes" met="$(awk -v k="${RSS[$large]}" 'BEGIN {print (k < 65536) ? "yes" : "no"}')" \
     how="VmRSS, as above"
+[ "$MORE" -gt "$CLAIMS" ] && [ "$MORE" -le "$large" ] || exit 0
+echo "=== $S: $((MORE - CLAIMS)) more bound PCIDeviceClaims, $MORE in all, at $large nodes"
+mapfile -t specs < <(claim_specs $((CLAIMS + 1)) "$MORE")
+python3 "$OBJ" claims "${specs[@]}"
+settled
+cr_right
+ra=$(bench_rss_kib "${PID[after]}")
+rb=$(bench_rss_kib "${PID[before]}")
+bench_record section="$S" name="$large nodes, $MORE claims: controller RSS" value="$(mib "$ra")" unit=MiB \
+    ref="$(mib "$rb")" ref_name="before" how="as above, after $((MORE - CLAIMS)) more claims"
+bench_record section="$S" name="one more claim: controller RSS" \
+    value="$(awk -v a="${RSS[$large]}" -v b="$ra" -v n=$((MORE - CLAIMS)) 'BEGIN {printf "%.1f", (b - a) / n}')" unit=KiB \
+    ref="$(awk -v a="${RSS_BEFORE[$large]}" -v b="$rb" -v n=$((MORE - CLAIMS)) 'BEGIN {printf "%.1f", (b - a) / n}')" ref_name="before" \
+    how="(RSS with $MORE claims - RSS with $CLAIMS) / $((MORE - CLAIMS)), at $large nodes"
