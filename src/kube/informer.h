@@ -71,11 +71,11 @@ struct kube_informer_stats {
     unsigned long watch_restarts; /* WATCHes that ended and were restarted */
     unsigned long events;         /* ADDED/MODIFIED/DELETED events applied */
     unsigned long bookmarks;
-    unsigned long errors;  /* failed LIST or WATCH requests */
-    unsigned long skipped; /* objects that could not be kept (on_skip) */
-    unsigned long fetches; /* GETs of one object (kube_informer_refresh) */
+    unsigned long errors;          /* failed LIST or WATCH requests */
+    unsigned long skipped;         /* objects that could not be kept (on_skip) */
+    unsigned long fetches;         /* GETs of one object (kube_informer_refresh) */
     unsigned long fetches_dropped; /* their answers dropped: a watch event or a LIST was newer */
-    unsigned long dropped; /* objects of a LIST or event that keep() refused */
+    unsigned long dropped;         /* objects of a LIST or event that keep() refused */
 };
 
 /* A new, stopped informer. The config's strings are copied. NULL on OOM or bad config. */
