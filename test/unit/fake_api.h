@@ -13,8 +13,10 @@
 
 #include "kube/client.h"
 
-/* The kind served: /apis/test.hostdevd.io/v1/things. */
+/* The kind served: /apis/test.hostdevd.io/v1/things; and a second one, others, LISTed from
+ * others_items (at list_rv) and watched on a stream of its own (no event is written there). */
 extern const struct kube_resource fake_api_things;
+extern const struct kube_resource fake_api_others;
 
 struct fake_conn;
 
@@ -43,6 +45,10 @@ struct fake_api {
     char get_body[1024];
     bool hold_gets;
     struct fake_conn *held;
+    char others_items[4096]; /* the LIST of others ("[]" at start) */
+    int others_lists;
+    struct fake_conn *others_watch;
+    char order[256]; /* the kinds LISTed, in order: "things others things " */
 };
 
 /* Listens on 127.0.0.1 (a free port) on `loop`. */
