@@ -52,6 +52,7 @@ struct kube_informer {
     struct kube_informer_handlers handlers;
     void *userdata;
     bool (*keep)(const char *key, void *userdata);
+    void (*transform)(cJSON *obj);
 
     struct map *store;   /* key -> cJSON * (owned) */
     struct map *pending; /* the LIST being assembled */
@@ -228,6 +229,8 @@ static void trim(const struct kube_informer *inf, cJSON *obj)
             strcmp(c->string, "kind") != 0)
             cJSON_Delete(cJSON_DetachItemViaPointer(obj, c));
     }
+    if (inf->transform)
+        inf->transform(obj);
 }
 
 /* An object that cannot be kept (no name, or one too long for a key): skipped and reported.
@@ -790,6 +793,7 @@ static int copy_config(struct kube_informer *inf, const struct kube_informer_con
     inf->keep_managed_fields = cfg->keep_managed_fields;
     inf->metadata_only = cfg->metadata_only;
     inf->keep = cfg->keep;
+    inf->transform = cfg->transform;
     inf->handlers = cfg->handlers;
     inf->userdata = cfg->userdata;
     int e = set_str(&inf->ns, cfg->namespace);

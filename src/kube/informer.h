@@ -60,6 +60,10 @@ struct kube_informer_config {
      * claimed, of the whole cluster's). What it says may change: kube_informer_refresh() is
      * then told the key. */
     bool (*keep)(const char *key, void *userdata);
+    /* Optional: called on each object before it is stored (after managedFields and
+     * metadata_only are dropped) to drop what no reader needs, as client-go's SetTransform; must
+     * leave metadata.name, namespace and resourceVersion. The handlers see what it left. */
+    void (*transform)(struct cJSON *obj);
     struct kube_informer_handlers handlers;
     void *userdata;
 };

@@ -40,6 +40,7 @@ static struct {
     int adds, updates, deletes, synced;
     char deleted[64];
     bool keeps;       /* setup() with a keep function: keep() */
+    bool transforms;  /* setup() with a transform: drop_rv() */
     char kept[4][16]; /* the keys it accepts */
 } T;
 
@@ -50,6 +51,14 @@ static bool keep(const char *key, void *userdata)
         if (strcmp(T.kept[i], key) == 0)
             return true;
     return false;
+}
+
+/* Drops metadata.resourceVersion but on "a" (a transform must keep it; the test looks). */
+static void drop_rv(cJSON *obj)
+{
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    if (!json_same(kube_meta_str(obj, "name"), "a"))
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
 }
 
 static void on_synced(void *userdata)
@@ -116,6 +125,7 @@ static void setup_informer(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(T.http);
     struct kube_informer_config ic = {.resource = &fake_api_things,
                                       .keep = T.keeps ? keep : NULL,
+                                      .transform = T.transforms ? drop_rv : NULL,
                                       .handlers = {.on_add = on_add,
                                                    .on_update = on_update,
                                                    .on_delete = on_delete,
@@ -359,11 +369,28 @@ static void test_keep_refresh_during_a_list(void)
     teardown();
 }
 
+static void test_transform(void)
+{
+    memset(&T, 0, sizeof(T));
+    T.transforms = true;
+    setup_informer();
+    want_watches = 1;
+    CU_ASSERT_FATAL(run_until(watching));
+    CU_ASSERT_STRING_EQUAL(kube_meta_str(kube_informer_get(T.inf, "a"), "resourceVersion"), "5");
+    CU_ASSERT_PTR_NULL(kube_meta_str(kube_informer_get(T.inf, "b"), "resourceVersion"));
+    CU_ASSERT_PTR_NOT_NULL(kube_informer_get(T.inf, "b")); /* the LIST's, transformed */
+    event("ADDED", "c", "6");
+    CU_ASSERT_PTR_NOT_NULL(kube_informer_get(T.inf, "c"));
+    CU_ASSERT_PTR_NULL(kube_meta_str(kube_informer_get(T.inf, "c"), "resourceVersion"));
+    teardown();
+}
+
 static CU_TestInfo tests[] = {
         {"a bookmark moves the position; the next WATCH starts there",
          test_bookmark_moves_the_position},
         {"410 as an ERROR event: LIST again, handlers told", test_gone_in_the_stream_relists},
         {"410 as the WATCH's answer: LIST again", test_gone_as_the_answer_relists},
+        {"transform: what the cache keeps of LIST items and events", test_transform},
         {"keep: the others neither stored nor told", test_keep_drops_the_others},
         {"keep: refresh fetches a key now kept, drops one no longer",
          test_keep_refresh_fetches_and_drops},
