@@ -82,7 +82,7 @@ def write_node(c, i, template):
     now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
     lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
              "metadata": {"name": name, "namespace": LEASE_NS},
-             "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "acquireTime": now,
+             "spec": {"holderIdentity": name, "leaseDurationSeconds": 3600, "acquireTime": now,
                       "renewTime": now}}
     st, obj = c.send("POST", f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases", lease)
     must(st, obj, f"Lease {name}", (200, 201, 409))

@@ -16,6 +16,7 @@
 # (passthroughEnabled, Ready=True), also written as admin.
 #   BENCH_CTLMEM_NODES   sizes (default "100 500 1000"; quick "10 50 100")
 #   BENCH_CTLMEM_CLAIMS  claims (default 100, one per node of the first size; quick 10)
+#   BENCH_CTLMEM_AFTER_BIN  the after binary (default bin/hostdevd; a check's mutant, say)
 #   BENCH_CTLMEM_MORE_CLAIMS  claims at the end (default 1000, one per node of the largest size;
 #                        quick 100)
 # Needs: make k8s (the control plane) and what `make` needs to build the before binary.
@@ -81,7 +82,7 @@ start_controller() { # NAME BINARY
     return 1
 }
 start_controller before "$T/before/bin/hostdevd"
-start_controller after bin/hostdevd
+start_controller after "${BENCH_CTLMEM_AFTER_BIN:-bin/hostdevd}"
 
 # Both controllers have taken in what was written: their CPU time unchanged over 3 s in a row.
 settled() {
@@ -103,6 +104,11 @@ settled() {
 
 # The claims: one per node of the first size, on devices a VM would take (NICs, GPUs, VFs).
 CLAIMABLE=(0000:04:00.0 0000:18:00.0 0000:3b:00.4 0000:af:00.0 0000:04:00.1 0000:3b:00.5)
+declare -A DRIVER # address -> the driver the agent found on it (the claim's kernelDriverToUnbind)
+while read -r a d; do DRIVER[$a]=$d; done < <(python3 -c '
+import json, sys
+for i in json.load(open(sys.argv[1]))["items"]:
+    print(i["status"]["address"], i["status"].get("kernelDriverInUse", "-"))' "$T/inv.json")
 claim_specs() { # FIRST LAST: the claims on nodes FIRST..LAST
     local k a node name
     for k in $(seq "$1" "$2"); do
@@ -110,8 +116,7 @@ claim_specs() { # FIRST LAST: the claims on nodes FIRST..LAST
         node=$(printf 'node-%04d' "$k")
         name=${a//:/}
         name=$node-${name//./}
-        printf '%s,%s,%s,%s\n' "$node" "$name" "$a" \
-            "$(python3 -c 'import json,sys; print(next(i["status"].get("kernelDriverInUse","") for i in json.load(open(sys.argv[1]))["items"] if i["status"]["address"] == sys.argv[2]))' "$T/inv.json" "$a")"
+        printf '%s,%s,%s,%s\n' "$node" "$name" "$a" "${DRIVER[$a]}"
     done
 }
 # The resource names the claims need, and those the KubeVirt CR lists.
