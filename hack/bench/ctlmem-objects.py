@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # hack/bench/ctlmem-objects.py - writes what N nodes' agents would have written, without the
 # agents, for hack/bench/ctlmem.sh: for each node NAME (node-0001 ...) a Node, its agent's
-# heartbeat Lease, and its 64 PCIDevices as `hostdevd inventory -o json` gives them for one
+# heartbeat Lease (of an hour: the controller counts the agent as running without renewals),
+# and its 64 PCIDevices as `hostdevd inventory -o json` gives them for one
 # node's tree (the template), renamed to the node (metadata.name, the nodename label,
 # status.nodeName), owned by the Node, created and then given their status (the status
 # subresource: two requests each, as the agent writes them); or (--claims) bound
