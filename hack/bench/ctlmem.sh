@@ -5,7 +5,8 @@
 # PCIDeviceClaims throughout, both controllers watching it at once (each leads in its own Lease
 # namespace; both keep the same KubeVirt CR, which stays exact). At each size, once both have
 # taken everything in (their CPU time still for 3 s), their VmRSS and VmHWM. Then, at the
-# largest size, the claims grown to BENCH_CTLMEM_MORE_CLAIMS: what one more claim costs.
+# largest size, the claims grown to BENCH_CTLMEM_MORE_CLAIMS (what one more claim costs), and
+# both controllers restarted (a first LIST of every device: the peak of a start on a big cluster).
 #   after:  bin/hostdevd (this tree)
 #   before: bin/hostdevd built from BENCH_CTLMEM_BEFORE (default ecc7772, main before issue 47,
 #           whose controller caches every PCIDevice whole), in $T
@@ -197,3 +198,20 @@ bench_record section="$S" name="one more claim: controller RSS" \
     value="$(awk -v a="${RSS[$large]}" -v b="$ra" -v n=$((MORE - CLAIMS)) 'BEGIN {printf "%.1f", (b - a) / n}')" unit=KiB \
     ref="$(awk -v a="${RSS_BEFORE[$large]}" -v b="$rb" -v n=$((MORE - CLAIMS)) 'BEGIN {printf "%.1f", (b - a) / n}')" ref_name="before" \
     how="(RSS with $MORE claims - RSS with $CLAIMS) / $((MORE - CLAIMS)), at $large nodes"
+
+# A controller started on the cluster as it is now: its first LIST reads every device.
+echo "=== $S: both controllers restarted on $large nodes and $MORE claims"
+for c in before after; do
+    kill -TERM "${PID[$c]}"
+    wait "${PID[$c]}" || true
+done
+start_controller before "$T/before/bin/hostdevd"
+start_controller after "${BENCH_CTLMEM_AFTER_BIN:-bin/hostdevd}"
+settled
+cr_right
+bench_record section="$S" name="$large nodes, $MORE claims, restarted: controller RSS" \
+    value="$(mib "$(bench_rss_kib "${PID[after]}")")" unit=MiB ref="$(mib "$(bench_rss_kib "${PID[before]}")")" \
+    ref_name="before" how="VmRSS of a controller started on the cluster as it is (its first LIST reads all $devices PCIDevices), once settled"
+bench_record section="$S" name="$large nodes, $MORE claims, restarted: controller peak RSS" \
+    value="$(mib "$(hwm_kib "${PID[after]}")")" unit=MiB ref="$(mib "$(hwm_kib "${PID[before]}")")" \
+    ref_name="before" how="VmHWM of the restarted controller: the LIST's pages of whole devices included"

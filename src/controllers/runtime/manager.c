@@ -21,6 +21,7 @@
 #define MAX_SUBS   16
 #define MAX_WATCH  64
 #define MAX_PARTS  24
+#define KEYED_PAGE 100 /* LIST page of a keys_of cache (the others: the informer's 500) */
 
 struct sub {
     const struct kube_informer_handlers *h;
@@ -195,6 +196,9 @@ static int make_cache(struct manager *m, struct cache *c, const struct cache_kin
             .field_selector = field[0] ? field : NULL,
             .metadata_only = kind->metadata_only,
             .keep = kind->keys_of ? keep_key : NULL,
+            /* a keyed cache reads every object of its kind and keeps few: smaller pages, so
+             * that the page being read (the most the process holds while listing) is small */
+            .page_size = kind->keys_of ? KEYED_PAGE : 0,
             .handlers = {on_add, on_update, on_delete, on_error, on_skip, on_synced},
             .userdata = c,
     };
