@@ -13,7 +13,7 @@ if [ "${1:-}" = --quick ]; then
     QUICK=1
     shift
 fi
-ALL="discovery rescan footprint idle kubeclient latency health scale anchor"
+ALL="discovery rescan footprint idle kubeclient latency health scale ctlmem anchor"
 SECTIONS=${*:-${BENCH_SECTIONS:-$ALL}}
 mkdir -p build/bench
 OUTDIR=build/bench/records$([ "$QUICK" = 1 ] && echo -quick)

@@ -107,8 +107,14 @@ bench_plane() {
     export ADMIN=$dir/admin.kubeconfig
     kubectl apply -f "$BENCH_ROOT/manifests/namespace.yaml" >/dev/null
     kubectl apply -k "$BENCH_ROOT/crds/" >/dev/null
-    kubectl wait --for condition=Established --timeout 60s \
-        crd/pcidevices.devices.harvesterhci.io crd/usbdevices.devices.harvesterhci.io >/dev/null
+    # (a CRD just created may have no status yet: kubectl wait then fails at once; try again)
+    local i
+    for i in $(seq 1 50); do
+        kubectl wait --for condition=Established --timeout 10s \
+            crd/pcidevices.devices.harvesterhci.io crd/usbdevices.devices.harvesterhci.io >/dev/null 2>&1 && break
+        [ "$i" -lt 50 ] || return 1
+        sleep 0.2
+    done
 }
 # bench_kubevirt: KubeVirt v1.9.0's own kubevirts CRD (hack/kubevirt-crds.sh) and the CR
 # kubevirt/kubevirt with the HostDevices feature gate, in the plane of bench_plane.

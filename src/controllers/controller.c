@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * controllers/controller.c - `hostdevd controller` (see controller.h): a list of parts on the
- * process skeleton. Four cluster-wide caches (PCIDeviceClaims, PCIDevices, USBDeviceClaims,
- * USBDevices: the process's, runtime/manager.h) ready once synced, the Event recorder, the
+ * process skeleton. Four cluster-wide caches (PCIDeviceClaims, USBDeviceClaims, and of the
+ * PCIDevices and USBDevices only those a claim names: objects/kinds.h kind_claimed_*, so that
+ * memory follows the claims, not the cluster's devices; the process's, runtime/manager.h) ready
+ * once synced, the Event recorder, the
  * KubeVirt reconciler and the reconciler of claims no agent serves (controllers/claims/
  * nodeclaims.c), the claim gauge, and leader election (runtime/leasepart.h): the reconcilers
  * hand out work only while this replica leads and look at everything again when it starts to.

@@ -478,11 +478,14 @@ static void set_method(CURL *e, const struct kube_http_req *in)
     }
 }
 
-static void set_transfer(CURL *e, const struct kube_http_req *in)
+static void set_transfer(CURL *e, const struct kube_http_req *in, bool tls)
 {
     (void)curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     (void)curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    (void)curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    /* Wait for the one HTTP/2 connection rather than open another. Over cleartext there is no
+     * HTTP/2 (2TLS), and curl would wait for a busy HTTP/1.1 connection (a watch's) to say
+     * whether it multiplexes: a GET beside a held watch never started. */
+    (void)curl_easy_setopt(e, CURLOPT_PIPEWAIT, tls ? 1L : 0L);
     (void)curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     (void)curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
     (void)curl_easy_setopt(e, CURLOPT_USERAGENT, "hostdevd/" HOSTDEVD_VERSION);
@@ -513,7 +516,7 @@ static int setup(struct kube_req *r, const struct kube_http_req *in)
         (void)curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
         (void)curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
         (void)curl_easy_setopt(c, CURLOPT_HTTPHEADER, r->headers);
-        set_transfer(c, in);
+        set_transfer(c, in, strncmp(r->h->config->server, "https://", 8) == 0);
         set_tls(c, r->h->config);
         set_method(c, in);
     }

@@ -4,7 +4,10 @@
  *
  * States: LIST (pages) -> WATCH -> (stream ends) WATCH | (410) LIST | (error) WAIT -> the step
  * that failed. Every LIST is a consistent read (no resourceVersion), so a relist after 410
- * never starts from data older than what was seen. Does not log.
+ * never starts from data older than what was seen. With `keep`, single objects are fetched
+ * beside (kube_informer_refresh): a GET per key, never while a LIST is being assembled (its
+ * store would not have it), its answer dropped when a watch event for the key overtook it.
+ * Does not log.
  */
 #include "kube/informer.h"
 
@@ -33,6 +36,7 @@
 #define WATCH_LOW_SPEED   180 /* seconds without a byte before a watch counts as dead */
 #define SHORT_WATCH       1.0 /* a stream that ends sooner with no event is an error */
 #define LIST_TIMEOUT      60.0
+#define FETCH_BACKOFF_MAX 30.0 /* a failed GET of one object is retried after up to this */
 
 enum step { STEP_LIST, STEP_WATCH };
 
@@ -47,6 +51,8 @@ struct kube_informer {
     bool metadata_only;
     struct kube_informer_handlers handlers;
     void *userdata;
+    bool (*keep)(const char *key, void *userdata);
+    void (*transform)(cJSON *obj);
 
     struct map *store;   /* key -> cJSON * (owned) */
     struct map *pending; /* the LIST being assembled */
@@ -66,10 +72,27 @@ struct kube_informer {
     unsigned long watch_events;
     uint64_t rng;
     struct kube_informer_stats stats;
+    /* with keep: */
+    struct map *fetches;      /* key -> struct fetch * (a GET under way or waiting to retry) */
+    struct map *deferred;     /* keys refreshed while a LIST was assembled: GET once stored */
+    unsigned long list_epoch; /* LISTs started: a GET sent before the latest one is dropped */
+    bool sync_waits;          /* the first LIST is stored; synced once its GETs answered */
+};
+
+/* A GET of one object for kube_informer_refresh. */
+struct fetch {
+    struct kube_informer *inf;
+    struct kube_req *req; /* NULL while waiting to retry */
+    ev_timer retry;
+    struct backoff backoff;
+    unsigned long epoch; /* list_epoch when it was sent */
+    bool stale;          /* a watch event for the key came since it was sent */
+    char key[];
 };
 
 static void start_list(struct kube_informer *inf);
 static void start_watch(struct kube_informer *inf);
+static void fetch_deferred(struct kube_informer *inf);
 
 static void free_json(void *p)
 {
@@ -206,6 +229,8 @@ static void trim(const struct kube_informer *inf, cJSON *obj)
             strcmp(c->string, "kind") != 0)
             cJSON_Delete(cJSON_DetachItemViaPointer(obj, c));
     }
+    if (inf->transform)
+        inf->transform(obj);
 }
 
 /* An object that cannot be kept (no name, or one too long for a key): skipped and reported.
@@ -246,6 +271,10 @@ static int take_items(struct kube_informer *inf, cJSON *list, const char **why)
         trim(inf, item);
         if (e < 0) {
             skip_object(inf, e, "LIST item ", i);
+            continue;
+        }
+        if (inf->keep && !inf->keep(key, inf->userdata)) {
+            inf->stats.dropped++;
             continue;
         }
         e = map_put(inf->pending, key, item);
@@ -335,8 +364,15 @@ static int list_page_done(struct kube_informer *inf, const struct kube_resp *res
         return 0;
     }
     replace_store(inf);
-    inf->synced = true;
     inf->stats.lists++;
+    fetch_deferred(inf);
+    if (!inf->synced && inf->fetches && map_size(inf->fetches) > 0)
+        inf->sync_waits = true; /* synced once the GETs the LIST left answer */
+    else if (!inf->synced) {
+        inf->synced = true;
+        if (inf->handlers.on_synced)
+            inf->handlers.on_synced(inf->userdata);
+    }
     start_watch(inf);
     return 0;
 }
@@ -390,6 +426,7 @@ static void list_page(struct kube_informer *inf)
 
 static void start_list(struct kube_informer *inf)
 {
+    inf->list_epoch++;
     map_free(inf->pending);
     map_free(inf->conts);
     inf->pending = map_new(free_json);
@@ -412,9 +449,18 @@ static int apply_object(struct kube_informer *inf, const struct kube_watch_event
         skip_object(inf, e, "a watch event's object", 0);
         return 0;
     }
+    struct fetch *f = inf->fetches ? map_get(inf->fetches, key) : NULL;
+    if (f)
+        f->stale = true; /* the event is at least as new as what the GET will say */
     _cleanup_json_ cJSON *old = map_take(inf->store, key);
+    if (inf->keep && !inf->keep(key, inf->userdata)) {
+        inf->stats.dropped++;
+        if (old && inf->handlers.on_delete) /* kept no longer, and not refreshed yet */
+            inf->handlers.on_delete(key, old, inf->userdata);
+        return 0;
+    }
     if (ev->type == KUBE_WATCH_DELETED) {
-        if (inf->handlers.on_delete)
+        if (inf->handlers.on_delete && (old || !inf->keep))
             inf->handlers.on_delete(key, ev->object, inf->userdata);
         return 0;
     }
@@ -586,6 +632,157 @@ static void start_watch(struct kube_informer *inf)
     inf->watch_events = 0;
 }
 
+/* --- single objects (keep) ------------------------------------------------------------------- */
+
+static void free_fetch(void *p)
+{
+    struct fetch *f = p;
+    if (f->req)
+        kube_http_cancel(f->inf->http, f->req);
+    ev_timer_stop(f->inf->loop, &f->retry);
+    free(f);
+}
+
+/* The first LIST was stored and the last of the GETs it left has answered: synced now. */
+static void maybe_synced(struct kube_informer *inf)
+{
+    if (!inf->sync_waits || map_size(inf->fetches) > 0)
+        return;
+    inf->sync_waits = false;
+    inf->synced = true;
+    if (inf->handlers.on_synced)
+        inf->handlers.on_synced(inf->userdata);
+}
+
+/* Stores what a GET of `key` answered (`obj`, or NULL: not found), telling the handlers. */
+static void store_fetched(struct kube_informer *inf, const char *key, const cJSON *obj)
+{
+    _cleanup_json_ cJSON *old = map_take(inf->store, key);
+    _cleanup_json_ cJSON *dup = obj ? cJSON_Duplicate(obj, true) : NULL;
+    if (!dup) {
+        if (old && inf->handlers.on_delete)
+            inf->handlers.on_delete(key, old, inf->userdata);
+        return;
+    }
+    trim(inf, dup);
+    json_intern_keys(dup);
+    if (map_put(inf->store, key, dup) < 0)
+        return; /* out of memory: as if gone; a later event brings it */
+    const cJSON *copy = TAKE_PTR(dup);
+    const char *old_rv = old ? rv_of(old) : NULL, *new_rv = rv_of(copy);
+    if (!old && inf->handlers.on_add)
+        inf->handlers.on_add(key, copy, inf->userdata);
+    else if (old && inf->handlers.on_update && (!old_rv || !new_rv || strcmp(old_rv, new_rv) != 0))
+        inf->handlers.on_update(key, old, copy, inf->userdata);
+}
+
+static int send_fetch(struct fetch *f);
+
+static void on_fetch_retry(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct fetch *f = w->data;
+    (void)loop;
+    (void)revents;
+    if (send_fetch(f) < 0)
+        (void)map_remove(f->inf->fetches, f->key); /* out of memory; a later refresh asks again */
+}
+
+static void on_fetch_done(const struct kube_err *err, const cJSON *obj, void *userdata)
+{
+    struct fetch *f = userdata;
+    struct kube_informer *inf = f->inf;
+    f->req = NULL;
+    bool gone = err && err->http == 404;
+    if (err && !gone && !f->stale && f->epoch == inf->list_epoch) {
+        inf->stats.errors++;
+        if (inf->handlers.on_error)
+            inf->handlers.on_error(err, inf->userdata);
+        double delay = backoff_next(&f->backoff, ev_now(inf->loop), rand01(inf));
+        ev_timer_set(&f->retry, err->retry_after > delay ? err->retry_after : delay, 0.);
+        ev_timer_start(inf->loop, &f->retry);
+        return;
+    }
+    char key[KEY_MAX];
+    (void)snprintf(key, sizeof(key), "%s", f->key);
+    bool relisted = f->epoch != inf->list_epoch, stale = f->stale;
+    free(map_take(inf->fetches, key)); /* f: its request is done, its timer stopped */
+    inf->stats.fetches_dropped += relisted || stale;
+    if (relisted)
+        (void)kube_informer_refresh(inf, key); /* again, after the LIST */
+    else if (!stale && inf->keep(key, inf->userdata))
+        store_fetched(inf, key, gone ? NULL : obj);
+    maybe_synced(inf);
+}
+
+static int send_fetch(struct fetch *f)
+{
+    struct kube_informer *inf = f->inf;
+    const char *slash = inf->resource->namespaced ? strchr(f->key, '/') : NULL;
+    char ns[KEY_MAX] = "";
+    if (slash)
+        (void)snprintf(ns, sizeof(ns), "%.*s", (int)(slash - f->key), f->key);
+    f->epoch = inf->list_epoch;
+    f->stale = false;
+    inf->stats.fetches++;
+    return kube_client_send(inf->http, "GET", inf->resource, slash ? ns : NULL,
+                            slash ? slash + 1 : f->key, NULL, on_fetch_done, f, &f->req);
+}
+
+static int start_fetch(struct kube_informer *inf, const char *key)
+{
+    size_t len = strlen(key);
+    struct fetch *f = calloc(1, sizeof(*f) + len + 1);
+    if (!f)
+        return -ENOMEM;
+    f->inf = inf;
+    memcpy(f->key, key, len + 1);
+    ev_timer_init(&f->retry, on_fetch_retry, 0., 0.);
+    f->retry.data = f;
+    backoff_init(&f->backoff, 0.8, FETCH_BACKOFF_MAX, 2.0, 1.0, 120.0);
+    int e = map_put(inf->fetches, key, f);
+    if (e < 0) {
+        free(f);
+        return e;
+    }
+    e = send_fetch(f);
+    if (e < 0)
+        (void)map_remove(inf->fetches, key);
+    return e;
+}
+
+/* The LIST is stored: GET the keys refreshed meanwhile that it did not bring. */
+static void fetch_deferred(struct kube_informer *inf)
+{
+    const char *key;
+    size_t pos = 0;
+    while (inf->deferred && map_next(inf->deferred, &pos, &key, NULL))
+        if (!map_contains(inf->store, key) && !map_contains(inf->fetches, key) &&
+            inf->keep(key, inf->userdata))
+            (void)start_fetch(inf, key);
+    if (inf->deferred)
+        map_clear(inf->deferred);
+}
+
+int kube_informer_refresh(struct kube_informer *inf, const char *key)
+{
+    if (!inf->keep || !inf->running)
+        return 0;
+    if (!inf->keep(key, inf->userdata)) {
+        (void)map_remove(inf->fetches, key);
+        (void)map_remove(inf->deferred, key);
+        _cleanup_json_ cJSON *old = map_take(inf->store, key);
+        if (old && inf->handlers.on_delete)
+            inf->handlers.on_delete(key, old, inf->userdata);
+        maybe_synced(inf);
+        return 0;
+    }
+    if (map_contains(inf->store, key) || map_contains(inf->fetches, key))
+        return 0;
+    if (inf->pending) /* a LIST is being assembled: after it */
+        return map_put(inf->deferred, key, inf);
+    return start_fetch(inf, key);
+}
+
 /* --- the informer --------------------------------------------------------------------------- */
 
 static int copy_config(struct kube_informer *inf, const struct kube_informer_config *cfg)
@@ -595,6 +792,8 @@ static int copy_config(struct kube_informer *inf, const struct kube_informer_con
     inf->watch_timeout = cfg->watch_timeout > 0 ? cfg->watch_timeout : 0;
     inf->keep_managed_fields = cfg->keep_managed_fields;
     inf->metadata_only = cfg->metadata_only;
+    inf->keep = cfg->keep;
+    inf->transform = cfg->transform;
     inf->handlers = cfg->handlers;
     inf->userdata = cfg->userdata;
     int e = set_str(&inf->ns, cfg->namespace);
@@ -622,7 +821,12 @@ struct kube_informer *kube_informer_new(struct ev_loop *loop, struct kube_http *
     inf->timer.data = inf;
     backoff_init(&inf->backoff, 0.8, 30.0, 2.0, 1.0, 120.0);
     kube_watch_framer_init(&inf->framer, KUBE_WATCH_LINE_MAX);
-    if (!inf->store || copy_config(inf, cfg) < 0)
+    if (cfg->keep) {
+        inf->fetches = map_new(free_fetch);
+        inf->deferred = map_new(NULL);
+    }
+    if (!inf->store || (cfg->keep && (!inf->fetches || !inf->deferred)) ||
+        copy_config(inf, cfg) < 0)
         return kube_informer_free(inf);
     return inf;
 }
@@ -653,6 +857,11 @@ void kube_informer_stop(struct kube_informer *inf)
     ev_timer_stop(inf->loop, &inf->timer);
     inf->running = false;
     inf->relist = false;
+    inf->sync_waits = false;
+    if (inf->fetches)
+        map_clear(inf->fetches); /* cancels the GETs */
+    if (inf->deferred)
+        map_clear(inf->deferred);
 }
 
 struct kube_informer *kube_informer_free(struct kube_informer *inf)
@@ -661,6 +870,8 @@ struct kube_informer *kube_informer_free(struct kube_informer *inf)
         return NULL;
     kube_informer_stop(inf);
     kube_watch_framer_free(&inf->framer);
+    map_free(inf->fetches);
+    map_free(inf->deferred);
     map_free(inf->store);
     map_free(inf->pending);
     map_free(inf->conts);

@@ -38,6 +38,8 @@ struct kube_informer_handlers {
      * metadata.name of at most 500 bytes; the server never sends one): skipped, the rest of the
      * page or stream taken. `what` says which and why. May be NULL. */
     void (*on_skip)(const char *what, void *userdata);
+    /* Once, when the informer has synced (kube_informer_has_synced turns true). May be NULL. */
+    void (*on_synced)(void *userdata);
 };
 
 struct kube_informer_config {
@@ -52,6 +54,16 @@ struct kube_informer_config {
                                    is most of its size; enough to know it exists) */
     int watch_timeout;          /* each WATCH's server-side timeoutSeconds; 0 = random in
                                    [300, 600) (tests: the server bookmarks 2 s before it) */
+    /* Optional: cache only the objects whose key this says yes to (with `userdata`), the
+     * others read from the LIST's pages and the watch and dropped at once, no handler told:
+     * memory follows the keys, not the collection (the controller keeps the devices that are
+     * claimed, of the whole cluster's). What it says may change: kube_informer_refresh() is
+     * then told the key. */
+    bool (*keep)(const char *key, void *userdata);
+    /* Optional: called on each object before it is stored (after managedFields and
+     * metadata_only are dropped) to drop what no reader needs, as client-go's SetTransform; must
+     * leave metadata.name, namespace and resourceVersion. The handlers see what it left. */
+    void (*transform)(struct cJSON *obj);
     struct kube_informer_handlers handlers;
     void *userdata;
 };
@@ -63,8 +75,11 @@ struct kube_informer_stats {
     unsigned long watch_restarts; /* WATCHes that ended and were restarted */
     unsigned long events;         /* ADDED/MODIFIED/DELETED events applied */
     unsigned long bookmarks;
-    unsigned long errors;  /* failed LIST or WATCH requests */
-    unsigned long skipped; /* objects that could not be kept (on_skip) */
+    unsigned long errors;          /* failed LIST or WATCH requests */
+    unsigned long skipped;         /* objects that could not be kept (on_skip) */
+    unsigned long fetches;         /* GETs of one object (kube_informer_refresh) */
+    unsigned long fetches_dropped; /* their answers dropped: a watch event or a LIST was newer */
+    unsigned long dropped;         /* objects of a LIST or event that keep() refused */
 };
 
 /* A new, stopped informer. The config's strings are copied. NULL on OOM or bad config. */
@@ -84,7 +99,17 @@ void kube_informer_retry_now(struct kube_informer *inf);
 /* Stops: cancels requests and timers; the store is kept. */
 void kube_informer_stop(struct kube_informer *inf);
 
-/* Whether the first complete LIST has been stored. */
+/* With `keep`: the answer of keep(key) may have changed. Now yes and the object not cached: it
+ * is fetched (a GET; once the LIST under way is stored, if one is) and stored with on_add, the
+ * GET's answer dropped when a watch event for the key came meanwhile (the event is as new) or a
+ * LIST started (fetched again after it); a failed GET is retried with backoff while the key is
+ * kept. Now no: the object is dropped with on_delete (its last state), a GET under way
+ * cancelled. Nothing happens before kube_informer_start (the first LIST asks keep) or without
+ * `keep`. Returns 0 or -ENOMEM. */
+int kube_informer_refresh(struct kube_informer *inf, const char *key);
+
+/* Whether the first complete LIST has been stored (with `keep`: and the GETs it left to do, for
+ * keys refreshed while it was under way, have answered). */
 bool kube_informer_has_synced(const struct kube_informer *inf);
 
 /* The cached object for `key`, or NULL (borrowed; valid until the loop runs again). */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 const struct kube_resource fake_api_things = {"test.hostdevd.io", "v1", "things", false};
+const struct kube_resource fake_api_others = {"test.hostdevd.io", "v1", "others", false};
 
 struct fake_conn {
     int fd;
@@ -34,6 +35,10 @@ static void conn_close(struct fake_conn *c)
     *p = c->next;
     if (c->f->watch == c)
         c->f->watch = NULL;
+    if (c->f->held == c)
+        c->f->held = NULL;
+    if (c->f->others_watch == c)
+        c->f->others_watch = NULL;
     ev_io_stop(c->f->loop, &c->w);
     close(c->fd);
     free(c);
@@ -67,7 +72,10 @@ static void reply_status(struct fake_conn *c, int code)
     (void)snprintf(body, sizeof(body),
                    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
                    "\"reason\":\"%s\",\"code\":%d}",
-                   code == 410 ? "Expired" : "InternalError", code);
+                   code == 410   ? "Expired"
+                   : code == 404 ? "NotFound"
+                                 : "InternalError",
+                   code);
     reply(c, code, body);
 }
 
@@ -85,12 +93,66 @@ static void query(const char *path, const char *name, char *ret, size_t size)
     }
 }
 
+static void answer_get(struct fake_conn *c)
+{
+    if (c->f->get_code)
+        reply(c, c->f->get_code, c->f->get_body);
+    else
+        reply_status(c, 404);
+}
+
+bool fake_api_answer_get(struct fake_api *f)
+{
+    if (!f->held)
+        return false;
+    answer_get(f->held);
+    conn_close(f->held);
+    return true;
+}
+
+/* A GET of one object: answered, or held (then the connection stays open). */
+static void serve_get(struct fake_conn *c, const char *name)
+{
+    struct fake_api *f = c->f;
+    f->gets++;
+    (void)snprintf(f->get_name, sizeof(f->get_name), "%.*s", (int)strcspn(name, "?"), name);
+    if (!f->hold_gets) {
+        answer_get(c);
+        return;
+    }
+    c->streaming = true; /* not closed after serve */
+    f->held = c;
+}
+
 static void serve(struct fake_conn *c, const char *path)
 {
     struct fake_api *f = c->f;
     char watch[8], bookmarks[8];
+    static const char things[] = "/apis/test.hostdevd.io/v1/things/";
+    static const char others[] = "/apis/test.hostdevd.io/v1/others";
+    bool other = strncmp(path, others, sizeof(others) - 1) == 0;
+    if (strncmp(path, things, sizeof(things) - 1) == 0) {
+        serve_get(c, path + sizeof(things) - 1);
+        return;
+    }
+    if (other && path[sizeof(others) - 1] == '/') {
+        serve_get(c, path + sizeof(others));
+        return;
+    }
     query(path, "watch", watch, sizeof(watch));
     if (strcmp(watch, "1") != 0) {
+        size_t n = strlen(f->order);
+        (void)snprintf(f->order + n, sizeof(f->order) - n, "%s ", other ? "others" : "things");
+        if (other) {
+            f->others_lists++;
+            char body[sizeof(f->others_items) + 256];
+            (void)snprintf(body, sizeof(body),
+                           "{\"kind\":\"OtherList\",\"metadata\":{\"resourceVersion\":\"%s\"},"
+                           "\"items\":%s}",
+                           f->list_rv, f->others_items);
+            reply(c, 200, body);
+            return;
+        }
         f->lists++;
         query(path, "labelSelector", f->list_labels, sizeof(f->list_labels));
         query(path, "fieldSelector", f->list_fields, sizeof(f->list_fields));
@@ -118,6 +180,13 @@ static void serve(struct fake_conn *c, const char *path)
     static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                "Transfer-Encoding: chunked\r\n\r\n";
     send_all(c, head, sizeof(head) - 1);
+    if (other) {
+        if (f->others_watch)
+            conn_close(f->others_watch);
+        c->streaming = true;
+        f->others_watch = c;
+        return;
+    }
     if (f->watch) /* the informer watches once at a time: the old stream is gone */
         conn_close(f->watch);
     c->streaming = true;
@@ -175,6 +244,7 @@ void fake_api_start(struct fake_api *f, struct ev_loop *loop)
 {
     *f = (struct fake_api){.loop = loop};
     fake_api_set_list(f, "1", "[]");
+    (void)snprintf(f->others_items, sizeof(f->others_items), "[]");
     f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof(a);

@@ -13,8 +13,10 @@
 
 #include "kube/client.h"
 
-/* The kind served: /apis/test.hostdevd.io/v1/things. */
+/* The kind served: /apis/test.hostdevd.io/v1/things; and a second one, others, LISTed from
+ * others_items (at list_rv) and watched on a stream of its own (no event is written there). */
 extern const struct kube_resource fake_api_things;
+extern const struct kube_resource fake_api_others;
 
 struct fake_conn;
 
@@ -35,6 +37,18 @@ struct fake_api {
     char list_labels[256], list_fields[256]; /* the selectors of the last LIST (URL-encoded) */
     bool watch_bookmarks;                    /* the last WATCH asked allowWatchBookmarks=true */
     int watch_code; /* answer the next WATCH with this Status code instead (0: stream) */
+    /* a GET of one object (/things/<name>): answered get_body with get_code (0: 404 with a
+     * Status), or held unanswered while hold_gets until fake_api_answer_get() */
+    int gets;
+    char get_name[64]; /* the name of the last GET */
+    int get_code;
+    char get_body[1024];
+    bool hold_gets;
+    struct fake_conn *held;
+    char others_items[4096]; /* the LIST of others ("[]" at start) */
+    int others_lists;
+    struct fake_conn *others_watch;
+    char order[256]; /* the kinds LISTed, in order: "things others things " */
 };
 
 /* Listens on 127.0.0.1 (a free port) on `loop`. */
@@ -47,6 +61,8 @@ void fake_api_set_list(struct fake_api *f, const char *rv, const char *items_jso
 /* Writes one watch event ({"type": type, "object": object_json}) into the open WATCH; false
  * when none is open. */
 bool fake_api_event(struct fake_api *f, const char *type, const char *object_json);
+/* Answers the GET held (hold_gets) as get_code and get_body say now; false when none is held. */
+bool fake_api_answer_get(struct fake_api *f);
 /* Ends the open WATCH cleanly (the server's timeout) or, with `reset`, by closing it mid-way. */
 void fake_api_end_watch(struct fake_api *f, bool reset);
 /* {"metadata":{"name":name,"resourceVersion":rv}} in `buf`. */

@@ -3,7 +3,9 @@
  * test/unit/test_manager.c - runtime/manager: one cache per kind (a real informer on a fake API
  * server, fake_api.h), its events to its receivers first and then to the watches of that kind in
  * the order the parts were added, with the event's type, key and object; topics to their watches
- * only; parts found by their hooks; readiness named after the cache that has not synced.
+ * only; parts found by their hooks; readiness named after the cache that has not synced; a
+ * cache of keys_of started once its keys' cache has synced, keeping what those keys name and
+ * following them (a key that comes: a GET; one that goes: dropped).
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
@@ -82,7 +84,8 @@ static void sub_delete(const char *key, const struct cJSON *obj, void *ud)
     note(ud, "delete", key);
 }
 
-static const struct kube_informer_handlers sub = {sub_add, sub_update, sub_delete, NULL, NULL};
+static const struct kube_informer_handlers sub = {
+        .on_add = sub_add, .on_update = sub_update, .on_delete = sub_delete};
 
 static void watch_map(void *self, const struct watch_event *ev)
 {
@@ -293,12 +296,79 @@ static void test_bounds(void)
     teardown();
 }
 
+/* A kind keyed by things (its cache keeps the others named like a thing). */
+static const struct cache_kind keyed = {
+        .name = "keyed", .res = &fake_api_others, .keys_of = &things};
+
+static bool keyed_synced(void)
+{
+    return kube_informer_has_synced(manager_cache(T.m, &keyed));
+}
+
+static bool things_listed(void)
+{
+    return T.api.lists >= 1;
+}
+
+static bool keyed_has_c(void)
+{
+    return kube_informer_get(manager_cache(T.m, &keyed), "c") != NULL;
+}
+
+static bool keyed_lost_a(void)
+{
+    return kube_informer_get(manager_cache(T.m, &keyed), "a") == NULL;
+}
+
+/* things: a; others: a, b, c. The keyed cache LISTs once things has synced (its first LIST
+ * failed: the keyed one waits), keeps a; a thing c made later brings its other with a GET; a
+ * deleted drops its other. */
+static void test_keyed_cache(void)
+{
+    setup();
+    (void)snprintf(T.api.others_items, sizeof(T.api.others_items), "[%s,%s,%s]",
+                   "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"5\"}}",
+                   "{\"metadata\":{\"name\":\"b\",\"resourceVersion\":\"5\"}}",
+                   "{\"metadata\":{\"name\":\"c\",\"resourceVersion\":\"5\"}}");
+    struct kube_informer *k = manager_cache(T.m, &keyed);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    CU_ASSERT_PTR_NOT_NULL(manager_cache(T.m, &things)); /* made with it */
+    CU_ASSERT_EQUAL(manager_subscribe(T.m, &keyed, &sub, runner_id), 0);
+    T.api.list_code = 500; /* things' first LIST fails: it waits out its backoff */
+    CU_ASSERT_EQUAL(manager_start(T.m), 0);
+    CU_ASSERT_FATAL(fake_api_run_until(T.loop, things_listed));
+    T.api.list_code = 0;
+    CU_ASSERT_FATAL(fake_api_run_until(T.loop, keyed_synced));
+    CU_ASSERT_STRING_EQUAL(T.api.order, "things things others "); /* after things synced */
+    CU_ASSERT_EQUAL(kube_informer_size(k), 1);
+    CU_ASSERT_PTR_NOT_NULL(kube_informer_get(k, "a"));
+    CU_ASSERT_STRING_EQUAL(T.log, "runner:add:a ");
+    CU_ASSERT_FATAL(fake_api_run_until(T.loop, synced)); /* things' watch is open */
+
+    T.api.get_code = 200;
+    (void)snprintf(T.api.get_body, sizeof(T.api.get_body),
+                   "{\"metadata\":{\"name\":\"c\",\"resourceVersion\":\"7\"}}");
+    char obj[128];
+    CU_ASSERT(fake_api_event(&T.api, "ADDED", fake_api_obj(obj, sizeof(obj), "c", "6")));
+    CU_ASSERT(fake_api_run_until(T.loop, keyed_has_c));
+    CU_ASSERT_STRING_EQUAL(T.api.get_name, "c");
+    CU_ASSERT_EQUAL(T.api.gets, 1);
+    CU_ASSERT(fake_api_event(&T.api, "DELETED", fake_api_obj(obj, sizeof(obj), "a", "8")));
+    CU_ASSERT(fake_api_run_until(T.loop, keyed_lost_a));
+    CU_ASSERT_STRING_EQUAL(T.log, "runner:add:a runner:add:c runner:delete:a ");
+    CU_ASSERT_EQUAL(kube_informer_size(k), 1);
+    CU_ASSERT_EQUAL(T.api.others_lists, 1);
+    teardown();
+}
+
 static CU_TestInfo tests[] = {
         {"in a node's process, a kind narrowed to the node", test_node_selectors},
         {"failures to the receivers that take them", test_failures_to_receivers},
         {"24 parts, 64 watches, 16 kinds, one worker", test_bounds},
         {"a cache's events: receivers, then watches, in order", test_cache_events_in_order},
         {"topics to their watches; parts by their hooks", test_topics_and_parts},
+        {"keys_of: started after its keys' cache, keeps what they name, follows them",
+         test_keyed_cache},
         CU_TEST_INFO_NULL,
 };
 

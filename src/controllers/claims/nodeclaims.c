@@ -407,6 +407,43 @@ static void on_lease_skip(const char *what, void *userdata)
     informer_log_skip(&((struct nodeclaims *)userdata)->lease_log, what);
 }
 
+/* --- what is cached of Nodes and Leases ------------------------------------------------------ */
+
+/* Deletes the members of `o` not named in `names` (NULL-terminated). */
+static void keep_members(cJSON *o, const char *const *names)
+{
+    for (cJSON *c = o ? o->child : NULL, *next; c; c = next) {
+        next = c->next;
+        bool named = false;
+        for (const char *const *n = names; *n && !named; n++)
+            named = c->string && strcmp(c->string, *n) == 0;
+        if (!named)
+            cJSON_Delete(cJSON_DetachItemViaPointer(o, c));
+    }
+}
+
+static const char *const identity[] = {
+        "name", "namespace", "uid", "resourceVersion", "deletionTimestamp", NULL};
+
+/* A Node: whether it exists is all the claims need (its name; the runner's resourceVersion).
+ * Its labels and annotations, a kilobyte or more each on a real cluster, are not kept. */
+static void node_transform(cJSON *node)
+{
+    static const char *const top[] = {"metadata", NULL};
+    keep_members(node, top);
+    keep_members(cJSON_GetObjectItemCaseSensitive(node, "metadata"), identity);
+}
+
+/* A heartbeat Lease: its holder, duration and renewal (agent_of). */
+static void lease_transform(cJSON *lease)
+{
+    static const char *const top[] = {"metadata", "spec", NULL};
+    static const char *const spec[] = {"holderIdentity", "leaseDurationSeconds", "renewTime", NULL};
+    keep_members(lease, top);
+    keep_members(cJSON_GetObjectItemCaseSensitive(lease, "metadata"), identity);
+    keep_members(cJSON_GetObjectItemCaseSensitive(lease, "spec"), spec);
+}
+
 /* --- life ------------------------------------------------------------------------------------ */
 
 struct nodeclaims *nodeclaims_new(const struct nodeclaims_config *cfg)
@@ -421,7 +458,9 @@ struct nodeclaims *nodeclaims_new(const struct nodeclaims_config *cfg)
     struct runner_config rc = {.name = "nodeclaims",
                                .loop = cfg->env.loop,
                                .http = cfg->env.http,
-                               .informer = {.resource = &kube_res_nodes, .metadata_only = true},
+                               .informer = {.resource = &kube_res_nodes,
+                                            .metadata_only = true,
+                                            .transform = node_transform},
                                .max_in_flight = MAX_IN_FLIGHT,
                                .max_backoff = 60,
                                .metrics = cfg->env.metrics,
@@ -429,6 +468,7 @@ struct nodeclaims *nodeclaims_new(const struct nodeclaims_config *cfg)
                                .ctx = nc};
     struct kube_informer_config lc = {.resource = &kube_res_leases,
                                       .namespace = cfg->lease_namespace,
+                                      .transform = lease_transform,
                                       .handlers = {.on_add = on_lease_add,
                                                    .on_update = on_lease_update,
                                                    .on_delete = on_lease_delete,

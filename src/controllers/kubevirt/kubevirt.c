@@ -366,8 +366,8 @@ struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg)
     k->cfg = *cfg;
     struct manager *m = cfg->env.mgr;
     k->caches = (struct caches){
-            manager_cache(m, &kind_pcideviceclaims), manager_cache(m, &kind_pcidevices),
-            manager_cache(m, &kind_usbdeviceclaims), manager_cache(m, &kind_usbdevices)};
+            manager_cache(m, &kind_pcideviceclaims), manager_cache(m, &kind_claimed_pcidevices),
+            manager_cache(m, &kind_usbdeviceclaims), manager_cache(m, &kind_claimed_usbdevices)};
     k->vgpus = manager_cache(m, &kind_vgpudevices);
     struct runner_config rc = {.name = "kubevirt",
                                .loop = cfg->env.loop,
@@ -435,9 +435,9 @@ static void *make(const struct part_env *env)
 
 static const struct watch watches[] = {
         {.kind = &kind_pcideviceclaims, .map = enqueue},
-        {.kind = &kind_pcidevices, .map = enqueue},
+        {.kind = &kind_claimed_pcidevices, .map = enqueue},
         {.kind = &kind_usbdeviceclaims, .map = enqueue},
-        {.kind = &kind_usbdevices, .map = enqueue},
+        {.kind = &kind_claimed_usbdevices, .map = enqueue},
         {.kind = &kind_vgpudevices, .map = enqueue},
         {.topic = &leasepart_leading, .map = enqueue},
         {0},

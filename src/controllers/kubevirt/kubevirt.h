@@ -60,8 +60,10 @@ bool kvpermit_mdev_entry(const struct cJSON *vgpu, struct permitted_entry *ret);
  * of them, whichever comes first). Pure. */
 bool kvpermit_manages(const char *configured, const char *key, size_t count);
 
-/* The entries are computed from the process's caches of our claims, devices and VGPUDevices
- * (cluster-wide), and the
+/* The entries are computed from the process's caches of our claims, of the devices they name
+ * (only those: objects/kinds.h kind_claimed_pcidevices; a PCIDevice is read for its
+ * status.vendorId, deviceId and resourceName, a USBDevice for status.vendorID, productID and
+ * resourceName) and of VGPUDevices (cluster-wide), and the
  * CR looked at again after each of their events and when this replica starts to lead; keys are
  * handed out only while it leads (runtime/leasepart.h). */
 struct kvpermit *kvpermit_new(const struct kvpermit_config *cfg);

@@ -13,6 +13,10 @@ const struct cache_kind kind_usbdevices = {
 const struct cache_kind kind_sriovnetworkdevices = {.name = "sriovnetworkdevices",
                                                     .res = &kube_res_sriovnetworkdevices,
                                                     .node_label = "nodename"};
+const struct cache_kind kind_claimed_pcidevices = {
+        .name = "pcidevices", .res = &kube_res_pcidevices, .keys_of = &kind_pcideviceclaims};
+const struct cache_kind kind_claimed_usbdevices = {
+        .name = "usbdevices", .res = &kube_res_usbdevices, .keys_of = &kind_usbdeviceclaims};
 const struct cache_kind kind_pcideviceclaims = {
         .name = "pcideviceclaims", .res = &kube_res_pcideviceclaims, .node_field = "spec.nodeName"};
 const struct cache_kind kind_usbdeviceclaims = {.name = "usbdeviceclaims",

@@ -15,3 +15,8 @@ extern const struct cache_kind kind_sriovnetworkdevices; /* label nodename=<node
 extern const struct cache_kind kind_pcideviceclaims;     /* field spec.nodeName=<node> */
 extern const struct cache_kind kind_usbdeviceclaims;     /* every one (named after a device) */
 extern const struct cache_kind kind_vgpudevices;         /* label nodename=<node> */
+/* The controller's: the PCIDevices and USBDevices a claim names (a claim is named after its
+ * device), of the whole cluster, and no other (manager.h keys_of): what the KubeVirt reconciler
+ * reads of devices, in memory that follows the claims. */
+extern const struct cache_kind kind_claimed_pcidevices;
+extern const struct cache_kind kind_claimed_usbdevices;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "base/buf.h"
+#include "base/map.h"
 #include "base/log.h"
 #include "controllers/runtime/part.h"
 #include "controllers/runtime/runner.h"
@@ -20,6 +21,7 @@
 #define MAX_SUBS   16
 #define MAX_WATCH  64
 #define MAX_PARTS  24
+#define KEYED_PAGE 100 /* LIST page of a keys_of cache (the others: the informer's 500) */
 
 struct sub {
     const struct kube_informer_handlers *h;
@@ -35,6 +37,7 @@ struct cache {
     char log_name[96];
     struct sub subs[MAX_SUBS];
     size_t n_subs;
+    struct map *keys; /* with kind->keys_of: the names that cache has (the keys kept) */
 };
 
 struct bound_watch {
@@ -108,6 +111,14 @@ static void on_error(const struct kube_err *err, void *userdata)
         informer_log_error(&c->log, err);
 }
 
+static void start_keyed(struct manager *m, const struct cache_kind *keys_of);
+
+static void on_synced(void *userdata)
+{
+    const struct cache *c = userdata;
+    start_keyed(c->m, c->kind);
+}
+
 static void on_skip(const char *what, void *userdata)
 {
     const struct cache *c = userdata;
@@ -122,6 +133,41 @@ static void on_skip(const char *what, void *userdata)
 }
 
 /* --- caches ---------------------------------------------------------------------------------- */
+
+/* A cache of keys_of: whether `key` is one of the names its keys' cache has. */
+static bool keep_key(const char *key, void *userdata)
+{
+    const struct cache *c = userdata;
+    return map_contains(c->keys, key);
+}
+
+/* The keys' cache has `key` now, or not any more: the keyed cache follows. */
+static void key_add(const char *key, const struct cJSON *obj, void *userdata)
+{
+    struct cache *c = userdata;
+    (void)obj;
+    if (!map_contains(c->keys, key) && map_put(c->keys, key, c) < 0)
+        return; /* out of memory: the device is not cached; the claim's next change retries */
+    (void)kube_informer_refresh(c->inf, key);
+}
+
+static void key_update(const char *key, const struct cJSON *old, const struct cJSON *obj,
+                       void *userdata)
+{
+    (void)old;
+    key_add(key, obj, userdata);
+}
+
+static void key_delete(const char *key, const struct cJSON *obj, void *userdata)
+{
+    struct cache *c = userdata;
+    (void)obj;
+    (void)map_remove(c->keys, key);
+    (void)kube_informer_refresh(c->inf, key);
+}
+
+static const struct kube_informer_handlers key_handlers = {
+        .on_add = key_add, .on_update = key_update, .on_delete = key_delete};
 
 static struct cache *find(const struct manager *m, const struct cache_kind *kind)
 {
@@ -149,23 +195,62 @@ static int make_cache(struct manager *m, struct cache *c, const struct cache_kin
             .label_selector = label[0] ? label : NULL,
             .field_selector = field[0] ? field : NULL,
             .metadata_only = kind->metadata_only,
-            .handlers = {on_add, on_update, on_delete, on_error, on_skip},
+            .keep = kind->keys_of ? keep_key : NULL,
+            /* a keyed cache reads every object of its kind and keeps few: smaller pages, so
+             * that the page being read (the most the process holds while listing) is small */
+            .page_size = kind->keys_of ? KEYED_PAGE : 0,
+            .handlers = {on_add, on_update, on_delete, on_error, on_skip, on_synced},
             .userdata = c,
     };
+    if (kind->keys_of && !(c->keys = map_new(NULL)))
+        return -ENOMEM;
     c->inf = kube_informer_new(m->loop, m->http, &ic);
+    if (!c->inf)
+        c->keys = map_free(c->keys);
     return c->inf ? 0 : -ENOMEM;
 }
+
+/* Whether `c` may start: a cache of keys_of once the keys' cache has synced. */
+static bool may_start(const struct manager *m, const struct cache *c)
+{
+    const struct cache *keys = c->kind->keys_of ? find(m, c->kind->keys_of) : NULL;
+    return m->started && (!keys || kube_informer_has_synced(keys->inf));
+}
+
+/* The cache of `keys_of` has synced: start the caches keyed by it. */
+static void start_keyed(struct manager *m, const struct cache_kind *keys_of)
+{
+    for (size_t i = 0; i < m->n_caches; i++)
+        if (m->caches[i].kind->keys_of == keys_of && may_start(m, &m->caches[i]))
+            (void)kube_informer_start(m->caches[i].inf); /* returns 0 */
+}
+
+static int manager_subscribe_cache(struct cache *c, const struct kube_informer_handlers *h,
+                                   void *userdata);
 
 static struct cache *cache_of(struct manager *m, const struct cache_kind *kind)
 {
     struct cache *c = find(m, kind);
     if (c || m->n_caches == MAX_CACHES)
         return c;
+    struct cache *keys = kind->keys_of ? cache_of(m, kind->keys_of) : NULL;
+    if ((kind->keys_of && !keys) || m->n_caches == MAX_CACHES)
+        return NULL;
     c = &m->caches[m->n_caches];
     if (make_cache(m, c, kind) < 0)
         return NULL;
     m->n_caches++;
-    if (m->started && kube_informer_start(c->inf) < 0)
+    if (keys) { /* the names it has so far, and from now on */
+        size_t pos = 0;
+        const char *key;
+        const struct cJSON *obj;
+        while (kube_informer_next(keys->inf, &pos, &key, &obj))
+            if (map_put(c->keys, key, c) < 0)
+                return NULL;
+        if (manager_subscribe_cache(keys, &key_handlers, c) < 0)
+            return NULL;
+    }
+    if (may_start(m, c) && kube_informer_start(c->inf) < 0)
         return NULL;
     return c;
 }
@@ -176,14 +261,20 @@ struct kube_informer *manager_cache(struct manager *m, const struct cache_kind *
     return c ? c->inf : NULL;
 }
 
+static int manager_subscribe_cache(struct cache *c, const struct kube_informer_handlers *h,
+                                   void *userdata)
+{
+    if (c->n_subs == MAX_SUBS)
+        return -ENOMEM;
+    c->subs[c->n_subs++] = (struct sub){.h = h, .userdata = userdata};
+    return 0;
+}
+
 int manager_subscribe(struct manager *m, const struct cache_kind *kind,
                       const struct kube_informer_handlers *h, void *userdata)
 {
     struct cache *c = cache_of(m, kind);
-    if (!c || c->n_subs == MAX_SUBS)
-        return -ENOMEM;
-    c->subs[c->n_subs++] = (struct sub){.h = h, .userdata = userdata};
-    return 0;
+    return c ? manager_subscribe_cache(c, h, userdata) : -ENOMEM;
 }
 
 struct runner *manager_runner(struct manager *m, const struct cache_kind *kind,
@@ -202,6 +293,8 @@ int manager_start(struct manager *m)
 {
     m->started = true;
     for (size_t i = 0; i < m->n_caches; i++) {
+        if (!may_start(m, &m->caches[i]))
+            continue; /* keyed: once its keys' cache has synced (start_keyed) */
         int r = kube_informer_start(m->caches[i].inf);
         if (r < 0)
             return r;
@@ -286,8 +379,10 @@ struct manager *manager_free(struct manager *m)
     if (!m)
         return NULL;
     manager_stop_worker(m);
-    for (size_t i = 0; i < m->n_caches; i++)
+    for (size_t i = 0; i < m->n_caches; i++) {
         m->caches[i].inf = kube_informer_free(m->caches[i].inf);
+        m->caches[i].keys = map_free(m->caches[i].keys);
+    }
     free(m);
     return NULL;
 }

@@ -8,7 +8,8 @@
  * - A cache (`struct cache_kind`, declared once by the module that knows the kind:
  *   controllers/objects/kinds.h) is one informer per process, made on first use, started with
  *   the process's parts, freed after them. In a node's process (part_env.node_name set) a kind
- *   that names its node selector caches that node's objects only.
+ *   that names its node selector caches that node's objects only; one that names `keys_of`
+ *   only the objects whose names that other cache has.
  * - A watch (`struct watch`, declared in a part's ops) maps each event of a cache, or each
  *   emission of a topic, to the part's own keys: it calls `map` with the part itself. Watches
  *   run in the order the parts were added, after the cache's own runner queued the key.
@@ -45,6 +46,12 @@ struct cache_kind {
     const char *node_field; /* in a node's process: field selector <node_field>=<node> */
     const char *field;      /* always: a field selector ("metadata.name=...") */
     bool metadata_only;     /* cache metadata only (a Node's status is most of its size) */
+    /* Cache only the objects named like one in the cache of `keys_of` (a claim and its device
+     * share their name), of the whole collection; started once that cache has synced, so that
+     * its first LIST keeps what it should; an object whose name comes later is fetched with a
+     * GET (kube/informer.h keep, kube_informer_refresh). Memory then follows the claims, not
+     * the cluster's devices (the controller's). NULL: every object. */
+    const struct cache_kind *keys_of;
 };
 
 /* An in-process event, declared by the module that emits it. */
