@@ -24,6 +24,9 @@
 # Users: admin (group system:masters), alice and bob (group developers), all client certificates.
 # CLUSTER_GO_ENV: NAME=VALUE words in every component's environment (make test's suites run the
 # plane without Go's garbage collector below a memory limit: hack/run-tests.sh).
+# CLUSTER_AUDIT_BACKUPS: rotated audit logs of 200 MB kept (default 1; make bench's scale section
+# keeps them all: a cold start of 1,000 agents writes more than 1 GB of audit log, and its
+# request counts are read afterwards).
 set -euo pipefail
 
 HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -270,7 +273,7 @@ start_apiserver() {
         --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true \
         --endpoint-reconciler-type none --profiling=false \
         --audit-policy-file "$D/audit-policy.yaml" --audit-log-path "$D/audit.log" \
-        --audit-log-maxsize 200 --audit-log-maxbackup 1 --v=1
+        --audit-log-maxsize 200 --audit-log-maxbackup "${CLUSTER_AUDIT_BACKUPS:-1}" --v=1
     wait_for kube-apiserver api_ready || { tail -20 "$D/apiserver.log" >&2; return 1; }
 }
 
