@@ -14,7 +14,8 @@ cd "$ROOT" || exit 1
 cluster_start # (and $TEST_DIR)
 W=$TEST_DIR/tree
 mkdir -p "$W/build"
-cp -a Makefile VERSION src "$W/" && cp -a build/release build/gen "$W/build/" ||
+mkdir -p "$W/hack" && cp -a hack/arm64.mk "$W/hack/" && # (the Makefile includes it)
+    cp -a Makefile VERSION src "$W/" && cp -a build/release build/gen "$W/build/" ||
     fail "a copy of the tree with its release objects"
 hack/doc-blocks.py docs/runtime.md "Adding a reconciler" 1 >"$W/src/controllers/claims/orphanclaims.c" &&
     LINE=$(hack/doc-blocks.py docs/runtime.md "Adding a reconciler" 2) ||
