@@ -891,22 +891,30 @@ static int run_scan(struct scan *s, struct err *ret_err)
     return 0;
 }
 
-int node_pci_scan(struct node_pci *p, struct node_pci_scan_result *ret, struct err *ret_err)
+/* A fresh root every time, so a scan never reads through a stale directory (the root replaced
+ * or remounted since the last scan), as libpci, going by path, would not. */
+static int reopen_root(struct node_pci *p, struct err *ret_err)
 {
-    /* A fresh root every time, so a scan never reads through a stale directory (the root
-     * replaced or remounted since the last scan), as libpci, going by path, would not. */
     int fd = node_sysfs_open_root(p->root_path);
     if (fd < 0)
         return err_set(ret_err, fd, "cannot open the sysfs root %s: %s", p->root_path,
                        strerror(-fd));
     close(p->root_fd);
     p->root_fd = fd;
+    return 0;
+}
+
+int node_pci_scan(struct node_pci *p, struct node_pci_scan_result *ret, struct err *ret_err)
+{
+    int r = reopen_root(p, ret_err);
+    if (r < 0)
+        return r;
     struct scan *s = calloc(1, sizeof(*s));
     if (!s)
         return err_set(ret_err, -ENOMEM, "out of memory");
     s->pci = p;
     s->bus_fd = s->dev_fd = -1;
-    int r = run_scan(s, ret_err);
+    r = run_scan(s, ret_err);
     names_close(p);
     if (r == 0) {
         *ret = s->res;
@@ -1251,18 +1259,15 @@ int node_pci_rescan_devices(struct node_pci *p, struct node_pci_scan_result *res
                             char (**ret_read)[NODE_PCI_ADDRESS_SIZE], size_t *ret_n_read,
                             struct err *ret_err)
 {
-    int fd = node_sysfs_open_root(p->root_path);
-    if (fd < 0)
-        return err_set(ret_err, fd, "cannot open the sysfs root %s: %s", p->root_path,
-                       strerror(-fd));
-    close(p->root_fd);
-    p->root_fd = fd;
+    int r = reopen_root(p, ret_err);
+    if (r < 0)
+        return r;
     struct some m = {.s = calloc(1, sizeof(*m.s))};
     if (!m.s)
         return err_set(ret_err, -ENOMEM, "out of memory");
     m.s->pci = p;
     m.s->bus_fd = m.s->dev_fd = -1;
-    int r = some_setup(&m, res);
+    r = some_setup(&m, res);
     if (r == 0) {
         guard_push(&m.s->guard);
         r = some_guarded(&m, addresses, n, res);

@@ -73,17 +73,9 @@ static void note_unreadable(struct map *unreadable, const char *entry)
         (void)map_put(unreadable, entry, unreadable); /* a set: the value is never read */
 }
 
-/* One log line per device and problem, not per rescan: `key` is logged again only when what
- * is wrong with it changes. */
 static void report(struct inventory *inv, const char *key, const char *what, const char *why)
 {
-    const char *last = map_get(inv->reported, key);
-    if (last && strcmp(last, why) == 0)
-        return;
-    char *copy = strdup(why);
-    if (copy && map_put(inv->reported, key, copy) < 0)
-        free(copy);
-    log_warning(what, KV_STR("device", key), KV_STR("problem", why));
+    pciinv_report_once(inv->reported, key, what, why);
 }
 
 static void set_tally(struct inventory *inv, const struct pciinv_tally *t)

@@ -95,17 +95,20 @@ static int spec_from_dev(const char *node, const struct node_pci_dev *d, struct 
     return names_of(d, s);
 }
 
-/* One log line per device and problem, not per rescan: `key` is logged again only when what
- * is wrong with it changes. */
-static void report(struct pciinv *inv, const char *key, const char *what, const char *why)
+void pciinv_report_once(struct map *reported, const char *key, const char *what, const char *why)
 {
-    const char *last = map_get(inv->reported, key);
+    const char *last = map_get(reported, key);
     if (last && strcmp(last, why) == 0)
         return;
     char *copy = strdup(why);
-    if (copy && map_put(inv->reported, key, copy) < 0)
+    if (copy && map_put(reported, key, copy) < 0)
         free(copy);
     log_warning(what, KV_STR("device", key), KV_STR("problem", why));
+}
+
+static void report(struct pciinv *inv, const char *key, const char *what, const char *why)
+{
+    pciinv_report_once(inv->reported, key, what, why);
 }
 
 /* status.passthroughBlockers: the claim's checks, and a device whose sysfs is unreadable. */

@@ -74,3 +74,8 @@ struct pciinv_work {
     size_t read, described;
 };
 void pciinv_last_work(const struct pciinv *inv, struct pciinv_work *ret);
+
+/* One log line per device and problem, not per rescan: a warning `what` for `key` with `why`,
+ * logged again only when `why` changes (`reported`: key -> the problem last logged, its values
+ * freed by the map). The USB side of the inventory uses it too. */
+void pciinv_report_once(struct map *reported, const char *key, const char *what, const char *why);
